@@ -1,0 +1,10 @@
+/// An item that reports its size and media duration, so edges can bound them.
+///
+/// Edges always bound the number of items; an edge whose item type conforms to `WeighedItem` also
+/// bounds bytes and media duration (see ``EdgeLimits``).
+public protocol WeighedItem {
+  /// Bytes of memory the item holds (payload, not bookkeeping).
+  var byteCount: Int { get }
+  /// Media duration the item represents, in microseconds (0 when it has none).
+  var durationMicroseconds: Int64 { get }
+}

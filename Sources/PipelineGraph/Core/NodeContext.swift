@@ -1,0 +1,122 @@
+/// A node's window onto its pipeline: emit items, send events, read the clock, set timers, receive
+/// completions from other threads (swift-nio's `ChannelHandlerContext`).
+///
+/// - Important: a context belongs to one node and is valid only on that node's executor, inside the
+///   node's hooks, timers and completion handlers. It is deliberately not `Sendable`.
+public final class NodeContext<Output> {
+  let core: NodeCore
+  unowned let pipeline: Pipeline
+  var outputs: ContiguousArray<Edge> = []
+
+  init(core: NodeCore, pipeline: Pipeline) {
+    self.core = core
+    self.pipeline = pipeline
+  }
+
+  /// The node's name.
+  public var nodeName: String { core.name }
+
+  /// The pipeline's clock.
+  public var clock: any PipelineClock { pipeline.clock }
+
+  /// The clock's current time.
+  public var now: ClockInstant { pipeline.clock.now }
+
+  /// The current flush generation (0 until the first flush).
+  public var generation: Int { core.generation }
+
+  /// Sends `item` to every connected consumer (fan-out shares the item; nothing is copied).
+  /// Ignored once the node has finished or the pipeline has stopped.
+  public func emit(_ item: Output) {
+    guard core.phase == .running else { return }
+    let generation = core.generation
+    let entry = EdgeEntry.item(item)
+    for edge in outputs where edge.push(entry, generation: generation) && edge.isThreadBoundary {
+      edge.consumer.partition?.schedule()
+    }
+    core.statistics.itemsOut &+= 1
+  }
+
+  /// Sends an in-band event downstream, in order with the items emitted before and after it.
+  /// `endOfStream` cannot be sent this way: the engine sends it when the node finishes.
+  public func send(_ event: PipelineEvent) {
+    guard core.phase == .running else { return }
+    if case .endOfStream = event { return }
+    let generation = core.generation
+    for edge in outputs where edge.push(.event(event), generation: generation) && edge.isThreadBoundary {
+      edge.consumer.partition?.schedule()
+    }
+  }
+
+  /// True when some output edge is full: a node that emits many items per input may check it.
+  public var isOutputFull: Bool {
+    for edge in outputs where edge.isFull { return true }
+    return false
+  }
+
+  /// Runs `body` on the node's executor once the clock reaches `deadline`. The timer is dropped if the
+  /// pipeline flushes or stops before then.
+  @discardableResult
+  public func scheduleTimer(at deadline: ClockInstant, _ body: @escaping () -> Void) -> ClockTimer {
+    let confined = ExecutorConfined(body)
+    let deliver = makeDelivery { (_: Void) in confined.value() }
+    return pipeline.clock.schedule(at: deadline, on: core.executor) { deliver(()) }
+  }
+
+  /// Runs `body` on the node's executor after `delay` of clock time.
+  @discardableResult
+  public func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> ClockTimer {
+    scheduleTimer(at: now + delay, body)
+  }
+
+  /// Makes a ``Completion`` that another thread (a network or disk worker) calls to hand a result back;
+  /// `body` then runs on the node's executor, unless the pipeline flushed or stopped in between.
+  public func makeCompletion<Value: Sendable>(_ body: @escaping (Value) -> Void) -> Completion<Value> {
+    let confined = ExecutorConfined(body)
+    let deliver = makeDelivery { (value: Value) in confined.value(value) }
+    return Completion(deliver: { value in deliver(value) })
+  }
+
+  private func makeDelivery<Value>(_ body: @escaping @Sendable (Value) -> Void) -> @Sendable (Value) -> Void {
+    let core = self.core
+    let generation = core.generation
+    let executor = core.executor
+    return { value in
+      let transfer = ExecutorConfined(value)
+      executor.execute {
+        guard let partition = core.partition, partition.isActive, partition.generation == generation,
+          core.phase != .stopped
+        else { return }
+        core.sourceWaiting = false
+        body(transfer.value)
+        partition.run()
+      }
+    }
+  }
+
+  /// Asks the engine to call a waiting source's `produce` again.
+  public func wake() {
+    core.sourceWaiting = false
+    core.partition?.schedule()
+  }
+
+  /// Stops delivering input to the node (it is busy, e.g. waiting for a frame's presentation time);
+  /// its input edges fill up and backpressure reaches its producers.
+  public func suspendInput() { core.inputSuspended = true }
+
+  /// Resumes delivering input after ``suspendInput()``.
+  public func resumeInput() {
+    guard core.inputSuspended else { return }
+    core.inputSuspended = false
+    core.partition?.schedule()
+  }
+
+  /// Reports a failure outside a throwing hook (from a timer or completion): it goes to the pipeline's
+  /// error handler exactly as if a hook had thrown it.
+  public func fail(_ error: any Error) {
+    pipeline.boxes[core.index].handleFailure(error)
+  }
+}
+
+@available(*, unavailable)
+extension NodeContext: Sendable {}

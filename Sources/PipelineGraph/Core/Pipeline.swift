@@ -1,0 +1,280 @@
+import Synchronization
+
+/// A graph of typed nodes joined by bounded edges, run by executors against a clock.
+///
+/// Build it on one thread (``connect(_:to:limits:threadBoundary:)``, the handlers), then ``start()``.
+/// From then on its shape is fixed and it is driven only through ``flush()`` and ``stop()``, which are
+/// callable from any thread and take effect on the executors.
+///
+/// ```swift
+/// let pipeline = Pipeline(executor: executor, clock: clock)
+/// pipeline.connect(source, to: decoder)
+/// pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
+/// try pipeline.start()
+/// ```
+public final class Pipeline: @unchecked Sendable {
+  private struct Control {
+    var started = false
+    var generation = 0
+    var finishedSinks = 0
+  }
+
+  /// The clock every node reads and sets timers on.
+  public let clock: any PipelineClock
+  /// The executor nodes run on unless ``add(_:on:)`` names another.
+  public let executor: any PipelineExecutor
+
+  /// Receives every node failure, on the failing node's executor, and decides what happens next.
+  /// Without a handler a failure stops the pipeline. Set before ``start()``.
+  public var errorHandler: (@Sendable (NodeFailure) -> ErrorDisposition)?
+  /// Called once every sink has received `endOfStream` (again after each flush that restarts the stream),
+  /// on the executor of the last sink to finish. Set before ``start()``.
+  public var onEndOfStream: (@Sendable () -> Void)?
+  /// Called once, after every node's `stop` has run. Set before ``start()``.
+  public var onStop: (@Sendable () -> Void)?
+
+  var boxes: [any NodeBoxing] = []
+  private var boxIndex: [ObjectIdentifier: Int] = [:]
+  private var edges: [Edge] = []
+  private var partitions: [Partition] = []
+  private var sinkCount = 0
+  private let control = Mutex(Control())
+  private let stopping = Atomic(false)
+  private let stoppedPartitions = Atomic(0)
+
+  /// Creates an empty pipeline whose nodes run on `executor` and read `clock`.
+  public init(executor: any PipelineExecutor, clock: any PipelineClock = MonotonicClock()) {
+    self.executor = executor
+    self.clock = clock
+  }
+
+  var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+  // MARK: Building
+
+  /// Adds `node` to run on `executor` (the pipeline's by default). ``connect(_:to:limits:threadBoundary:)``
+  /// adds nodes it has not seen on the default executor, so call this first only to choose another one.
+  @discardableResult
+  public func add<N: Node>(_ node: N, on executor: (any PipelineExecutor)? = nil) -> N {
+    _ = box(for: node, executor: executor)
+    return node
+  }
+
+  private func box<N: Node>(for node: N, executor: (any PipelineExecutor)? = nil) -> NodeBox<N> {
+    precondition(!control.withLock { $0.started }, "the pipeline's shape is fixed once it has started")
+    if let index = boxIndex[ObjectIdentifier(node)] { return boxes[index] as! NodeBox<N> }
+    let box = NodeBox(node: node, index: boxes.count, executor: executor ?? self.executor, pipeline: self)
+    boxIndex[ObjectIdentifier(node)] = boxes.count
+    boxes.append(box)
+    return box
+  }
+
+  /// Connects `producer`'s output to `consumer`'s input. Compiles only when the types match.
+  ///
+  /// - Parameters:
+  ///   - limits: the edge's bounds (backpressure).
+  ///   - threadBoundary: declare this when the two nodes run on different executors; the edge then
+  ///     locks and wakes the other side (GStreamer's `queue`).
+  public func connect<Producer: Node, Consumer: Node>(
+    _ producer: Producer, to consumer: Consumer, limits: EdgeLimits = .default, threadBoundary: Bool = false
+  ) where Producer.Output == Consumer.Input {
+    link(producer, consumer, limits: limits, threadBoundary: threadBoundary, weigh: nil)
+  }
+
+  /// Connects `producer` to `consumer` on an edge that also bounds bytes and media duration.
+  public func connect<Producer: Node, Consumer: Node>(
+    _ producer: Producer, to consumer: Consumer, limits: EdgeLimits = .default, threadBoundary: Bool = false
+  ) where Producer.Output == Consumer.Input, Producer.Output: WeighedItem {
+    link(
+      producer, consumer, limits: limits, threadBoundary: threadBoundary,
+      weigh: { item in
+        let weighed = item as! Producer.Output
+        return (weighed.byteCount, weighed.durationMicroseconds)
+      })
+  }
+
+  private func link<Producer: Node, Consumer: Node>(
+    _ producer: Producer, _ consumer: Consumer, limits: EdgeLimits, threadBoundary: Bool,
+    weigh: ((Any) -> (bytes: Int, duration: Int64))?
+  ) where Producer.Output == Consumer.Input {
+    let from = box(for: producer)
+    let to = box(for: consumer)
+    let edge = Edge(
+      limits: limits, isThreadBoundary: threadBoundary, typeName: String(describing: Producer.Output.self),
+      producer: from.core, consumer: to.core, weigh: weigh)
+    from.context.outputs.append(edge)
+    to.inputs.append(edge)
+    edges.append(edge)
+  }
+
+  // MARK: Running
+
+  /// Checks the graph and starts it: every node's `start` runs on its executor, then sources produce.
+  ///
+  /// - Throws: ``GraphError`` when the graph is empty, has a cycle, a node with an unconnected input or
+  ///   output, or an edge between executors not declared a thread boundary.
+  public func start() throws {
+    try control.withLock { control in
+      if control.started { throw GraphError.alreadyStarted }
+      let order = try validatedOrder()
+      buildPartitions(order)
+      control.started = true
+    }
+    for partition in partitions {
+      partition.executor.execute { [partition] in
+        partition.isActive = true
+        for box in partition.boxes { box.start() }
+        partition.run()
+      }
+    }
+  }
+
+  private func validatedOrder() throws -> [any NodeBoxing] {
+    if boxes.isEmpty { throw GraphError.empty }
+    for box in boxes {
+      if box.consumesInput && box.inputs.isEmpty { throw GraphError.unconnectedInput(box.core.name) }
+      if box.producesOutput && box.outputEdges.isEmpty { throw GraphError.unconnectedOutput(box.core.name) }
+    }
+    for edge in edges where edge.producer.executor !== edge.consumer.executor && !edge.isThreadBoundary {
+      throw GraphError.undeclaredThreadBoundary(from: edge.producer.name, to: edge.consumer.name)
+    }
+    // Kahn's algorithm; what is left over lies on a cycle.
+    var indegree = boxes.map { $0.inputs.count }
+    var ready = boxes.indices.filter { indegree[$0] == 0 }
+    var order: [any NodeBoxing] = []
+    while !ready.isEmpty {
+      let index = ready.removeFirst()
+      order.append(boxes[index])
+      for edge in boxes[index].outputEdges {
+        let next = edge.consumer.index
+        indegree[next] -= 1
+        if indegree[next] == 0 { ready.append(next) }
+      }
+    }
+    if order.count < boxes.count {
+      throw GraphError.cycle(boxes.indices.filter { indegree[$0] > 0 }.map { boxes[$0].core.name })
+    }
+    return order
+  }
+
+  private func buildPartitions(_ order: [any NodeBoxing]) {
+    for box in order {
+      let partition: Partition
+      if let existing = partitions.first(where: { $0.executor === box.core.executor }) {
+        partition = existing
+      } else {
+        partition = Partition(executor: box.core.executor, pipeline: self)
+        partitions.append(partition)
+      }
+      partition.boxes.append(box)
+      box.core.partition = partition
+    }
+    sinkCount = boxes.count { $0.outputEdges.isEmpty }
+  }
+
+  /// Seeks: starts a new flush generation. On each executor, in topological order, queued entries of
+  /// the old generation are dropped, every node's `flush` runs (sources reposition there), and sources
+  /// send `flush(generation:)` in-band ahead of their new data. Completions and timers made before the
+  /// flush are dropped when they arrive. Callable from any thread; returns the new generation.
+  @discardableResult
+  public func flush() -> Int {
+    let generation = control.withLock { control -> Int in
+      control.generation += 1
+      control.finishedSinks = 0
+      return control.generation
+    }
+    for partition in partitions {
+      partition.executor.execute { [partition] in
+        guard partition.isActive else { return }
+        partition.generation = generation
+        for box in partition.boxes { box.flush(to: generation) }
+        partition.run()
+      }
+    }
+    return generation
+  }
+
+  /// Stops the pipeline: every node's `stop` runs on its executor, queues are emptied, and nothing runs
+  /// afterwards. Idempotent; callable from any thread, including from a node.
+  public func stop() {
+    if stopping.exchange(true, ordering: .acquiringAndReleasing) { return }
+    let started = control.withLock { $0.started }
+    guard started else {
+      onStop?()
+      return
+    }
+    for partition in partitions {
+      partition.executor.execute { [self, partition] in
+        for box in partition.boxes { box.stop() }
+        partition.isActive = false
+        if stoppedPartitions.add(1, ordering: .acquiringAndReleasing).newValue == partitions.count {
+          onStop?()
+        }
+      }
+    }
+  }
+
+  func report(_ failure: NodeFailure) -> ErrorDisposition {
+    errorHandler?(failure) ?? .stopPipeline
+  }
+
+  func sinkFinished(on executor: any PipelineExecutor) {
+    let all = control.withLock { control -> Bool in
+      control.finishedSinks += 1
+      return control.finishedSinks == sinkCount
+    }
+    // Delivered as the executor's next job, so the batch that finished the last sink has completed
+    // (and its counters are written) before anyone is told.
+    if all, let onEndOfStream { executor.execute(onEndOfStream) }
+  }
+
+  // MARK: Introspection
+
+  /// The counters of every node and edge.
+  ///
+  /// - Important: node counters belong to the executors; read them when the pipeline is idle (a test
+  ///   between `runUntilIdle()` calls, or after `onEndOfStream`/`onStop` has been delivered).
+  public func statistics() -> PipelineStatistics {
+    let edgeStatistics = edges.map { $0.snapshot() }
+    let nodes = boxes.map { box -> NodeStatistics in
+      var statistics = box.core.statistics
+      statistics.inputHighWater = box.inputs.map { $0.snapshot().highWaterItems }.max() ?? 0
+      return statistics
+    }
+    return PipelineStatistics(nodes: nodes, edges: edgeStatistics)
+  }
+
+  /// The graph in Graphviz DOT: nodes with their types, edges with item types and bounds; thread
+  /// boundaries dashed, executors as clusters.
+  public func dot() -> String {
+    var lines = ["digraph pipeline {", "  rankdir=LR;", "  node [shape=box, fontname=\"monospace\"];"]
+    var executors: [ObjectIdentifier] = []
+    for box in boxes where !executors.contains(ObjectIdentifier(box.core.executor)) {
+      executors.append(ObjectIdentifier(box.core.executor))
+    }
+    for (number, executor) in executors.enumerated() {
+      let members = boxes.filter { ObjectIdentifier($0.core.executor) == executor }
+      if executors.count > 1 {
+        lines.append("  subgraph cluster_\(number) {")
+        lines.append("    label=\"executor \(number)\";")
+      }
+      for box in members {
+        let label = "\(box.core.name)\\n\(box.core.typeName)"
+        lines.append("  n\(box.core.index) [label=\"\(Self.escape(label))\"];")
+      }
+      if executors.count > 1 { lines.append("  }") }
+    }
+    for edge in edges {
+      let statistics = edge.snapshot()
+      var attributes = "label=\"\(Self.escape(statistics.type))\\n\(Self.escape(statistics.limits))\""
+      if edge.isThreadBoundary { attributes += ", style=dashed" }
+      lines.append("  n\(edge.producer.index) -> n\(edge.consumer.index) [\(attributes)];")
+    }
+    lines.append("}")
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  private static func escape(_ text: String) -> String {
+    text.replacingOccurrences(of: "\"", with: "\\\"")
+  }
+}

@@ -1,0 +1,53 @@
+/// A payload carried by an in-band event.
+///
+/// The engine knows nothing about media: the node library defines the concrete payloads
+/// (a recording gap, a track's format) and the engine only orders and routes them.
+public protocol EventPayload: Sendable, CustomStringConvertible {}
+
+/// An in-band event: it travels on the same edges as the data, in order with it, like GStreamer's
+/// serialized events.
+///
+/// Nodes see `segmentStart`, `gap`, `formatChange`, `flush` and `custom` in
+/// ``Node/handle(_:context:)`` (which forwards by default). `endOfStream` is handled by the engine:
+/// a node receives ``Node/finish(context:)`` once every one of its inputs has ended, and the engine then
+/// forwards a single `endOfStream` downstream.
+public enum PipelineEvent: Sendable, CustomStringConvertible {
+  /// A new stretch of data begins, covering `[start, end)` in the producer's time (microseconds).
+  case segmentStart(StreamSegment)
+  /// A stretch of the stream is missing; the payload says which and why.
+  case gap(any EventPayload)
+  /// The format of the data that follows differs from what came before.
+  case formatChange(any EventPayload)
+  /// The first entry of a new flush generation: everything after it belongs to `generation`.
+  case flush(generation: Int)
+  /// A producer will send nothing more.
+  case endOfStream
+  /// An application-defined event.
+  case custom(any EventPayload)
+
+  /// A short human-readable form, for logs and tests.
+  public var description: String {
+    switch self {
+    case .segmentStart(let segment): "segmentStart(\(segment.start)..<\(segment.end))"
+    case .gap(let payload): "gap(\(payload))"
+    case .formatChange(let payload): "formatChange(\(payload))"
+    case .flush(let generation): "flush(\(generation))"
+    case .endOfStream: "endOfStream"
+    case .custom(let payload): "custom(\(payload))"
+    }
+  }
+}
+
+/// The time span a `segmentStart` event announces, in microseconds of the producer's timeline.
+public struct StreamSegment: Sendable, Hashable {
+  /// First instant covered, inclusive.
+  public var start: Int64
+  /// End of coverage, exclusive.
+  public var end: Int64
+
+  /// Creates a segment covering `[start, end)`.
+  public init(start: Int64, end: Int64) {
+    self.start = start
+    self.end = end
+  }
+}

@@ -1,0 +1,32 @@
+/// How much an edge may hold before its producer is stopped (backpressure).
+///
+/// An edge is *full* when any bound is reached. A node is scheduled only while all its output edges
+/// have room; one call may still emit several items (a demuxer turning one segment into many packets),
+/// so an edge can exceed its bound by what a single call emits, never more.
+public struct EdgeLimits: Sendable, Hashable, CustomStringConvertible {
+  /// Maximum queued items (events count as items).
+  public var items: Int
+  /// Maximum queued bytes, for items that are ``WeighedItem``s; `nil` for no byte bound.
+  public var bytes: Int?
+  /// Maximum queued media duration in microseconds, for ``WeighedItem``s; `nil` for no bound.
+  public var durationMicroseconds: Int64?
+
+  /// Creates limits; every bound must be positive.
+  public init(items: Int = 64, bytes: Int? = nil, durationMicroseconds: Int64? = nil) {
+    precondition(items > 0, "an edge must hold at least one item")
+    self.items = items
+    self.bytes = bytes
+    self.durationMicroseconds = durationMicroseconds
+  }
+
+  /// 64 items, no byte or duration bound.
+  public static let `default` = EdgeLimits()
+
+  /// The limits as `items/bytes/duration` text, for `dot()`.
+  public var description: String {
+    var parts = ["\(items) items"]
+    if let bytes { parts.append("\(bytes) B") }
+    if let durationMicroseconds { parts.append("\(durationMicroseconds) µs") }
+    return parts.joined(separator: ", ")
+  }
+}

@@ -1,0 +1,32 @@
+/// The engine's bookkeeping for one node, shared by its typed box, its context and its edges.
+///
+/// Confined to the node's executor, like the node itself; `@unchecked Sendable` only so that timer and
+/// completion jobs (which run on that executor) can capture it.
+final class NodeCore: @unchecked Sendable {
+  enum Phase: Equatable {
+    case idle, running, finished, discarding, stopped
+  }
+
+  let name: String
+  let typeName: String
+  let index: Int
+  let executor: any PipelineExecutor
+  /// Set once when the pipeline starts; the pipeline owns its partitions for as long as nodes run.
+  unowned(unsafe) var partition: Partition?
+  /// The flush generation the node is in (its partition's, copied here to keep the hot path short).
+  var generation = 0
+  var phase = Phase.idle
+  var inputSuspended = false
+  var sourceWaiting = false
+  var endedInputs = 0
+  var statistics: NodeStatistics
+
+  init(name: String, typeName: String, index: Int, executor: any PipelineExecutor) {
+    self.name = name
+    self.typeName = typeName
+    self.index = index
+    self.executor = executor
+    statistics = NodeStatistics(name: name, type: typeName)
+  }
+
+}

@@ -1,0 +1,109 @@
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+/// A source that requests its data from a "worker" and emits it when the completion arrives.
+final class AsyncSource: SourceNode {
+  typealias Output = String
+  var pending: [Completion<String>] = []
+  var inFlight = false
+  var position = 0
+  var repositionedTo: Int?
+
+  func produce(context: NodeContext<String>) throws -> ProduceResult {
+    if inFlight { return .waiting }
+    inFlight = true
+    let requested = position
+    pending.append(
+      context.makeCompletion { [unowned self] (value: String) in
+        inFlight = false
+        position = requested + 1
+        context.emit(value)
+      })
+    return .waiting
+  }
+
+  func flush(context: NodeContext<String>) {
+    inFlight = false
+    position = repositionedTo ?? 0
+  }
+}
+
+@Suite("Flush and seek")
+struct FlushTests {
+  @Test("a flush drops queued items and the nodes' state, and the source restarts")
+  func flushDropsQueuedItems() throws {
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let source = CountingSource(count: 100)
+    let middle = PassThrough<Int>()
+    let sink = PacedSink<Int>(interval: .seconds(1))
+    let collector = CollectingSink<Int>()
+    pipeline.connect(source, to: middle, limits: EdgeLimits(items: 8))
+    pipeline.connect(middle, to: sink, limits: EdgeLimits(items: 8))
+    pipeline.connect(source, to: collector, limits: EdgeLimits(items: 1000))
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(sink.consumed == 1)
+    let queuedBefore = pipeline.statistics().edges.map(\.depth).reduce(0, +)
+    #expect(queuedBefore > 0)
+
+    let generation = pipeline.flush()
+    #expect(generation == 1)
+    executor.runUntilIdle()
+    #expect(collector.flushCount == 1)
+    // The collector saw the in-band flush marker, then the source's restart from 0.
+    let afterFlush = collector.received.drop { entry in
+      if case .flush(1) = entry.event { return false }
+      return true
+    }
+    #expect(afterFlush.first?.event.map { "\($0)" } == "flush(1)")
+    #expect(afterFlush.dropFirst().first?.item == 0)
+  }
+
+  @Test("a completion made before a flush is dropped when it arrives afterwards")
+  func lateCompletionsAreDropped() throws {
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let source = AsyncSource()
+    let sink = CollectingSink<String>()
+    pipeline.connect(source, to: sink)
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(source.pending.count == 1)
+    let stale = source.pending[0]
+
+    pipeline.flush()
+    executor.runUntilIdle()
+    #expect(source.pending.count == 2, "the source asked again after the flush")
+
+    stale("old data")  // the worker finishes the request made before the seek
+    executor.runUntilIdle()
+    #expect(sink.items.isEmpty)
+
+    source.pending[1]("new data")
+    executor.runUntilIdle()
+    #expect(sink.items == ["new data"])
+  }
+
+  @Test("a timer set before a flush does not fire after it")
+  func staleTimersAreDropped() throws {
+    final class TimerNode: Node {
+      typealias Input = Int
+      typealias Output = Int
+      var fired: [Int] = []
+      func process(_ input: Int, context: NodeContext<Int>) throws {
+        context.scheduleTimer(after: .seconds(1)) { [unowned self] in fired.append(input) }
+      }
+    }
+    let node = TimerNode()
+    let harness = try NodeHarness(node)
+    harness.push(1)
+    harness.runUntilIdle()
+    harness.flush()
+    harness.push(2)
+    harness.runUntilIdle()
+    harness.advance(by: .seconds(2))
+    #expect(node.fired == [2])
+  }
+}
