@@ -6,7 +6,8 @@ import Testing
 struct CryptoTests {
   @Test("SHA-256 matches the FIPS 180-2 test vectors")
   func sha256Vectors() {
-    #expect(SHA256Digest.hexHash(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    #expect(
+      SHA256Digest.hexHash(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     #expect(SHA256Digest.hexHash(Data()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
   }
 

@@ -1,5 +1,5 @@
-import CFFmpeg
 import CCurl
+import CFFmpeg
 
 /// The versions of the C libraries this build runs against, for diagnostics (`tipipe --version`).
 public enum LibraryVersions {

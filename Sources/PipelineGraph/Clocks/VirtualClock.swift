@@ -24,13 +24,13 @@ public final class VirtualClock: PipelineClock {
     var sequence = 0
     var executors: [ObjectIdentifier: any PipelineExecutor] = [:]
   }
-  private let state: Mutex<State>
+  private let state: Locked<State>
   /// True when the clock jumps to the next timer whenever its executors are idle.
   public let isFreeRunning: Bool
 
   /// Creates a clock at `start`; `freeRunning` makes it advance by itself when its executors are idle.
   public init(start: ClockInstant = .zero, freeRunning: Bool = false) {
-    state = Mutex(State(now: start))
+    state = Locked(State(now: start))
     isFreeRunning = freeRunning
   }
 

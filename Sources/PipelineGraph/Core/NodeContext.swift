@@ -4,9 +4,9 @@
 /// - Important: a context belongs to one node and is valid only on that node's executor, inside the
 ///   node's hooks, timers and completion handlers. It is deliberately not `Sendable`.
 public final class NodeContext<Output> {
-  let core: NodeCore
+  @usableFromInline let core: NodeCore
   unowned let pipeline: Pipeline
-  var outputs: ContiguousArray<Edge> = []
+  @usableFromInline var outputs: ContiguousArray<Edge<Output>> = []
 
   init(core: NodeCore, pipeline: Pipeline) {
     self.core = core
@@ -27,12 +27,14 @@ public final class NodeContext<Output> {
 
   /// Sends `item` to every connected consumer (fan-out shares the item; nothing is copied).
   /// Ignored once the node has finished or the pipeline has stopped.
+  @inlinable
   public func emit(_ item: Output) {
+    // Inlinable so that it is specialized in the module that defines the node: the item is boxed for
+    // its concrete type, without generic metadata look-ups.
     guard core.phase == .running else { return }
     let generation = core.generation
-    let entry = EdgeEntry.item(item)
-    for edge in outputs where edge.push(entry, generation: generation) && edge.isThreadBoundary {
-      edge.consumer.partition?.schedule()
+    for edge in outputs where edge.push(.item(item), generation: generation) && edge.isThreadBoundary {
+      edge.wakeConsumer()
     }
     core.statistics.itemsOut &+= 1
   }
@@ -43,12 +45,13 @@ public final class NodeContext<Output> {
     guard core.phase == .running else { return }
     if case .endOfStream = event { return }
     let generation = core.generation
-    for edge in outputs where edge.push(.event(event), generation: generation) && edge.isThreadBoundary {
-      edge.consumer.partition?.schedule()
+    for edge in outputs where edge.pushEvent(event, generation: generation) && edge.isThreadBoundary {
+      edge.wakeConsumer()
     }
   }
 
   /// True when some output edge is full: a node that emits many items per input may check it.
+  @inlinable
   public var isOutputFull: Bool {
     for edge in outputs where edge.isFull { return true }
     return false

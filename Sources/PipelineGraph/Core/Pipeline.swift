@@ -35,10 +35,10 @@ public final class Pipeline: @unchecked Sendable {
 
   var boxes: [any NodeBoxing] = []
   private var boxIndex: [ObjectIdentifier: Int] = [:]
-  private var edges: [Edge] = []
+  private var edges: [any ErasedEdge] = []
   private var partitions: [Partition] = []
   private var sinkCount = 0
-  private let control = Mutex(Control())
+  private let control = Locked(Control())
   private let stopping = Atomic(false)
   private let stoppedPartitions = Atomic(0)
 
@@ -54,19 +54,11 @@ public final class Pipeline: @unchecked Sendable {
 
   /// Adds `node` to run on `executor` (the pipeline's by default). ``connect(_:to:limits:threadBoundary:)``
   /// adds nodes it has not seen on the default executor, so call this first only to choose another one.
+  @inlinable
   @discardableResult
   public func add<N: Node>(_ node: N, on executor: (any PipelineExecutor)? = nil) -> N {
-    _ = box(for: node, executor: executor)
+    register(node, executor: executor, drain: Self.drainer(for: N.self))
     return node
-  }
-
-  private func box<N: Node>(for node: N, executor: (any PipelineExecutor)? = nil) -> NodeBox<N> {
-    precondition(!control.withLock { $0.started }, "the pipeline's shape is fixed once it has started")
-    if let index = boxIndex[ObjectIdentifier(node)] { return boxes[index] as! NodeBox<N> }
-    let box = NodeBox(node: node, index: boxes.count, executor: executor ?? self.executor, pipeline: self)
-    boxIndex[ObjectIdentifier(node)] = boxes.count
-    boxes.append(box)
-    return box
   }
 
   /// Connects `producer`'s output to `consumer`'s input. Compiles only when the types match.
@@ -75,33 +67,63 @@ public final class Pipeline: @unchecked Sendable {
   ///   - limits: the edge's bounds (backpressure).
   ///   - threadBoundary: declare this when the two nodes run on different executors; the edge then
   ///     locks and wakes the other side (GStreamer's `queue`).
+  @inlinable
   public func connect<Producer: Node, Consumer: Node>(
     _ producer: Producer, to consumer: Consumer, limits: EdgeLimits = .default, threadBoundary: Bool = false
   ) where Producer.Output == Consumer.Input {
-    link(producer, consumer, limits: limits, threadBoundary: threadBoundary, weigh: nil)
+    link(
+      producer, consumer, limits: limits, threadBoundary: threadBoundary, weigh: nil,
+      producerDrain: Self.drainer(for: Producer.self), consumerDrain: Self.drainer(for: Consumer.self))
   }
 
   /// Connects `producer` to `consumer` on an edge that also bounds bytes and media duration.
+  @inlinable
   public func connect<Producer: Node, Consumer: Node>(
     _ producer: Producer, to consumer: Consumer, limits: EdgeLimits = .default, threadBoundary: Bool = false
   ) where Producer.Output == Consumer.Input, Producer.Output: WeighedItem {
     link(
       producer, consumer, limits: limits, threadBoundary: threadBoundary,
-      weigh: { item in
-        let weighed = item as! Producer.Output
-        return (weighed.byteCount, weighed.durationMicroseconds)
-      })
+      weigh: { ($0.byteCount, $0.durationMicroseconds) },
+      producerDrain: Self.drainer(for: Producer.self), consumerDrain: Self.drainer(for: Consumer.self))
   }
 
-  private func link<Producer: Node, Consumer: Node>(
+  /// The per-item loop of a node, built here, in inlinable code, so that it is specialized in the module
+  /// that defines the node.
+  @inlinable
+  static func drainer<N: Node>(for type: N.Type) -> (NodeBox<N>) -> Int {
+    { box in box.drainInputs() }
+  }
+
+  @usableFromInline
+  func register<N: Node>(
+    _ node: N, executor: (any PipelineExecutor)?, drain: @escaping (NodeBox<N>) -> Int
+  ) {
+    _ = box(for: node, executor: executor, drain: drain)
+  }
+
+  private func box<N: Node>(
+    for node: N, executor: (any PipelineExecutor)? = nil, drain: @escaping (NodeBox<N>) -> Int
+  ) -> NodeBox<N> {
+    precondition(!control.withLock { $0.started }, "the pipeline's shape is fixed once it has started")
+    if let index = boxIndex[ObjectIdentifier(node)] { return boxes[index] as! NodeBox<N> }
+    let box = NodeBox(
+      node: node, index: boxes.count, executor: executor ?? self.executor, pipeline: self,
+      drain: drain)
+    boxIndex[ObjectIdentifier(node)] = boxes.count
+    boxes.append(box)
+    return box
+  }
+
+  @usableFromInline
+  func link<Producer: Node, Consumer: Node>(
     _ producer: Producer, _ consumer: Consumer, limits: EdgeLimits, threadBoundary: Bool,
-    weigh: ((Any) -> (bytes: Int, duration: Int64))?
+    weigh: ((Producer.Output) -> (bytes: Int, duration: Int64))?,
+    producerDrain: @escaping (NodeBox<Producer>) -> Int, consumerDrain: @escaping (NodeBox<Consumer>) -> Int
   ) where Producer.Output == Consumer.Input {
-    let from = box(for: producer)
-    let to = box(for: consumer)
-    let edge = Edge(
-      limits: limits, isThreadBoundary: threadBoundary, typeName: String(describing: Producer.Output.self),
-      producer: from.core, consumer: to.core, weigh: weigh)
+    let from = box(for: producer, drain: producerDrain)
+    let to = box(for: consumer, drain: consumerDrain)
+    let edge = Edge<Producer.Output>(
+      limits: limits, isThreadBoundary: threadBoundary, producer: from.core, consumer: to.core, weigh: weigh)
     from.context.outputs.append(edge)
     to.inputs.append(edge)
     edges.append(edge)
@@ -132,14 +154,14 @@ public final class Pipeline: @unchecked Sendable {
   private func validatedOrder() throws -> [any NodeBoxing] {
     if boxes.isEmpty { throw GraphError.empty }
     for box in boxes {
-      if box.consumesInput && box.inputs.isEmpty { throw GraphError.unconnectedInput(box.core.name) }
+      if box.consumesInput && box.inputEdges.isEmpty { throw GraphError.unconnectedInput(box.core.name) }
       if box.producesOutput && box.outputEdges.isEmpty { throw GraphError.unconnectedOutput(box.core.name) }
     }
     for edge in edges where edge.producer.executor !== edge.consumer.executor && !edge.isThreadBoundary {
       throw GraphError.undeclaredThreadBoundary(from: edge.producer.name, to: edge.consumer.name)
     }
     // Kahn's algorithm; what is left over lies on a cycle.
-    var indegree = boxes.map { $0.inputs.count }
+    var indegree = boxes.map { $0.inputEdges.count }
     var ready = boxes.indices.filter { indegree[$0] == 0 }
     var order: [any NodeBoxing] = []
     while !ready.isEmpty {
@@ -238,7 +260,7 @@ public final class Pipeline: @unchecked Sendable {
     let edgeStatistics = edges.map { $0.snapshot() }
     let nodes = boxes.map { box -> NodeStatistics in
       var statistics = box.core.statistics
-      statistics.inputHighWater = box.inputs.map { $0.snapshot().highWaterItems }.max() ?? 0
+      statistics.inputHighWater = box.inputEdges.map { $0.snapshot().highWaterItems }.max() ?? 0
       return statistics
     }
     return PipelineStatistics(nodes: nodes, edges: edgeStatistics)

@@ -10,7 +10,7 @@ public final class ManualExecutor: PipelineExecutor {
     var running = false
     var idleHandler: (@Sendable () -> Void)?
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Creates an empty executor.
   public init() {}

@@ -3,8 +3,8 @@ import Glibc
 /// What the engine needs from a node without knowing its types.
 protocol NodeBoxing: AnyObject {
   var core: NodeCore { get }
-  var inputs: ContiguousArray<Edge> { get }
-  var outputEdges: ContiguousArray<Edge> { get }
+  var inputEdges: [any ErasedEdge] { get }
+  var outputEdges: [any ErasedEdge] { get }
   var consumesInput: Bool { get }
   var producesOutput: Bool { get }
   func start()
@@ -15,19 +15,28 @@ protocol NodeBoxing: AnyObject {
 }
 
 /// Holds one node with its typed edges and drives its hooks.
+///
+/// The per-item loop (``drainInputs()``) is inlinable and reached through a closure that the pipeline's
+/// inlinable `connect`/`add` build in the node's own module: there it is specialized for the node's
+/// concrete types, so `process` is a direct call and the queue holds the items themselves.
+@usableFromInline
 final class NodeBox<N: Node>: NodeBoxing {
   /// How many entries a node works through before the loop moves on to the next node.
-  static var batchSize: Int { 64 }
+  @usableFromInline static var batchSize: Int { 64 }
 
-  let node: N
-  let core: NodeCore
-  let context: NodeContext<N.Output>
-  var inputs: ContiguousArray<Edge> = []
-  private var inputCursor = 0
+  @usableFromInline let node: N
+  @usableFromInline let core: NodeCore
+  @usableFromInline let context: NodeContext<N.Output>
+  @usableFromInline var inputs: ContiguousArray<Edge<N.Input>> = []
+  @usableFromInline var inputCursor = 0
   private let produce: (() throws -> ProduceResult)?
+  private let drain: (NodeBox<N>) -> Int
 
-  init(node: N, index: Int, executor: any PipelineExecutor, pipeline: Pipeline) {
+  init(
+    node: N, index: Int, executor: any PipelineExecutor, pipeline: Pipeline, drain: @escaping (NodeBox<N>) -> Int
+  ) {
     self.node = node
+    self.drain = drain
     core = NodeCore(name: node.name, typeName: String(describing: N.self), index: index, executor: executor)
     context = NodeContext(core: core, pipeline: pipeline)
     if let source = node as? any SourceNode {
@@ -43,7 +52,8 @@ final class NodeBox<N: Node>: NodeBoxing {
     return { try source.produce(context: typed) }
   }
 
-  var outputEdges: ContiguousArray<Edge> { context.outputs }
+  var inputEdges: [any ErasedEdge] { inputs.map { $0 } }
+  var outputEdges: [any ErasedEdge] { context.outputs.map { $0 } }
   var consumesInput: Bool { N.Input.self != Never.self }
   var producesOutput: Bool { N.Output.self != Never.self }
 
@@ -60,71 +70,82 @@ final class NodeBox<N: Node>: NodeBoxing {
     }
     if core.inputSuspended || context.isOutputFull { return false }
     let began = Self.monotonicNanoseconds()
-    var done = 0
-    if let produce {
-      while done < Self.batchSize, core.phase == .running, !core.sourceWaiting, !context.isOutputFull {
-        done += 1
-        do {
-          switch try produce() {
-          case .produced: continue
-          case .waiting: core.sourceWaiting = true
-          case .finished: finishNode()
-          }
-        } catch {
-          handleFailure(error)
-        }
-      }
-    } else {
-      var itemsIn = 0
-      var eventsIn = 0
-      while done < Self.batchSize, core.phase == .running, !core.inputSuspended, !context.isOutputFull,
-        let entry = nextEntry()
-      {
-        done += 1
-        do {
-          switch entry {
-          case .item(let item):
-            itemsIn += 1
-            // The edge was created for exactly this type by `connect`.
-            try node.process(item as! N.Input, context: context)
-          case .event(.endOfStream):
-            core.endedInputs += 1
-            if core.endedInputs == inputs.count { finishNode() }
-          case .event(let event):
-            eventsIn += 1
-            try node.handle(event, context: context)
-          }
-        } catch {
-          handleFailure(error)
-        }
-      }
-      core.statistics.itemsIn &+= itemsIn
-      core.statistics.eventsIn &+= eventsIn
-    }
+    let done = produce.map(runSource) ?? drain(self)
     core.statistics.busyNanoseconds &+= Self.monotonicNanoseconds() &- began
     return done > 0
   }
 
+  private func runSource(_ produce: () throws -> ProduceResult) -> Int {
+    var done = 0
+    while done < Self.batchSize, core.phase == .running, !core.sourceWaiting, !context.isOutputFull {
+      done += 1
+      do {
+        switch try produce() {
+        case .produced: continue
+        case .waiting: core.sourceWaiting = true
+        case .finished: finishNode()
+        }
+      } catch {
+        handleFailure(error)
+      }
+    }
+    return done
+  }
+
+  /// Works through up to a batch of input entries; returns how many it took.
+  @inlinable
+  func drainInputs() -> Int {
+    var done = 0
+    while done < Self.batchSize, core.phase == .running, !core.inputSuspended, !context.isOutputFull,
+      let entry = nextEntry()
+    {
+      done &+= 1
+      switch entry {
+      case .item(let item):
+        core.statistics.itemsIn &+= 1
+        do { try node.process(item, context: context) } catch { handleFailure(error) }
+      case .event(let box):
+        if case .endOfStream = box.event {
+          inputEnded()
+        } else {
+          core.statistics.eventsIn &+= 1
+          do { try node.handle(box.event, context: context) } catch { handleFailure(error) }
+        }
+      }
+    }
+    return done
+  }
+
   /// The next entry from the inputs, taken round-robin so that no fan-in input starves another.
-  private func nextEntry() -> EdgeEntry? {
+  @inlinable
+  func nextEntry() -> EdgeEntry<N.Input>? {
     let count = inputs.count
     let generation = core.generation
-    for offset in 0..<count {
-      let position = (inputCursor + offset) % count
+    var offset = 0
+    while offset < count {
+      var position = inputCursor &+ offset
+      if position >= count { position &-= count }
       let edge = inputs[position]
       var wasFull = false
       if let entry = edge.pop(currentGeneration: generation, wasFull: &wasFull) {
-        inputCursor = (position + 1) % count
-        if wasFull && edge.isThreadBoundary { edge.producer.partition?.schedule() }
+        inputCursor = position &+ 1 == count ? 0 : position &+ 1
+        if wasFull && edge.isThreadBoundary { edge.wakeProducer() }
         return entry
       }
+      offset &+= 1
     }
     return nil
   }
 
+  @usableFromInline
+  func inputEnded() {
+    core.endedInputs += 1
+    if core.endedInputs == inputs.count { finishNode() }
+  }
+
   private func discardInput() -> Bool {
     var any = false
-    while let _ = nextEntry() { any = true }
+    while nextEntry() != nil { any = true }
     return any
   }
 
@@ -137,8 +158,8 @@ final class NodeBox<N: Node>: NodeBoxing {
 
   private func sendEndOfStream() {
     let generation = core.generation
-    for edge in context.outputs where edge.push(.event(.endOfStream), generation: generation) {
-      if edge.isThreadBoundary { edge.consumer.partition?.schedule() }
+    for edge in context.outputs where edge.pushEvent(.endOfStream, generation: generation) {
+      if edge.isThreadBoundary { edge.wakeConsumer() }
     }
     if context.outputs.isEmpty { context.pipeline.sinkFinished(on: core.executor) }
   }
@@ -161,6 +182,7 @@ final class NodeBox<N: Node>: NodeBoxing {
     for edge in inputs { edge.removeEntries(olderThan: Int.max) }
   }
 
+  @usableFromInline
   func handleFailure(_ error: any Error) {
     let tiError = error as? TiError ?? TiError(.ioFailed, String(describing: error))
     let failure = NodeFailure(nodeName: core.name, nodeIndex: core.index, error: tiError)
@@ -182,7 +204,6 @@ final class NodeBox<N: Node>: NodeBoxing {
     core.statistics.busyNanoseconds &+= Self.monotonicNanoseconds() &- began
   }
 
-  @inline(__always)
   static func monotonicNanoseconds() -> Int64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)

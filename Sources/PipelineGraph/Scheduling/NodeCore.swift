@@ -2,7 +2,9 @@
 ///
 /// Confined to the node's executor, like the node itself; `@unchecked Sendable` only so that timer and
 /// completion jobs (which run on that executor) can capture it.
+@usableFromInline
 final class NodeCore: @unchecked Sendable {
+  @usableFromInline
   enum Phase: Equatable {
     case idle, running, finished, discarding, stopped
   }
@@ -14,12 +16,12 @@ final class NodeCore: @unchecked Sendable {
   /// Set once when the pipeline starts; the pipeline owns its partitions for as long as nodes run.
   unowned(unsafe) var partition: Partition?
   /// The flush generation the node is in (its partition's, copied here to keep the hot path short).
-  var generation = 0
-  var phase = Phase.idle
-  var inputSuspended = false
+  @usableFromInline var generation = 0
+  @usableFromInline var phase = Phase.idle
+  @usableFromInline var inputSuspended = false
   var sourceWaiting = false
-  var endedInputs = 0
-  var statistics: NodeStatistics
+  @usableFromInline var endedInputs = 0
+  @usableFromInline var statistics: NodeStatistics
 
   init(name: String, typeName: String, index: Int, executor: any PipelineExecutor) {
     self.name = name
