@@ -1,0 +1,63 @@
+import CCrypto
+import Foundation
+import PipelineGraph
+
+/// AES-128-CBC with PKCS#7 padding through OpenSSL's EVP API (AES-NI where the CPU has it).
+///
+/// Owns one `EVP_CIPHER_CTX`, freed in `deinit`; reuse one instance for many objects.
+/// Not thread-safe: one owner (a node) uses it.
+public final class AES128CBC {
+  private let context: OpaquePointer
+
+  /// Allocates the cipher context.
+  /// - Throws: `TiError(.resourceExhausted)` when OpenSSL cannot allocate it.
+  public init() throws {
+    guard let context = EVP_CIPHER_CTX_new() else {
+      throw TiError(.resourceExhausted, "OpenSSL could not allocate a cipher context")
+    }
+    self.context = context
+  }
+
+  deinit { EVP_CIPHER_CTX_free(context) }
+
+  /// Decrypts `ciphertext` with `key` and `iv` (16 bytes each) and removes the padding.
+  /// - Throws: `decryptionFailed` for a wrong key size, a ciphertext that is not whole blocks, or bad
+  ///   padding (what a wrong key produces, with probability 255/256).
+  public func decrypt(_ ciphertext: Data, key: [UInt8], iv: [UInt8]) throws -> Data {
+    try run(ciphertext, key: key, iv: iv, encrypt: false)
+  }
+
+  /// Encrypts `plaintext` with `key` and `iv` (16 bytes each), adding PKCS#7 padding.
+  public func encrypt(_ plaintext: Data, key: [UInt8], iv: [UInt8]) throws -> Data {
+    try run(plaintext, key: key, iv: iv, encrypt: true)
+  }
+
+  private func run(_ input: Data, key: [UInt8], iv: [UInt8], encrypt: Bool) throws -> Data {
+    guard key.count == 16, iv.count == 16 else {
+      throw TiError.gap(.decryptionFailed, "AES-128 needs a 16-byte key and IV (got \(key.count) and \(iv.count))")
+    }
+    if !encrypt && (input.isEmpty || input.count % 16 != 0) {
+      throw TiError.gap(.decryptionFailed, "ciphertext of \(input.count) bytes is not a whole number of blocks")
+    }
+    guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1 else {
+      throw TiError.gap(.decryptionFailed, "OpenSSL refused the key")
+    }
+    var output = Data(count: input.count + 16)
+    var written: Int32 = 0
+    var finalWritten: Int32 = 0
+    let ok = output.withUnsafeMutableBytes { out -> Bool in
+      let outBase = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+      let updated = input.withUnsafeBytes { inBytes -> Int32 in
+        EVP_CipherUpdate(
+          context, outBase, &written, inBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(inBytes.count))
+      }
+      guard updated == 1 else { return false }
+      return EVP_CipherFinal_ex(context, outBase + Int(written), &finalWritten) == 1
+    }
+    guard ok else {
+      throw TiError.gap(.decryptionFailed, encrypt ? "encryption failed" : "bad padding after decryption (wrong key?)")
+    }
+    output.count = Int(written + finalWritten)
+    return output
+  }
+}

@@ -1,0 +1,22 @@
+import CFFmpeg
+import PipelineGraph
+
+/// Turns libav* return codes into typed errors, in one place.
+enum FFmpeg {
+  /// The text of an AVERROR code.
+  static func message(for code: Int32) -> String {
+    var buffer = [CChar](repeating: 0, count: 128)
+    av_strerror(code, &buffer, buffer.count)
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Returns `result` when it is not negative; otherwise throws `code` with what failed and why.
+  @discardableResult
+  static func check(_ result: Int32, _ what: @autoclosure () -> String, code: TiErrorCode = .ioFailed) throws -> Int32 {
+    guard result < 0 else { return result }
+    throw TiError(code, "\(what()): \(message(for: result)) (\(result))")
+  }
+
+  static let again = cff_error_eagain()
+  static let endOfFile = cff_error_eof()
+}

@@ -1,0 +1,78 @@
+import CFFmpeg
+import Foundation
+import PipelineGraph
+
+/// Reads a keyframe's parameter sets and picture size: NAL units are split here, the size comes from
+/// libavcodec's own parser (which decodes the SPS, cropping included).
+final class VideoParameterProbe {
+  private let parser: UnsafeMutablePointer<AVCodecParserContext>
+  private let context: CodecContext
+  let codec: Codec
+
+  init(codec: Codec) throws {
+    let id = codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
+    guard let parser = av_parser_init(Int32(id.rawValue)) else {
+      throw TiError.gap(.unsupportedMedia, "libavcodec has no parser for \(codec)")
+    }
+    parser.pointee.flags |= PARSER_FLAG_COMPLETE_FRAMES
+    self.parser = parser
+    self.codec = codec
+    context = try CodecContext(codec: try CodecContext.decoder(for: codec))
+  }
+
+  deinit { av_parser_close(parser) }
+
+  /// The format a keyframe announces: its parameter sets and picture size.
+  func format(ofKeyframe accessUnit: Data) -> TrackFormat {
+    var size = (width: 0, height: 0)
+    accessUnit.withUnsafeBytes { raw in
+      guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+      var output: UnsafeMutablePointer<UInt8>?
+      var outputSize: Int32 = 0
+      _ = av_parser_parse2(
+        parser, context.pointer, &output, &outputSize, base, Int32(raw.count), cff_nopts_value(), cff_nopts_value(), 0)
+      size = (Int(parser.pointee.width), Int(parser.pointee.height))
+    }
+    return TrackFormat(
+      codec: codec, width: size.width, height: size.height,
+      parameterSets: Self.parameterSets(in: accessUnit, codec: codec))
+  }
+
+  /// The VPS/SPS/PPS NAL units of an Annex B access unit, each behind a 4-byte start code.
+  static func parameterSets(in accessUnit: Data, codec: Codec) -> Data {
+    var result = Data()
+    for unit in nalUnits(in: accessUnit) {
+      guard let first = unit.first else { continue }
+      let isParameterSet =
+        codec == .h265 ? (32...34).contains(Int((first >> 1) & 0x3F)) : [7, 8].contains(first & 0x1F)
+      if isParameterSet {
+        result.append(contentsOf: [0, 0, 0, 1])
+        result.append(unit)
+      }
+    }
+    return result
+  }
+
+  /// The NAL units of an Annex B stream, without their start codes.
+  static func nalUnits(in stream: Data) -> [Data] {
+    var units: [Data] = []
+    let bytes = [UInt8](stream)
+    var index = 0
+    var unitStart: Int?
+    while index + 2 < bytes.count {
+      if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
+        if let start = unitStart {
+          var end = index
+          while end > start, bytes[end - 1] == 0 { end -= 1 }
+          units.append(Data(bytes[start..<end]))
+        }
+        index += 3
+        unitStart = index
+      } else {
+        index += 1
+      }
+    }
+    if let start = unitStart, start < bytes.count { units.append(Data(bytes[start...])) }
+    return units
+  }
+}

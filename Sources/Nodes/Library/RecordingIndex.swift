@@ -1,0 +1,164 @@
+import Foundation
+import PipelineGraph
+
+/// The index of a recording library (`spec/segment-format.md`, "The index"): what the cloud listing
+/// returns and what a local library keeps as `index.json`.
+public struct RecordingIndex: Codable, Sendable, Hashable {
+  /// One segment object.
+  public struct Segment: Codable, Sendable, Hashable {
+    /// One informative track entry.
+    public struct Track: Codable, Sendable, Hashable {
+      /// `video` or `audio`.
+      public var kind: String
+      /// The channel id.
+      public var channelId: Int
+      /// `h264`, `h265`, `aac`, `g711a`, `g711u`.
+      public var codec: String
+
+      enum CodingKeys: String, CodingKey {
+        case kind
+        case channelId = "channel_id"
+        case codec
+      }
+
+      /// Creates a track entry.
+      public init(kind: String, channelId: Int, codec: String) {
+        self.kind = kind
+        self.channelId = channelId
+        self.codec = codec
+      }
+    }
+
+    /// The object's id.
+    public var id: String
+    /// First instant, UTC ms.
+    public var startMs: Int64
+    /// End, UTC ms, exclusive.
+    public var endMs: Int64
+    /// Absolute, or relative to the index's own URL.
+    public var url: String
+    /// Exact object size in bytes.
+    public var size: Int
+    /// Lowercase hex SHA-256 of the object.
+    public var sha256: String
+    /// Hex AES key, or nil when not encrypted.
+    public var key: String?
+    /// The tracks (informative).
+    public var tracks: [Track]
+
+    enum CodingKeys: String, CodingKey {
+      case id
+      case startMs = "start_ms"
+      case endMs = "end_ms"
+      case url, size, sha256, key, tracks
+    }
+
+    /// Creates a segment entry.
+    public init(
+      id: String, startMs: Int64, endMs: Int64, url: String, size: Int, sha256: String, key: String?, tracks: [Track]
+    ) {
+      self.id = id
+      self.startMs = startMs
+      self.endMs = endMs
+      self.url = url
+      self.size = size
+      self.sha256 = sha256
+      self.key = key
+      self.tracks = tracks
+    }
+
+    /// The covered range.
+    public var range: MediaRange { MediaRange(startMilliseconds: startMs, endMilliseconds: endMs) }
+
+    /// The tracks as ids (unknown kinds skipped).
+    public var trackIDs: [TrackID] {
+      tracks.compactMap { track in
+        guard let channel = UInt8(exactly: track.channelId) else { return nil }
+        switch track.kind {
+        case "video": return TrackID(.video, channel: channel)
+        case "audio": return TrackID(.audio, channel: channel)
+        default: return nil
+        }
+      }
+    }
+
+    /// The AES key as bytes; nil when absent; throws when it is not 32 hex digits.
+    public func keyBytes() throws -> [UInt8]? {
+      guard let key else { return nil }
+      guard let bytes = Hex.decode(key), bytes.count == 16 else {
+        throw TiError.gap(.decryptionFailed, "segment \(id): key is not 32 hex digits")
+      }
+      return bytes
+    }
+  }
+
+  /// The device the recording belongs to.
+  public var deviceId: String
+  /// The objects, ordered by `start_ms`.
+  public var segments: [Segment]
+
+  enum CodingKeys: String, CodingKey {
+    case deviceId = "device_id"
+    case segments
+  }
+
+  /// Creates an index.
+  public init(deviceId: String, segments: [Segment]) {
+    self.deviceId = deviceId
+    self.segments = segments
+  }
+
+  /// Decodes an index, mapping malformed JSON to a typed error.
+  public static func decode(_ data: Data) throws -> RecordingIndex {
+    do {
+      let index = try JSONDecoder().decode(RecordingIndex.self, from: data)
+      for segment in index.segments where segment.endMs <= segment.startMs || segment.size < 0 {
+        throw TiError(.cloudStorageUnavailable, "index segment \(segment.id) has an empty range or a negative size")
+      }
+      return index
+    } catch let error as TiError {
+      throw error
+    } catch {
+      throw TiError(.cloudStorageUnavailable, "malformed index JSON: \(error)")
+    }
+  }
+
+  /// The index as pretty, key-sorted JSON.
+  public func encoded() throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return try encoder.encode(self)
+  }
+}
+
+/// Hexadecimal conversion.
+public enum Hex {
+  /// Lowercase hex of `bytes`.
+  public static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    bytes.map { String(format: "%02x", $0) }.joined()
+  }
+
+  /// The bytes of an even-length hex string; nil when it is not one.
+  public static func decode(_ text: String) -> [UInt8]? {
+    let digits = Array(text.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(digits.count / 2)
+    var index = 0
+    while index < digits.count {
+      guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+      bytes.append(high << 4 | low)
+      index += 2
+    }
+    return bytes
+  }
+
+  private static func value(_ digit: UInt8) -> UInt8? {
+    switch digit {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+    default: nil
+    }
+  }
+}

@@ -1,0 +1,27 @@
+import PipelineGraph
+
+/// A decoded picture or block of audio samples, owning its `AVFrame` (one owner, freed in `deinit`;
+/// fan-out shares the object, nothing is copied).
+public final class DecodedFrame: WeighedItem, Sendable {
+  /// The track it was decoded from.
+  public let track: TrackID
+  /// Presentation time (video) or first sample (audio).
+  public let time: MediaTime
+  /// How long it lasts, in microseconds.
+  public let durationMicroseconds: Int64
+  /// The frame's pixels or samples.
+  public let frame: Frame
+
+  /// Wraps a decoded frame.
+  public init(track: TrackID, time: MediaTime, durationMicroseconds: Int64, frame: Frame) {
+    self.track = track
+    self.time = time
+    self.durationMicroseconds = durationMicroseconds
+    self.frame = frame
+  }
+
+  /// Approximate bytes held (YUV 4:2:0 picture or 16-bit samples).
+  public var byteCount: Int {
+    track.kind == .video ? frame.width * frame.height * 3 / 2 : frame.sampleCount * 4
+  }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import PipelineGraph
+
+/// One encoded access unit (video) or audio frame of a track, as the demuxer emits it.
+///
+/// Immutable and shared by reference: fan-out hands the same packet to every branch.
+public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible {
+  /// The track the packet belongs to.
+  public let track: TrackID
+  /// The track's format at this packet.
+  public let format: TrackFormat
+  /// Presentation time (video) or time of the first sample (audio).
+  public let time: MediaTime
+  /// Duration until the next packet of the track, in microseconds (estimated for the last one).
+  public let durationMicroseconds: Int64
+  /// A random-access point (an IDR/IRAP access unit carrying its parameter sets).
+  public let isKeyframe: Bool
+  /// The payload: Annex B for video, one ADTS frame for AAC, G.711 bytes.
+  public let data: Data
+
+  /// Creates a packet.
+  public init(
+    track: TrackID, format: TrackFormat, time: MediaTime, durationMicroseconds: Int64, isKeyframe: Bool, data: Data
+  ) {
+    self.track = track
+    self.format = format
+    self.time = time
+    self.durationMicroseconds = durationMicroseconds
+    self.isKeyframe = isKeyframe
+    self.data = data
+  }
+
+  /// Payload bytes, for edge bounds.
+  public var byteCount: Int { data.count }
+
+  /// `video:0@1000ms key 1234 B`.
+  public var description: String { "\(track)@\(time)\(isKeyframe ? " key" : "") \(data.count) B" }
+}

@@ -1,0 +1,52 @@
+/// A point in recording time: UTC microseconds since the Unix epoch.
+///
+/// Inside the graph every time is a `MediaTime`; the seed's milliseconds exist only at the API edge.
+public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+  /// UTC microseconds since 1970-01-01T00:00:00Z.
+  public var microseconds: Int64
+
+  /// Creates a time from UTC microseconds.
+  public init(microseconds: Int64) { self.microseconds = microseconds }
+
+  /// Creates a time from UTC milliseconds (the segment format's unit).
+  public init(milliseconds: Int64) { microseconds = milliseconds * 1000 }
+
+  /// The time in whole UTC milliseconds, rounded down.
+  public var milliseconds: Int64 {
+    microseconds >= 0 ? microseconds / 1000 : (microseconds - 999) / 1000
+  }
+
+  /// Orders times.
+  public static func < (lhs: MediaTime, rhs: MediaTime) -> Bool { lhs.microseconds < rhs.microseconds }
+
+  /// `<ms>ms`.
+  public var description: String { "\(milliseconds)ms" }
+}
+
+/// A half-open stretch of recording time `[start, end)`.
+public struct MediaRange: Hashable, Sendable, Codable, CustomStringConvertible {
+  /// First instant covered.
+  public var start: MediaTime
+  /// End of coverage, exclusive.
+  public var end: MediaTime
+
+  /// Creates `[start, end)`.
+  public init(start: MediaTime, end: MediaTime) {
+    self.start = start
+    self.end = end
+  }
+
+  /// Creates `[start, end)` from UTC milliseconds.
+  public init(startMilliseconds: Int64, endMilliseconds: Int64) {
+    self.init(start: MediaTime(milliseconds: startMilliseconds), end: MediaTime(milliseconds: endMilliseconds))
+  }
+
+  /// The length in microseconds.
+  public var durationMicroseconds: Int64 { end.microseconds - start.microseconds }
+
+  /// True when the two ranges share an instant.
+  public func overlaps(_ other: MediaRange) -> Bool { start < other.end && other.start < end }
+
+  /// `[start, end)`.
+  public var description: String { "[\(start.milliseconds), \(end.milliseconds))" }
+}

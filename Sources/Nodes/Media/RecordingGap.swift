@@ -1,0 +1,44 @@
+import PipelineGraph
+
+/// A stretch of a recording that cannot be used, with the tracks it concerns and why: the payload of
+/// the graph's `gap` events and an entry of the export report.
+public struct RecordingGap: EventPayload, Hashable {
+  /// The stretch.
+  public var range: MediaRange
+  /// The tracks the gap concerns.
+  public var tracks: [TrackID]
+  /// Why, in the seed's vocabulary.
+  public var reasons: [GapReason]
+
+  /// Creates a gap.
+  public init(range: MediaRange, tracks: [TrackID], reasons: [GapReason]) {
+    self.range = range
+    self.tracks = tracks
+    self.reasons = reasons
+  }
+
+  /// `gap [start, end) video:0 noKeyFrame`.
+  public var description: String {
+    "gap \(range) \(tracks.map(\.description).joined(separator: ",")) \(reasons.map(\.rawValue).joined(separator: ","))"
+  }
+}
+
+/// A track's format changed (at a keyframe): the payload of `formatChange` events.
+public struct FormatChange: EventPayload, Hashable {
+  /// The track.
+  public var track: TrackID
+  /// The format from this point on.
+  public var format: TrackFormat
+  /// Where the new format starts.
+  public var time: MediaTime
+
+  /// Creates a format change.
+  public init(track: TrackID, format: TrackFormat, time: MediaTime) {
+    self.track = track
+    self.format = format
+    self.time = time
+  }
+
+  /// `video:0 → h264 1280x720 at 1000ms`.
+  public var description: String { "\(track) → \(format) at \(time)" }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import PipelineGraph
+
+/// Turns parsed objects into ``EncodedPacket``s with their ``TrackFormat``s (`spec/segment-format.md`).
+///
+/// - Decoding state carries across objects: an object boundary is never a gap by itself.
+/// - Decoding restarts at the first data of the stream and after every `gap` from upstream (a lost or
+///   unusable object, a hole): a video track's frames before its next keyframe cannot be decoded, so they
+///   are dropped and reported as one `gap` with reason `noKeyFrame` over the stretch they covered.
+/// - A change of a track's parameters (codec, size, parameter sets, audio rate or channels) is announced
+///   by a `formatChange` event just before the first packet in the new format.
+/// - With `startingAt`, output begins at the last keyframe at or before that instant (or the first one
+///   after it): earlier packets are dropped.
+/// - Video packet durations come from the next frame's time (one frame of look-ahead per track).
+public final class SegmentDemuxer: Node {
+  /// Consumes parsed objects.
+  public typealias Input = SegmentObject
+  /// Emits packets.
+  public typealias Output = EncodedPacket
+
+  private struct TrackState {
+    var format: TrackFormat?
+    var decodable = false
+    var droppedFrom: MediaTime?
+    var pending: EncodedPacket?
+    var lastDuration: Int64 = 40_000
+  }
+
+  private enum Held {
+    case packet(EncodedPacket)
+    case event(PipelineEvent)
+  }
+
+  /// The node's name.
+  public let name = "SegmentDemuxer"
+  private let startingAt: MediaTime?
+  private var trimBefore: MediaTime?
+  private var held: [Held] = []
+  private var tracks: [TrackID: TrackState] = [:]
+  private var probes: [Codec: VideoParameterProbe] = [:]
+  private var lastObjectEnd: MediaTime?
+
+  /// Creates a demuxer; `startingAt` trims the output to begin at the keyframe at or before it.
+  public init(startingAt: MediaTime? = nil) {
+    self.startingAt = startingAt
+    trimBefore = startingAt
+  }
+
+  /// Demuxes one object.
+  public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
+    let range = input.parsed.header.range
+    context.send(.segmentStart(StreamSegment(start: range.start.microseconds, end: range.end.microseconds)))
+    for record in input.parsed.records {
+      try demux(record, context: context)
+    }
+    lastObjectEnd = range.end
+  }
+
+  private func demux(_ record: SegmentRecord, context: NodeContext<EncodedPacket>) throws {
+    let time = MediaTime(milliseconds: record.timestampMilliseconds)
+    var state = tracks[record.track] ?? TrackState()
+    defer { tracks[record.track] = state }
+    switch record.track.kind {
+    case .video:
+      if !state.decodable {
+        guard record.isKeyframe else {
+          if state.droppedFrom == nil { state.droppedFrom = time }
+          return
+        }
+        if let from = state.droppedFrom {
+          output(
+            .event(
+              .gap(
+                RecordingGap(range: MediaRange(start: from, end: time), tracks: [record.track], reasons: [.noKeyFrame]))
+            ), context)
+          state.droppedFrom = nil
+        }
+        state.decodable = true
+      }
+      var format = state.format ?? TrackFormat(codec: record.codec)
+      if record.isKeyframe {
+        format = try probe(record.codec).format(ofKeyframe: record.payload)
+      }
+      if let pending = state.pending {
+        let duration = time.microseconds - pending.time.microseconds
+        if duration > 0 { state.lastDuration = duration }
+        output(.packet(pending.withDuration(duration > 0 ? duration : state.lastDuration)), context)
+        state.pending = nil
+      }
+      if format != state.format {
+        output(.event(.formatChange(FormatChange(track: record.track, format: format, time: time))), context)
+        state.format = format
+      }
+      state.pending = EncodedPacket(
+        track: record.track, format: format, time: time, durationMicroseconds: state.lastDuration,
+        isKeyframe: record.isKeyframe, data: record.payload)
+    case .audio:
+      var format = TrackFormat(codec: record.codec, sampleRate: record.sampleRate, channels: record.channels)
+      let samples: Int
+      if record.codec == .aac {
+        format.audioSpecificConfig = ADTSHeader(record.payload)?.audioSpecificConfig ?? Data()
+        samples = 1024
+      } else {
+        samples = record.payload.count / max(1, record.channels)
+      }
+      if format != state.format {
+        output(.event(.formatChange(FormatChange(track: record.track, format: format, time: time))), context)
+        state.format = format
+      }
+      let duration = Int64(samples) * 1_000_000 / Int64(max(1, record.sampleRate))
+      output(
+        .packet(
+          EncodedPacket(
+            track: record.track, format: format, time: time, durationMicroseconds: duration, isKeyframe: true,
+            data: record.payload)), context)
+    }
+  }
+
+  private func probe(_ codec: Codec) throws -> VideoParameterProbe {
+    if let probe = probes[codec] { return probe }
+    let probe = try VideoParameterProbe(codec: codec)
+    probes[codec] = probe
+    return probe
+  }
+
+  /// Sends a packet or event, through the start-of-range trimming while it lasts: until the first packet
+  /// at or after the range start, entries are held, and each video keyframe before the start drops the
+  /// packets held before it (output then begins at the last keyframe at or before the start).
+  private func output(_ entry: Held, _ context: NodeContext<EncodedPacket>) {
+    guard let trimBefore else {
+      switch entry {
+      case .packet(let packet): context.emit(packet)
+      case .event(let event): context.send(event)
+      }
+      return
+    }
+    if case .packet(let packet) = entry {
+      if packet.time >= trimBefore {
+        self.trimBefore = nil
+        let released = held
+        held = []
+        for item in released { output(item, context) }
+        output(entry, context)
+        return
+      }
+      if packet.track.kind == .video && packet.isKeyframe {
+        held.removeAll { item in
+          switch item {
+          case .packet(let earlier): return earlier.time < packet.time
+          case .event(.gap(let gap as RecordingGap)): return gap.range.end <= trimBefore
+          case .event: return false
+          }
+        }
+      }
+    }
+    held.append(entry)
+  }
+
+  /// Upstream lost data: flush what is held, forward the gap, and restart decoding at keyframes.
+  public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
+    if case .gap = event { restart(context: context) }
+    output(.event(event), context)
+  }
+
+  private func restart(context: NodeContext<EncodedPacket>) {
+    for (track, var state) in tracks {
+      if let pending = state.pending { output(.packet(pending), context) }
+      state.pending = nil
+      if let from = state.droppedFrom, let end = lastObjectEnd, end > from {
+        output(
+          .event(.gap(RecordingGap(range: MediaRange(start: from, end: end), tracks: [track], reasons: [.noKeyFrame]))),
+          context)
+      }
+      state.droppedFrom = nil
+      state.decodable = false
+      tracks[track] = state
+    }
+  }
+
+  /// Emits the held-back frames at the end of the stream.
+  public func finish(context: NodeContext<EncodedPacket>) throws {
+    restart(context: context)
+    trimBefore = nil
+    let released = held
+    held = []
+    for item in released { output(item, context) }
+  }
+
+  /// Forgets all decoding state (a seek).
+  public func flush(context: NodeContext<EncodedPacket>) {
+    tracks.removeAll()
+    held.removeAll()
+    trimBefore = startingAt
+    lastObjectEnd = nil
+  }
+}
+
+extension EncodedPacket {
+  /// The same packet with another duration.
+  func withDuration(_ duration: Int64) -> EncodedPacket {
+    EncodedPacket(
+      track: track, format: format, time: time, durationMicroseconds: duration, isKeyframe: isKeyframe, data: data)
+  }
+}

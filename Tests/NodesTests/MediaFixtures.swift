@@ -1,0 +1,139 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+/// A fresh temporary directory, removed when the returned object is released.
+final class TemporaryDirectory {
+  let url: URL
+  init(_ name: String = "tipipe-test") throws {
+    url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  }
+  deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Small, fast synthetic recordings: 320x240, 25 fps, 2 s GOPs, 3 s objects (so GOPs span objects).
+func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options {
+  var options = LibrarySynthesizer.Options()
+  options.startMilliseconds = 1_795_996_800_000
+  options.durationSeconds = seconds
+  options.segmentSeconds = 3
+  options.width = 320
+  options.height = 240
+  options.fps = 25
+  options.gop = 50
+  return options
+}
+
+/// What a decode pipeline saw.
+struct DecodeRun {
+  var videoFrames: [DecodedFrame]
+  var audioFrames: [DecodedFrame]
+  var gaps: [RecordingGap]
+  var formatChanges: [FormatChange]
+  var failures: [NodeFailure]
+}
+
+/// Sinks read by the test thread after the end-of-stream handshake.
+final class FrameCollector: Node, @unchecked Sendable {
+  typealias Input = DecodedFrame
+  typealias Output = Never
+  let name: String
+  var frames: [DecodedFrame] = []
+  var gaps: [RecordingGap] = []
+  var formatChanges: [FormatChange] = []
+  init(name: String) { self.name = name }
+  func process(_ input: DecodedFrame, context: NodeContext<Never>) throws { frames.append(input) }
+  func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
+    if case .gap(let gap as RecordingGap) = event { gaps.append(gap) }
+    if case .formatChange(let change as FormatChange) = event { formatChanges.append(change) }
+  }
+}
+
+/// `LocalLibrarySource → SegmentVerifier → SegmentDemuxer ─┬→ Decoder(video) → collector`
+///                                                        `└→ Decoder(audio) → collector`
+/// on a thread executor; returns once every sink has ended.
+func decode(
+  library: URL, range: MediaRange, videoChannel: UInt8 = 0, audioChannel: UInt8? = 1, startingAt: MediaTime? = nil
+) throws -> DecodeRun {
+  let executor = ThreadExecutor(name: "test.decode")
+  defer { executor.shutdown() }
+  let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+  let source = LocalLibrarySource(directory: library, range: range, prefetchBytes: 1 << 20)
+  let verifier = try SegmentVerifier()
+  let demuxer = SegmentDemuxer(startingAt: startingAt)
+  let videoDecoder = try Decoder(name: "videoDecoder", track: TrackID(.video, channel: videoChannel))
+  let video = FrameCollector(name: "video")
+  pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2))
+  pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2))
+  pipeline.connect(demuxer, to: videoDecoder, limits: EdgeLimits(items: 64))
+  pipeline.connect(videoDecoder, to: video, limits: EdgeLimits(items: 8))
+  let audio = FrameCollector(name: "audio")
+  if let audioChannel {
+    let audioDecoder = try Decoder(name: "audioDecoder", track: TrackID(.audio, channel: audioChannel))
+    pipeline.connect(demuxer, to: audioDecoder, limits: EdgeLimits(items: 64))
+    pipeline.connect(audioDecoder, to: audio, limits: EdgeLimits(items: 8))
+  }
+  let failures = LockedArray<NodeFailure>()
+  pipeline.errorHandler = { failure in
+    failures.append(failure)
+    return .stopPipeline
+  }
+  let done = DispatchSemaphore(value: 0)
+  pipeline.onEndOfStream = { done.signal() }
+  pipeline.onStop = { done.signal() }
+  try pipeline.start()
+  done.wait()
+  pipeline.stop()
+  return DecodeRun(
+    videoFrames: video.frames, audioFrames: audio.frames, gaps: video.gaps, formatChanges: video.formatChanges,
+    failures: failures.values)
+}
+
+/// Runs a command and returns its standard output.
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  let output = Pipe()
+  process.standardOutput = output
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  let data = output.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return String(decoding: data, as: UTF8.self)
+}
+
+/// ffprobe's view of one stream of a file: codec, size and the number of frames it decodes.
+struct ProbedStream: Decodable {
+  var codec_name: String
+  var width: Int?
+  var height: Int?
+  var nb_read_frames: String?
+}
+
+func probe(_ file: URL, stream: String) throws -> ProbedStream? {
+  let json = try run(
+    "/usr/bin/ffprobe",
+    [
+      "-v", "error", "-count_frames", "-select_streams", stream, "-show_entries",
+      "stream=codec_name,width,height,nb_read_frames", "-of", "json", file.path,
+    ])
+  struct Output: Decodable { var streams: [ProbedStream] }
+  return try JSONDecoder().decode(Output.self, from: Data(json.utf8)).streams.first
+}
+
+/// Every record of every object of a library, in order.
+func allRecords(of library: URL) throws -> [SegmentRecord] {
+  let index = try RecordingIndex.decode(try Data(contentsOf: library.appendingPathComponent("index.json")))
+  let cipher = try AES128CBC()
+  var records: [SegmentRecord] = []
+  for segment in index.segments {
+    let bytes = try Data(contentsOf: library.appendingPathComponent(segment.url))
+    records += try SegmentReader.parse(bytes, key: try segment.keyBytes(), cipher: cipher).records
+  }
+  return records
+}
