@@ -1,6 +1,7 @@
 #ifndef TIPIPE_CFFMPEG_SHIM_H
 #define TIPIPE_CFFMPEG_SHIM_H
 #include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
 #include <libavutil/avutil.h>
 #include <libavutil/channel_layout.h>

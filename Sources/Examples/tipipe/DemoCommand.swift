@@ -7,7 +7,7 @@ struct DemoOptions {
   var fps: Int
 
   init(parsing arguments: [String]) throws {
-    let flags = try FlagParser(arguments, known: ["--seconds", "--fps"])
+    let flags = try FlagParser(arguments, known: ["--seconds": .value, "--fps": .value])
     seconds = try flags.integer("--seconds", default: 60, range: 1...86_400)
     fps = try flags.integer("--fps", default: 25, range: 1...240)
   }

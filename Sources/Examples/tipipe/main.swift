@@ -10,10 +10,14 @@ let usage = """
   commands:
     demo [--seconds N] [--fps N]   run the engine demo: a synthetic 25 fps stream through a two-thread
                                    graph, paced by a free-running clock; prints the graph and its counters
+    synth --out DIR [--start T] [--duration S] [--segment-seconds 60] [--size 1280x720] [--fps 25]
+          [--gop 50] [--video h264|h265] [--audio aac|g711a|g711u|none] [--video-channel 0]
+          [--audio-channel 1] [--encrypt] [--gap OFFSET_S:LENGTH_S]... [--device-id ID]
+                                   write a synthetic recording library (real H.264/H.265 + AAC/G.711)
     help                           show this text
 
-  The media commands of the contract (synth, serve, list, days, export, snapshot, play, graph) are not
-  built yet; see the project's open issues.
+  Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: serve, list, days, export,
+  snapshot, play, graph (see the project's open issues).
   """
 
 func fail(usage message: String) -> Never {
@@ -30,6 +34,15 @@ case "demo":
   do {
     let options = try DemoOptions(parsing: arguments)
     try runDemo(options)
+  } catch let error as UsageError {
+    fail(usage: error.message)
+  } catch let error as TiError {
+    FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+    exit(1)
+  }
+case "synth":
+  do {
+    try SynthCommand.run(arguments)
   } catch let error as UsageError {
     fail(usage: error.message)
   } catch let error as TiError {

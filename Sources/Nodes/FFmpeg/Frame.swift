@@ -5,7 +5,8 @@ import PipelineGraph
 public final class Frame: @unchecked Sendable {
   // The pointer is owned exclusively; after a frame is emitted it is only read, so sharing it between
   // branches (fan-out) is safe.
-  let pointer: UnsafeMutablePointer<AVFrame>
+  /// The frame (read it; do not free it or keep it beyond this object).
+  public let pointer: UnsafeMutablePointer<AVFrame>
 
   /// Allocates an empty frame.
   public init() throws {

@@ -11,6 +11,9 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
   public let format: TrackFormat
   /// Presentation time (video) or time of the first sample (audio).
   public let time: MediaTime
+  /// Decoding time: equal to `time` except for streams with reordered frames (standard files with
+  /// B-frames; TSEG has none).
+  public let decodeTime: MediaTime
   /// Duration until the next packet of the track, in microseconds (estimated for the last one).
   public let durationMicroseconds: Int64
   /// A random-access point (an IDR/IRAP access unit carrying its parameter sets).
@@ -20,11 +23,13 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
 
   /// Creates a packet.
   public init(
-    track: TrackID, format: TrackFormat, time: MediaTime, durationMicroseconds: Int64, isKeyframe: Bool, data: Data
+    track: TrackID, format: TrackFormat, time: MediaTime, decodeTime: MediaTime? = nil, durationMicroseconds: Int64,
+    isKeyframe: Bool, data: Data
   ) {
     self.track = track
     self.format = format
     self.time = time
+    self.decodeTime = decodeTime ?? time
     self.durationMicroseconds = durationMicroseconds
     self.isKeyframe = isKeyframe
     self.data = data

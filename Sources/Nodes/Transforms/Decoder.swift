@@ -57,7 +57,7 @@ public final class Decoder: Node {
       }
     }
     packet.pointer.pointee.pts = input.time.microseconds
-    packet.pointer.pointee.dts = input.time.microseconds
+    packet.pointer.pointee.dts = input.decodeTime.microseconds
     packet.pointer.pointee.duration = input.durationMicroseconds
     if input.isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
     let sent = avcodec_send_packet(codecContext.pointer, packet.pointer)

@@ -199,6 +199,7 @@ extension EncodedPacket {
   /// The same packet with another duration.
   func withDuration(_ duration: Int64) -> EncodedPacket {
     EncodedPacket(
-      track: track, format: format, time: time, durationMicroseconds: duration, isKeyframe: isKeyframe, data: data)
+      track: track, format: format, time: time, decodeTime: decodeTime, durationMicroseconds: duration,
+      isKeyframe: isKeyframe, data: data)
   }
 }

@@ -1,0 +1,58 @@
+import CFFmpeg
+import PipelineGraph
+
+/// One demuxing `AVFormatContext`, owned by this object and closed in `deinit`.
+final class InputFormatContext {
+  let pointer: UnsafeMutablePointer<AVFormatContext>
+
+  /// Opens and probes `path`.
+  init(path: String) throws {
+    var context: UnsafeMutablePointer<AVFormatContext>?
+    let opened = avformat_open_input(&context, path, nil, nil)
+    guard opened >= 0, let context else {
+      let reason: GapReason = opened == cff_averror(ENOENT) ? .notFound : .mediaUnreadable
+      throw TiError.gap(reason, "cannot open \(path): \(FFmpeg.message(for: opened))")
+    }
+    pointer = context
+    let found = avformat_find_stream_info(context, nil)
+    if found < 0 {
+      var closing: UnsafeMutablePointer<AVFormatContext>? = context
+      avformat_close_input(&closing)
+      throw TiError.gap(.mediaUnreadable, "cannot read the streams of \(path): \(FFmpeg.message(for: found))")
+    }
+  }
+
+  deinit {
+    var pointer: UnsafeMutablePointer<AVFormatContext>? = pointer
+    avformat_close_input(&pointer)
+  }
+
+  var streams: [UnsafeMutablePointer<AVStream>] {
+    (0..<Int(pointer.pointee.nb_streams)).compactMap { pointer.pointee.streams[$0] }
+  }
+}
+
+/// One bitstream filter (`h264_mp4toannexb`…), owned by this object and freed in `deinit`.
+final class BitstreamFilter {
+  private var context: UnsafeMutablePointer<AVBSFContext>?
+
+  init(name: String, parameters: UnsafePointer<AVCodecParameters>, timeBase: AVRational) throws {
+    guard let filter = av_bsf_get_by_name(name) else {
+      throw TiError.gap(.unsupportedMedia, "libavcodec has no \(name) filter")
+    }
+    try FFmpeg.check(av_bsf_alloc(filter, &context), "allocating \(name)", code: .resourceExhausted)
+    guard let context else { throw TiError(.resourceExhausted, "allocating \(name)") }
+    try FFmpeg.check(avcodec_parameters_copy(context.pointee.par_in, parameters), "configuring \(name)")
+    context.pointee.time_base_in = timeBase
+    try FFmpeg.check(av_bsf_init(context), "initializing \(name)", code: .unsupportedFormat)
+  }
+
+  deinit { av_bsf_free(&context) }
+
+  /// Filters `packet` in place (one packet in, one packet out for the Annex B filters).
+  func filter(_ packet: UnsafeMutablePointer<AVPacket>) throws {
+    guard let context else { return }
+    try FFmpeg.check(av_bsf_send_packet(context, packet), "filtering a packet")
+    try FFmpeg.check(av_bsf_receive_packet(context, packet), "filtering a packet")
+  }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import PipelineGraph
+
+/// Generates a synthetic recording object by object: real encoded video (moving picture) and audio
+/// (tone), cut into TSEG objects at segment boundaries, holes and format changes.
+///
+/// The encoders carry over from one object to the next, so GOPs span objects as a camera's do; after a
+/// hole or a format change the next frame is a keyframe and the audio encoder restarts.
+public final class SyntheticRecording {
+  /// The options.
+  public let options: LibrarySynthesizer.Options
+  /// The video frames generated so far: time (UTC ms) and keyframe flag.
+  public private(set) var videoFrames: [(time: Int64, isKeyframe: Bool)] = []
+  /// The audio records generated so far.
+  public private(set) var audioRecords = 0
+
+  private let start: Int64
+  private let end: Int64
+  private let holes: [(Int64, Int64)]
+  private let boundaries: [Int64]
+  private var nextBoundary = 0
+  private var video: VideoEncoder
+  private var frameIndex = 0
+  private var sinceKeyframe = 0
+  private var previousInHole = true
+  private var audio: AudioEncoder?
+  private var audioSampleClock: Int64 = 0
+  private var audioProduced: Int64 = 0
+  private var audioWasInHole = false
+  private var pendingAudio: [SegmentRecord] = []
+  private let videoTrack: TrackID
+  private let audioTrack: TrackID
+
+  /// Prepares the encoders; nothing is generated until ``nextObject()``.
+  public init(options: LibrarySynthesizer.Options) throws {
+    let o = options
+    guard o.durationSeconds > 0, o.segmentSeconds > 0, o.fps > 0, o.gop > 0 else {
+      throw TiError(.invalidArgument, "duration, segment length, fps and GOP must be positive")
+    }
+    self.options = options
+    start = o.startMilliseconds
+    end = start + Int64(o.durationSeconds) * 1000
+    holes = o.gaps.map {
+      (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
+    }
+    var cuts = Set<Int64>([start, end])
+    var t = start
+    while t < end {
+      cuts.insert(t)
+      t += Int64(o.segmentSeconds) * 1000
+    }
+    for hole in holes { cuts.formUnion([hole.0, hole.1]) }
+    for change in o.videoChanges { cuts.insert(start + Int64(change.offsetSeconds) * 1000) }
+    boundaries = cuts.filter {
+      $0 >= o.startMilliseconds && $0 <= o.startMilliseconds + Int64(o.durationSeconds) * 1000
+    }
+    .sorted()
+    video = try VideoEncoder(codec: o.videoCodec, width: o.width, height: o.height, fps: o.fps)
+    if let codec = o.audioCodec {
+      audio = try AudioEncoder(codec: codec, sampleRate: o.audioSampleRate, channels: o.audioChannels)
+    }
+    videoTrack = TrackID(.video, channel: o.videoChannel)
+    audioTrack = TrackID(.audio, channel: o.audioChannel)
+  }
+
+  private func inHole(_ time: Int64) -> Bool { holes.contains { time >= $0.0 && time < $0.1 } }
+
+  /// The next object and its index entry (URL `objects/<id>.tseg`), or nil at the end.
+  public func nextObject() throws -> (RecordingIndex.Segment, Data)? {
+    while nextBoundary + 1 < boundaries.count {
+      let objectStart = boundaries[nextBoundary]
+      let objectEnd = boundaries[nextBoundary + 1]
+      nextBoundary += 1
+      if inHole(objectStart) { continue }
+      let records = try videoRecords(until: objectEnd) + (try audioRecords(until: objectEnd))
+      let sorted = records.enumerated().sorted { lhs, rhs in
+        (lhs.element.timestampMilliseconds, lhs.element.track.kind.rawValue, lhs.offset)
+          < (rhs.element.timestampMilliseconds, rhs.element.track.kind.rawValue, rhs.offset)
+      }.map(\.element)
+      let key: [UInt8]? = options.encrypt ? (0..<16).map { _ in UInt8.random(in: 0...255) } : nil
+      let object = try SegmentWriter.object(
+        records: sorted, range: MediaRange(startMilliseconds: objectStart, endMilliseconds: objectEnd), key: key)
+      let id = String(objectStart)
+      var tracks: [RecordingIndex.Segment.Track] = []
+      for track in [videoTrack, audioTrack] {
+        if let codec = sorted.first(where: { $0.track == track })?.codec {
+          tracks.append(.init(kind: track.kind.description, channelId: Int(track.channel), codec: codec.description))
+        }
+      }
+      let segment = RecordingIndex.Segment(
+        id: id, startMs: objectStart, endMs: objectEnd, url: "objects/\(id).tseg", size: object.count,
+        sha256: SHA256Digest.hexHash(object), key: key.map { Hex.encode($0) }, tracks: tracks)
+      return (segment, object)
+    }
+    return nil
+  }
+
+  private func videoRecords(until objectEnd: Int64) throws -> [SegmentRecord] {
+    var records: [SegmentRecord] = []
+    let o = options
+    while true {
+      let time = start + Int64(frameIndex) * 1000 / Int64(o.fps)
+      guard time < objectEnd, time < end else { break }
+      defer { frameIndex += 1 }
+      if inHole(time) {
+        previousInHole = true
+        continue
+      }
+      var forceKey = previousInHole || sinceKeyframe >= o.gop
+      if let change = o.videoChanges.first(where: { start + Int64($0.offsetSeconds) * 1000 == time }) {
+        video = try VideoEncoder(codec: change.codec, width: change.width, height: change.height, fps: o.fps)
+        forceKey = true
+      }
+      previousInHole = false
+      let unit = try video.encode(index: frameIndex, keyframe: forceKey)
+      sinceKeyframe = unit.isKeyframe ? 1 : sinceKeyframe + 1
+      records.append(
+        SegmentRecord(
+          track: videoTrack, codec: video.codec, isKeyframe: unit.isKeyframe, timestampMilliseconds: time,
+          payload: unit.data))
+      videoFrames.append((time, unit.isKeyframe))
+    }
+    return records
+  }
+
+  private func audioRecords(until objectEnd: Int64) throws -> [SegmentRecord] {
+    guard var encoder = audio, let codec = options.audioCodec else { return [] }
+    let rate = Int64(options.audioSampleRate)
+    // Encode until a record at or after the object's end exists (the encoder's delay means output lags).
+    while pendingAudio.last.map({ $0.timestampMilliseconds < objectEnd }) ?? true {
+      let time = start + audioSampleClock * 1000 / rate
+      if time >= end { break }
+      if inHole(time) {
+        audioWasInHole = true
+        audioSampleClock += Int64(encoder.frameSamples)
+        continue
+      }
+      if audioWasInHole {
+        // The device restarts its audio encoder after a hole.
+        encoder = try AudioEncoder(codec: codec, sampleRate: options.audioSampleRate, channels: options.audioChannels)
+        audio = encoder
+        audioProduced = audioSampleClock
+        audioWasInHole = false
+      }
+      for payload in try encoder.encodeNext() {
+        let recordTime = start + audioProduced * 1000 / rate
+        audioProduced += Int64(encoder.frameSamples)
+        guard recordTime < end, !inHole(recordTime) else { continue }
+        pendingAudio.append(
+          SegmentRecord(
+            track: audioTrack, codec: codec, sampleRate: options.audioSampleRate, channels: options.audioChannels,
+            timestampMilliseconds: recordTime, payload: payload))
+      }
+      audioSampleClock += Int64(encoder.frameSamples)
+    }
+    let split = pendingAudio.firstIndex { $0.timestampMilliseconds >= objectEnd } ?? pendingAudio.count
+    let records = pendingAudio.prefix(split).filter { !inHole($0.timestampMilliseconds) }
+    pendingAudio.removeFirst(split)
+    audioRecords += records.count
+    return Array(records)
+  }
+}

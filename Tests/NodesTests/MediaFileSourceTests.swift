@@ -1,0 +1,92 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+@Suite("MediaFileSource reads files made by the ffmpeg CLI")
+struct MediaFileSourceTests {
+  func makeFile(_ name: String, in directory: URL, extraArguments: [String]) throws -> URL {
+    let file = directory.appendingPathComponent(name)
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=16000", "-t", "4", "-c:v", "libx264", "-g", "25", "-c:a", "aac",
+      ] + extraArguments + [file.path])
+    return file
+  }
+
+  func decodeFile(_ file: URL, start: MediaTime) throws -> (video: [DecodedFrame], audio: [DecodedFrame], changes: Int)
+  {
+    let executor = ThreadExecutor(name: "test.file")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let source = MediaFileSource(path: file.path, startTime: start)
+    let videoDecoder = try Decoder(track: TrackID(.video, channel: 0))
+    let audioDecoder = try Decoder(track: TrackID(.audio, channel: 1))
+    let video = FrameCollector(name: "video")
+    let audio = FrameCollector(name: "audio")
+    pipeline.connect(source, to: videoDecoder)
+    pipeline.connect(source, to: audioDecoder)
+    pipeline.connect(videoDecoder, to: video)
+    pipeline.connect(audioDecoder, to: audio)
+    let failures = LockedArray<NodeFailure>()
+    pipeline.errorHandler = {
+      failures.append($0); return .stopPipeline
+    }
+    let done = DispatchSemaphore(value: 0)
+    pipeline.onEndOfStream = { done.signal() }
+    pipeline.onStop = { done.signal() }
+    try pipeline.start()
+    done.wait()
+    pipeline.stop()
+    #expect(failures.values.isEmpty, "\(failures.values)")
+    return (video.frames, audio.frames, video.formatChanges.count)
+  }
+
+  @Test("an MP4 with B-frames, an MKV and an MPEG-TS decode to ffprobe's frame counts")
+  func containers() throws {
+    let directory = try TemporaryDirectory()
+    let start = MediaTime(milliseconds: 1_795_996_800_000)
+    for (name, extra) in [("bframes.mp4", ["-bf", "2"]), ("plain.mkv", ["-bf", "0"]), ("stream.ts", [])] {
+      let file = try makeFile(name, in: directory.url, extraArguments: extra)
+      let probedVideo = try #require(try probe(file, stream: "v:0"))
+      let probedAudio = try #require(try probe(file, stream: "a:0"))
+      let result = try decodeFile(file, start: start)
+      #expect(String(result.video.count) == probedVideo.nb_read_frames, "\(name)")
+      #expect(String(result.audio.count) == probedAudio.nb_read_frames, "\(name)")
+      #expect(result.video.first.map { $0.frame.width } == 320)
+      // Presentation order: frames come out of the decoder 40 ms apart, the first one at `start` (MP4) or
+      // as far after it as the container delays video against audio (MKV, TS: x264's 64 ms).
+      let times = result.video.map(\.time.microseconds)
+      let offset = (times.first ?? -1) - start.microseconds
+      #expect(name.hasSuffix(".mp4") ? offset == 0 : (0...100_000).contains(offset), "\(name): \(offset)")
+      #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 40_000 }, "\(name)")
+      #expect(result.changes == 2)
+    }
+  }
+
+  @Test("a missing file is notFound, a file that is not media is mediaUnreadable")
+  func badFiles() throws {
+    let directory = try TemporaryDirectory()
+    let garbage = directory.url.appendingPathComponent("garbage.mp4")
+    try Data(repeating: 0x42, count: 4096).write(to: garbage)
+    for (path, expected) in [
+      (directory.url.appendingPathComponent("none.mp4").path, GapReason.notFound), (garbage.path, .mediaUnreadable),
+    ] {
+      let executor = ManualExecutor()
+      let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+      let failures = LockedArray<NodeFailure>()
+      pipeline.errorHandler = {
+        failures.append($0); return .stopPipeline
+      }
+      pipeline.connect(
+        MediaFileSource(path: path, startTime: .init(microseconds: 0)), to: CollectingSink<EncodedPacket>())
+      try pipeline.start()
+      executor.runUntilIdle()
+      #expect(failures.values.first?.error.gapReason == expected)
+    }
+  }
+}
