@@ -41,6 +41,12 @@ let package = Package(
       path: "Benchmarks/GraphBenchmark",
       swiftSettings: strict
     ),
+    .executableTarget(
+      name: "DecodeBenchmark",
+      dependencies: ["Nodes", "PipelineGraph"],
+      path: "Benchmarks/DecodeBenchmark",
+      swiftSettings: strict
+    ),
     .testTarget(
       name: "PipelineGraphTests",
       dependencies: ["PipelineGraph", "PipelineTestKit"],

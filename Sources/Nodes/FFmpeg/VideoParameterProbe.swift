@@ -23,9 +23,13 @@ final class VideoParameterProbe {
   deinit { av_parser_close(parser) }
 
   /// The format a keyframe announces: its parameter sets and picture size.
+  ///
+  /// Only the access unit's head is examined (parameter sets come before the first slice), so the cost
+  /// does not depend on the picture's size.
   func format(ofKeyframe accessUnit: Data) -> TrackFormat {
+    let head = Self.head(of: accessUnit, codec: codec)
     var size = (width: 0, height: 0)
-    accessUnit.withUnsafeBytes { raw in
+    head.withUnsafeBytes { raw in
       guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
       var output: UnsafeMutablePointer<UInt8>?
       var outputSize: Int32 = 0
@@ -34,14 +38,37 @@ final class VideoParameterProbe {
       size = (Int(parser.pointee.width), Int(parser.pointee.height))
     }
     return TrackFormat(
-      codec: codec, width: size.width, height: size.height,
-      parameterSets: Self.parameterSets(in: accessUnit, codec: codec))
+      codec: codec, width: size.width, height: size.height, parameterSets: Self.parameterSets(in: head, codec: codec))
+  }
+
+  /// The access unit up to and including the first 64 bytes of its first slice (enough for the slice
+  /// header the parser reads).
+  static func head(of accessUnit: Data, codec: Codec) -> Data {
+    var end = accessUnit.endIndex
+    accessUnit.withUnsafeBytes { raw in
+      guard raw.count > 4 else { return }
+      var index = 0
+      while index + 3 < raw.count {
+        if raw[index] == 0, raw[index + 1] == 0, raw[index + 2] == 1 {
+          let header = raw[index + 3]
+          let isSlice = codec == .h265 ? (header >> 1) & 0x3F < 32 : (1...5).contains(header & 0x1F)
+          if isSlice {
+            end = accessUnit.startIndex + min(raw.count, index + 3 + 64)
+            return
+          }
+          index += 3
+        } else {
+          index += 1
+        }
+      }
+    }
+    return accessUnit[accessUnit.startIndex..<end]
   }
 
   /// The VPS/SPS/PPS NAL units of an Annex B access unit, each behind a 4-byte start code.
   static func parameterSets(in accessUnit: Data, codec: Codec) -> Data {
     var result = Data()
-    for unit in nalUnits(in: accessUnit) {
+    for unit in nalUnits(in: head(of: accessUnit, codec: codec)) {
       guard let first = unit.first else { continue }
       let isParameterSet =
         codec == .h265 ? (32...34).contains(Int((first >> 1) & 0x3F)) : [7, 8].contains(first & 0x1F)
@@ -56,23 +83,24 @@ final class VideoParameterProbe {
   /// The NAL units of an Annex B stream, without their start codes.
   static func nalUnits(in stream: Data) -> [Data] {
     var units: [Data] = []
-    let bytes = [UInt8](stream)
-    var index = 0
-    var unitStart: Int?
-    while index + 2 < bytes.count {
-      if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
-        if let start = unitStart {
-          var end = index
-          while end > start, bytes[end - 1] == 0 { end -= 1 }
-          units.append(Data(bytes[start..<end]))
+    stream.withUnsafeBytes { bytes in
+      var index = 0
+      var unitStart: Int?
+      while index + 2 < bytes.count {
+        if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
+          if let start = unitStart {
+            var end = index
+            while end > start, bytes[end - 1] == 0 { end -= 1 }
+            units.append(Data(bytes[start..<end]))
+          }
+          index += 3
+          unitStart = index
+        } else {
+          index += 1
         }
-        index += 3
-        unitStart = index
-      } else {
-        index += 1
       }
+      if let start = unitStart, start < bytes.count { units.append(Data(bytes[start...])) }
     }
-    if let start = unitStart, start < bytes.count { units.append(Data(bytes[start...])) }
     return units
   }
 }

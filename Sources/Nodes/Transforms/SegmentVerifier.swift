@@ -1,8 +1,12 @@
+import Dispatch
 import Foundation
 import PipelineGraph
 
 /// Checks each fetched object against its index entry (exact size, SHA-256), decrypts it (AES-128-CBC
 /// through OpenSSL) and parses it.
+///
+/// The hashing, decryption and parsing of several objects run at once on worker threads (the executor
+/// only sequences them); results, and the events between them, leave in arrival order.
 ///
 /// An object that fails becomes a `gap` event over the object's range, with its tracks and the reason
 /// (`notFound`, `downloadFailed`, `integrityFailed`, `decryptionFailed`, `mediaUnreadable`,
@@ -14,40 +18,105 @@ public final class SegmentVerifier: Node {
   /// Emits parsed objects.
   public typealias Output = SegmentObject
 
+  private enum Slot {
+    case waiting
+    case done(Result<SegmentObject, TiError>, FetchedObject)
+    case event(PipelineEvent)
+  }
+
   /// The node's name.
   public let name = "SegmentVerifier"
-  private let cipher: AES128CBC
+  /// Objects verified at once on worker threads.
+  public let parallelism: Int
+  private var slots: [Int: Slot] = [:]
+  private var nextSequence = 0
+  private var nextToEmit = 0
+  private var inFlight = 0
   /// Objects that failed, by reason (for statistics and tests).
   public private(set) var failures: [GapReason: Int] = [:]
+  private static let workers = DispatchQueue(label: "tipipe.verify", attributes: .concurrent)
 
-  /// Creates a verifier (allocating its OpenSSL cipher context).
-  public init() throws { cipher = try AES128CBC() }
+  /// Creates a verifier that works on up to `parallelism` objects at once.
+  public init(parallelism: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) throws {
+    self.parallelism = max(1, parallelism)
+  }
 
-  /// Verifies, decrypts and parses one object, or reports it as a gap.
+  /// Starts verifying one object on a worker.
   public func process(_ input: FetchedObject, context: NodeContext<SegmentObject>) throws {
-    do {
-      context.emit(SegmentObject(segment: input.segment, parsed: try verify(input)))
-    } catch let error as TiError {
-      let reason = error.gapReason ?? .unknown
-      failures[reason, default: 0] += 1
-      context.send(.gap(RecordingGap(range: input.segment.range, tracks: input.segment.trackIDs, reasons: [reason])))
+    let sequence = nextSequence
+    nextSequence += 1
+    slots[sequence] = .waiting
+    inFlight += 1
+    if inFlight >= parallelism { context.suspendInput() }
+    context.holdEndOfStream()
+    let deliver = context.makeCompletion { [unowned self] (result: Result<SegmentObject, TiError>) in
+      slots[sequence] = .done(result, input)
+      inFlight -= 1
+      emitReady(context: context)
+      if inFlight < parallelism { context.resumeInput() }
+    }
+    Self.workers.async {
+      deliver(
+        Result { try SegmentObject(segment: input.segment, parsed: Self.verify(input)) }.mapError { $0 as! TiError })
     }
   }
 
-  private func verify(_ input: FetchedObject) throws -> ParsedSegment {
-    let bytes = try input.result.get()
-    let segment = input.segment
-    guard bytes.count == segment.size else {
-      throw TiError.gap(
-        .integrityFailed, "object \(segment.id) has \(bytes.count) bytes, the index says \(segment.size)")
+  /// Keeps events in order with the objects around them.
+  public func handle(_ event: PipelineEvent, context: NodeContext<SegmentObject>) throws {
+    guard inFlight > 0 else { return context.send(event) }
+    slots[nextSequence] = .event(event)
+    nextSequence += 1
+  }
+
+  private func emitReady(context: NodeContext<SegmentObject>) {
+    while let slot = slots[nextToEmit] {
+      switch slot {
+      case .waiting:
+        return
+      case .event(let event):
+        context.send(event)
+      case .done(.success(let object), _):
+        context.emit(object)
+      case .done(.failure(let error), let input):
+        let reason = error.gapReason ?? .unknown
+        failures[reason, default: 0] += 1
+        context.send(
+          .gap(RecordingGap(range: input.segment.range, tracks: input.segment.trackIDs, reasons: [reason])))
+      }
+      slots[nextToEmit] = nil
+      nextToEmit += 1
     }
-    guard SHA256Digest.hexHash(bytes) == segment.sha256.lowercased() else {
-      throw TiError.gap(.integrityFailed, "object \(segment.id) does not match its SHA-256")
+    if inFlight == 0 { context.releaseEndOfStream() }
+  }
+
+  private static func verify(_ input: FetchedObject) throws -> ParsedSegment {
+    do {
+      let bytes = try input.result.get()
+      let segment = input.segment
+      guard bytes.count == segment.size else {
+        throw TiError.gap(
+          .integrityFailed, "object \(segment.id) has \(bytes.count) bytes, the index says \(segment.size)")
+      }
+      guard SHA256Digest.hexHash(bytes) == segment.sha256.lowercased() else {
+        throw TiError.gap(.integrityFailed, "object \(segment.id) does not match its SHA-256")
+      }
+      let parsed = try SegmentReader.parse(bytes, key: try segment.keyBytes(), cipher: try AES128CBC())
+      guard parsed.header.range.overlaps(segment.range) else {
+        throw TiError.gap(.mediaUnreadable, "object \(segment.id) covers \(parsed.header.range), not \(segment.range)")
+      }
+      return parsed
+    } catch let error as TiError {
+      throw error
+    } catch {
+      throw TiError.gap(.unknown, "\(error)")
     }
-    let parsed = try SegmentReader.parse(bytes, key: try segment.keyBytes(), cipher: cipher)
-    guard parsed.header.range.overlaps(segment.range) else {
-      throw TiError.gap(.mediaUnreadable, "object \(segment.id) covers \(parsed.header.range), not \(segment.range)")
-    }
-    return parsed
+  }
+
+  /// Forgets objects in flight (their completions are dropped by the engine).
+  public func flush(context: NodeContext<SegmentObject>) {
+    slots.removeAll()
+    nextSequence = 0
+    nextToEmit = 0
+    inFlight = 0
   }
 }

@@ -114,6 +114,14 @@ public final class NodeContext<Output> {
     core.partition?.schedule()
   }
 
+  /// Keeps the node's end of stream back while it still has work in flight (e.g. on worker threads):
+  /// when all its inputs have ended, `finish` runs as usual, but `endOfStream` is sent only after
+  /// ``releaseEndOfStream()``. Emitting stays possible until then.
+  public func holdEndOfStream() { core.holdsEndOfStream = true }
+
+  /// Lets the end of stream go: sent at once if `finish` already ran, else when it runs.
+  public func releaseEndOfStream() { pipeline.boxes[core.index].releaseEndOfStream() }
+
   /// Reports a failure outside a throwing hook (from a timer or completion): it goes to the pipeline's
   /// error handler exactly as if a hook had thrown it.
   public func fail(_ error: any Error) {

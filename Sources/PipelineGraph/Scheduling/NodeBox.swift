@@ -12,6 +12,7 @@ protocol NodeBoxing: AnyObject {
   func flush(to generation: Int)
   func stop()
   func handleFailure(_ error: any Error)
+  func releaseEndOfStream()
 }
 
 /// Holds one node with its typed edges and drives its hooks.
@@ -152,6 +153,18 @@ final class NodeBox<N: Node>: NodeBoxing {
   private func finishNode() {
     timed { try node.finish(context: context) }
     guard core.phase == .running else { return }
+    if core.holdsEndOfStream {
+      core.finishPending = true
+      return
+    }
+    core.phase = .finished
+    sendEndOfStream()
+  }
+
+  func releaseEndOfStream() {
+    core.holdsEndOfStream = false
+    guard core.finishPending, core.phase == .running else { return }
+    core.finishPending = false
     core.phase = .finished
     sendEndOfStream()
   }
@@ -170,6 +183,8 @@ final class NodeBox<N: Node>: NodeBoxing {
     core.endedInputs = 0
     core.inputSuspended = false
     core.sourceWaiting = false
+    core.holdsEndOfStream = false
+    core.finishPending = false
     core.phase = .running
     node.flush(context: context)
     if produce != nil { context.send(.flush(generation: generation)) }

@@ -20,6 +20,10 @@ final class NodeCore: @unchecked Sendable {
   @usableFromInline var phase = Phase.idle
   @usableFromInline var inputSuspended = false
   var sourceWaiting = false
+  /// The node asked to hold its end of stream (work still in flight).
+  var holdsEndOfStream = false
+  /// `finish` ran while the end of stream was held: send it on release.
+  var finishPending = false
   @usableFromInline var endedInputs = 0
   @usableFromInline var statistics: NodeStatistics
 
