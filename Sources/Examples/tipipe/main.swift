@@ -14,9 +14,12 @@ let usage = """
           [--gop 50] [--video h264|h265] [--audio aac|g711a|g711u|none] [--video-channel 0]
           [--audio-channel 1] [--encrypt] [--gap OFFSET_S:LENGTH_S]... [--device-id ID]
                                    write a synthetic recording library (real H.264/H.265 + AAC/G.711)
+    export --endpoint file:///DIR --start T --end T --video-channel N [--audio-channel N]
+           --out FILE.mp4 [--report FILE.json|-] [--quiet]
+                                   export [start, end) to one MP4 (gaps cut out) with its report
     help                           show this text
 
-  Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: serve, list, days, export,
+  Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: serve, list, days,
   snapshot, play, graph (see the project's open issues).
   """
 
@@ -43,6 +46,15 @@ case "demo":
 case "synth":
   do {
     try SynthCommand.run(arguments)
+  } catch let error as UsageError {
+    fail(usage: error.message)
+  } catch let error as TiError {
+    FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+    exit(1)
+  }
+case "export":
+  do {
+    exit(try ExportCommand.run(arguments))
   } catch let error as UsageError {
     fail(usage: error.message)
   } catch let error as TiError {

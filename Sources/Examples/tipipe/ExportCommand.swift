@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+
+/// `tipipe export` (`spec/cli.md`): a range of a library into one MP4, with the report as JSON.
+enum ExportCommand {
+  struct Output: Encodable {
+    var code: Int32
+    var file: String?
+    var durationMs: Int64
+    var report: ExportReport
+
+    enum CodingKeys: String, CodingKey {
+      case code, file
+      case durationMs = "duration_ms"
+      case report
+    }
+  }
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(
+      arguments,
+      known: [
+        "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--video-channel": .value,
+        "--audio-channel": .value, "--out": .value, "--report": .value, "--quiet": .boolean,
+      ])
+    let endpoint = try flags.required("--endpoint")
+    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+    let videoChannel = try flags.integer("--video-channel", default: -1, range: 0...255)
+    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+    let audioChannel =
+      flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
+    let out = URL(fileURLWithPath: try flags.required("--out"))
+    let quiet = flags.has("--quiet")
+    guard start < end else {
+      throw TiError(.invalidArgument, "--start must be before --end")
+    }
+    guard end - start <= 864_000_000 else { throw TiError(.rangeTooLarge, "an export spans at most 10 days") }
+    guard let url = URL(string: endpoint), url.scheme == "file" else {
+      throw TiError(
+        .invalidArgument, "only file:// endpoints are supported by this build (the cloud source is not built yet)")
+    }
+    let request = ExportJob.Request(
+      range: MediaRange(startMilliseconds: start, endMilliseconds: end),
+      videoTrack: TrackID(.video, channel: UInt8(videoChannel)),
+      audioTrack: audioChannel.map { TrackID(.audio, channel: UInt8($0)) }, output: out)
+
+    let showProgress = !quiet && isatty(STDERR_FILENO) == 1
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox()
+    let job = try ExportJob(
+      request: request, source: LocalLibrarySource(directory: URL(fileURLWithPath: url.path), range: request.range),
+      progress: { fraction, covered in
+        guard showProgress else { return }
+        let width = 40
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
+        FileHandle.standardError.write(
+          Data(String(format: "\r%@ %5.1f%%  %.1f s covered", bar, fraction * 100, Double(covered) / 1000).utf8))
+      },
+      completion: { result in
+        box.result = result
+        done.signal()
+      })
+
+    // SIGINT cancels: the completion then reports `cancelled` and no file is left.
+    signal(SIGINT, SIG_IGN)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+    interrupt.setEventHandler { job.cancel() }
+    interrupt.resume()
+    done.wait()
+    interrupt.cancel()
+    if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+
+    let result = box.result!
+    if let reportPath = flags.string("--report") {
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+      let json = try encoder.encode(
+        Output(
+          code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: result.report))
+      if reportPath == "-" {
+        FileHandle.standardOutput.write(json + Data("\n".utf8))
+      } else {
+        do {
+          try json.write(to: URL(fileURLWithPath: reportPath))
+        } catch {
+          throw TiError(.fileWriteFailed, "cannot write the report to \(reportPath)")
+        }
+      }
+    }
+    if result.code != .ok {
+      let message =
+        switch result.code {
+        case .cancelled: "the export was cancelled"
+        case .stopped: "the export was stopped"
+        case .noRecordableMedia: "the range has no video that can be written"
+        default: "the export failed (\(result.report.termination))"
+        }
+      FileHandle.standardError.write(Data("error: \(result.code.name) (\(result.code.rawValue)): \(message)\n".utf8))
+      return 1
+    }
+    if showProgress {
+      let report = result.report
+      FileHandle.standardError.write(
+        Data(
+          ("wrote \(out.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
+            + "\(report.gaps.count) gap(s), complete: \(report.complete)\n").utf8))
+    }
+    return 0
+  }
+}
+
+/// The job's result, handed from its completion to the waiting main thread.
+final class ResultBox: @unchecked Sendable {
+  // Written once before the semaphore is signalled, read after it is waited on.
+  var result: ExportResult?
+}

@@ -1,0 +1,181 @@
+import Dispatch
+import Foundation
+import PipelineGraph
+
+/// The outcome of an export (`TiCloudStorageExportResult`): a code, the file when one was produced,
+/// and the report.
+public struct ExportResult: Sendable {
+  /// `ok` exactly when `file` is set.
+  public var code: TiErrorCode
+  /// The MP4, when one was produced.
+  public var file: URL?
+  /// The file's duration in milliseconds (0 without a file).
+  public var durationMs: Int64
+  /// What the file holds.
+  public var report: ExportReport
+}
+
+/// Export as a graph configuration: `source → SegmentVerifier → SegmentDemuxer → TrackRouter →
+/// AudioTranscoder → Exporter`, on its own executor thread and a free-running clock.
+///
+/// The MP4 is written under a temporary name beside `output` and renamed on success; a cancelled,
+/// stopped or failed export leaves no file. `cancel()` and `stop()` are non-blocking requests: the
+/// completion is the authority on the outcome, and once the task has ended they change nothing.
+public final class ExportJob: @unchecked Sendable {
+  /// What to export and where.
+  public struct Request: Sendable {
+    /// The range.
+    public var range: MediaRange
+    /// The video track.
+    public var videoTrack: TrackID
+    /// The audio track, if any.
+    public var audioTrack: TrackID?
+    /// The final MP4's path.
+    public var output: URL
+
+    /// Creates a request.
+    public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, output: URL) {
+      self.range = range
+      self.videoTrack = videoTrack
+      self.audioTrack = audioTrack
+      self.output = output
+    }
+  }
+
+  private enum Ending {
+    case cancelled(TiErrorCode)
+    case failed(TiError)
+  }
+
+  /// The request.
+  public let request: Request
+  private let executor = ThreadExecutor(name: "tipipe.export")
+  private let pipeline: Pipeline
+  private let exporter: Exporter
+  private let workingPath: String
+  // Confined to the executor.
+  private var ending: Ending?
+  private var completed = false
+  private let completion: @Sendable (ExportResult) -> Void
+
+  /// Builds the graph over `source` and starts it. Progress (fraction, covered ms) and gaps are
+  /// delivered on the export's thread; `completion` is called exactly once.
+  public init<Source: SourceNode>(
+    request: Request, source: Source,
+    progress: (@Sendable (Double, Int64) -> Void)? = nil,
+    gap: (@Sendable (RecordingGap) -> Void)? = nil,
+    completion: @escaping @Sendable (ExportResult) -> Void
+  ) throws where Source.Output == FetchedObject {
+    self.request = request
+    self.completion = completion
+    let directory = request.output.deletingLastPathComponent()
+    workingPath =
+      directory.appendingPathComponent(".\(request.output.lastPathComponent).\(UUID().uuidString).partial.mp4").path
+    pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    exporter = Exporter(
+      configuration: .init(
+        range: request.range, videoTrack: request.videoTrack, audioTrack: request.audioTrack,
+        workingPath: workingPath))
+    exporter.onProgress = progress
+    exporter.onGap = gap
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer(startingAt: request.range.start)
+    let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
+    let transcoder = try AudioTranscoder()
+    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4, bytes: 64 << 20))
+    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4, bytes: 64 << 20))
+    pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 32 << 20))
+    pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 32 << 20))
+    pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 256, bytes: 32 << 20))
+    pipeline.errorHandler = { [unowned self] failure in
+      // Per-object failures arrive as gap events; what reaches here ends the task.
+      if ending == nil { ending = .failed(failure.error) }
+      return .stopPipeline
+    }
+    pipeline.onEndOfStream = { [unowned self] in complete() }
+    pipeline.onStop = { [unowned self] in executor.execute { self.complete() } }
+    try pipeline.start()
+  }
+
+  /// Requests cancellation: no file, termination `cancelled`, code `cancelled` (6115). Non-blocking.
+  public func cancel() { end(.cancelled(.cancelled)) }
+
+  /// Requests a stop: no file, termination `cancelled`, code `stopped` (6124). Non-blocking.
+  public func stop() { end(.cancelled(.stopped)) }
+
+  private func end(_ reason: Ending) {
+    executor.execute { [self] in
+      guard !completed, ending == nil else { return }
+      ending = reason
+      pipeline.stop()
+    }
+  }
+
+  /// Runs on the executor once: after end of stream, or after the pipeline stopped.
+  private func complete() {
+    guard !completed else { return }
+    completed = true
+    let result: ExportResult
+    switch ending {
+    case nil:
+      result = finishNormally()
+    case .cancelled(let code):
+      exporter.abandonFile()
+      removeWorkingFile()
+      result = ExportResult(
+        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .cancelled, cause: code))
+    case .failed(let error):
+      if exporter.hasMedia && error.code != .fileWriteFailed {
+        result = finalize(termination: .interrupted, cause: error.code)
+      } else {
+        exporter.abandonFile()
+        removeWorkingFile()
+        result = ExportResult(
+          code: error.code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: error.code))
+      }
+    }
+    pipeline.stop()
+    let completion = self.completion
+    DispatchQueue.global().async { [executor] in
+      executor.shutdown()
+      completion(result)
+    }
+  }
+
+  private func finishNormally() -> ExportResult {
+    guard exporter.hasMedia else {
+      exporter.abandonFile()
+      removeWorkingFile()
+      let code = TiErrorCode.noRecordableMedia
+      return ExportResult(
+        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code))
+    }
+    return finalize(termination: .exhausted, cause: .ok)
+  }
+
+  private func finalize(termination: ExportTermination, cause: TiErrorCode) -> ExportResult {
+    let staging = workingPath + ".final.mp4"
+    do {
+      try exporter.finalizeFile(to: staging)
+      removeWorkingFile()
+      if FileManager.default.fileExists(atPath: request.output.path) {
+        try FileManager.default.removeItem(at: request.output)
+      }
+      try FileManager.default.moveItem(atPath: staging, toPath: request.output.path)
+      return ExportResult(
+        code: .ok, file: request.output, durationMs: exporter.outputDurationMs,
+        report: exporter.report(termination: termination, cause: cause))
+    } catch {
+      let code = (error as? TiError)?.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
+      exporter.abandonFile()
+      removeWorkingFile()
+      try? FileManager.default.removeItem(atPath: staging)
+      return ExportResult(
+        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code))
+    }
+  }
+
+  private func removeWorkingFile() {
+    try? FileManager.default.removeItem(atPath: workingPath)
+  }
+}

@@ -1,0 +1,367 @@
+import Foundation
+import PipelineGraph
+
+/// The export sink: writes the requested range's video track (and optionally one audio track) into one
+/// MP4 whose timeline cuts the gaps out, and keeps the exact account of what it holds
+/// (``ExportReport``).
+///
+/// Rules (seed 000, ExportTask; `spec/cli.md`, `tipipe export`):
+/// - The output follows the video track: a stretch without decodable video is a gap (its audio is cut
+///   too); a stretch with video but without the requested audio is kept and reported as a gap of the
+///   audio track.
+/// - Each stretch written maps a source range to a contiguous stretch of the file: the first starts at
+///   output 0, each next one where the previous ended, so the file lasts `coveredDurationMs`.
+/// - Video of another codec or resolution than the file's is an incompatible stretch (`unsupportedMedia`)
+///   until a keyframe in the file's format.
+/// - Progress is the scanned fraction of the range, monotonic; `onProgress` gets coalesced values.
+public final class Exporter: Node {
+  /// Consumes packets of the selected tracks.
+  public typealias Input = EncodedPacket
+  /// A sink.
+  public typealias Output = Never
+
+  /// What to export.
+  public struct Configuration: Sendable {
+    /// The requested range.
+    public var range: MediaRange
+    /// The video track the file follows.
+    public var videoTrack: TrackID
+    /// The audio track, if any.
+    public var audioTrack: TrackID?
+    /// Where the unfinished (fragmented) file is written.
+    public var workingPath: String
+
+    /// Creates a configuration.
+    public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, workingPath: String) {
+      self.range = range
+      self.videoTrack = videoTrack
+      self.audioTrack = audioTrack
+      self.workingPath = workingPath
+    }
+  }
+
+  private struct OpenSegment {
+    var sourceStart: Int64
+    var outputStart: Int64
+    var videoEnd: Int64
+    var lastAudioEnd: Int64?
+  }
+
+  private struct Interval {
+    var start: Int64
+    var end: Int64
+    var reasons: [GapReason]
+  }
+
+  /// The node's name.
+  public let name = "Exporter"
+  /// The configuration.
+  public let configuration: Configuration
+  /// Called with (progress, covered ms) as the scan advances; values never decrease.
+  public var onProgress: ((Double, Int64) -> Void)?
+  /// Called with each gap as it is found (video-level gaps are final only in the report).
+  public var onGap: ((RecordingGap) -> Void)?
+
+  private var file: MP4File?
+  private var fileVideo: TrackFormat?
+  private var fileAudio: TrackFormat?
+  private var audioFormat: TrackFormat?
+  private var startBuffer: [EncodedPacket] = []
+  private var segment: OpenSegment?
+  private var segments: [ExportReport.Segment] = []
+  private var sourceSegments: [(start: Int64, end: Int64)] = []
+  private var outputCursor: Int64 = 0
+  private var videoGapIntervals: [Interval] = []
+  private var audioGaps: [RecordingGap] = []
+  private var incompatibleSince: Int64?
+  private var pendingAudio: [EncodedPacket] = []
+  private var pendingVideo: EncodedPacket?
+  private(set) var scanPosition: Int64
+  private var reportedProgress = 0.0
+  /// Packets written, by track kind (for tests and statistics).
+  public private(set) var writtenVideoPackets = 0
+  /// Audio packets written.
+  public private(set) var writtenAudioPackets = 0
+
+  /// Creates an exporter.
+  public init(configuration: Configuration) {
+    self.configuration = configuration
+    scanPosition = configuration.range.start.microseconds
+  }
+
+  private var rangeStart: Int64 { configuration.range.start.microseconds }
+  private var rangeEnd: Int64 { configuration.range.end.microseconds }
+
+  // MARK: Input
+
+  /// Writes a packet of the video or audio track.
+  public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
+    if input.track == configuration.videoTrack {
+      try video(input)
+    } else if input.track == configuration.audioTrack {
+      audioFormat = input.format
+      try audio(input)
+    }
+    advanceScan(to: min(input.time.microseconds + input.durationMicroseconds, rangeEnd))
+  }
+
+  private func video(_ packet: EncodedPacket) throws {
+    let time = packet.time.microseconds
+    guard time < rangeEnd else { return }
+    if let fileVideo, !Self.compatible(packet.format, fileVideo) {
+      if incompatibleSince == nil {
+        try closeSegment(at: time)
+        incompatibleSince = time
+      }
+      return
+    }
+    if segment == nil {
+      guard packet.isKeyframe else { return }
+      if let since = incompatibleSince {
+        videoGapIntervals.append(Interval(start: since, end: time, reasons: [.unsupportedMedia]))
+        incompatibleSince = nil
+      }
+      if file == nil {
+        startBuffer.append(packet)
+        try openFileIfReady(force: false)
+        return
+      }
+      segment = OpenSegment(sourceStart: time, outputStart: outputCursor, videoEnd: time)
+    }
+    try writeVideo(packet)
+  }
+
+  /// Buffers the first packets until the audio format is known (MP4 streams are declared up front).
+  private func openFileIfReady(force: Bool) throws {
+    guard file == nil, let first = startBuffer.first else { return }
+    let span = (startBuffer.last?.time.microseconds ?? 0) - first.time.microseconds
+    let audioKnown = configuration.audioTrack == nil || audioFormat != nil
+    guard force || audioKnown || span >= 2_000_000 else { return }
+    var audio = configuration.audioTrack == nil ? nil : audioFormat
+    if let format = audio, format.codec != .aac {
+      audio = nil
+      if let track = configuration.audioTrack {
+        audioGaps.append(RecordingGap(range: configuration.range, tracks: [track], reasons: [.unsupportedMedia]))
+      }
+    }
+    file = try MP4File(path: configuration.workingPath, video: first.format, audio: audio)
+    fileVideo = first.format
+    fileAudio = audio
+    segment = OpenSegment(
+      sourceStart: first.time.microseconds, outputStart: outputCursor, videoEnd: first.time.microseconds)
+    let buffered = startBuffer
+    startBuffer = []
+    for packet in buffered { try writeVideo(packet) }
+  }
+
+  private func writeVideo(_ packet: EncodedPacket) throws {
+    // Each frame is written once the next one gives its exact duration (or at the segment's end).
+    if let previous = pendingVideo { try emitVideo(previous, until: packet.time.microseconds) }
+    pendingVideo = packet
+    try flushAudio(upTo: packet.time.microseconds)
+  }
+
+  private func emitVideo(_ packet: EncodedPacket, until end: Int64) throws {
+    guard var open = segment, let file else { return }
+    let start = packet.time.microseconds
+    let stop = min(end, rangeEnd)
+    guard stop > start else { return }
+    try file.writeVideo(
+      packet.data, time: open.outputStart + start - open.sourceStart, duration: stop - start,
+      isKeyframe: packet.isKeyframe)
+    writtenVideoPackets += 1
+    open.videoEnd = stop
+    segment = open
+  }
+
+  private func audio(_ packet: EncodedPacket) throws {
+    guard configuration.audioTrack != nil, packet.time.microseconds < rangeEnd else { return }
+    pendingAudio.append(packet)
+    if let pendingVideo { try flushAudio(upTo: pendingVideo.time.microseconds) }
+    // Audio with no video to go with it is dropped; keep at most a few seconds waiting for video.
+    if pendingAudio.count > 256 { pendingAudio.removeFirst(pendingAudio.count - 256) }
+  }
+
+  /// Writes the waiting audio frames that start before `limit` inside the open segment.
+  private func flushAudio(upTo limit: Int64) throws {
+    guard let file, fileAudio != nil, var open = segment else { return }
+    while let packet = pendingAudio.first, packet.time.microseconds < limit {
+      pendingAudio.removeFirst()
+      let time = packet.time.microseconds
+      guard time >= open.sourceStart, packet.format.codec == .aac,
+        packet.format.sampleRate == fileAudio?.sampleRate, packet.format.channels == fileAudio?.channels
+      else { continue }
+      let expected = open.lastAudioEnd ?? open.sourceStart
+      if time - expected > 2 * max(packet.durationMicroseconds, 20_000), let track = configuration.audioTrack {
+        reportAudioGap(
+          RecordingGap(
+            range: MediaRange(start: .init(microseconds: expected), end: packet.time), tracks: [track],
+            reasons: [.trackUnavailable]))
+      }
+      // Never overlap the previous frame in the file (ms-rounded record times can).
+      let outputTime = max(
+        open.outputStart + time - open.sourceStart,
+        open.outputStart + (open.lastAudioEnd ?? open.sourceStart) - open.sourceStart)
+      try file.writeAudio(packet.data, time: outputTime, duration: packet.durationMicroseconds)
+      writtenAudioPackets += 1
+      open.lastAudioEnd = max(time + packet.durationMicroseconds, open.lastAudioEnd ?? 0)
+      segment = open
+    }
+  }
+
+  private func reportAudioGap(_ gap: RecordingGap) {
+    guard let clipped = clip(gap.range) else { return }
+    var gap = gap
+    gap.range = clipped
+    audioGaps.append(gap)
+    onGap?(gap)
+  }
+
+  /// Ends the open segment at the end of the last frame written (`limit` bounds the last frame).
+  private func closeSegment(at limit: Int64) throws {
+    if let pending = pendingVideo {
+      let guess = pending.time.microseconds + pending.durationMicroseconds
+      try emitVideo(pending, until: min(limit, guess))
+      pendingVideo = nil
+    }
+    guard let open = segment else { return }
+    try flushAudio(upTo: open.videoEnd)
+    pendingAudio.removeAll()
+    if let track = configuration.audioTrack, fileAudio != nil {
+      let audioEnd = open.lastAudioEnd ?? open.sourceStart
+      if open.videoEnd - audioEnd > 200_000 {
+        reportAudioGap(
+          RecordingGap(
+            range: MediaRange(start: .init(microseconds: audioEnd), end: .init(microseconds: open.videoEnd)),
+            tracks: [track], reasons: [.trackUnavailable]))
+      }
+    }
+    segment = nil
+    guard open.videoEnd > open.sourceStart else { return }
+    let length = open.videoEnd - open.sourceStart
+    segments.append(
+      ExportReport.Segment(
+        sourceRange: .init(startMs: Self.ms(open.sourceStart), endMs: Self.ms(open.videoEnd)),
+        outputStartMs: Self.ms(open.outputStart), outputEndMs: Self.ms(open.outputStart + length)))
+    sourceSegments.append((open.sourceStart, open.videoEnd))
+    outputCursor = open.outputStart + length
+  }
+
+  /// Gaps end the open stretch (when they concern video) and are kept for the report.
+  public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
+    guard case .gap(let gap as RecordingGap) = event else { return }
+    let concernsVideo = gap.tracks.isEmpty || gap.tracks.contains(configuration.videoTrack)
+    let concernsAudio = configuration.audioTrack.map { gap.tracks.isEmpty || gap.tracks.contains($0) } ?? false
+    if concernsVideo {
+      try openFileIfReady(force: true)
+      try closeSegment(at: gap.range.start.microseconds)
+      if let clipped = clip(gap.range) {
+        videoGapIntervals.append(
+          Interval(start: clipped.start.microseconds, end: clipped.end.microseconds, reasons: gap.reasons))
+      }
+    } else if concernsAudio, let track = configuration.audioTrack {
+      reportAudioGap(RecordingGap(range: gap.range, tracks: [track], reasons: gap.reasons))
+    }
+    advanceScan(to: min(gap.range.end.microseconds, rangeEnd))
+  }
+
+  /// Closes the last stretch.
+  public func finish(context: NodeContext<Never>) throws {
+    try openFileIfReady(force: true)
+    try closeSegment(at: rangeEnd)
+    if let since = incompatibleSince {
+      videoGapIntervals.append(Interval(start: since, end: rangeEnd, reasons: [.unsupportedMedia]))
+      incompatibleSince = nil
+    }
+  }
+
+  // MARK: Results
+
+  /// True once some media has been written.
+  public var hasMedia: Bool { writtenVideoPackets > 0 }
+
+  /// Source duration written, in milliseconds.
+  public var coveredDurationMs: Int64 { segments.reduce(0) { $0 + $1.sourceRange.durationMs } }
+
+  /// The file's duration in milliseconds (equal to the covered duration: gaps are cut out).
+  public var outputDurationMs: Int64 { Self.ms(outputCursor) }
+
+  /// Finishes the MP4 and writes the final, seekable file at `destination`.
+  public func finalizeFile(to destination: String) throws {
+    guard let file else { throw TiError(.noRecordableMedia, "the range has no video that can be written") }
+    try file.finalize(to: destination)
+    self.file = nil
+  }
+
+  /// Closes the unfinished file (cancel, stop, failure); the caller removes it.
+  public func abandonFile() {
+    file?.close()
+    file = nil
+  }
+
+  /// The report, given how the task ended. Gaps are the requested range's stretches outside the
+  /// written segments (and before where the scan stopped), with the reasons the pipeline gave for them.
+  public func report(termination: ExportTermination, cause: TiErrorCode) -> ExportReport {
+    let scanned = termination == .exhausted ? rangeEnd : min(scanPosition, rangeEnd)
+    var gaps: [ExportReport.Gap] = []
+    var tracks = [ExportReport.Track(configuration.videoTrack)]
+    if let audio = configuration.audioTrack { tracks.append(ExportReport.Track(audio)) }
+    var cursor = rangeStart
+    for covered in sourceSegments + [(scanned, scanned)] {
+      let holeEnd = min(covered.start, scanned)
+      if holeEnd > cursor {
+        let reasons = videoGapIntervals.filter { $0.start < holeEnd && $0.end > cursor }.flatMap(\.reasons)
+        var unique: [GapReason] = []
+        for reason in reasons where !unique.contains(reason) { unique.append(reason) }
+        gaps.append(
+          ExportReport.Gap(
+            range: .init(startMs: Self.ms(cursor), endMs: Self.ms(holeEnd)), tracks: tracks,
+            reasons: unique.isEmpty ? [.noRecording] : unique))
+      }
+      cursor = max(cursor, covered.end)
+    }
+    for gap in audioGaps {
+      gaps.append(
+        ExportReport.Gap(
+          range: .init(startMs: gap.range.start.milliseconds, endMs: gap.range.end.milliseconds),
+          tracks: gap.tracks.map(ExportReport.Track.init), reasons: gap.reasons))
+    }
+    gaps = gaps.filter { $0.range.durationMs > 0 }.sorted { $0.range < $1.range }
+    let unprocessed =
+      scanned < rangeEnd ? [ExportReport.Range(startMs: Self.ms(max(scanned, cursor)), endMs: Self.ms(rangeEnd))] : []
+    let complete = termination == .exhausted && gaps.isEmpty && unprocessed.isEmpty
+    return ExportReport(
+      requestedRange: .init(
+        startMs: configuration.range.start.milliseconds, endMs: configuration.range.end.milliseconds),
+      coveredDurationMs: coveredDurationMs, segments: segments, gaps: gaps,
+      unprocessedRanges: unprocessed.filter { $0.durationMs > 0 }, complete: complete, termination: termination,
+      cause: cause.rawValue)
+  }
+
+  // MARK: Helpers
+
+  private func advanceScan(to position: Int64) {
+    guard position > scanPosition else { return }
+    scanPosition = position
+    let fraction = min(1, max(0, Double(position - rangeStart) / Double(max(1, rangeEnd - rangeStart))))
+    if fraction - reportedProgress >= 0.005 || (fraction == 1 && reportedProgress < 1) {
+      reportedProgress = fraction
+      onProgress?(fraction, coveredDurationMs + (segment.map { Self.ms($0.videoEnd - $0.sourceStart) } ?? 0))
+    }
+  }
+
+  private func clip(_ range: MediaRange) -> MediaRange? {
+    let start = max(range.start, configuration.range.start)
+    let end = min(range.end, configuration.range.end)
+    return start < end ? MediaRange(start: start, end: end) : nil
+  }
+
+  private static func compatible(_ format: TrackFormat, _ file: TrackFormat) -> Bool {
+    format.codec == file.codec && format.width == file.width && format.height == file.height
+  }
+
+  private static func ms(_ microseconds: Int64) -> Int64 { microseconds / 1000 }
+
+  /// Forgets nothing: an export is not seekable (a new range needs a new task).
+  public func flush(context: NodeContext<Never>) {}
+}

@@ -1,0 +1,168 @@
+import CFFmpeg
+import Foundation
+import PipelineGraph
+
+/// An MP4 being written with libavformat (stream copy): H.264 (`avc1`) or H.265 (`hvc1`) video and AAC
+/// audio, Annex B and ADTS in, ISO BMFF out.
+///
+/// While writing, the file is fragmented (an empty `moov`, then a `moof`+`mdat` about every second), so a
+/// crash keeps everything up to the last fragment. ``finalize(to:)`` rewrites it as an ordinary MP4
+/// with its index at the front (`faststart`), which every player can seek.
+final class MP4File {
+  private var context: UnsafeMutablePointer<AVFormatContext>?
+  private var videoStream: UnsafeMutablePointer<AVStream>?
+  private var audioStream: UnsafeMutablePointer<AVStream>?
+  private let packet: Packet
+  let path: String
+  private(set) var headerWritten = false
+
+  /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream.
+  init(path: String, video: TrackFormat, audio: TrackFormat?) throws {
+    self.path = path
+    packet = try Packet()
+    var context: UnsafeMutablePointer<AVFormatContext>?
+    try FFmpeg.check(
+      avformat_alloc_output_context2(&context, nil, "mp4", path), "creating an MP4 muxer", code: .fileWriteFailed)
+    self.context = context
+    guard let context else { throw TiError(.fileWriteFailed, "creating an MP4 muxer") }
+
+    guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
+    let parameters = stream.pointee.codecpar!
+    parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+    parameters.pointee.codec_id = video.codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
+    if video.codec == .h265 { parameters.pointee.codec_tag = cff_mktag(0x68, 0x76, 0x63, 0x31) }  // hvc1
+    parameters.pointee.width = Int32(video.width)
+    parameters.pointee.height = Int32(video.height)
+    try Self.setExtradata(parameters, video.parameterSets)
+    stream.pointee.time_base = AVRational(num: 1, den: 1_000_000)
+    videoStream = stream
+
+    if let audio {
+      guard audio.codec == .aac else {
+        throw TiError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
+      }
+      guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
+      let parameters = stream.pointee.codecpar!
+      parameters.pointee.codec_type = AVMEDIA_TYPE_AUDIO
+      parameters.pointee.codec_id = AV_CODEC_ID_AAC
+      parameters.pointee.sample_rate = Int32(audio.sampleRate)
+      av_channel_layout_default(&parameters.pointee.ch_layout, Int32(audio.channels))
+      parameters.pointee.frame_size = 1024
+      try Self.setExtradata(parameters, audio.audioSpecificConfig)
+      stream.pointee.time_base = AVRational(num: 1, den: Int32(audio.sampleRate))
+      audioStream = stream
+    }
+
+    guard avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE) >= 0 else {
+      throw TiError(.fileWriteFailed, "cannot create \(path)")
+    }
+    var options: OpaquePointer?
+    av_dict_set(&options, "movflags", "empty_moov+default_base_moof+separate_moof", 0)
+    av_dict_set(&options, "frag_duration", "1000000", 0)
+    defer { av_dict_free(&options) }
+    try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
+    headerWritten = true
+  }
+
+  deinit { close() }
+
+  private static func setExtradata(_ parameters: UnsafeMutablePointer<AVCodecParameters>, _ bytes: Data) throws {
+    guard !bytes.isEmpty else { return }
+    guard let buffer = av_mallocz(bytes.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+      throw TiError(.resourceExhausted, "allocating codec extradata")
+    }
+    bytes.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+    parameters.pointee.extradata = buffer.assumingMemoryBound(to: UInt8.self)
+    parameters.pointee.extradata_size = Int32(bytes.count)
+  }
+
+  /// Writes one video access unit (Annex B) at output time `time` (µs from the file's start).
+  func writeVideo(_ data: Data, time: Int64, duration: Int64, isKeyframe: Bool) throws {
+    guard let videoStream else { return }
+    try write(data, stream: videoStream, time: time, duration: duration, isKeyframe: isKeyframe)
+  }
+
+  /// Writes one AAC frame given in ADTS (the header is stripped) at output time `time`.
+  func writeAudio(_ adts: Data, time: Int64, duration: Int64) throws {
+    guard let audioStream else { return }
+    let headerLength = ADTSHeader(adts)?.headerLength ?? 0
+    try write(adts.dropFirst(headerLength), stream: audioStream, time: time, duration: duration, isKeyframe: true)
+  }
+
+  private func write(
+    _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: Int64, duration: Int64, isKeyframe: Bool
+  ) throws {
+    guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    try FFmpeg.check(av_new_packet(packet.pointer, Int32(data.count)), "allocating a packet", code: .resourceExhausted)
+    data.withUnsafeBytes { raw in
+      if let base = raw.baseAddress {
+        packet.pointer.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: data.count)
+      }
+    }
+    let microseconds = AVRational(num: 1, den: 1_000_000)
+    // The muxer may have changed the stream's time base in avformat_write_header.
+    packet.pointer.pointee.pts = av_rescale_q(time, microseconds, stream.pointee.time_base)
+    packet.pointer.pointee.dts = packet.pointer.pointee.pts
+    packet.pointer.pointee.duration = max(1, av_rescale_q(duration, microseconds, stream.pointee.time_base))
+    packet.pointer.pointee.stream_index = stream.pointee.index
+    if isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
+    let status = av_interleaved_write_frame(context, packet.pointer)
+    av_packet_unref(packet.pointer)
+    try FFmpeg.check(status, "writing to \(path)", code: .fileWriteFailed)
+  }
+
+  /// Finishes the fragmented file, then rewrites it as an ordinary MP4 with the index at the front at
+  /// `destination` (stream copy). The fragmented file is left for the caller to remove.
+  func finalize(to destination: String) throws {
+    guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    try FFmpeg.check(av_write_trailer(context), "finishing \(path)", code: .fileWriteFailed)
+    close()
+    try Self.remux(from: path, to: destination)
+  }
+
+  /// Closes the file without finishing it (what was written up to the last fragment stays readable).
+  func close() {
+    guard let context else { return }
+    avio_closep(&context.pointee.pb)
+    avformat_free_context(context)
+    self.context = nil
+  }
+
+  private static func remux(from source: String, to destination: String) throws {
+    let input = try InputFormatContext(path: source)
+    var output: UnsafeMutablePointer<AVFormatContext>?
+    try FFmpeg.check(
+      avformat_alloc_output_context2(&output, nil, "mp4", destination), "creating an MP4 muxer", code: .fileWriteFailed)
+    guard let output else { throw TiError(.fileWriteFailed, "creating an MP4 muxer") }
+    defer {
+      avio_closep(&output.pointee.pb)
+      avformat_free_context(output)
+    }
+    for stream in input.streams {
+      guard let copy = avformat_new_stream(output, nil) else { throw TiError(.resourceExhausted, "new stream") }
+      try FFmpeg.check(avcodec_parameters_copy(copy.pointee.codecpar, stream.pointee.codecpar), "copying parameters")
+      copy.pointee.time_base = stream.pointee.time_base
+    }
+    guard avio_open(&output.pointee.pb, destination, AVIO_FLAG_WRITE) >= 0 else {
+      throw TiError(.fileWriteFailed, "cannot create \(destination)")
+    }
+    var options: OpaquePointer?
+    av_dict_set(&options, "movflags", "faststart", 0)
+    defer { av_dict_free(&options) }
+    try FFmpeg.check(avformat_write_header(output, &options), "writing \(destination)", code: .fileWriteFailed)
+    let packet = try Packet()
+    while true {
+      let status = av_read_frame(input.pointer, packet.pointer)
+      if status == FFmpeg.endOfFile { break }
+      try FFmpeg.check(status, "reading \(source)", code: .fileWriteFailed)
+      let index = Int(packet.pointer.pointee.stream_index)
+      av_packet_rescale_ts(
+        packet.pointer, input.streams[index].pointee.time_base, output.pointee.streams[index]!.pointee.time_base)
+      packet.pointer.pointee.pos = -1
+      let written = av_interleaved_write_frame(output, packet.pointer)
+      av_packet_unref(packet.pointer)
+      try FFmpeg.check(written, "writing \(destination)", code: .fileWriteFailed)
+    }
+    try FFmpeg.check(av_write_trailer(output), "finishing \(destination)", code: .fileWriteFailed)
+  }
+}
