@@ -53,6 +53,11 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "ExportTests",
+      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit"],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "NodesTests",
       dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit"],
       swiftSettings: strict

@@ -100,6 +100,7 @@ public final class Exporter: Node {
       try video(input)
     } else if input.track == configuration.audioTrack {
       audioFormat = input.format
+      try openFileIfReady(force: false)
       try audio(input)
     }
     advanceScan(to: min(input.time.microseconds + input.durationMicroseconds, rangeEnd))
@@ -115,16 +116,18 @@ public final class Exporter: Node {
       }
       return
     }
+    if file == nil {
+      // Until the file exists (its streams are declared up front), keep everything from the first keyframe.
+      guard packet.isKeyframe || !startBuffer.isEmpty else { return }
+      startBuffer.append(packet)
+      try openFileIfReady(force: false)
+      return
+    }
     if segment == nil {
       guard packet.isKeyframe else { return }
       if let since = incompatibleSince {
         videoGapIntervals.append(Interval(start: since, end: time, reasons: [.unsupportedMedia]))
         incompatibleSince = nil
-      }
-      if file == nil {
-        startBuffer.append(packet)
-        try openFileIfReady(force: false)
-        return
       }
       segment = OpenSegment(sourceStart: time, outputStart: outputCursor, videoEnd: time)
     }
@@ -182,12 +185,15 @@ public final class Exporter: Node {
     if pendingAudio.count > 256 { pendingAudio.removeFirst(pendingAudio.count - 256) }
   }
 
-  /// Writes the waiting audio frames that start before `limit` inside the open segment.
-  private func flushAudio(upTo limit: Int64) throws {
+  /// Writes the waiting audio frames that start before `limit` inside the open segment; with `segmentEnd`
+  /// (the stretch is closing), only frames ending at most 20 ms after it, so the audio never runs past the
+  /// video into the next stretch's place in the file.
+  private func flushAudio(upTo limit: Int64, segmentEnd: Int64? = nil) throws {
     guard let file, fileAudio != nil, var open = segment else { return }
     while let packet = pendingAudio.first, packet.time.microseconds < limit {
       pendingAudio.removeFirst()
       let time = packet.time.microseconds
+      if let segmentEnd, time + packet.durationMicroseconds > segmentEnd + 20_000 { continue }
       guard time >= open.sourceStart, packet.format.codec == .aac,
         packet.format.sampleRate == fileAudio?.sampleRate, packet.format.channels == fileAudio?.channels
       else { continue }
@@ -225,7 +231,7 @@ public final class Exporter: Node {
       pendingVideo = nil
     }
     guard let open = segment else { return }
-    try flushAudio(upTo: open.videoEnd)
+    try flushAudio(upTo: open.videoEnd, segmentEnd: open.videoEnd)
     pendingAudio.removeAll()
     if let track = configuration.audioTrack, fileAudio != nil {
       let audioEnd = open.lastAudioEnd ?? open.sourceStart
@@ -303,6 +309,17 @@ public final class Exporter: Node {
   /// written segments (and before where the scan stopped), with the reasons the pipeline gave for them.
   public func report(termination: ExportTermination, cause: TiErrorCode) -> ExportReport {
     let scanned = termination == .exhausted ? rangeEnd : min(scanPosition, rangeEnd)
+    // A stretch still open (the task ended early) counts as far as it was written.
+    var sourceSegments = self.sourceSegments
+    var segments = self.segments
+    if let open = segment, open.videoEnd > open.sourceStart {
+      let length = open.videoEnd - open.sourceStart
+      sourceSegments.append((open.sourceStart, open.videoEnd))
+      segments.append(
+        ExportReport.Segment(
+          sourceRange: .init(startMs: Self.ms(open.sourceStart), endMs: Self.ms(open.videoEnd)),
+          outputStartMs: Self.ms(open.outputStart), outputEndMs: Self.ms(open.outputStart + length)))
+    }
     var gaps: [ExportReport.Gap] = []
     var tracks = [ExportReport.Track(configuration.videoTrack)]
     if let audio = configuration.audioTrack { tracks.append(ExportReport.Track(audio)) }
@@ -333,7 +350,7 @@ public final class Exporter: Node {
     return ExportReport(
       requestedRange: .init(
         startMs: configuration.range.start.milliseconds, endMs: configuration.range.end.milliseconds),
-      coveredDurationMs: coveredDurationMs, segments: segments, gaps: gaps,
+      coveredDurationMs: segments.reduce(0) { $0 + $1.sourceRange.durationMs }, segments: segments, gaps: gaps,
       unprocessedRanges: unprocessed.filter { $0.durationMs > 0 }, complete: complete, termination: termination,
       cause: cause.rawValue)
   }

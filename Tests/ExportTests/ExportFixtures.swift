@@ -1,0 +1,173 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+final class TemporaryDirectory {
+  let url: URL
+  init(_ name: String = "tipipe-export") throws {
+    url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  }
+  deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+let recordingStart: Int64 = 1_795_996_800_000
+
+/// 320x240, 25 fps, 2 s GOPs, 3 s objects, AAC 16 kHz mono.
+func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options {
+  var options = LibrarySynthesizer.Options()
+  options.startMilliseconds = recordingStart
+  options.durationSeconds = seconds
+  options.segmentSeconds = 3
+  options.width = 320
+  options.height = 240
+  options.gop = 50
+  return options
+}
+
+func range(_ from: Int64, _ to: Int64) -> MediaRange {
+  MediaRange(startMilliseconds: recordingStart + from, endMilliseconds: recordingStart + to)
+}
+
+func reportRange(_ from: Int64, _ to: Int64) -> ExportReport.Range {
+  ExportReport.Range(startMs: recordingStart + from, endMs: recordingStart + to)
+}
+
+final class ExportObservations: @unchecked Sendable {
+  private let lock = NSLock()
+  private var _progress: [Double] = []
+  private var _covered: [Int64] = []
+  private var _gaps: [RecordingGap] = []
+  func record(_ fraction: Double, _ covered: Int64) {
+    lock.withLock {
+      _progress.append(fraction); _covered.append(covered)
+    }
+  }
+  func record(_ gap: RecordingGap) { lock.withLock { _gaps.append(gap) } }
+  var progress: [Double] { lock.withLock { _progress } }
+  var covered: [Int64] { lock.withLock { _covered } }
+}
+
+/// Runs an export of `library` and waits for its completion. `onProgress` may act on the job (cancel…).
+func export(
+  library: URL, range: MediaRange, audio: Bool = true, to output: URL,
+  onProgress: (@Sendable (ExportJob, Double) -> Void)? = nil
+) throws -> (ExportResult, ExportObservations) {
+  let observations = ExportObservations()
+  let done = DispatchSemaphore(value: 0)
+  let box = JobBox()
+  let job = try ExportJob(
+    request: .init(
+      range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: audio ? TrackID(.audio, channel: 1) : nil,
+      output: output),
+    source: LocalLibrarySource(directory: library, range: range, prefetchBytes: 1 << 20),
+    progress: { fraction, covered in
+      observations.record(fraction, covered)
+      if let job = box.job { onProgress?(job, fraction) }
+    },
+    gap: { observations.record($0) },
+    completion: { result in
+      box.result = result
+      done.signal()
+    })
+  box.job = job
+  done.wait()
+  return (box.result!, observations)
+}
+
+final class JobBox: @unchecked Sendable {
+  private let lock = NSLock()
+  private var _job: ExportJob?
+  var result: ExportResult?
+  var job: ExportJob? {
+    get { lock.withLock { _job } }
+    set { lock.withLock { _job = newValue } }
+  }
+}
+
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  let output = Pipe()
+  process.standardOutput = output
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  let data = output.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return String(decoding: data, as: UTF8.self)
+}
+
+/// The independent judge's view of an MP4.
+struct Probe {
+  struct Stream: Decodable {
+    var codec_name: String
+    var codec_tag_string: String
+    var width: Int?
+    var height: Int?
+    var sample_rate: String?
+    var nb_read_frames: String?
+  }
+  var streams: [Stream]
+  var duration: Double
+  var videoPackets: [(pts: Double, key: Bool)]
+
+  var video: Stream? { streams.first { $0.width != nil } }
+  var audio: Stream? { streams.first { $0.sample_rate != nil } }
+
+  init(_ file: URL) throws {
+    struct Output: Decodable {
+      struct Format: Decodable { var duration: String }
+      var streams: [Stream]
+      var format: Format
+    }
+    let json = try run(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-count_frames", "-show_entries",
+        "format=duration:stream=codec_name,codec_tag_string,width,height,sample_rate,nb_read_frames", "-of", "json",
+        file.path,
+      ])
+    let output = try JSONDecoder().decode(Output.self, from: Data(json.utf8))
+    streams = output.streams
+    duration = Double(output.format.duration) ?? -1
+    let packets = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0", file.path])
+    videoPackets = packets.split(separator: "\n").compactMap { line in
+      let fields = line.split(separator: ",")
+      guard fields.count >= 2, let pts = Double(fields[0]) else { return nil }
+      return (pts, fields[1].hasPrefix("K"))
+    }
+  }
+}
+
+/// Checks what every exported file must satisfy, against the report.
+func expectPlayable(_ result: ExportResult, width: Int = 320, height: Int = 240, audio: Bool = true) throws -> Probe {
+  let file = try #require(result.file)
+  let probe = try Probe(file)
+  let covered = Double(result.report.coveredDurationMs) / 1000
+  #expect(probe.video?.codec_name == "h264")
+  #expect(probe.video?.width == width && probe.video?.height == height)
+  #expect(abs(probe.duration - covered) <= 0.045, "duration \(probe.duration) vs covered \(covered)")
+  #expect(probe.videoPackets.first?.key == true)
+  #expect(probe.videoPackets.first?.pts == 0)
+  let times = probe.videoPackets.map(\.pts)
+  #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "video timestamps increase")
+  #expect(Int(probe.video?.nb_read_frames ?? "") == probe.videoPackets.count)
+  let expectedFrames = Double(result.report.coveredDurationMs) / 40
+  #expect(abs(Double(probe.videoPackets.count) - expectedFrames) <= 1, "\(probe.videoPackets.count) frames")
+  if audio { #expect(probe.audio?.codec_name == "aac") }
+  // Segments are contiguous in the output and sum to the covered duration.
+  var cursor: Int64 = 0
+  for segment in result.report.segments {
+    #expect(segment.outputStartMs == cursor)
+    #expect(segment.outputEndMs - segment.outputStartMs == segment.sourceRange.durationMs)
+    cursor = segment.outputEndMs
+  }
+  #expect(cursor == result.report.coveredDurationMs)
+  return probe
+}

@@ -1,0 +1,153 @@
+import Foundation
+import Nodes
+import PipelineGraph
+import Testing
+
+@Suite("Export, judged by ffprobe")
+struct ExportTests {
+  @Test("a plain range starting between keyframes starts at the keyframe before it and is complete")
+  func plainRange() throws {
+    let directory = try TemporaryDirectory()
+    try LibrarySynthesizer(options: smallOptions()).write(to: directory.url.appendingPathComponent("lib"))
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let (result, observations) = try export(
+      library: directory.url.appendingPathComponent("lib"), range: range(2500, 7500), to: output)
+    #expect(result.code == .ok)
+    #expect(result.file == output)
+    let report = result.report
+    #expect(report.termination == .exhausted)
+    #expect(report.complete)
+    #expect(report.gaps.isEmpty && report.unprocessedRanges.isEmpty)
+    #expect(report.requestedRange == reportRange(2500, 7500))
+    #expect(report.segments.map(\.sourceRange) == [reportRange(2000, 7500)])
+    #expect(report.coveredDurationMs == 5500)
+    #expect(result.durationMs == 5500)
+    _ = try expectPlayable(result)
+    // Progress is monotonic and ends at 1.0.
+    #expect(observations.progress == observations.progress.sorted())
+    #expect(observations.progress.last == 1.0)
+    #expect(observations.covered == observations.covered.sorted())
+    // Nothing else is left in the output directory.
+    let left = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted()
+    #expect(left == ["lib", "out.mp4"])
+  }
+
+  @Test("every kind of gap: hole, missing, corrupted and keyframe-less stretches are cut out and reported")
+  func everyKindOfGap() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    var options = smallOptions(seconds: 24)
+    options.gaps = [(offset: 19, length: 2)]  // hole [19 s, 21 s)
+    try LibrarySynthesizer(options: options).write(to: library)
+    // Objects: [0,3) [3,6) [6,9) [9,12) [12,15) [15,18) [18,19) [21,24). Keyframes every 2 s from 0, and at 21.
+    try LibraryFaults.removeObject(segment: 1, in: library)  // [3, 6) notFound; 6 s is a keyframe
+    try LibraryFaults.corruptObject(segment: 3, in: library)  // [9, 12) integrityFailed; next keyframe 12 s
+    try LibraryFaults.removeObject(segment: 4, in: library)  // [12, 15) notFound; [15, 16) noKeyFrame
+    let output = directory.url.appendingPathComponent("gaps.mp4")
+    let (result, observations) = try export(library: library, range: range(0, 24000), to: output)
+    #expect(result.code == .ok)
+    let report = result.report
+    #expect(!report.complete)
+    #expect(report.termination == .exhausted)
+    let gaps = report.gaps.map { ($0.range, $0.reasons) }
+    #expect(gaps.map(\.0) == [reportRange(3000, 6000), reportRange(9000, 16000), reportRange(19000, 21000)])
+    #expect(gaps.map(\.1) == [[.notFound], [.integrityFailed, .notFound, .noKeyFrame], [.noRecording]])
+    #expect(
+      report.segments.map(\.sourceRange) == [
+        reportRange(0, 3000), reportRange(6000, 9000), reportRange(16000, 19000), reportRange(21000, 24000),
+      ])
+    #expect(report.coveredDurationMs == 12000)
+    _ = try expectPlayable(result)
+    #expect(observations.progress.last == 1.0)
+  }
+
+  @Test("a codec and resolution change mid-range is an unsupportedMedia gap until a compatible keyframe")
+  func codecChange() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    var options = smallOptions(seconds: 12)
+    options.videoChanges = [
+      .init(offsetSeconds: 4, codec: .h265, width: 160, height: 120),
+      .init(offsetSeconds: 8, codec: .h264, width: 320, height: 240),
+    ]
+    try LibrarySynthesizer(options: options).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(0, 12000), to: directory.url.appendingPathComponent("c.mp4"))
+    #expect(result.code == .ok)
+    #expect(result.report.gaps.map(\.range) == [reportRange(4000, 8000)])
+    #expect(result.report.gaps.first?.reasons == [.unsupportedMedia])
+    #expect(result.report.coveredDurationMs == 8000)
+    _ = try expectPlayable(result)
+  }
+
+  @Test("G.711 audio is transcoded to AAC")
+  func g711() throws {
+    for codec in [Codec.g711a, .g711u] {
+      let directory = try TemporaryDirectory()
+      let library = directory.url.appendingPathComponent("lib")
+      var options = smallOptions(seconds: 6)
+      options.audioCodec = codec
+      options.audioSampleRate = 8000
+      try LibrarySynthesizer(options: options).write(to: library)
+      let (result, _) = try export(
+        library: library, range: range(0, 6000), to: directory.url.appendingPathComponent("g.mp4"))
+      #expect(result.code == .ok)
+      let probe = try expectPlayable(result)
+      #expect(probe.audio?.sample_rate == "8000")
+      // 6 s of 8 kHz in 1024-sample AAC frames, less the encoder's delay at the start.
+      #expect((44...47).contains(Int(probe.audio?.nb_read_frames ?? "") ?? 0), "\(probe.audio?.nb_read_frames ?? "-")")
+    }
+  }
+
+  @Test("encrypted segments export, and a wrong key is a decryptionFailed gap")
+  func encrypted() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    var options = smallOptions()
+    options.encrypt = true
+    try LibrarySynthesizer(options: options).write(to: library)
+    try LibraryFaults.replaceKey(segment: 2, in: library)
+    let (result, _) = try export(
+      library: library, range: range(0, 9000), to: directory.url.appendingPathComponent("e.mp4"))
+    #expect(result.code == .ok)
+    #expect(result.report.gaps.map(\.range) == [reportRange(6000, 9000)])
+    #expect(result.report.gaps.first?.reasons == [.decryptionFailed])
+    _ = try expectPlayable(result)
+  }
+
+  @Test("cancel at 50% leaves no file: cancelled (6115), termination cancelled, the report so far")
+  func cancelHalfway() throws {
+    for stop in [false, true] {
+      let directory = try TemporaryDirectory()
+      let library = directory.url.appendingPathComponent("lib")
+      try LibrarySynthesizer(options: smallOptions(seconds: 30)).write(to: library)
+      let output = directory.url.appendingPathComponent("x.mp4")
+      let (result, _) = try export(library: library, range: range(0, 30000), to: output) { job, fraction in
+        if fraction >= 0.5 { stop ? job.stop() : job.cancel() }
+      }
+      #expect(result.code == (stop ? .stopped : .cancelled))
+      #expect(result.file == nil)
+      #expect(result.report.termination == .cancelled)
+      #expect(result.report.cause == (stop ? 6124 : 6115))
+      #expect(!result.report.complete)
+      #expect(!result.report.unprocessedRanges.isEmpty)
+      #expect(result.report.coveredDurationMs >= 14000)
+      let left = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+      #expect(left == ["lib"], "no file of the task is left")
+    }
+  }
+
+  @Test("a range without recordings is noRecordableMedia with no file")
+  func nothingToExport() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(60000, 70000), to: directory.url.appendingPathComponent("n.mp4"))
+    #expect(result.code == .noRecordableMedia)
+    #expect(result.file == nil)
+    #expect(result.report.termination == .failed)
+    #expect(result.report.gaps.map(\.reasons) == [[.noRecording]])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
+  }
+}
