@@ -1,151 +1,166 @@
 import Dispatch
 import Foundation
+import Nodes
 import PipelineGraph
 
-struct DemoOptions {
-  var seconds: Int
-  var fps: Int
+/// `tipipe demo`: the main job on the embedded default. Synthesizes a library under the cache directory
+/// (once), lists it, decodes a minute of it through the graph, and exports a range that contains a gap.
+enum DemoCommand {
+  static func run(_ arguments: [String]) throws {
+    let flags = try FlagParser(arguments, known: ["--cache": .value])
+    let cache = flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
+    let demo = cache.appendingPathComponent("demo")
+    let library = demo.appendingPathComponent("library")
 
-  init(parsing arguments: [String]) throws {
-    let flags = try FlagParser(arguments, known: ["--seconds": .value, "--fps": .value])
-    seconds = try flags.integer("--seconds", default: 60, range: 1...86_400)
-    fps = try flags.integer("--fps", default: 25, range: 1...240)
-  }
-}
-
-/// A stand-in frame: its presentation time and size.
-struct DemoFrame: WeighedItem, Sendable {
-  var index: Int
-  var pts: Int64
-  var byteCount: Int
-  var durationMicroseconds: Int64
-}
-
-/// Emits one frame per frame interval until the stream's end, with a gap in the middle.
-final class FrameSource: SourceNode {
-  typealias Output = DemoFrame
-  let frames: Int
-  let interval: Int64
-  var next = 0
-  init(frames: Int, fps: Int) {
-    self.frames = frames
-    interval = 1_000_000 / Int64(fps)
-  }
-  func start(context: NodeContext<DemoFrame>) throws {
-    context.send(.segmentStart(StreamSegment(start: 0, end: Int64(frames) * interval)))
-  }
-  func produce(context: NodeContext<DemoFrame>) throws -> ProduceResult {
-    guard next < frames else { return .finished }
-    // Frames 40%–50% of the way are missing: announce a gap instead.
-    if next == frames * 4 / 10 {
-      let missing = frames / 10
-      context.send(.gap(DemoGap(start: Int64(next) * interval, end: Int64(next + missing) * interval)))
-      next += missing
-      return .produced
+    var options = LibrarySynthesizer.Options()
+    options.startMilliseconds = 1_795_996_800_000  // 2026-11-30T00:00:00Z
+    options.durationSeconds = 120
+    options.segmentSeconds = 20
+    options.width = 640
+    options.height = 360
+    options.encrypt = true
+    options.gaps = [(offset: 70, length: 15)]
+    if !FileManager.default.fileExists(atPath: library.appendingPathComponent("index.json").path) {
+      let began = Date()
+      print("synthesizing a 2-minute recording (640x360 H.264 + AAC, encrypted, a 15 s hole) …")
+      try? FileManager.default.removeItem(at: library)
+      try LibrarySynthesizer(options: options).write(to: library)
+      print("  done in \(String(format: "%.1f", Date().timeIntervalSince(began))) s")
     }
-    let size = 20_000 + (next % 50 == 0 ? 60_000 : 0)
-    context.emit(DemoFrame(index: next, pts: Int64(next) * interval, byteCount: size, durationMicroseconds: interval))
-    next += 1
-    return .produced
-  }
-}
+    print("library: \(library.path)")
 
-struct DemoGap: EventPayload {
-  var start: Int64
-  var end: Int64
-  var description: String { "missing \(start / 1000)…\(end / 1000) ms" }
-}
-
-/// Presents each frame at its presentation time on the pipeline clock (a one-speed Pacer).
-final class Presenter: Node {
-  typealias Input = DemoFrame
-  typealias Output = DemoFrame
-  var anchor: (clock: ClockInstant, pts: Int64)?
-  func process(_ frame: DemoFrame, context: NodeContext<DemoFrame>) throws {
-    let anchor = self.anchor ?? (context.now, frame.pts)
-    self.anchor = anchor
-    let due = ClockInstant(microseconds: anchor.clock.microseconds + frame.pts - anchor.pts)
-    context.suspendInput()
-    context.scheduleTimer(at: due) {
-      context.emit(frame)
-      context.resumeInput()
+    let index = try RecordingIndex.decode(try Data(contentsOf: library.appendingPathComponent("index.json")))
+    let day = MediaRange(
+      startMilliseconds: options.startMilliseconds, endMilliseconds: options.startMilliseconds + 86_400_000)
+    let ranges = index.mergedRanges(in: day)
+    print("recordings (\(index.segments.count) objects, \(ranges.count) ranges):")
+    for range in ranges {
+      print(
+        "  \(iso(range.start.milliseconds)) – \(iso(range.end.milliseconds))  (\(range.durationMicroseconds / 1_000_000) s)"
+      )
     }
-  }
-}
 
-/// Counts what it sees; read after the end of stream.
-final class Tally: Node, @unchecked Sendable {
-  typealias Input = DemoFrame
-  typealias Output = Never
-  let name: String
-  var frames = 0
-  var bytes = 0
-  var gaps: [String] = []
-  var lastPresentedAt: ClockInstant = .zero
-  init(name: String) { self.name = name }
-  func process(_ frame: DemoFrame, context: NodeContext<Never>) throws {
-    frames += 1
-    bytes += frame.byteCount
-    lastPresentedAt = context.now
-  }
-  func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
-    if case .gap(let gap) = event { gaps.append(gap.description) }
-  }
-}
+    try decodeMinute(of: library, from: options.startMilliseconds)
 
-func runDemo(_ options: DemoOptions) throws {
-  let control = ThreadExecutor(name: "tipipe.demo.source")
-  let output = ThreadExecutor(name: "tipipe.demo.output")
-  defer {
-    control.shutdown()
-    output.shutdown()
-  }
-  let clock = VirtualClock(freeRunning: true)
-  let pipeline = Pipeline(executor: control, clock: clock)
-  let source = FrameSource(frames: options.seconds * options.fps, fps: options.fps)
-  let presenter = Presenter()
-  let display = Tally(name: "display")
-  let archive = Tally(name: "archive")
-  pipeline.add(presenter, on: output)
-  pipeline.add(display, on: output)
-  pipeline.connect(
-    source, to: presenter, limits: EdgeLimits(items: 64, bytes: 2_000_000, durationMicroseconds: 2_000_000),
-    threadBoundary: true)
-  pipeline.connect(presenter, to: display, limits: EdgeLimits(items: 4))
-  pipeline.connect(source, to: archive, limits: EdgeLimits(items: 16))
-  let finished = DispatchSemaphore(value: 0)
-  let failures = FailureBox()
-  pipeline.errorHandler = { failure in
-    failures.record(failure)
-    return .stopPipeline
-  }
-  pipeline.onEndOfStream = { finished.signal() }
-  pipeline.onStop = { finished.signal() }
-  let began = Date()
-  try pipeline.start()
-  finished.wait()
-  let wall = Date().timeIntervalSince(began)
-  if let failure = failures.first { throw failure.error }
-
-  print(pipeline.dot())
-  let media = Double(display.lastPresentedAt.microseconds) / 1e6
-  print("presented \(display.frames) frames over \(String(format: "%.2f", media)) s of clock time")
-  print("archived \(archive.frames) frames, \(archive.bytes) bytes; gaps: \(display.gaps.joined(separator: ", "))")
-  print("wall time \(String(format: "%.3f", wall)) s (free-running clock: \(Int(media / max(wall, 1e-6)))× real time)")
-  print("")
-  print("node                    items in  items out  events  busy ms  input high-water")
-  for node in pipeline.statistics().nodes {
-    let name = node.name.padding(toLength: 22, withPad: " ", startingAt: 0)
+    let exportRange = MediaRange(
+      startMilliseconds: options.startMilliseconds + 45_500, endMilliseconds: options.startMilliseconds + 105_000)
+    let output = demo.appendingPathComponent("export.mp4")
+    print("export \(iso(exportRange.start.milliseconds)) – \(iso(exportRange.end.milliseconds)):")
+    let result = try export(library: library, range: exportRange, to: output)
+    let report = result.report
+    guard result.code == .ok, let file = result.file else {
+      throw TiError(result.code, "the export ended with \(result.report.termination)")
+    }
+    print("  file: \(file.path) (\(Double(result.durationMs) / 1000) s)")
     print(
-      "\(name) \(pad(node.itemsIn, 9)) \(pad(node.itemsOut, 10)) \(pad(node.eventsIn, 7)) "
-        + "\(pad(Int(node.busyNanoseconds / 1_000_000), 8)) \(pad(node.inputHighWater, 17))")
+      "  covered \(Double(report.coveredDurationMs) / 1000) s in \(report.segments.count) segment(s), complete: \(report.complete)"
+    )
+    for segment in report.segments {
+      print(
+        "    source \(iso(segment.sourceRange.startMs)) – \(iso(segment.sourceRange.endMs)) → file "
+          + "\(Double(segment.outputStartMs) / 1000)–\(Double(segment.outputEndMs) / 1000) s")
+    }
+    for gap in report.gaps {
+      print(
+        "    gap \(iso(gap.range.startMs)) – \(iso(gap.range.endMs)): "
+          + gap.reasons.map(\.rawValue).joined(separator: ", "))
+    }
+    let reportFile = demo.appendingPathComponent("export.json")
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    try encoder.encode(report).write(to: reportFile)
+    print("  report: \(reportFile.path)")
   }
-  pipeline.stop()
+
+  /// Decodes the first minute's video through `source → verify → demux → decoder → sink` and prints
+  /// what the graph did.
+  static func decodeMinute(of library: URL, from start: Int64) throws {
+    let executor = ThreadExecutor(name: "tipipe.demo")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let range = MediaRange(startMilliseconds: start, endMilliseconds: start + 60_000)
+    let source = LocalLibrarySource(directory: library, range: range)
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer()
+    let decoder = try Decoder(track: TrackID(.video, channel: 0))
+    let sink = FrameCounter()
+    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
+    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
+    pipeline.connect(demuxer, to: decoder, limits: EdgeLimits(items: 64))
+    pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
+    let done = DispatchSemaphore(value: 0)
+    let failures = FailureBox()
+    pipeline.errorHandler = { failure in
+      failures.record(failure)
+      return .stopPipeline
+    }
+    pipeline.onEndOfStream = { done.signal() }
+    pipeline.onStop = { done.signal() }
+    let began = Date()
+    try pipeline.start()
+    done.wait()
+    let seconds = Date().timeIntervalSince(began)
+    if let failure = failures.first { throw failure.error }
+    print("decoded the first minute through the graph: \(sink.frames) frames in \(String(format: "%.2f", seconds)) s")
+    print("  node                     items in  items out  busy ms")
+    for node in pipeline.statistics().nodes {
+      let name = node.name.padding(toLength: 24, withPad: " ", startingAt: 0)
+      print(
+        "  \(name) \(pad(node.itemsIn, 9)) \(pad(node.itemsOut, 10)) \(pad(Int(node.busyNanoseconds / 1_000_000), 8))")
+    }
+    pipeline.stop()
+  }
+
+  static func export(library: URL, range: MediaRange, to output: URL) throws -> ExportResult {
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox()
+    let terminal = isatty(STDOUT_FILENO) == 1
+    let job = try ExportJob(
+      request: .init(
+        range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1), output: output),
+      source: LocalLibrarySource(directory: library, range: range),
+      progress: { fraction, _ in
+        guard terminal else { return }
+        let filled = Int(fraction * 40)
+        print(
+          "\r  " + String(repeating: "█", count: filled) + String(repeating: "·", count: 40 - filled)
+            + String(format: " %5.1f%%", fraction * 100), terminator: "")
+        fflush(nil)
+      },
+      completion: { result in
+        box.result = result
+        done.signal()
+      })
+    done.wait()
+    _ = job
+    if terminal { print("") }
+    return box.result!
+  }
+
+  static func defaultCacheDirectory() -> URL {
+    if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+      return URL(fileURLWithPath: xdg).appendingPathComponent("tirtc")
+    }
+    return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/tirtc")
+  }
+
+  static func iso(_ milliseconds: Int64) -> String {
+    let formatter = ISO8601DateFormatter()
+    return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+  }
+
+  static func pad(_ value: Int, _ width: Int) -> String {
+    let text = String(value)
+    return String(repeating: " ", count: max(0, width - text.count)) + text
+  }
 }
 
-private func pad(_ value: Int, _ width: Int) -> String {
-  let text = String(value)
-  return String(repeating: " ", count: max(0, width - text.count)) + text
+/// Counts decoded frames; read after the end of stream.
+final class FrameCounter: Node, @unchecked Sendable {
+  typealias Input = DecodedFrame
+  typealias Output = Never
+  var frames = 0
+  func process(_ input: DecodedFrame, context: NodeContext<Never>) throws { frames += 1 }
 }
 
 /// The first failure the error handler saw.

@@ -16,6 +16,15 @@ enum ExportCommand {
       case durationMs = "duration_ms"
       case report
     }
+
+    // `file` is always present: `null` when no MP4 was produced.
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: CodingKeys.self)
+      try container.encode(code, forKey: .code)
+      try container.encode(file, forKey: .file)
+      try container.encode(durationMs, forKey: .durationMs)
+      try container.encode(report, forKey: .report)
+    }
   }
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -24,6 +33,7 @@ enum ExportCommand {
       known: [
         "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--video-channel": .value,
         "--audio-channel": .value, "--out": .value, "--report": .value, "--quiet": .boolean,
+        "--progress-lines": .boolean,
       ])
     let endpoint = try flags.required("--endpoint")
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
@@ -48,11 +58,16 @@ enum ExportCommand {
       audioTrack: audioChannel.map { TrackID(.audio, channel: UInt8($0)) }, output: out)
 
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
+    // Machine-readable progress on stderr, one JSON object per line (for scripts and tests).
+    let progressLines = flags.has("--progress-lines")
     let done = DispatchSemaphore(value: 0)
     let box = ResultBox()
     let job = try ExportJob(
       request: request, source: LocalLibrarySource(directory: URL(fileURLWithPath: url.path), range: request.range),
       progress: { fraction, covered in
+        if progressLines {
+          FileHandle.standardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
+        }
         guard showProgress else { return }
         let width = 40
         let filled = Int(fraction * Double(width))

@@ -8,14 +8,14 @@ let usage = """
   usage: tipipe <command> [options]
 
   commands:
-    demo [--seconds N] [--fps N]   run the engine demo: a synthetic 25 fps stream through a two-thread
-                                   graph, paced by a free-running clock; prints the graph and its counters
+    demo [--cache DIR]             the main job: synthesize a library under the cache directory (once),
+                                   list it, decode a minute through the graph, export a range with a gap
     synth --out DIR [--start T] [--duration S] [--segment-seconds 60] [--size 1280x720] [--fps 25]
           [--gop 50] [--video h264|h265] [--audio aac|g711a|g711u|none] [--video-channel 0]
           [--audio-channel 1] [--encrypt] [--gap OFFSET_S:LENGTH_S]... [--device-id ID]
                                    write a synthetic recording library (real H.264/H.265 + AAC/G.711)
     export --endpoint file:///DIR --start T --end T --video-channel N [--audio-channel N]
-           --out FILE.mp4 [--report FILE.json|-] [--quiet]
+           --out FILE.mp4 [--report FILE.json|-] [--quiet] [--progress-lines]
                                    export [start, end) to one MP4 (gaps cut out) with its report
     help                           show this text
 
@@ -35,8 +35,7 @@ arguments.removeFirst()
 switch command {
 case "demo":
   do {
-    let options = try DemoOptions(parsing: arguments)
-    try runDemo(options)
+    try DemoCommand.run(arguments)
   } catch let error as UsageError {
     fail(usage: error.message)
   } catch let error as TiError {

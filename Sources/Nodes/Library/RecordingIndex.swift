@@ -162,3 +162,20 @@ public enum Hex {
     }
   }
 }
+
+extension RecordingIndex {
+  /// The recording's ranges inside `[range.start, range.end)`: clipped to it, sorted, with overlapping
+  /// and abutting segments merged (what `listRecordings` returns).
+  public func mergedRanges(in range: MediaRange) -> [MediaRange] {
+    var merged: [MediaRange] = []
+    for segment in segments.sorted(by: { $0.startMs < $1.startMs }) where segment.range.overlaps(range) {
+      let clipped = MediaRange(start: max(segment.range.start, range.start), end: min(segment.range.end, range.end))
+      if let last = merged.last, clipped.start <= last.end {
+        merged[merged.count - 1].end = max(last.end, clipped.end)
+      } else {
+        merged.append(clipped)
+      }
+    }
+    return merged
+  }
+}

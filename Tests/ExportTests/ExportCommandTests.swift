@@ -1,0 +1,151 @@
+import Foundation
+import Nodes
+import PipelineGraph
+import Testing
+
+/// The `tipipe` executable next to the test bundle, built first when missing.
+func tipipeExecutable() throws -> URL {
+  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+  for configuration in ["debug", "release"] {
+    let candidate = root.appendingPathComponent(".build/\(configuration)/tipipe")
+    if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+  }
+  _ = try run("/usr/bin/env", ["swift", "build", "--package-path", root.path, "--product", "tipipe"])
+  return root.appendingPathComponent(".build/debug/tipipe")
+}
+
+/// Starts `tipipe export --progress-lines` and calls `atProgress` with each progress value read from its
+/// stderr; returns the exit status and stderr.
+func runExport(
+  _ arguments: [String], atProgress: (Process, Double) -> Void
+) throws -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
+  let process = Process()
+  process.executableURL = try tipipeExecutable()
+  process.arguments = ["export", "--progress-lines"] + arguments
+  let errors = Pipe()
+  process.standardError = errors
+  process.standardOutput = FileHandle.nullDevice
+  try process.run()
+  var text = ""
+  var buffer = Data()
+  let handle = errors.fileHandleForReading
+  while true {
+    let chunk = handle.availableData
+    if chunk.isEmpty { break }
+    buffer.append(chunk)
+    while let newline = buffer.firstIndex(of: 0x0A) {
+      let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+      buffer.removeSubrange(buffer.startIndex...newline)
+      text += line + "\n"
+      if let data = line.data(using: .utf8),
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+        let progress = object["progress"] as? Double
+      {
+        atProgress(process, progress)
+      }
+    }
+  }
+  process.waitUntilExit()
+  return (process.terminationStatus, process.terminationReason, text)
+}
+
+@Suite("tipipe export as a process")
+struct ExportCommandTests {
+  func makeLibrary(in directory: URL) throws -> URL {
+    let library = directory.appendingPathComponent("lib")
+    var options = smallOptions(seconds: 60)
+    options.segmentSeconds = 10
+    options.width = 160
+    options.height = 120
+    try LibrarySynthesizer(options: options).write(to: library)
+    return library
+  }
+
+  func arguments(_ library: URL, _ output: URL) -> [String] {
+    [
+      "--endpoint", "file://\(library.path)", "--start", String(recordingStart), "--end",
+      String(recordingStart + 60000),
+      "--video-channel", "0", "--audio-channel", "1", "--out", output.path,
+    ]
+  }
+
+  @Test("SIGINT cancels: exit 1, the cancelled error line, and no file left behind")
+  func sigintCancels() throws {
+    let directory = try TemporaryDirectory()
+    let library = try makeLibrary(in: directory.url)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    var sent = false
+    let result = try runExport(arguments(library, output)) { process, progress in
+      if progress >= 0.5 && !sent {
+        sent = true
+        kill(process.processIdentifier, SIGINT)
+      }
+    }
+    #expect(sent)
+    #expect(result.status == 1)
+    #expect(result.stderr.contains("error: cancelled (6115)"))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
+  }
+
+  @Test("a killed writer leaves a fragmented file that plays up to its last fragment")
+  func killedWriterKeepsFragments() throws {
+    let directory = try TemporaryDirectory()
+    let library = try makeLibrary(in: directory.url)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    var killed = false
+    let result = try runExport(arguments(library, output)) { process, progress in
+      if progress >= 0.5 && !killed {
+        killed = true
+        kill(process.processIdentifier, SIGKILL)
+      }
+    }
+    #expect(killed)
+    #expect(result.reason == .uncaughtSignal)
+    #expect(!FileManager.default.fileExists(atPath: output.path), "the final name appears only on success")
+    let partial = try #require(
+      try FileManager.default.contentsOfDirectory(atPath: directory.url.path).first { $0.hasSuffix(".partial.mp4") })
+    let probe = try Probe(directory.url.appendingPathComponent(partial))
+    // Half the minute had been scanned; what reached the file before the kill, up to its last fragment
+    // (about one a second), plays: at least 10 s of it, every frame in order, 40 ms apart.
+    #expect(probe.videoPackets.count >= 25 * 10, "\(probe.videoPackets.count) frames")
+    #expect(probe.videoPackets.first?.key == true)
+    let times = probe.videoPackets.map(\.pts)
+    #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 0.04) < 0.001 })
+  }
+
+  @Test("usage errors exit 2 with one line; an empty range exits 1 with the seed's code")
+  func exitCodes() throws {
+    let tipipe = try tipipeExecutable()
+    let process = Process()
+    process.executableURL = tipipe
+    process.arguments = ["export", "--bogus", "1"]
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 2)
+
+    let directory = try TemporaryDirectory()
+    let library = try makeLibrary(in: directory.url)
+    let empty = Process()
+    empty.executableURL = tipipe
+    empty.arguments = [
+      "export", "--endpoint", "file://\(library.path)", "--start", "2026-12-24T00:00:00Z", "--end",
+      "2026-12-24T00:10:00Z", "--video-channel", "0", "--out", directory.url.appendingPathComponent("x.mp4").path,
+      "--report", "-",
+    ]
+    let stdout = Pipe()
+    empty.standardOutput = stdout
+    let stderr = Pipe()
+    empty.standardError = stderr
+    try empty.run()
+    let json = stdout.fileHandleForReading.readDataToEndOfFile()
+    let errorText = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    empty.waitUntilExit()
+    #expect(empty.terminationStatus == 1)
+    #expect(errorText.hasPrefix("error: noRecordableMedia (6119):"))
+    let object = try JSONSerialization.jsonObject(with: json) as? [String: Any]
+    #expect(object?["code"] as? Int == 6119)
+    #expect(object?["file"] is NSNull)
+  }
+}
