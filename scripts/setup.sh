@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev zlib1g-dev
   ffmpeg
   gstreamer1.0-tools
+  time
 )
 
 missing=()

@@ -117,7 +117,7 @@ case "extend":
         shifted.timestampMilliseconds += shift
         return shifted
       }
-      let key = (0..<16).map { _ in UInt8.random(in: 0...255) }
+      let key: [UInt8]? = arguments.contains("--plain") ? nil : (0..<16).map { _ in UInt8.random(in: 0...255) }
       let range = MediaRange(startMilliseconds: pieceStart + shift, endMilliseconds: pieceStart + shift + 10_000)
       let object = try SegmentWriter.object(records: pieceRecords, range: range, key: key)
       let id = String(range.start.milliseconds)
@@ -125,12 +125,31 @@ case "extend":
       segments.append(
         RecordingIndex.Segment(
           id: id, startMs: range.start.milliseconds, endMs: range.end.milliseconds, url: "objects/\(id).tseg",
-          size: object.count, sha256: SHA256Digest.hexHash(object), key: Hex.encode(key), tracks: []))
+          size: object.count, sha256: SHA256Digest.hexHash(object), key: key.map { Hex.encode($0) }, tracks: []))
       frames += pieceRecords.filter { $0.track.kind == .video }.count
     }
   }
   try RecordingIndex(deviceId: "bench", segments: segments).encoded().write(
     to: directory.appendingPathComponent("index.json"))
+case "elementary":
+  // elementary DIR: the library's video and audio records as video.h264 and audio.aac (for ffmpeg).
+  let index = try RecordingIndex.decode(try Data(contentsOf: directory.appendingPathComponent("index.json")))
+  let cipher = try AES128CBC()
+  var handles: [TrackKind: FileHandle] = [:]
+  for (kind, name) in [(TrackKind.video, "video.h264"), (.audio, "audio.aac")] {
+    let path = directory.appendingPathComponent(name).path
+    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path)
+    else { throw TiError(.fileWriteFailed, "cannot create \(path)") }
+    handles[kind] = handle
+  }
+  for segment in index.segments {
+    let object = try Data(contentsOf: directory.appendingPathComponent(segment.url))
+    for record in try SegmentReader.parse(object, key: try segment.keyBytes(), cipher: cipher).records {
+      handles[record.track.kind]?.write(record.payload)
+      if record.track.kind == .video { frames += 1 }
+    }
+  }
+  for handle in handles.values { try handle.close() }
 case "decode":
   let threads = Int(arguments[3]) ?? 1
   let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))

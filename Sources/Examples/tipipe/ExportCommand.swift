@@ -63,7 +63,9 @@ enum ExportCommand {
     let done = DispatchSemaphore(value: 0)
     let box = ResultBox()
     let job = try ExportJob(
-      request: request, source: LocalLibrarySource(directory: URL(fileURLWithPath: url.path), range: request.range),
+      request: request,
+      source: LocalLibrarySource(
+        directory: URL(fileURLWithPath: url.path), range: request.range, prefetchBytes: 8 << 20),
       progress: { fraction, covered in
         if progressLines {
           FileHandle.standardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
