@@ -1,42 +1,67 @@
-import Synchronization
+import Foundation
 
 /// An executor that runs nothing until the test calls ``runUntilIdle()``: deterministic, single-threaded.
 ///
 /// Jobs submitted from any thread are queued; ``runUntilIdle()`` runs them, and the jobs they submit, on
 /// the calling thread until the queue is empty and the idle handler (a free-running clock) adds nothing.
+/// When a node hands work to another thread (a worker pool, a network thread), ``waitForWork()`` blocks
+/// until that thread posts its completion — no sleeping, no timing.
 public final class ManualExecutor: PipelineExecutor {
   private struct State {
     var jobs = RingBuffer<@Sendable () -> Void>(capacity: 64)
     var running = false
     var idleHandler: (@Sendable () -> Void)?
   }
-  private let state = Locked(State())
+  private let condition = NSCondition()
+  // Guarded by `condition`.
+  nonisolated(unsafe) private var state = State()
 
   /// Creates an empty executor.
   public init() {}
 
+  private func locked<Result>(_ body: (inout State) -> Result) -> Result {
+    condition.lock()
+    defer { condition.unlock() }
+    return body(&state)
+  }
+
   /// Queues a job for the next ``runUntilIdle()``.
   public func execute(_ job: @escaping @Sendable () -> Void) {
-    state.withLock { $0.jobs.append(job) }
+    condition.lock()
+    state.jobs.append(job)
+    condition.broadcast()
+    condition.unlock()
   }
 
   /// True when no job is queued or running.
-  public var isIdle: Bool { state.withLock { $0.jobs.isEmpty && !$0.running } }
+  public var isIdle: Bool { locked { $0.jobs.isEmpty && !$0.running } }
 
   /// Sets the handler called whenever the queue runs dry during ``runUntilIdle()``.
   public func setIdleHandler(_ handler: (@Sendable () -> Void)?) {
-    state.withLock { $0.idleHandler = handler }
+    locked { $0.idleHandler = handler }
   }
 
   /// The number of jobs queued and not yet run.
-  public var pendingJobCount: Int { state.withLock { $0.jobs.count } }
+  public var pendingJobCount: Int { locked { $0.jobs.count } }
+
+  /// Blocks until a job is queued (posted by another thread), or `timeout` passes; returns whether one is.
+  @discardableResult
+  public func waitForWork(timeout: Duration = .seconds(30)) -> Bool {
+    let deadline = Date().addingTimeInterval(Double(timeout.microseconds) / 1e6)
+    condition.lock()
+    defer { condition.unlock() }
+    while state.jobs.isEmpty {
+      if !condition.wait(until: deadline) { return !state.jobs.isEmpty }
+    }
+    return true
+  }
 
   /// Runs queued jobs, and the jobs they queue, until none is left. Returns the number of jobs run.
   ///
   /// - Important: call it from one thread at a time (the test's); re-entrant calls from a job return 0.
   @discardableResult
   public func runUntilIdle() -> Int {
-    let entered = state.withLock { state -> Bool in
+    let entered = locked { state -> Bool in
       if state.running { return false }
       state.running = true
       return true
@@ -44,16 +69,16 @@ public final class ManualExecutor: PipelineExecutor {
     guard entered else { return 0 }
     var count = 0
     while true {
-      while let job = state.withLock({ $0.jobs.popFirst() }) {
+      while let job = locked({ $0.jobs.popFirst() }) {
         job()
         count += 1
       }
-      let handler = state.withLock { state -> (@Sendable () -> Void)? in
+      let handler = locked { state -> (@Sendable () -> Void)? in
         state.running = false
         return state.idleHandler
       }
       handler?()
-      let more = state.withLock { state -> Bool in
+      let more = locked { state -> Bool in
         if state.jobs.isEmpty { return false }
         state.running = true
         return true

@@ -1,0 +1,90 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+@Suite("MP4Writer and the synthetic source")
+struct MP4WriterTests {
+  @Test("SyntheticSource → verify → demux → MP4Writer records a file ffprobe reads, H.265 tagged hvc1")
+  func recordsSyntheticMedia() throws {
+    for codec in [Codec.h264, .h265] {
+      let directory = try TemporaryDirectory()
+      var options = smallOptions(seconds: 6)
+      options.videoCodec = codec
+      options.gaps = [(offset: 3, length: 1)]
+      let output = directory.url.appendingPathComponent("rec.mp4")
+      let executor = ThreadExecutor(name: "test.record")
+      defer { executor.shutdown() }
+      let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+      let source = SyntheticSource(options: options)
+      let verifier = try SegmentVerifier()
+      let demuxer = SegmentDemuxer()
+      let writer = MP4Writer(
+        destination: output, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1))
+      let gaps = GapCounter()
+      pipeline.connect(source, to: verifier)
+      pipeline.connect(verifier, to: demuxer)
+      pipeline.connect(demuxer, to: writer)
+      pipeline.connect(demuxer, to: gaps)
+      let failures = LockedArray<NodeFailure>()
+      pipeline.errorHandler = {
+        failures.append($0); return .stopPipeline
+      }
+      let done = DispatchSemaphore(value: 0)
+      pipeline.onEndOfStream = { done.signal() }
+      pipeline.onStop = { done.signal() }
+      try pipeline.start()
+      done.wait()
+      pipeline.stop()
+      #expect(failures.values.isEmpty, "\(failures.values)")
+      #expect(gaps.gaps == ["noRecording"], "the synthetic source reports its hole")
+      let probe = try Probe(output)
+      #expect(probe.video?.codec_name == (codec == .h265 ? "hevc" : "h264"))
+      #expect(probe.video?.codec_tag_string == (codec == .h265 ? "hvc1" : "avc1"))
+      #expect(probe.audio?.codec_name == "aac")
+      // 5 s of video (the hole is kept as a gap in time, not filled).
+      #expect(probe.videoPackets.count == 125)
+      #expect(abs(probe.duration - 6.0) < 0.1)
+      #expect(probe.videoPackets.first?.key == true)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["rec.mp4"])
+    }
+  }
+
+  @Test("keyframe-only decoding decodes exactly the keyframes")
+  func keyframesOnly() throws {
+    let directory = try TemporaryDirectory()
+    try LibrarySynthesizer(options: smallOptions()).write(to: directory.url)
+    let harness = try NodeHarness(try Decoder(track: TrackID(.video, channel: 0), keyframesOnly: true))
+    let demuxed = try NodeHarness(SegmentDemuxer())
+    let verifier = try NodeHarness(try SegmentVerifier())
+    let index = try RecordingIndex.decode(try Data(contentsOf: directory.url.appendingPathComponent("index.json")))
+    for segment in index.segments {
+      let bytes = try Data(contentsOf: directory.url.appendingPathComponent(segment.url))
+      verifier.push(FetchedObject(segment: segment, result: .success(bytes)))
+    }
+    // The verifier works on other threads: wait for its results through the executor.
+    while verifier.outputItems.count < index.segments.count {
+      verifier.runUntilIdle()
+      if verifier.outputItems.count < index.segments.count { verifier.executor.waitForWork() }
+    }
+    demuxed.push(contentsOf: verifier.outputItems)
+    demuxed.endInput()
+    demuxed.runUntilIdle()
+    harness.push(contentsOf: demuxed.outputItems)
+    harness.endInput()
+    harness.runUntilIdle()
+    #expect(harness.outputItems.map { $0.time.milliseconds - recordingStart } == [0, 2000, 4000, 6000, 8000])
+  }
+}
+
+final class GapCounter: Node, @unchecked Sendable {
+  typealias Input = EncodedPacket
+  typealias Output = Never
+  var gaps: [String] = []
+  func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {}
+  func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
+    if case .gap(let gap as RecordingGap) = event { gaps += gap.reasons.map(\.rawValue) }
+  }
+}
