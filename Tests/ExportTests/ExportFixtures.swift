@@ -169,5 +169,25 @@ func expectPlayable(_ result: ExportResult, width: Int = 320, height: Int = 240,
     cursor = segment.outputEndMs
   }
   #expect(cursor == result.report.coveredDurationMs)
+  // An ordinary MP4 with its index at the front: no fragments left, `moov` before the media.
+  let types = try topLevelBoxTypes(file)
+  #expect(Array(types.prefix(2)) == ["ftyp", "moov"], "\(types.prefix(4))")
+  #expect(!types.contains("moof") && !types.contains("mvex"))
+  #expect(types.contains("mdat"))
   return probe
+}
+
+/// The types of an MP4's top-level boxes, in order.
+func topLevelBoxTypes(_ file: URL) throws -> [String] {
+  let data = try Data(contentsOf: file)
+  var types: [String] = []
+  var offset = 0
+  while offset + 8 <= data.count {
+    var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+    if size == 1 { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+    guard size >= 8 else { break }
+    types.append(String(decoding: data[offset + 4..<offset + 8], as: UTF8.self))
+    offset += size
+  }
+  return types
 }

@@ -5,9 +5,11 @@ import PipelineGraph
 /// An MP4 being written with libavformat (stream copy): H.264 (`avc1`) or H.265 (`hvc1`) video and AAC
 /// audio, Annex B and ADTS in, ISO BMFF out.
 ///
-/// While writing, the file is fragmented (an empty `moov`, then a `moof`+`mdat` about every second), so a
-/// crash keeps everything up to the last fragment. ``finalize(to:)`` rewrites it as an ordinary MP4
-/// with its index at the front (`faststart`), which every player can seek.
+/// While writing, the file is fragmented (an empty `moov`, room reserved for the index, then a
+/// `moof`+`mdat` about every second), so a crash keeps everything up to the last fragment.
+/// ``finalize(to:)`` turns it into an ordinary MP4 with its index at the front, in place
+/// (``MP4Finalizer``): the media is written once. When the index outgrows the reserved room, it falls
+/// back to a stream-copy remux with `faststart`.
 final class MP4File {
   private var context: UnsafeMutablePointer<AVFormatContext>?
   private var videoStream: UnsafeMutablePointer<AVStream>?
@@ -16,8 +18,9 @@ final class MP4File {
   let path: String
   private(set) var headerWritten = false
 
-  /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream.
-  init(path: String, video: TrackFormat, audio: TrackFormat?) throws {
+  /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
+  /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:)``).
+  init(path: String, video: TrackFormat, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20) throws {
     self.path = path
     packet = try Packet()
     var context: UnsafeMutablePointer<AVFormatContext>?
@@ -62,7 +65,22 @@ final class MP4File {
     defer { av_dict_free(&options) }
     try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
     headerWritten = true
+    // A `free` box right after the (empty) `moov`: the room the final index is written into.
+    let reserved = max(8, reservedIndexBytes)
+    avio_wb32(context.pointee.pb, UInt32(reserved))
+    avio_write(context.pointee.pb, Array("free".utf8), 4)
+    let zeros = [UInt8](repeating: 0, count: 64 * 1024)
+    var remaining = reserved - 8
+    while remaining > 0 {
+      let chunk = min(remaining, zeros.count)
+      avio_write(context.pointee.pb, zeros, Int32(chunk))
+      remaining -= chunk
+    }
   }
+
+  /// Room for the index of `seconds` of media: about 1.3 KB a second (60 fps video and 48 kHz AAC:
+  /// sizes, sync samples, composition offsets, one chunk per fragment), plus 64 KB.
+  static func indexBytes(forSeconds seconds: Int64) -> Int { 65_536 + Int(max(0, seconds)) * 1_300 }
 
   deinit { close() }
 
@@ -111,13 +129,24 @@ final class MP4File {
     try FFmpeg.check(status, "writing to \(path)", code: .fileWriteFailed)
   }
 
-  /// Finishes the fragmented file, then rewrites it as an ordinary MP4 with the index at the front at
-  /// `destination` (stream copy). The fragmented file is left for the caller to remove.
+  /// Finishes the fragmented file and makes it an ordinary MP4 with the index at the front, moved to
+  /// `destination`. (When the index does not fit the reserved room, the file is remuxed into
+  /// `destination` instead, and the fragmented file is left for the caller to remove.)
   func finalize(to destination: String) throws {
     guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
     try FFmpeg.check(av_write_trailer(context), "finishing \(path)", code: .fileWriteFailed)
     close()
-    try Self.remux(from: path, to: destination)
+    do {
+      try MP4Finalizer.finalizeInPlace(path: path)
+    } catch is MP4Error {
+      try Self.remux(from: path, to: destination)
+      return
+    } catch {
+      throw TiError(.fileWriteFailed, "finishing \(path): \(error.localizedDescription)")
+    }
+    guard rename(path, destination) == 0 else {
+      throw TiError(.fileWriteFailed, "cannot rename \(path) to \(destination)")
+    }
   }
 
   /// Closes the file without finishing it (what was written up to the last fragment stays readable).

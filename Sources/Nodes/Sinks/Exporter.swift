@@ -147,7 +147,9 @@ public final class Exporter: Node {
         audioGaps.append(RecordingGap(range: configuration.range, tracks: [track], reasons: [.unsupportedMedia]))
       }
     }
-    file = try MP4File(path: configuration.workingPath, video: first.format, audio: audio)
+    file = try MP4File(
+      path: configuration.workingPath, video: first.format, audio: audio,
+      reservedIndexBytes: MP4File.indexBytes(forSeconds: configuration.range.durationMicroseconds / 1_000_000 + 1))
     fileVideo = first.format
     fileAudio = audio
     segment = OpenSegment(

@@ -1,0 +1,93 @@
+import Foundation
+
+/// An ISO BMFF box: a type and either raw payload (a leaf) or child boxes (a container).
+struct MP4Box {
+  /// Boxes whose payload is a list of boxes (among those this code edits).
+  static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "dinf", "edts", "mvex", "moof", "traf"]
+
+  var type: String
+  var payload: Data
+  var children: [MP4Box]
+
+  init(type: String, payload: Data = Data(), children: [MP4Box] = []) {
+    self.type = type
+    self.payload = payload
+    self.children = children
+  }
+
+  /// Parses the boxes of `data` (a container's payload or a whole buffer).
+  static func parse(_ data: Data) throws -> [MP4Box] {
+    var boxes: [MP4Box] = []
+    var offset = data.startIndex
+    while offset < data.endIndex {
+      guard data.endIndex - offset >= 8 else { throw MP4Error.malformed("truncated box header") }
+      var size = Int(data.bigEndian(UInt32.self, at: offset))
+      let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
+      var headerLength = 8
+      if size == 1 {
+        guard data.endIndex - offset >= 16 else { throw MP4Error.malformed("truncated large box") }
+        size = Int(data.bigEndian(UInt64.self, at: offset + 8))
+        headerLength = 16
+      } else if size == 0 {
+        size = data.endIndex - offset
+      }
+      guard size >= headerLength, offset + size <= data.endIndex else {
+        throw MP4Error.malformed("box \(type) overruns")
+      }
+      let payload = data[offset + headerLength..<offset + size]
+      if containers.contains(type) {
+        boxes.append(MP4Box(type: type, children: try parse(Data(payload))))
+      } else {
+        boxes.append(MP4Box(type: type, payload: Data(payload)))
+      }
+      offset += size
+    }
+    return boxes
+  }
+
+  /// The box's bytes.
+  var encoded: Data {
+    let body = MP4Box.containers.contains(type) ? children.reduce(into: Data()) { $0.append($1.encoded) } : payload
+    var data = Data()
+    if body.count + 8 <= Int(UInt32.max) {
+      data.appendBigEndian(UInt32(body.count + 8))
+      data.append(contentsOf: Array(type.utf8))
+    } else {
+      data.appendBigEndian(UInt32(1))
+      data.append(contentsOf: Array(type.utf8))
+      data.appendBigEndian(UInt64(body.count + 16))
+    }
+    data.append(body)
+    return data
+  }
+
+  /// The first child of type `type`.
+  func child(_ type: String) -> MP4Box? { children.first { $0.type == type } }
+
+  /// Children of type `type`.
+  func children(_ type: String) -> [MP4Box] { children.filter { $0.type == type } }
+}
+
+/// Why an MP4 could not be finalized in place (the caller then falls back to a remux).
+enum MP4Error: Error {
+  case malformed(String)
+  case indexDoesNotFit(needed: Int, available: Int)
+}
+
+extension Data {
+  func bigEndian<Integer: FixedWidthInteger>(_ type: Integer.Type, at offset: Int) -> Integer {
+    var value: Integer = 0
+    for byte in self[offset..<offset + MemoryLayout<Integer>.size] { value = value << 8 | Integer(byte) }
+    return value
+  }
+
+  mutating func appendBigEndian<Integer: FixedWidthInteger>(_ value: Integer) {
+    Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+  }
+
+  mutating func setBigEndian<Integer: FixedWidthInteger>(_ value: Integer, at offset: Int) {
+    Swift.withUnsafeBytes(of: value.bigEndian) {
+      replaceSubrange(startIndex + offset..<startIndex + offset + MemoryLayout<Integer>.size, with: $0)
+    }
+  }
+}

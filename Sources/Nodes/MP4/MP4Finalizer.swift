@@ -1,0 +1,357 @@
+import Foundation
+
+/// Turns a fragmented MP4 written with room reserved after its `moov` into an ordinary MP4, in place:
+/// the sample tables are built from the fragments' `moof` boxes and written over the empty `moov` and
+/// the reserved `free` box, and every `moof` (and `mfra`) becomes a `free` box. The media bytes are
+/// neither read nor moved, so finalizing costs a few reads and writes of boxes, whatever the length.
+///
+/// Until the last write the file stays a valid fragmented MP4, so a crash never loses it.
+enum MP4Finalizer {
+  private struct Sample {
+    var size: UInt32
+    var duration: UInt32
+    var isSync: Bool
+    var compositionOffset: Int32
+  }
+
+  private struct Chunk {
+    var offset: UInt64
+    var sampleCount: Int
+  }
+
+  private struct Track {
+    var defaults = (duration: UInt32(0), size: UInt32(0), flags: UInt32(0))
+    var samples: [Sample] = []
+    var chunks: [Chunk] = []
+    var decodeTime: UInt64 = 0
+  }
+
+  private struct TopLevelBox {
+    var type: String
+    var offset: UInt64
+    var size: UInt64
+  }
+
+  /// Finalizes `path` in place. Throws ``MP4Error`` (nothing written) when the file is not laid out as
+  /// expected or the index does not fit the reserved room.
+  static func finalizeInPlace(path: String) throws {
+    guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
+    defer { try? file.close() }
+    let boxes = try topLevelBoxes(file)
+    guard boxes.count >= 3, boxes[0].type == "ftyp", boxes[1].type == "moov", boxes[2].type == "free" else {
+      throw MP4Error.malformed("expected ftyp, moov, free at the start")
+    }
+    let moovBox = boxes[1]
+    let available = Int(moovBox.size + boxes[2].size)
+    guard let moov = try MP4Box.parse(try read(file, at: moovBox.offset, count: Int(moovBox.size))).first else {
+      throw MP4Error.malformed("empty moov")
+    }
+
+    var tracks: [UInt32: Track] = [:]
+    for trex in moov.child("mvex")?.children("trex") ?? [] {
+      let p = trex.payload
+      guard p.count >= 24 else { throw MP4Error.malformed("short trex") }
+      var track = Track()
+      track.defaults = (
+        p.bigEndian(UInt32.self, at: 12), p.bigEndian(UInt32.self, at: 16), p.bigEndian(UInt32.self, at: 20)
+      )
+      tracks[p.bigEndian(UInt32.self, at: 4)] = track
+    }
+    for box in boxes where box.type == "moof" {
+      let moof = try MP4Box.parse(try read(file, at: box.offset, count: Int(box.size)))
+      for traf in moof.first?.children("traf") ?? [] {
+        try index(traf, moofOffset: box.offset, into: &tracks)
+      }
+    }
+
+    var newMoov = moov
+    newMoov.children.removeAll { $0.type == "mvex" }
+    let movieTimescale = try timescale(of: moov.child("mvhd"), fieldOffset: 12)
+    var movieDuration: UInt64 = 0
+    for (index, trak) in newMoov.children.enumerated() where trak.type == "trak" {
+      guard let tkhd = trak.child("tkhd"), let mdia = trak.child("mdia"), let mdhd = mdia.child("mdhd") else {
+        throw MP4Error.malformed("incomplete trak")
+      }
+      let trackID =
+        tkhd.payload.first == 1
+        ? tkhd.payload.bigEndian(UInt32.self, at: 20) : tkhd.payload.bigEndian(UInt32.self, at: 12)
+      guard let track = tracks[trackID] else { throw MP4Error.malformed("no trex for track \(trackID)") }
+      let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
+      let mediaDuration = track.samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
+      let trackDuration = mediaTimescale == 0 ? 0 : mediaDuration * movieTimescale / mediaTimescale
+      movieDuration = max(movieDuration, trackDuration)
+      newMoov.children[index] = try rebuild(
+        trak, track: track, trackDuration: trackDuration, mediaDuration: mediaDuration)
+    }
+    if let mvhdIndex = newMoov.children.firstIndex(where: { $0.type == "mvhd" }) {
+      newMoov.children[mvhdIndex].payload = try withDuration(
+        newMoov.children[mvhdIndex].payload, movieDuration, v0Offset: 16, v1Offset: 24)
+    }
+    var bytes = newMoov.encoded
+    let remainder = available - bytes.count
+    guard remainder == 0 || remainder >= 8 else {
+      throw MP4Error.indexDoesNotFit(needed: bytes.count + 8, available: available)
+    }
+    guard remainder >= 0 else { throw MP4Error.indexDoesNotFit(needed: bytes.count, available: available) }
+    if remainder >= 8 {
+      bytes.appendBigEndian(UInt32(remainder))
+      bytes.append(contentsOf: Array("free".utf8))
+    }
+    // The index goes in first; the fragments are hidden last, so an interruption leaves a readable file.
+    try file.seek(toOffset: moovBox.offset)
+    try file.write(contentsOf: bytes)
+    for box in boxes where box.type == "moof" || box.type == "mfra" {
+      try file.seek(toOffset: box.offset + 4)
+      try file.write(contentsOf: Data("free".utf8))
+    }
+    try file.synchronize()
+  }
+
+  private static func topLevelBoxes(_ file: FileHandle) throws -> [TopLevelBox] {
+    let end = try file.seekToEnd()
+    var boxes: [TopLevelBox] = []
+    var offset: UInt64 = 0
+    while offset + 8 <= end {
+      let header = try read(file, at: offset, count: Int(min(16, end - offset)))
+      var size = UInt64(header.bigEndian(UInt32.self, at: 0))
+      let type = String(decoding: header[4..<8], as: UTF8.self)
+      if size == 1 {
+        guard header.count >= 16 else { throw MP4Error.malformed("truncated large box") }
+        size = header.bigEndian(UInt64.self, at: 8)
+      } else if size == 0 {
+        size = end - offset
+      }
+      guard size >= 8, offset + size <= end else { throw MP4Error.malformed("top-level box \(type) overruns") }
+      boxes.append(TopLevelBox(type: type, offset: offset, size: size))
+      offset += size
+    }
+    return boxes
+  }
+
+  private static func read(_ file: FileHandle, at offset: UInt64, count: Int) throws -> Data {
+    try file.seek(toOffset: offset)
+    guard let data = try file.read(upToCount: count), data.count == count else {
+      throw MP4Error.malformed("short read")
+    }
+    return data
+  }
+
+  private static func index(_ traf: MP4Box, moofOffset: UInt64, into tracks: inout [UInt32: Track]) throws {
+    guard let tfhd = traf.child("tfhd"), tfhd.payload.count >= 8 else { throw MP4Error.malformed("traf without tfhd") }
+    let p = tfhd.payload
+    let flags = p.bigEndian(UInt32.self, at: 0) & 0xFF_FFFF
+    let trackID = p.bigEndian(UInt32.self, at: 4)
+    guard var track = tracks[trackID] else { throw MP4Error.malformed("fragment of unknown track \(trackID)") }
+    var cursor = 8
+    var base = moofOffset
+    if flags & 0x1 != 0 {
+      base = p.bigEndian(UInt64.self, at: cursor)
+      cursor += 8
+    }
+    if flags & 0x2 != 0 { cursor += 4 }
+    var defaultDuration = track.defaults.duration
+    var defaultSize = track.defaults.size
+    var defaultFlags = track.defaults.flags
+    if flags & 0x8 != 0 {
+      defaultDuration = p.bigEndian(UInt32.self, at: cursor)
+      cursor += 4
+    }
+    if flags & 0x10 != 0 {
+      defaultSize = p.bigEndian(UInt32.self, at: cursor)
+      cursor += 4
+    }
+    if flags & 0x20 != 0 { defaultFlags = p.bigEndian(UInt32.self, at: cursor) }
+
+    if let tfdt = traf.child("tfdt"), tfdt.payload.count >= 8 {
+      let time =
+        tfdt.payload.first == 1
+        ? tfdt.payload.bigEndian(UInt64.self, at: 4) : UInt64(tfdt.payload.bigEndian(UInt32.self, at: 4))
+      // A fragment that starts later than the samples so far end: the last sample lasts until it.
+      if time > track.decodeTime, !track.samples.isEmpty {
+        track.samples[track.samples.count - 1].duration += UInt32(clamping: time - track.decodeTime)
+        track.decodeTime = time
+      }
+    }
+    for trun in traf.children("trun") {
+      let t = trun.payload
+      guard t.count >= 8 else { throw MP4Error.malformed("short trun") }
+      let version = t.first ?? 0
+      let runFlags = t.bigEndian(UInt32.self, at: 0) & 0xFF_FFFF
+      let count = Int(t.bigEndian(UInt32.self, at: 4))
+      var at = 8
+      var dataOffset: Int64 = 0
+      if runFlags & 0x1 != 0 {
+        dataOffset = Int64(Int32(bitPattern: t.bigEndian(UInt32.self, at: at)))
+        at += 4
+      }
+      var firstFlags: UInt32?
+      if runFlags & 0x4 != 0 {
+        firstFlags = t.bigEndian(UInt32.self, at: at)
+        at += 4
+      }
+      let perSample = [0x100, 0x200, 0x400, 0x800].filter { runFlags & UInt32($0) != 0 }.count * 4
+      guard t.count >= at + count * perSample else { throw MP4Error.malformed("trun overruns") }
+      var offset = UInt64(Int64(base) + dataOffset)
+      track.chunks.append(Chunk(offset: offset, sampleCount: count))
+      for sampleIndex in 0..<count {
+        var duration = defaultDuration
+        var size = defaultSize
+        var sampleFlags = sampleIndex == 0 ? (firstFlags ?? defaultFlags) : defaultFlags
+        var composition: Int32 = 0
+        if runFlags & 0x100 != 0 {
+          duration = t.bigEndian(UInt32.self, at: at)
+          at += 4
+        }
+        if runFlags & 0x200 != 0 {
+          size = t.bigEndian(UInt32.self, at: at)
+          at += 4
+        }
+        if runFlags & 0x400 != 0 {
+          let value = t.bigEndian(UInt32.self, at: at)
+          if !(sampleIndex == 0 && firstFlags != nil) { sampleFlags = value }
+          at += 4
+        }
+        if runFlags & 0x800 != 0 {
+          let raw = t.bigEndian(UInt32.self, at: at)
+          composition = version == 0 ? Int32(clamping: raw) : Int32(bitPattern: raw)
+          at += 4
+        }
+        track.samples.append(
+          Sample(size: size, duration: duration, isSync: sampleFlags & 0x0001_0000 == 0, compositionOffset: composition)
+        )
+        track.decodeTime += UInt64(duration)
+        offset += UInt64(size)
+      }
+    }
+    tracks[trackID] = track
+  }
+
+  private static func timescale(of box: MP4Box?, fieldOffset: Int) throws -> UInt64 {
+    guard let box, box.payload.count >= 20 else { throw MP4Error.malformed("missing header box") }
+    let at = box.payload.first == 1 ? 20 : fieldOffset
+    return UInt64(box.payload.bigEndian(UInt32.self, at: at))
+  }
+
+  /// Sets the duration field of an mvhd/tkhd/mdhd payload (version 0 or 1).
+  private static func withDuration(_ payload: Data, _ duration: UInt64, v0Offset: Int, v1Offset: Int) throws -> Data {
+    var payload = payload
+    if payload.first == 1 {
+      guard payload.count >= v1Offset + 8 else { throw MP4Error.malformed("short header box") }
+      payload.setBigEndian(duration, at: v1Offset)
+    } else {
+      guard payload.count >= v0Offset + 4 else { throw MP4Error.malformed("short header box") }
+      guard duration <= UInt64(UInt32.max) else { throw MP4Error.malformed("duration needs a version 1 box") }
+      payload.setBigEndian(UInt32(duration), at: v0Offset)
+    }
+    return payload
+  }
+
+  private static func rebuild(_ trak: MP4Box, track: Track, trackDuration: UInt64, mediaDuration: UInt64) throws
+    -> MP4Box
+  {
+    var trak = trak
+    trak.children.removeAll { $0.type == "edts" }
+    for (index, child) in trak.children.enumerated() where child.type == "tkhd" {
+      trak.children[index].payload = try withDuration(child.payload, trackDuration, v0Offset: 20, v1Offset: 28)
+    }
+    guard let mdiaIndex = trak.children.firstIndex(where: { $0.type == "mdia" }) else {
+      throw MP4Error.malformed("no mdia")
+    }
+    var mdia = trak.children[mdiaIndex]
+    for (index, child) in mdia.children.enumerated() where child.type == "mdhd" {
+      mdia.children[index].payload = try withDuration(child.payload, mediaDuration, v0Offset: 16, v1Offset: 24)
+    }
+    guard let minfIndex = mdia.children.firstIndex(where: { $0.type == "minf" }),
+      let stblIndex = mdia.children[minfIndex].children.firstIndex(where: { $0.type == "stbl" }),
+      let stsd = mdia.children[minfIndex].children[stblIndex].child("stsd")
+    else { throw MP4Error.malformed("no stbl") }
+    mdia.children[minfIndex].children[stblIndex] = MP4Box(type: "stbl", children: sampleTables(track, stsd: stsd))
+    trak.children[mdiaIndex] = mdia
+    return trak
+  }
+
+  private static func fullBox(_ type: String, _ body: (inout Data) -> Void) -> MP4Box {
+    var payload = Data([0, 0, 0, 0])
+    body(&payload)
+    return MP4Box(type: type, payload: payload)
+  }
+
+  private static func sampleTables(_ track: Track, stsd: MP4Box) -> [MP4Box] {
+    var boxes = [stsd]
+    // stts: runs of equal durations.
+    var runs: [(count: UInt32, value: UInt32)] = []
+    for sample in track.samples {
+      if let last = runs.last, last.value == sample.duration {
+        runs[runs.count - 1].count += 1
+      } else {
+        runs.append((1, sample.duration))
+      }
+    }
+    boxes.append(
+      fullBox("stts") { data in
+        data.appendBigEndian(UInt32(runs.count))
+        for run in runs {
+          data.appendBigEndian(run.count)
+          data.appendBigEndian(run.value)
+        }
+      })
+    if track.samples.contains(where: { $0.compositionOffset != 0 }) {
+      var offsets: [(count: UInt32, value: Int32)] = []
+      for sample in track.samples {
+        if let last = offsets.last, last.value == sample.compositionOffset {
+          offsets[offsets.count - 1].count += 1
+        } else {
+          offsets.append((1, sample.compositionOffset))
+        }
+      }
+      var box = fullBox("ctts") { data in
+        data.appendBigEndian(UInt32(offsets.count))
+        for run in offsets {
+          data.appendBigEndian(run.count)
+          data.appendBigEndian(UInt32(bitPattern: run.value))
+        }
+      }
+      box.payload[0] = 1  // signed offsets
+      boxes.append(box)
+    }
+    if track.samples.contains(where: { !$0.isSync }) {
+      boxes.append(
+        fullBox("stss") { data in
+          let sync = track.samples.indices.filter { track.samples[$0].isSync }
+          data.appendBigEndian(UInt32(sync.count))
+          for index in sync { data.appendBigEndian(UInt32(index + 1)) }
+        })
+    }
+    boxes.append(
+      fullBox("stsc") { data in
+        var entries: [(first: UInt32, count: UInt32)] = []
+        for (index, chunk) in track.chunks.enumerated() where chunk.sampleCount > 0 {
+          if entries.last?.count != UInt32(chunk.sampleCount) {
+            entries.append((UInt32(index + 1), UInt32(chunk.sampleCount)))
+          }
+        }
+        data.appendBigEndian(UInt32(entries.count))
+        for entry in entries {
+          data.appendBigEndian(entry.first)
+          data.appendBigEndian(entry.count)
+          data.appendBigEndian(UInt32(1))
+        }
+      })
+    boxes.append(
+      fullBox("stsz") { data in
+        data.appendBigEndian(UInt32(0))
+        data.appendBigEndian(UInt32(track.samples.count))
+        for sample in track.samples { data.appendBigEndian(sample.size) }
+      })
+    let chunks = track.chunks.filter { $0.sampleCount > 0 }
+    let large = chunks.contains { $0.offset > UInt64(UInt32.max) }
+    boxes.append(
+      fullBox(large ? "co64" : "stco") { data in
+        data.appendBigEndian(UInt32(chunks.count))
+        for chunk in chunks {
+          if large { data.appendBigEndian(chunk.offset) } else { data.appendBigEndian(UInt32(chunk.offset)) }
+        }
+      })
+    return boxes
+  }
+}
