@@ -89,9 +89,11 @@ public final class ExportJob: @unchecked Sendable {
     pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.errorHandler = { [unowned self] failure in
-      // Per-object failures arrive as gap events; what reaches here ends the task.
+      // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
+      // (node 0: it was connected first) ends the stream instead of the pipeline, so what was already
+      // fetched still reaches the file (termination `interrupted`); any other failure stops at once.
       if ending == nil { ending = .failed(failure.error) }
-      return .stopPipeline
+      return failure.nodeIndex == 0 ? .endBranch : .stopPipeline
     }
     pipeline.onEndOfStream = { [unowned self] in complete() }
     pipeline.onStop = { [unowned self] in executor.execute { self.complete() } }
