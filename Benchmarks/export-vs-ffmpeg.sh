@@ -26,16 +26,28 @@ fi
 start=$(python3 -c "import json;print(json.load(open('$plain/index.json'))['segments'][0]['start_ms'])")
 end=$((start + minutes * 60000))
 
-measure() {  # prints "seconds maxrss_kb"
+measure() {  # prints "seconds maxrss_kb"; flushes earlier runs' dirty pages first so runs don't tax each other
+  sync
   /usr/bin/time -f "%e %M" -o /tmp/tipipe-bench-time "$@" >/dev/null 2>&1
   cat /tmp/tipipe-bench-time
 }
-read -r ffmpeg_s ffmpeg_kb < <(measure ffmpeg -v error -y -i "$plain/same.ts" -c copy "$out/ffmpeg-remux.mp4")
-for library in "$plain" "$enc"; do
-  read -r ours_s ours_kb < <(measure "$tipipe" export --endpoint "file://$PWD/$library" --start "$start" --end "$end" \
-    --video-channel 0 --audio-channel 1 --out "$out/tipipe-export.mp4" --quiet)
+median() { python3 -c "import sys,statistics; v=[float(x) for x in sys.argv[1:]]; print(statistics.median(v))" "$@"; }
+
+runs=${RUNS:-3}
+declare -a ff_s ff_kb plain_s plain_kb enc_s enc_kb
+for ((i = 0; i < runs; i++)); do
+  read -r s kb < <(measure ffmpeg -v error -y -i "$plain/same.ts" -c copy "$out/ffmpeg-remux.mp4"); ff_s+=("$s"); ff_kb+=("$kb")
+  read -r s kb < <(measure "$tipipe" export --endpoint "file://$PWD/$plain" --start "$start" --end "$end" \
+    --video-channel 0 --audio-channel 1 --out "$out/tipipe-export.mp4" --quiet); plain_s+=("$s"); plain_kb+=("$kb")
+  read -r s kb < <(measure "$tipipe" export --endpoint "file://$PWD/$enc" --start "$start" --end "$end" \
+    --video-channel 0 --audio-channel 1 --out "$out/tipipe-export.mp4" --quiet); enc_s+=("$s"); enc_kb+=("$kb")
+done
+ffmpeg_s=$(median "${ff_s[@]}"); ffmpeg_kb=$(median "${ff_kb[@]}")
+for variant in plain enc; do
+  eval "times=(\"\${${variant}_s[@]}\")"; eval "sizes=(\"\${${variant}_kb[@]}\")"
+  ours_s=$(median "${times[@]}"); ours_kb=$(median "${sizes[@]}")
   python3 -c "
-print(f'export $(basename "$library"): tipipe {$ours_s:.2f} s, {$ours_kb/1024:.0f} MB peak   ffmpeg -c copy {$ffmpeg_s:.2f} s, {$ffmpeg_kb/1024:.0f} MB peak   time ratio {$ours_s/$ffmpeg_s:.2f}')"
+print(f'export ${minutes} min $variant: tipipe {$ours_s:.2f} s, {$ours_kb/1024:.0f} MB peak   ffmpeg -c copy {$ffmpeg_s:.2f} s, {$ffmpeg_kb/1024:.0f} MB peak   time ratio {$ours_s/$ffmpeg_s:.2f}   (medians of $runs)')"
 done
 ffprobe -v error -show_entries format=duration -of csv=p=0 "$out/tipipe-export.mp4" | sed 's/^/tipipe export duration (s): /'
 rm -f "$out/tipipe-export.mp4" "$out/ffmpeg-remux.mp4"

@@ -104,7 +104,6 @@ enum MP4Finalizer {
       try file.seek(toOffset: box.offset + 4)
       try file.write(contentsOf: Data("free".utf8))
     }
-    try file.synchronize()
   }
 
   private static func topLevelBoxes(_ file: FileHandle) throws -> [TopLevelBox] {
@@ -141,7 +140,11 @@ enum MP4Finalizer {
     let p = tfhd.payload
     let flags = p.bigEndian(UInt32.self, at: 0) & 0xFF_FFFF
     let trackID = p.bigEndian(UInt32.self, at: 4)
-    guard var track = tracks[trackID] else { throw MP4Error.malformed("fragment of unknown track \(trackID)") }
+    // Taken out of the dictionary while it grows, so appending does not copy the sample tables.
+    guard var track = tracks.removeValue(forKey: trackID) else {
+      throw MP4Error.malformed("fragment of unknown track \(trackID)")
+    }
+    defer { tracks[trackID] = track }
     var cursor = 8
     var base = moofOffset
     if flags & 0x1 != 0 {
@@ -223,7 +226,6 @@ enum MP4Finalizer {
         offset += UInt64(size)
       }
     }
-    tracks[trackID] = track
   }
 
   private static func timescale(of box: MP4Box?, fieldOffset: Int) throws -> UInt64 {

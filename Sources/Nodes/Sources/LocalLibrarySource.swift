@@ -100,7 +100,7 @@ public final class LocalLibrarySource: SourceNode {
       let deliver = context.makeCompletion { [unowned self] (object: FetchedObject) in
         arrived[position] = object
       }
-      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url))) }
+      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url, size: segment.size))) }
     }
   }
 
@@ -110,17 +110,20 @@ public final class LocalLibrarySource: SourceNode {
     return directory.appendingPathComponent(reference)
   }
 
-  private static func read(_ url: URL) -> Result<Data, TiError> {
+  private static func read(_ url: URL, size: Int) -> Result<Data, TiError> {
     guard FileManager.default.fileExists(atPath: url.path) else {
       return .failure(TiError.gap(.notFound, "\(url.lastPathComponent) does not exist"))
     }
     do {
-      return .success(try Data(contentsOf: url))
+      return .success(try buffers.read(path: url.path, expectedSize: size))
     } catch {
       return .failure(
         TiError.gap(.downloadFailed, "cannot read \(url.lastPathComponent): \(error.localizedDescription)"))
     }
   }
+
+  /// Read buffers shared by every library source of the process (see ``BufferPool``).
+  private static let buffers = BufferPool()
 
   /// Restarts from the beginning of the range (a new range needs a new source).
   public func flush(context: NodeContext<FetchedObject>) {
