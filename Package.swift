@@ -52,14 +52,20 @@ let package = Package(
       dependencies: ["PipelineGraph", "PipelineTestKit"],
       swiftSettings: strict
     ),
+    .target(
+      name: "MediaTestSupport",
+      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit"],
+      path: "Tests/MediaTestSupport",
+      swiftSettings: strict
+    ),
     .testTarget(
       name: "ExportTests",
-      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit"],
+      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NodesTests",
-      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit"],
+      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict
     ),
   ]

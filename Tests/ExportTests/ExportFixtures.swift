@@ -1,32 +1,10 @@
 import Dispatch
 import Foundation
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import PipelineTestKit
 import Testing
-
-final class TemporaryDirectory {
-  let url: URL
-  init(_ name: String = "tipipe-export") throws {
-    url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-  }
-  deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-let recordingStart: Int64 = 1_795_996_800_000
-
-/// 320x240, 25 fps, 2 s GOPs, 3 s objects, AAC 16 kHz mono.
-func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options {
-  var options = LibrarySynthesizer.Options()
-  options.startMilliseconds = recordingStart
-  options.durationSeconds = seconds
-  options.segmentSeconds = 3
-  options.width = 320
-  options.height = 240
-  options.gop = 50
-  return options
-}
 
 func range(_ from: Int64, _ to: Int64) -> MediaRange {
   MediaRange(startMilliseconds: recordingStart + from, endMilliseconds: recordingStart + to)
@@ -86,19 +64,6 @@ final class JobBox: @unchecked Sendable {
     get { lock.withLock { _job } }
     set { lock.withLock { _job = newValue } }
   }
-}
-
-func run(_ executable: String, _ arguments: [String]) throws -> String {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  let output = Pipe()
-  process.standardOutput = output
-  process.standardError = FileHandle.nullDevice
-  try process.run()
-  let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return String(decoding: data, as: UTF8.self)
 }
 
 /// The independent judge's view of an MP4.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import PipelineTestKit
@@ -28,17 +29,8 @@ struct MP4WriterTests {
       pipeline.connect(verifier, to: demuxer)
       pipeline.connect(demuxer, to: writer)
       pipeline.connect(demuxer, to: gaps)
-      let failures = LockedArray<NodeFailure>()
-      pipeline.errorHandler = {
-        failures.append($0); return .stopPipeline
-      }
-      let done = DispatchSemaphore(value: 0)
-      pipeline.onEndOfStream = { done.signal() }
-      pipeline.onStop = { done.signal() }
-      try pipeline.start()
-      done.wait()
-      pipeline.stop()
-      #expect(failures.values.isEmpty, "\(failures.values)")
+      let failures = try runToEnd(pipeline)
+      #expect(failures.isEmpty, "\(failures)")
       #expect(gaps.gaps == ["noRecording"], "the synthetic source reports its hole")
       let probe = try Probe(output)
       #expect(probe.video?.codec_name == (codec == .h265 ? "hevc" : "h264"))

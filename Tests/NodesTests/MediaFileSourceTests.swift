@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import PipelineTestKit
@@ -32,17 +33,8 @@ struct MediaFileSourceTests {
     pipeline.connect(source, to: audioDecoder)
     pipeline.connect(videoDecoder, to: video)
     pipeline.connect(audioDecoder, to: audio)
-    let failures = LockedArray<NodeFailure>()
-    pipeline.errorHandler = {
-      failures.append($0); return .stopPipeline
-    }
-    let done = DispatchSemaphore(value: 0)
-    pipeline.onEndOfStream = { done.signal() }
-    pipeline.onStop = { done.signal() }
-    try pipeline.start()
-    done.wait()
-    pipeline.stop()
-    #expect(failures.values.isEmpty, "\(failures.values)")
+    let failures = try runToEnd(pipeline)
+    #expect(failures.isEmpty, "\(failures)")
     return (video.frames, audio.frames, video.formatChanges.count)
   }
 

@@ -1,32 +1,10 @@
 import Dispatch
 import Foundation
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import PipelineTestKit
 import Testing
-
-/// A fresh temporary directory, removed when the returned object is released.
-final class TemporaryDirectory {
-  let url: URL
-  init(_ name: String = "tipipe-test") throws {
-    url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-  }
-  deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-/// Small, fast synthetic recordings: 320x240, 25 fps, 2 s GOPs, 3 s objects (so GOPs span objects).
-func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options {
-  var options = LibrarySynthesizer.Options()
-  options.startMilliseconds = 1_795_996_800_000
-  options.durationSeconds = seconds
-  options.segmentSeconds = 3
-  options.width = 320
-  options.height = 240
-  options.fps = 25
-  options.gop = 50
-  return options
-}
 
 /// What a decode pipeline saw.
 struct DecodeRun {
@@ -77,34 +55,10 @@ func decode(
     pipeline.connect(demuxer, to: audioDecoder, limits: EdgeLimits(items: 64))
     pipeline.connect(audioDecoder, to: audio, limits: EdgeLimits(items: 8))
   }
-  let failures = LockedArray<NodeFailure>()
-  pipeline.errorHandler = { failure in
-    failures.append(failure)
-    return .stopPipeline
-  }
-  let done = DispatchSemaphore(value: 0)
-  pipeline.onEndOfStream = { done.signal() }
-  pipeline.onStop = { done.signal() }
-  try pipeline.start()
-  done.wait()
-  pipeline.stop()
+  let failures = try runToEnd(pipeline)
   return DecodeRun(
     videoFrames: video.frames, audioFrames: audio.frames, gaps: video.gaps, formatChanges: video.formatChanges,
-    failures: failures.values)
-}
-
-/// Runs a command and returns its standard output.
-func run(_ executable: String, _ arguments: [String]) throws -> String {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  let output = Pipe()
-  process.standardOutput = output
-  process.standardError = FileHandle.nullDevice
-  try process.run()
-  let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return String(decoding: data, as: UTF8.self)
+    failures: failures)
 }
 
 /// ffprobe's view of one stream of a file: codec, size and the number of frames it decodes.

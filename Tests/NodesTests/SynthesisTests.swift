@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import Testing
