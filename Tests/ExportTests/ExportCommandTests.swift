@@ -53,21 +53,26 @@ func runExport(
 
 @Suite("tipipe export as a process")
 struct ExportCommandTests {
+  /// Thirty minutes of 320x240 (a minute, repeated): the export takes long enough after its halfway
+  /// point for the test to signal it, even on a loaded machine.
+  static let minutes = 30
+
   func makeLibrary(in directory: URL) throws -> URL {
-    let library = directory.appendingPathComponent("lib")
+    let minute = directory.appendingPathComponent("minute")
     var options = smallOptions(seconds: 60)
     options.segmentSeconds = 10
-    options.width = 160
-    options.height = 120
-    try LibrarySynthesizer(options: options).write(to: library)
+    try LibrarySynthesizer(options: options).write(to: minute)
+    let library = directory.appendingPathComponent("lib")
+    try repeatLibrary(minute, copies: Self.minutes, into: library)
+    try FileManager.default.removeItem(at: minute)
     return library
   }
 
   func arguments(_ library: URL, _ output: URL) -> [String] {
     [
       "--endpoint", "file://\(library.path)", "--start", String(recordingStart), "--end",
-      String(recordingStart + 60000),
-      "--video-channel", "0", "--audio-channel", "1", "--out", output.path,
+      String(recordingStart + Int64(Self.minutes) * 60_000), "--video-channel", "0", "--audio-channel", "1", "--out",
+      output.path,
     ]
   }
 
@@ -107,9 +112,9 @@ struct ExportCommandTests {
     let partial = try #require(
       try FileManager.default.contentsOfDirectory(atPath: directory.url.path).first { $0.hasSuffix(".partial.mp4") })
     let probe = try Probe(directory.url.appendingPathComponent(partial))
-    // Half the minute had been scanned; what reached the file before the kill, up to its last fragment
-    // (about one a second), plays: at least 10 s of it, every frame in order, 40 ms apart.
-    #expect(probe.videoPackets.count >= 25 * 10, "\(probe.videoPackets.count) frames")
+    // Half the range had been scanned; what reached the file before the kill, up to its last fragment
+    // (about one a second), plays: at least five minutes of it, every frame in order, 40 ms apart.
+    #expect(probe.videoPackets.count >= 25 * 300, "\(probe.videoPackets.count) frames")
     #expect(probe.videoPackets.first?.key == true)
     let times = probe.videoPackets.map(\.pts)
     #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 0.04) < 0.001 })

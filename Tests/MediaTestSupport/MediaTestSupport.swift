@@ -64,3 +64,44 @@ public func runToEnd(_ pipeline: Pipeline) throws -> [NodeFailure] {
   pipeline.stop()
   return failures.values
 }
+
+/// Writes at `destination` a library made of `copies` back-to-back copies of the library at `source`
+/// (each re-timed by the source's span): long recordings for tests that need a slow export, without
+/// encoding them.
+public func repeatLibrary(_ source: URL, copies: Int, into destination: URL) throws {
+  let index = try RecordingIndex.decode(try Data(contentsOf: source.appendingPathComponent("index.json")))
+  guard let first = index.segments.first, let last = index.segments.last else { return }
+  let span = last.endMs - first.startMs
+  let cipher = try AES128CBC()
+  try FileManager.default.createDirectory(
+    at: destination.appendingPathComponent("objects"), withIntermediateDirectories: true)
+  var segments: [RecordingIndex.Segment] = []
+  for copy in 0..<copies {
+    let shift = Int64(copy) * span
+    for segment in index.segments {
+      let object = try Data(contentsOf: source.appendingPathComponent(segment.url))
+      let parsed = try SegmentReader.parse(object, key: try segment.keyBytes(), cipher: cipher)
+      let records = parsed.records.map { record -> SegmentRecord in
+        var shifted = record
+        shifted.timestampMilliseconds += shift
+        return shifted
+      }
+      let range = MediaRange(
+        startMilliseconds: segment.startMs + shift, endMilliseconds: segment.endMs + shift)
+      let bytes = try SegmentWriter.object(records: records, range: range)
+      let id = String(range.start.milliseconds)
+      try bytes.write(to: destination.appendingPathComponent("objects/\(id).tseg"))
+      var entry = segment
+      entry.id = id
+      entry.startMs = range.start.milliseconds
+      entry.endMs = range.end.milliseconds
+      entry.url = "objects/\(id).tseg"
+      entry.size = bytes.count
+      entry.sha256 = SHA256Digest.hexHash(bytes)
+      entry.key = nil
+      segments.append(entry)
+    }
+  }
+  try RecordingIndex(deviceId: index.deviceId, segments: segments).encoded().write(
+    to: destination.appendingPathComponent("index.json"))
+}
