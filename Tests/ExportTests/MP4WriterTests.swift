@@ -44,6 +44,31 @@ struct MP4WriterTests {
     }
   }
 
+  @Test("an index larger than the reserved room falls back to a remux, still with the index at the front")
+  func remuxFallback() throws {
+    let directory = try TemporaryDirectory()
+    let output = directory.url.appendingPathComponent("small-room.mp4")
+    let executor = ThreadExecutor(name: "test.fallback")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let source = SyntheticSource(options: smallOptions(seconds: 4))
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer()
+    let writer = MP4Writer(
+      destination: output, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1),
+      reservedIndexBytes: 16)
+    pipeline.connect(source, to: verifier)
+    pipeline.connect(verifier, to: demuxer)
+    pipeline.connect(demuxer, to: writer)
+    #expect(try runToEnd(pipeline).isEmpty)
+    let probe = try Probe(output)
+    #expect(probe.videoPackets.count == 100)
+    let types = try topLevelBoxTypes(output)
+    #expect(Array(types.prefix(2)) == ["ftyp", "moov"])
+    #expect(!types.contains("moof"))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["small-room.mp4"])
+  }
+
   @Test("keyframe-only decoding decodes exactly the keyframes")
   func keyframesOnly() throws {
     let directory = try TemporaryDirectory()

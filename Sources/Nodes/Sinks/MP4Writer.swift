@@ -34,9 +34,14 @@ public final class MP4Writer: Node {
   /// True once the final file exists.
   public private(set) var isFinalized = false
 
+  /// Room reserved for the final index (1 MB: about 13 minutes); a longer recording is finalized by a
+  /// remux instead of in place.
+  public let reservedIndexBytes: Int
+
   /// Records `videoTrack` (and `audioTrack`) into `destination`.
-  public init(destination: URL, videoTrack: TrackID, audioTrack: TrackID? = nil) {
+  public init(destination: URL, videoTrack: TrackID, audioTrack: TrackID? = nil, reservedIndexBytes: Int = 1 << 20) {
     self.destination = destination
+    self.reservedIndexBytes = reservedIndexBytes
     self.videoTrack = videoTrack
     self.audioTrack = audioTrack
     workingPath =
@@ -60,7 +65,7 @@ public final class MP4Writer: Node {
     if file == nil {
       guard input.isKeyframe else { return skippedPackets += 1 }
       let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
-      file = try MP4File(path: workingPath, video: input.format, audio: audio)
+      file = try MP4File(path: workingPath, video: input.format, audio: audio, reservedIndexBytes: reservedIndexBytes)
       videoFormat = input.format
       origin = input.time.microseconds
     }
