@@ -120,6 +120,40 @@ struct ExportCommandTests {
     #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 0.04) < 0.001 })
   }
 
+  @Test("tipipe synth writes a library with every option, and rejects bad values with exit 2")
+  func synthCommand() throws {
+    let directory = try TemporaryDirectory()
+    let tipipe = try tipipeExecutable()
+    let out = directory.url.appendingPathComponent("lib")
+    let process = Process()
+    process.executableURL = tipipe
+    process.arguments = [
+      "synth", "--out", out.path, "--start", "2026-11-30T08:00:00+08:00", "--duration", "8", "--segment-seconds", "4",
+      "--size", "160x120", "--fps", "10", "--gop", "20", "--video", "h264", "--audio", "g711u", "--video-channel", "3",
+      "--audio-channel", "4", "--encrypt", "--gap", "2:1", "--device-id", "cam-9",
+    ]
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    let index = try RecordingIndex.decode(try Data(contentsOf: out.appendingPathComponent("index.json")))
+    #expect(index.deviceId == "cam-9")
+    #expect(index.segments.first?.startMs == 1_795_996_800_000)  // 2026-11-30T00:00:00Z
+    #expect(index.segments.map { $0.endMs - $0.startMs } == [2000, 1000, 4000])
+    #expect(index.segments.allSatisfy { $0.key != nil })
+    #expect(index.segments.first?.tracks.map(\.codec) == ["h264", "g711u"])
+    #expect(index.segments.first?.tracks.map(\.channelId) == [3, 4])
+
+    for bad in [["--size", "7x7"], ["--audio", "mp3"], ["--gap", "x"], ["--fps", "0"], ["--nope", "1"]] {
+      let rejected = Process()
+      rejected.executableURL = tipipe
+      rejected.arguments = ["synth", "--out", directory.url.appendingPathComponent("bad").path] + bad
+      rejected.standardError = FileHandle.nullDevice
+      try rejected.run()
+      rejected.waitUntilExit()
+      #expect(rejected.terminationStatus == 2, "\(bad)")
+    }
+  }
+
   @Test("usage errors exit 2 with one line; an empty range exits 1 with the seed's code")
   func exitCodes() throws {
     let tipipe = try tipipeExecutable()
