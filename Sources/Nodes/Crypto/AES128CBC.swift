@@ -42,22 +42,26 @@ public final class AES128CBC {
     guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1 else {
       throw TiError.gap(.decryptionFailed, "OpenSSL refused the key")
     }
-    var output = Data(count: input.count + 16)
-    var written: Int32 = 0
-    var finalWritten: Int32 = 0
-    let ok = output.withUnsafeMutableBytes { out -> Bool in
-      let outBase = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+    // The output goes into a pooled buffer: objects are megabytes, and fresh memory for each would
+    // cost a zero-filled page fault per 4 KB (and let glibc's heap grow with the recording's length).
+    var failed = false
+    let output = BufferPool.shared.data(capacity: input.count + 16) { buffer -> Int in
+      let out = buffer.assumingMemoryBound(to: UInt8.self)
+      var written: Int32 = 0
+      var finalWritten: Int32 = 0
       let updated = input.withUnsafeBytes { inBytes -> Int32 in
         EVP_CipherUpdate(
-          context, outBase, &written, inBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(inBytes.count))
+          context, out, &written, inBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(inBytes.count))
       }
-      guard updated == 1 else { return false }
-      return EVP_CipherFinal_ex(context, outBase + Int(written), &finalWritten) == 1
+      guard updated == 1, EVP_CipherFinal_ex(context, out + Int(written), &finalWritten) == 1 else {
+        failed = true
+        return 0
+      }
+      return Int(written + finalWritten)
     }
-    guard ok else {
+    guard !failed else {
       throw TiError.gap(.decryptionFailed, encrypt ? "encryption failed" : "bad padding after decryption (wrong key?)")
     }
-    output.count = Int(written + finalWritten)
     return output
   }
 }

@@ -83,11 +83,11 @@ public final class ExportJob: @unchecked Sendable {
     let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
     let transcoder = try AudioTranscoder()
     // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
-    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 6 << 20))
-    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 6 << 20))
-    pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 2 << 20))
-    pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 2 << 20))
-    pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 256, bytes: 2 << 20))
+    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 8 << 20))
+    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
+    pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
       // (node 0: it was connected first) ends the stream instead of the pipeline, so what was already

@@ -13,11 +13,29 @@ final class BufferPool: @unchecked Sendable {
   private var idleBytes = 0
   private let maxIdleBytes: Int
 
+  /// The pool of the process's object reads and decryptions.
+  static let shared = BufferPool()
+
   /// A pool that keeps at most `maxIdleBytes` of idle buffers.
   init(maxIdleBytes: Int = 16 << 20) { self.maxIdleBytes = maxIdleBytes }
 
+  /// Lets `fill` write up to `capacity` bytes into a pooled buffer and returns the bytes it wrote
+  /// (`fill` returns the count). The buffer comes back when the last slice of the data is released.
+  func data(capacity: Int, fill: (UnsafeMutableRawPointer) throws -> Int) rethrows -> Data {
+    let rounded = Self.capacity(for: max(capacity, 1))
+    let buffer = take(rounded)
+    let count: Int
+    do {
+      count = try fill(buffer)
+    } catch {
+      give(buffer, rounded)
+      throw error
+    }
+    return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { [self] pointer, _ in give(pointer, rounded) })
+  }
+
   deinit {
-    for buffers in idle.values { for buffer in buffers { buffer.deallocate() } }
+    for (capacity, buffers) in idle { for buffer in buffers { munmap(buffer, capacity) } }
   }
 
   /// Reads the whole file at `path` (exactly `size` bytes expected; the actual size is what is read).
@@ -28,19 +46,16 @@ final class BufferPool: @unchecked Sendable {
     var status = stat()
     guard fstat(descriptor, &status) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     let size = Int(status.st_size)
-    let capacity = Self.capacity(for: max(size, 1))
-    let buffer = take(capacity)
-    var done = 0
-    while done < size {
-      let count = pread(descriptor, buffer + done, size - done, off_t(done))
-      if count < 0 && errno == EINTR { continue }
-      guard count > 0 else {
-        give(buffer, capacity)
-        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+    return try data(capacity: size) { buffer in
+      var done = 0
+      while done < size {
+        let count = pread(descriptor, buffer + done, size - done, off_t(done))
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        done += count
       }
-      done += count
+      return done
     }
-    return Data(bytesNoCopy: buffer, count: done, deallocator: .custom { [self] pointer, _ in give(pointer, capacity) })
   }
 
   private static func capacity(for size: Int) -> Int {
@@ -57,7 +72,13 @@ final class BufferPool: @unchecked Sendable {
       return buffer
     }
     lock.unlock()
-    return UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
+    // Mapped directly rather than malloc'd: glibc would serve megabyte blocks from per-thread arenas
+    // once its dynamic mmap threshold has risen, and keep them, so the heap would grow with the number
+    // of objects read instead of staying at what is in flight.
+    guard let buffer = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+      buffer != MAP_FAILED
+    else { fatalError("out of memory: cannot map \(capacity) bytes") }
+    return buffer
   }
 
   private func give(_ buffer: UnsafeMutableRawPointer, _ capacity: Int) {
@@ -68,7 +89,7 @@ final class BufferPool: @unchecked Sendable {
       lock.unlock()
     } else {
       lock.unlock()
-      buffer.deallocate()
+      munmap(buffer, capacity)
     }
   }
 }

@@ -123,7 +123,7 @@ public final class LocalLibrarySource: SourceNode {
   }
 
   /// Read buffers shared by every library source of the process (see ``BufferPool``).
-  private static let buffers = BufferPool()
+  private static var buffers: BufferPool { .shared }
 
   /// Restarts from the beginning of the range (a new range needs a new source).
   public func flush(context: NodeContext<FetchedObject>) {
