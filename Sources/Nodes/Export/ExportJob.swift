@@ -83,6 +83,7 @@ public final class ExportJob: @unchecked Sendable {
     let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
     let transcoder = try AudioTranscoder()
     // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
+    pipeline.add(source)  // node 0: the error handler tells source failures by this index
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
@@ -90,7 +91,7 @@ public final class ExportJob: @unchecked Sendable {
     pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
-      // (node 0: it was connected first) ends the stream instead of the pipeline, so what was already
+      // (node 0: added first) ends the stream instead of the pipeline, so what was already
       // fetched still reaches the file (termination `interrupted`); any other failure stops at once.
       if ending == nil { ending = .failed(failure.error) }
       return failure.nodeIndex == 0 ? .endBranch : .stopPipeline

@@ -16,7 +16,6 @@ final class MP4File {
   private var audioStream: UnsafeMutablePointer<AVStream>?
   private let packet: Packet
   let path: String
-  private(set) var headerWritten = false
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
   /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:)``).
@@ -64,7 +63,6 @@ final class MP4File {
     av_dict_set(&options, "frag_duration", "1000000", 0)
     defer { av_dict_free(&options) }
     try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
-    headerWritten = true
     // A `free` box right after the (empty) `moov`: the room the final index is written into.
     let reserved = max(8, reservedIndexBytes)
     avio_wb32(context.pointee.pb, UInt32(reserved))

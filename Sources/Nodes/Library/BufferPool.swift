@@ -38,8 +38,8 @@ final class BufferPool: @unchecked Sendable {
     for (capacity, buffers) in idle { for buffer in buffers { munmap(buffer, capacity) } }
   }
 
-  /// Reads the whole file at `path` (exactly `size` bytes expected; the actual size is what is read).
-  func read(path: String, expectedSize: Int) throws -> Data {
+  /// Reads the whole file at `path` (its size is checked against the index by the verifier).
+  func read(path: String) throws -> Data {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC)
     guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     defer { close(descriptor) }

@@ -100,7 +100,7 @@ public final class LocalLibrarySource: SourceNode {
       let deliver = context.makeCompletion { [unowned self] (object: FetchedObject) in
         arrived[position] = object
       }
-      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url, size: segment.size))) }
+      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url))) }
     }
   }
 
@@ -110,12 +110,12 @@ public final class LocalLibrarySource: SourceNode {
     return directory.appendingPathComponent(reference)
   }
 
-  private static func read(_ url: URL, size: Int) -> Result<Data, TiError> {
+  private static func read(_ url: URL) -> Result<Data, TiError> {
     guard FileManager.default.fileExists(atPath: url.path) else {
       return .failure(TiError.gap(.notFound, "\(url.lastPathComponent) does not exist"))
     }
     do {
-      return .success(try buffers.read(path: url.path, expectedSize: size))
+      return .success(try buffers.read(path: url.path))
     } catch {
       return .failure(
         TiError.gap(.downloadFailed, "cannot read \(url.lastPathComponent): \(error.localizedDescription)"))

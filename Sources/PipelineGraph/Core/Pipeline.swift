@@ -258,9 +258,13 @@ public final class Pipeline: @unchecked Sendable {
   ///   between `runUntilIdle()` calls, or after `onEndOfStream`/`onStop` has been delivered).
   public func statistics() -> PipelineStatistics {
     let edgeStatistics = edges.map { $0.snapshot() }
+    var inputHighWater: [Int: Int] = [:]
+    for (edge, statistics) in zip(edges, edgeStatistics) {
+      inputHighWater[edge.consumer.index] = max(inputHighWater[edge.consumer.index] ?? 0, statistics.highWaterItems)
+    }
     let nodes = boxes.map { box -> NodeStatistics in
       var statistics = box.core.statistics
-      statistics.inputHighWater = box.inputEdges.map { $0.snapshot().highWaterItems }.max() ?? 0
+      statistics.inputHighWater = inputHighWater[box.core.index] ?? 0
       return statistics
     }
     return PipelineStatistics(nodes: nodes, edges: edgeStatistics)
