@@ -4,14 +4,14 @@ import Nodes
 import PipelineGraph
 import Testing
 
-/// The `tipipe` executable next to the test bundle, built first when missing.
+/// The `tipipe` executable of the same build as the running tests (so that the thread sanitizer's run
+/// launches the sanitized binary), built first when missing.
 func tipipeExecutable() throws -> URL {
+  let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+  let sibling = testBinary.deletingLastPathComponent().appendingPathComponent("tipipe")
+  if FileManager.default.isExecutableFile(atPath: sibling.path) { return sibling }
   let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
-  for configuration in ["debug", "release"] {
-    let candidate = root.appendingPathComponent(".build/\(configuration)/tipipe")
-    if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-  }
   _ = try run("/usr/bin/env", ["swift", "build", "--package-path", root.path, "--product", "tipipe"])
   return root.appendingPathComponent(".build/debug/tipipe")
 }
@@ -76,8 +76,10 @@ struct ExportCommandTests {
     ]
   }
 
-  @Test("SIGINT cancels: exit 1, the cancelled error line, and no file left behind")
-  func sigintCancels() throws {
+  @Test(
+    "SIGINT, SIGTERM and SIGHUP cancel: exit 1, the cancelled error line, and no file left behind",
+    arguments: [SIGINT, SIGTERM, SIGHUP])
+  func signalsCancel(_ signal: Int32) throws {
     let directory = try TemporaryDirectory()
     let library = try makeLibrary(in: directory.url)
     let output = directory.url.appendingPathComponent("out.mp4")
@@ -85,13 +87,79 @@ struct ExportCommandTests {
     let result = try runExport(arguments(library, output)) { process, progress in
       if progress >= 0.5 && !sent {
         sent = true
-        kill(process.processIdentifier, SIGINT)
+        kill(process.processIdentifier, signal)
       }
     }
     #expect(sent)
+    #expect(result.reason == .exit)
     #expect(result.status == 1)
     #expect(result.stderr.contains("error: cancelled (6115)"))
     #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
+  }
+
+  @Test("a signal that arrives as soon as main has started cancels too: no default action, no file")
+  func earlySignal() throws {
+    let directory = try TemporaryDirectory()
+    let library = try makeLibrary(in: directory.url)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+      let process = Process()
+      process.executableURL = try tipipeExecutable()
+      process.arguments = ["export"] + arguments(library, output)
+      process.standardError = FileHandle.nullDevice
+      process.standardOutput = FileHandle.nullDevice
+      try process.run()
+      // The first statement of main blocks the three signals; wait for exactly that, then signal at once.
+      let pid = process.processIdentifier
+      var blocked = false
+      while !blocked && process.isRunning {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+          let mask = UInt64(line.split(separator: "\t").last ?? "", radix: 16)
+        {
+          blocked = mask & (1 << (UInt64(signal) - 1)) != 0
+        }
+        if !blocked { sched_yield() }
+      }
+      kill(pid, signal)
+      process.waitUntilExit()
+      #expect(process.terminationReason == .exit, "signal \(signal)")
+      #expect(process.terminationStatus == 1, "signal \(signal)")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
+    }
+  }
+
+  @Test("an export removes the temporary files that dead writers left beside its output, and no other file")
+  func staleTemporaryFilesRemoved() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: library)
+    // A process that has ended: its pid is free (and will not be reused within this test).
+    let ended = Process()
+    ended.executableURL = URL(fileURLWithPath: "/bin/true")
+    try ended.run()
+    ended.waitUntilExit()
+    let dead = ended.processIdentifier
+    let alive = getpid()
+    let uuid = UUID().uuidString
+    let names = [
+      ".out.mp4.\(dead).\(uuid).partial.mp4", ".out.mp4.\(dead).\(uuid).partial.mp4.final.mp4",
+      ".out.mp4.\(alive).\(uuid).partial.mp4", ".out.mp4.\(dead).not-a-uuid.partial.mp4",
+      ".other.mp4.\(dead).\(uuid).partial.mp4", "notes.txt",
+    ]
+    for name in names { try Data("x".utf8).write(to: directory.url.appendingPathComponent(name)) }
+    let process = Process()
+    process.executableURL = try tipipeExecutable()
+    process.arguments = [
+      "export", "--endpoint", "file://\(library.path)", "--start", String(recordingStart), "--end",
+      String(recordingStart + 3000), "--video-channel", "0", "--out",
+      directory.url.appendingPathComponent("out.mp4").path,
+    ]
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
+    #expect(left == Set(["lib", "out.mp4"] + names[2...]), "\(left.sorted())")
   }
 
   @Test("a killed writer leaves a fragmented file that plays up to its last fragment")

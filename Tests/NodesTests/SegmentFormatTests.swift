@@ -26,7 +26,8 @@ func sampleRecords(start: Int64 = 1_000_000) -> [SegmentRecord] {
 
 func sampleObject(key: [UInt8]? = nil) throws -> Data {
   try SegmentWriter.object(
-    records: sampleRecords(), range: MediaRange(startMilliseconds: 1_000_000, endMilliseconds: 1_002_000), key: key)
+    records: sampleRecords(), range: MediaRange(startMilliseconds: 1_000_000, endMilliseconds: 1_002_000), key: key,
+    iv: key == nil ? nil : [UInt8](repeating: 0x5A, count: 16))
 }
 
 func reason(of body: () throws -> Void) -> GapReason? {
@@ -136,14 +137,31 @@ struct SegmentFormatTests {
     #expect(reason { _ = try SegmentReader.parse(object, key: nil, cipher: cipher) } == .decryptionFailed)
     var wrong = key
     wrong[0] ^= 0xFF
-    // A wrong key leaves bad padding (decryptionFailed) or, rarely, garbage that fails to parse.
-    let got = reason { _ = try SegmentReader.parse(object, key: wrong, cipher: cipher) }
-    #expect(got == .decryptionFailed || got == .mediaUnreadable)
+    #expect(reason { _ = try SegmentReader.parse(object, key: wrong, cipher: cipher) } == .decryptionFailed)
+  }
+
+  @Test("a wrong key is decryptionFailed for every one of 4,000 keys, even those that pass the padding check")
+  func everyWrongKeyIsDecryptionFailed() throws {
+    // About one wrong key in 256 leaves valid PKCS#7 padding and random records (segment-format.md: a
+    // first record that fails any check in an encrypted object is decryptionFailed).
+    var generator = SeededGenerator(seed: 0x6B65_7973)
+    let key = [UInt8](repeating: 0x42, count: 16)
+    let object = try sampleObject(key: key)
+    var paddingPassed = 0
+    for _ in 0..<4_000 {
+      let wrong = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+      guard wrong != key else { continue }
+      if (try? cipher.decrypt(object.dropFirst(64), key: wrong, iv: [UInt8](repeating: 0x5A, count: 16))) != nil {
+        paddingPassed += 1
+      }
+      #expect(reason { _ = try SegmentReader.parse(object, key: wrong, cipher: cipher) } == .decryptionFailed)
+    }
+    #expect(paddingPassed > 0, "some wrong keys must reach the record checks")
   }
 
   @Test("fuzz: 20,000 mutated objects give a typed error or a valid parse, never a crash")
   func fuzz() throws {
-    var generator = SplitMix64(seed: 0x7153_4547)
+    var generator = SeededGenerator(seed: 0x7153_4547)
     let key = [UInt8](repeating: 9, count: 16)
     let seeds = [try sampleObject(), try sampleObject(key: key)]
     var outcomes: [String: Int] = [:]
@@ -183,18 +201,5 @@ struct SegmentFormatTests {
     }
     #expect(outcomes["mediaUnreadable", default: 0] > 1000)
     #expect(outcomes["decryptionFailed", default: 0] > 100)
-  }
-}
-
-/// A small deterministic generator for the fuzz test.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

@@ -6,7 +6,16 @@ import PipelineGraph
 /// `tipipe demo`: the main job on the embedded default. Synthesizes a library under the cache directory
 /// (once), lists it, decodes a minute of it through the graph, and exports a range that contains a gap.
 enum DemoCommand {
-  static func run(_ arguments: [String]) throws {
+  static let summary = "the main job on an embedded library: synthesize, list, decode, export"
+  static let usage = """
+    usage: tipipe demo [--cache DIR] [--verbose]
+
+    Synthesizes a 2-minute encrypted library under the cache directory (once; default
+    $XDG_CACHE_HOME/tipipe or ~/.cache/tipipe), lists its recordings, decodes a minute through the
+    graph and exports a range with a gap, printing where the files are.
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(arguments, known: ["--cache": .value])
     let cache = flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
     let demo = cache.appendingPathComponent("demo")
@@ -70,6 +79,7 @@ enum DemoCommand {
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     try encoder.encode(report).write(to: reportFile)
     print("  report: \(reportFile.path)")
+    return 0
   }
 
   /// Decodes the first minute's video through `source → verify → demux → decoder → sink` and prints

@@ -27,6 +27,20 @@ enum ExportCommand {
     }
   }
 
+  static let summary = "export [start, end) of a library to one MP4 (gaps cut out) with its report"
+  static let usage = """
+    usage: tipipe export --endpoint file:///DIR [--token K] --start T --end T --video-channel N
+                         [--audio-channel N] --out FILE.mp4 [--report FILE.json|-] [--quiet]
+                         [--progress-lines] [--verbose]
+
+    Exports [start, end) (at most 10 days) into one MP4 whose timeline cuts the gaps out, and writes
+    the report (spec/cli.md) to --report (- for stdout). The MP4 and the report are written under
+    temporary names and renamed into place when complete; --out and --report must not name a
+    directory or each other. SIGINT, SIGTERM and SIGHUP cancel: no file is left behind.
+    --progress-lines prints {"progress":F,"covered_ms":N} lines on stderr. Exit 0 when an MP4 was
+    produced (complete or not), 1 when the export failed, 2 for a usage error.
+    """
+
   static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(
       arguments,
@@ -42,11 +56,32 @@ enum ExportCommand {
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
     let audioChannel =
       flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
-    let out = URL(fileURLWithPath: try flags.required("--out"))
+    let outPath = try flags.required("--out")
+    guard !outPath.isEmpty else { throw UsageError(message: "--out must not be empty") }
+    let out = URL(fileURLWithPath: outPath)
+    do {
+      try OutputFile.validate(out)
+    } catch let error as TiError {
+      throw UsageError(message: "--out: \(error.message)")
+    }
+    let reportPath = flags.string("--report")
+    if let reportPath, reportPath != "-" {
+      guard !reportPath.isEmpty else { throw UsageError(message: "--report must not be empty") }
+      let report = URL(fileURLWithPath: reportPath)
+      do {
+        try OutputFile.validate(report)
+      } catch let error as TiError {
+        throw UsageError(message: "--report: \(error.message)")
+      }
+      guard !OutputFile.sameFile(report, out) else {
+        throw UsageError(message: "--report and --out name the same file")
+      }
+    }
     let quiet = flags.has("--quiet")
     guard start < end else {
       throw TiError(.invalidArgument, "--start must be before --end")
     }
+    // Both times are within MediaTime.validMilliseconds (checked by the parser): no overflow here.
     guard end - start <= 864_000_000 else { throw TiError(.rangeTooLarge, "an export spans at most 10 days") }
     guard let url = URL(string: endpoint), url.scheme == "file" else {
       throw TiError(
@@ -82,17 +117,13 @@ enum ExportCommand {
         done.signal()
       })
 
-    // SIGINT cancels: the completion then reports `cancelled` and no file is left.
-    signal(SIGINT, SIG_IGN)
-    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-    interrupt.setEventHandler { job.cancel() }
-    interrupt.resume()
+    // SIGINT, SIGTERM and SIGHUP cancel: the completion then reports `cancelled` and no file is left.
+    Interruption.shared.onSignal { _ in job.cancel() }
     done.wait()
-    interrupt.cancel()
     if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
 
     let result = box.result!
-    if let reportPath = flags.string("--report") {
+    if let reportPath {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
       let json = try encoder.encode(
@@ -101,21 +132,11 @@ enum ExportCommand {
       if reportPath == "-" {
         FileHandle.standardOutput.write(json + Data("\n".utf8))
       } else {
-        do {
-          try json.write(to: URL(fileURLWithPath: reportPath))
-        } catch {
-          throw TiError(.fileWriteFailed, "cannot write the report to \(reportPath)")
-        }
+        try OutputFile.write(json + Data("\n".utf8), to: URL(fileURLWithPath: reportPath))
       }
     }
     if result.code != .ok {
-      let message =
-        switch result.code {
-        case .cancelled: "the export was cancelled"
-        case .stopped: "the export was stopped"
-        case .noRecordableMedia: "the range has no video that can be written"
-        default: "the export failed (\(result.report.termination))"
-        }
+      let message = result.message ?? "the export ended \(result.report.termination)"
       FileHandle.standardError.write(Data("error: \(result.code.name) (\(result.code.rawValue)): \(message)\n".utf8))
       return 1
     }

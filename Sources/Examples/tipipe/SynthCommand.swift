@@ -4,7 +4,18 @@ import PipelineGraph
 
 /// `tipipe synth`: writes a synthetic recording library (`spec/cli.md`).
 enum SynthCommand {
-  static func run(_ arguments: [String]) throws {
+  static let summary = "write a synthetic recording library (real H.264/H.265 + AAC/G.711)"
+  static let usage = """
+    usage: tipipe synth --out DIR [--start T] [--duration SECONDS] [--segment-seconds 60]
+                        [--size 1280x720] [--fps 25] [--gop 50] [--video h264|h265]
+                        [--audio aac|g711a|g711u|none] [--video-channel 0] [--audio-channel 1]
+                        [--encrypt] [--gap START_OFFSET_S:LENGTH_S]... [--device-id ID] [--quiet]
+
+    Writes DIR/index.json and DIR/objects/*.tseg (spec/segment-format.md): a moving picture and a
+    tone, encoded for real, object by object. T is UTC milliseconds or ISO-8601 with a zone.
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(
       arguments,
       known: [
@@ -14,7 +25,9 @@ enum SynthCommand {
         "--quiet": .boolean,
       ])
     var options = LibrarySynthesizer.Options()
-    let out = URL(fileURLWithPath: try flags.required("--out"))
+    let outPath = try flags.required("--out")
+    guard !outPath.isEmpty else { throw UsageError(message: "--out must not be empty") }
+    let out = URL(fileURLWithPath: outPath)
     if let start = try flags.time("--start") { options.startMilliseconds = start }
     options.durationSeconds = try flags.integer("--duration", default: 60, range: 1...86_400)
     options.segmentSeconds = try flags.integer("--segment-seconds", default: 60, range: 1...3600)
@@ -52,6 +65,14 @@ enum SynthCommand {
       }
       options.gaps.append((parts[0], parts[1]))
     }
+    // Checked before anything is created: the whole recording must lie in representable time.
+    let end = options.startMilliseconds.addingReportingOverflow(Int64(options.durationSeconds) * 1000)
+    guard !end.overflow, MediaTime.validMilliseconds.contains(end.partialValue) else {
+      throw UsageError(message: "--start plus --duration lies outside the representable times")
+    }
+    for gap in options.gaps where gap.offset >= options.durationSeconds || gap.length > options.durationSeconds {
+      throw UsageError(message: "--gap \(gap.offset):\(gap.length) does not lie inside the recording")
+    }
     let summary = try LibrarySynthesizer(options: options).write(to: out)
     if !flags.has("--quiet") && isatty(STDERR_FILENO) == 1 {
       FileHandle.standardError.write(
@@ -59,5 +80,6 @@ enum SynthCommand {
           ("wrote \(summary.index.segments.count) objects, \(summary.videoFrames.count) video frames, "
             + "\(summary.audioRecords) audio records to \(out.path)\n").utf8))
     }
+    return 0
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Nodes
 
 /// A bad command line: reported as one line on stderr with exit status 2.
 struct UsageError: Error {
@@ -55,19 +56,27 @@ struct FlagParser {
   func time(_ flag: String) throws -> Int64? {
     guard let text = string(flag) else { return nil }
     guard let milliseconds = Self.parseTime(text) else {
-      throw UsageError(message: "\(flag) must be UTC milliseconds or ISO-8601 with a zone, not '\(text)'")
+      throw UsageError(
+        message:
+          "\(flag) must be UTC milliseconds or ISO-8601 with a zone, within ±146,000 years of 1970, not '\(text)'")
     }
     return milliseconds
   }
 
+  /// Milliseconds inside ``MediaTime/validMilliseconds``, or nil.
   static func parseTime(_ text: String) -> Int64? {
+    guard let milliseconds = parseAnyTime(text), MediaTime.validMilliseconds.contains(milliseconds) else { return nil }
+    return milliseconds
+  }
+
+  private static func parseAnyTime(_ text: String) -> Int64? {
     if let milliseconds = Int64(text) { return milliseconds }
     let formatter = ISO8601DateFormatter()
     for options: ISO8601DateFormatter.Options in [
       [.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime],
     ] {
       formatter.formatOptions = options
-      if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+      if let date = formatter.date(from: text) { return Int64(exactly: (date.timeIntervalSince1970 * 1000).rounded()) }
     }
     return nil
   }

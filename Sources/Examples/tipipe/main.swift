@@ -1,67 +1,87 @@
 import Foundation
+import Nodes
 import PipelineGraph
 
 // `tipipe` — the command-line tool of ../shared/spec/cli.md, built only on the public API.
 // Exit status: 0 success, 1 an operation failed (`error: name (code): message`), 2 usage error.
 
-let usage = """
-  usage: tipipe <command> [options]
+// First of all: from here on SIGINT, SIGTERM and SIGHUP cancel instead of killing the process.
+Interruption.shared.install()
 
-  commands:
-    demo [--cache DIR]             the main job: synthesize a library under the cache directory (once),
-                                   list it, decode a minute through the graph, export a range with a gap
-    synth --out DIR [--start T] [--duration S] [--segment-seconds 60] [--size 1280x720] [--fps 25]
-          [--gop 50] [--video h264|h265] [--audio aac|g711a|g711u|none] [--video-channel 0]
-          [--audio-channel 1] [--encrypt] [--gap OFFSET_S:LENGTH_S]... [--device-id ID]
-                                   write a synthetic recording library (real H.264/H.265 + AAC/G.711)
-    export --endpoint file:///DIR --start T --end T --video-channel N [--audio-channel N]
-           --out FILE.mp4 [--report FILE.json|-] [--quiet] [--progress-lines]
-                                   export [start, end) to one MP4 (gaps cut out) with its report
-    help                           show this text
+/// A subcommand: its help text and what runs it (returning the exit status).
+struct Command {
+  var summary: String
+  var usage: String
+  var run: ([String]) throws -> Int32
+}
 
-  Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: serve, list, days,
-  snapshot, play, graph (see the project's open issues).
-  """
+let commands: [(name: String, command: Command)] = [
+  ("demo", Command(summary: DemoCommand.summary, usage: DemoCommand.usage, run: { try DemoCommand.run($0) })),
+  ("synth", Command(summary: SynthCommand.summary, usage: SynthCommand.usage, run: { try SynthCommand.run($0) })),
+  ("export", Command(summary: ExportCommand.summary, usage: ExportCommand.usage, run: { try ExportCommand.run($0) })),
+]
+
+@MainActor func generalUsage() -> String {
+  var text = "usage: tipipe <command> [options]   (tipipe help <command>, or <command> --help)\n\ncommands:\n"
+  for (name, command) in commands {
+    text += "  \(name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(command.summary)\n"
+  }
+  text += "  help     this text, or a command's\n\n"
+  text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
+  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: serve, token, list, days,\n"
+  text += "snapshot, play, bench, graph (see the project's open issues)."
+  return text
+}
 
 func fail(usage message: String) -> Never {
   FileHandle.standardError.write(Data("tipipe: \(message)\n".utf8))
   exit(2)
 }
 
+func fail(_ error: TiError) -> Never {
+  FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+  exit(error.code == .invalidArgument ? 2 : 1)
+}
+
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first else { fail(usage: "missing command (try `tipipe help`)") }
+guard let name = arguments.first else { fail(usage: "missing command (try `tipipe help`)") }
 arguments.removeFirst()
 
-switch command {
-case "demo":
-  do {
-    try DemoCommand.run(arguments)
-  } catch let error as UsageError {
-    fail(usage: error.message)
-  } catch let error as TiError {
-    FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+if ["help", "--help", "-h"].contains(name) {
+  if let topic = arguments.first {
+    guard let command = commands.first(where: { $0.name == topic })?.command else {
+      fail(usage: "unknown command '\(topic)' (try `tipipe help`)")
+    }
+    print(command.usage)
+  } else {
+    print(generalUsage())
+  }
+  exit(0)
+}
+guard let command = commands.first(where: { $0.name == name })?.command else {
+  fail(usage: "unknown command '\(name)' (try `tipipe help`)")
+}
+if arguments.contains("--help") || arguments.contains("-h") {
+  print(command.usage)
+  exit(0)
+}
+let verbose = arguments.contains("--verbose")
+arguments.removeAll { $0 == "--verbose" }
+LibraryLogging.setVerbose(verbose)
+if name != "export" {
+  // Commands without a cancellable task stop where they are; what they wrote is kept.
+  Interruption.shared.onSignal { signal in
+    FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
     exit(1)
   }
-case "synth":
-  do {
-    try SynthCommand.run(arguments)
-  } catch let error as UsageError {
-    fail(usage: error.message)
-  } catch let error as TiError {
-    FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
-    exit(1)
-  }
-case "export":
-  do {
-    exit(try ExportCommand.run(arguments))
-  } catch let error as UsageError {
-    fail(usage: error.message)
-  } catch let error as TiError {
-    FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
-    exit(1)
-  }
-case "help", "--help", "-h":
-  print(usage)
-default:
-  fail(usage: "unknown command '\(command)' (try `tipipe help`)")
+}
+
+do {
+  exit(try command.run(arguments))
+} catch let error as UsageError {
+  fail(usage: error.message)
+} catch let error as TiError {
+  fail(error)
+} catch {
+  fail(TiError(.ioFailed, "\(error)"))
 }

@@ -13,6 +13,9 @@ public struct ExportResult: Sendable {
   public var durationMs: Int64
   /// What the file holds.
   public var report: ExportReport
+  /// Why the export ended without a file or early, for people: the cause with the file or object
+  /// concerned (never a key or token); nil on a complete success.
+  public var message: String? = nil
 }
 
 /// Export as a graph configuration: `source → SegmentVerifier → SegmentDemuxer → TrackRouter →
@@ -66,11 +69,11 @@ public final class ExportJob: @unchecked Sendable {
     gap: (@Sendable (RecordingGap) -> Void)? = nil,
     completion: @escaping @Sendable (ExportResult) -> Void
   ) throws where Source.Output == FetchedObject {
+    try OutputFile.validate(request.output)
+    OutputFile.removeStaleWorkingFiles(besides: request.output)
     self.request = request
     self.completion = completion
-    let directory = request.output.deletingLastPathComponent()
-    workingPath =
-      directory.appendingPathComponent(".\(request.output.lastPathComponent).\(UUID().uuidString).partial.mp4").path
+    workingPath = OutputFile.workingPath(for: request.output)
     pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
     exporter = Exporter(
       configuration: .init(
@@ -127,15 +130,17 @@ public final class ExportJob: @unchecked Sendable {
       exporter.abandonFile()
       removeWorkingFile()
       result = ExportResult(
-        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .cancelled, cause: code))
+        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .cancelled, cause: code),
+        message: code == .stopped ? "the export was stopped" : "the export was cancelled")
     case .failed(let error):
       if exporter.hasMedia && error.code != .fileWriteFailed {
-        result = finalize(termination: .interrupted, cause: error.code)
+        result = finalize(termination: .interrupted, cause: error.code, message: error.message)
       } else {
         exporter.abandonFile()
         removeWorkingFile()
         result = ExportResult(
-          code: error.code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: error.code))
+          code: error.code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: error.code),
+          message: error.message)
       }
     }
     pipeline.stop()
@@ -152,30 +157,30 @@ public final class ExportJob: @unchecked Sendable {
       removeWorkingFile()
       let code = TiErrorCode.noRecordableMedia
       return ExportResult(
-        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code))
+        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code),
+        message: "the range has no video of the requested channel that can be written")
     }
-    return finalize(termination: .exhausted, cause: .ok)
+    return finalize(termination: .exhausted, cause: .ok, message: nil)
   }
 
-  private func finalize(termination: ExportTermination, cause: TiErrorCode) -> ExportResult {
+  private func finalize(termination: ExportTermination, cause: TiErrorCode, message: String?) -> ExportResult {
     let staging = workingPath + ".final.mp4"
     do {
       try exporter.finalizeFile(to: staging)
       removeWorkingFile()
-      if FileManager.default.fileExists(atPath: request.output.path) {
-        try FileManager.default.removeItem(at: request.output)
-      }
-      try FileManager.default.moveItem(atPath: staging, toPath: request.output.path)
+      try OutputFile.install(staging, at: request.output)
       return ExportResult(
         code: .ok, file: request.output, durationMs: exporter.outputDurationMs,
-        report: exporter.report(termination: termination, cause: cause))
+        report: exporter.report(termination: termination, cause: cause), message: message)
     } catch {
-      let code = (error as? TiError)?.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
+      let failure = error as? TiError
+      let code = failure?.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
       exporter.abandonFile()
       removeWorkingFile()
       try? FileManager.default.removeItem(atPath: staging)
       return ExportResult(
-        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code))
+        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code),
+        message: failure?.message ?? "\(error)")
     }
   }
 

@@ -1,17 +1,13 @@
 import CFFmpeg
 import PipelineGraph
 
-/// libav*'s console logging is limited to errors, once, before the first codec is made: the libraries'
-/// informational lines (encoder statistics…) would otherwise land on the user's stderr.
-private let librariesLogOnlyErrors: Void = av_log_set_level(AV_LOG_ERROR)
-
 /// One `AVCodecContext`, owned by this object and freed in `deinit`.
 final class CodecContext {
   let pointer: UnsafeMutablePointer<AVCodecContext>
   let codec: UnsafePointer<AVCodec>
 
   init(codec: UnsafePointer<AVCodec>) throws {
-    librariesLogOnlyErrors
+    LibraryLogging.applyDefault()
     guard let pointer = avcodec_alloc_context3(codec) else {
       throw TiError(.resourceExhausted, "avcodec_alloc_context3 failed")
     }

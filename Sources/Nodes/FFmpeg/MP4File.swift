@@ -18,8 +18,9 @@ final class MP4File {
   let path: String
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
-  /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:)``).
+  /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
   init(path: String, video: TrackFormat, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20) throws {
+    LibraryLogging.applyDefault()
     self.path = path
     packet = try Packet()
     var context: UnsafeMutablePointer<AVFormatContext>?
@@ -76,9 +77,15 @@ final class MP4File {
     }
   }
 
-  /// Room for the index of `seconds` of media: about 1.3 KB a second (60 fps video and 48 kHz AAC:
-  /// sizes, sync samples, composition offsets, one chunk per fragment), plus 64 KB.
-  static func indexBytes(forSeconds seconds: Int64) -> Int { 65_536 + Int(max(0, seconds)) * 1_300 }
+  /// Room for the index of `seconds` of media with `samplesPerSecond` samples (video frames plus audio
+  /// frames): at most 12 bytes a sample (size, composition offset, sync entry), 64 bytes a second for
+  /// the chunk offsets of the fragments, plus 64 KB. Sized from the sample rate so that a long
+  /// low-frame-rate export does not reserve more than its media; an index that outgrows its room is
+  /// finalized by a remux instead.
+  static func indexBytes(forSeconds seconds: Int64, samplesPerSecond: Double = 110) -> Int {
+    let perSecond = 64 + 12 * min(max(samplesPerSecond, 1), 10_000)
+    return 65_536 + Int(Double(min(max(0, seconds), 1 << 32)) * perSecond)
+  }
 
   deinit { close() }
 

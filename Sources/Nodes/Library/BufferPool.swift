@@ -38,24 +38,22 @@ final class BufferPool: @unchecked Sendable {
     for (capacity, buffers) in idle { for buffer in buffers { munmap(buffer, capacity) } }
   }
 
-  /// Reads the whole file at `path` (its size is checked against the index by the verifier).
-  func read(path: String) throws -> Data {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    defer { close(descriptor) }
-    var status = stat()
-    guard fstat(descriptor, &status) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    let size = Int(status.st_size)
-    return try data(capacity: size) { buffer in
-      var done = 0
-      while done < size {
-        let count = pread(descriptor, buffer + done, size - done, off_t(done))
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        done += count
+  /// Reads the whole regular file at `path`, which must hold exactly `expectedSize` bytes (checked
+  /// before anything is allocated or read).
+  func read(path: String, expectedSize: Int) throws(RegularFile.Failure) -> Data {
+    let file = try RegularFile(path: path)
+    guard file.size == expectedSize else { throw .sizeMismatch(actual: file.size, expected: expectedSize) }
+    var failure: RegularFile.Failure?
+    let data = data(capacity: file.size) { buffer in
+      do throws(RegularFile.Failure) {
+        try file.read(into: buffer)
+      } catch {
+        failure = error
       }
-      return done
+      return failure == nil ? file.size : 0
     }
+    if let failure { throw failure }
+    return data
   }
 
   private static func capacity(for size: Int) -> Int {

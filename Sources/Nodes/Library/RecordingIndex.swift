@@ -108,19 +108,50 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
     self.segments = segments
   }
 
-  /// Decodes an index, mapping malformed JSON to a typed error.
-  public static func decode(_ data: Data) throws -> RecordingIndex {
+  /// The largest object an index entry may announce (1 GiB; the spec's objects cover 10–60 s). A larger
+  /// `size` makes that object a `mediaUnreadable` gap without reading it, and keeps sums of sizes far
+  /// from `Int.max`.
+  public static let maximumObjectSize = 1 << 30
+
+  /// Decodes an index, mapping malformed JSON to a typed error (`cloudStorageUnavailable`) that says
+  /// what is wrong; `source` names the index in messages.
+  ///
+  /// An entry with an empty range, a negative size or a time outside ``MediaTime/validMilliseconds``
+  /// makes the index malformed.
+  public static func decode(_ data: Data, source: String = "the index") throws -> RecordingIndex {
+    let index: RecordingIndex
     do {
-      let index = try JSONDecoder().decode(RecordingIndex.self, from: data)
-      for segment in index.segments where segment.endMs <= segment.startMs || segment.size < 0 {
-        throw TiError(.cloudStorageUnavailable, "index segment \(segment.id) has an empty range or a negative size")
-      }
-      return index
-    } catch let error as TiError {
-      throw error
+      index = try JSONDecoder().decode(RecordingIndex.self, from: data)
+    } catch let DecodingError.dataCorrupted(context) {
+      throw malformed(source, "\(context.debugDescription) \(path(context.codingPath))")
+    } catch let DecodingError.keyNotFound(key, context) {
+      throw malformed(source, "missing key '\(key.stringValue)' \(path(context.codingPath))")
+    } catch let DecodingError.typeMismatch(_, context) {
+      throw malformed(source, "\(context.debugDescription) \(path(context.codingPath))")
+    } catch let DecodingError.valueNotFound(_, context) {
+      throw malformed(source, "\(context.debugDescription) \(path(context.codingPath))")
     } catch {
-      throw TiError(.cloudStorageUnavailable, "malformed index JSON: \(error)")
+      throw malformed(source, "not JSON")
     }
+    for (position, segment) in index.segments.enumerated() {
+      let entry = "segment \(position) (id \(segment.id.prefix(64)))"
+      guard MediaTime.validMilliseconds.contains(segment.startMs), MediaTime.validMilliseconds.contains(segment.endMs)
+      else { throw malformed(source, "\(entry): start_ms or end_ms is outside the representable times") }
+      guard segment.endMs > segment.startMs else {
+        throw malformed(source, "\(entry): end_ms \(segment.endMs) is not after start_ms \(segment.startMs)")
+      }
+      guard segment.size >= 0 else { throw malformed(source, "\(entry): negative size \(segment.size)") }
+    }
+    return index
+  }
+
+  private static func malformed(_ source: String, _ what: String) -> TiError {
+    TiError(.cloudStorageUnavailable, "\(source) is malformed: \(what)")
+  }
+
+  private static func path(_ codingPath: [any CodingKey]) -> String {
+    guard !codingPath.isEmpty else { return "" }
+    return "at " + codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
   }
 
   /// The index as pretty, key-sorted JSON.

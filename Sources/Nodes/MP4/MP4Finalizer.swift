@@ -2,7 +2,7 @@ import Foundation
 
 /// Turns a fragmented MP4 written with room reserved after its `moov` into an ordinary MP4, in place:
 /// the sample tables are built from the fragments' `moof` boxes and written over the empty `moov` and
-/// the reserved `free` box, and every `moof` (and `mfra`) becomes a `free` box. The media bytes are
+/// the reserved `free` box, and every `moof` (and `mfra`) becomes a zero-filled `free` box. The media bytes are
 /// neither read nor moved, so finalizing costs a few reads and writes of boxes, whatever the length.
 ///
 /// Until the last write the file stays a valid fragmented MP4, so a crash never loses it.
@@ -100,9 +100,19 @@ enum MP4Finalizer {
     // The index goes in first; the fragments are hidden last, so an interruption leaves a readable file.
     try file.seek(toOffset: moovBox.offset)
     try file.write(contentsOf: bytes)
+    // A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
+    // whose payload starts with `mfhd` as a `moof`, and a trailing `mfro` points at the `mfra`. The old
+    // fragment headers and the random-access index are zeroed (they are small: the media is in `mdat`).
+    let zeros = Data(count: 64 * 1024)
     for box in boxes where box.type == "moof" || box.type == "mfra" {
       try file.seek(toOffset: box.offset + 4)
       try file.write(contentsOf: Data("free".utf8))
+      var remaining = box.size - 8
+      while remaining > 0 {
+        let count = Int(min(remaining, UInt64(zeros.count)))
+        try file.write(contentsOf: zeros.prefix(count))
+        remaining -= UInt64(count)
+      }
     }
   }
 

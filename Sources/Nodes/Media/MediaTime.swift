@@ -9,7 +9,22 @@ public struct MediaTime: Hashable, Comparable, Sendable, Codable, CustomStringCo
   public init(microseconds: Int64) { self.microseconds = microseconds }
 
   /// Creates a time from UTC milliseconds (the segment format's unit).
+  ///
+  /// - Precondition: `milliseconds` is in ``validMilliseconds``; values from outside the process
+  ///   (arguments, indexes, segment headers) are checked with ``init(checkedMilliseconds:)`` first.
   public init(milliseconds: Int64) { microseconds = milliseconds * 1000 }
+
+  /// The milliseconds a time may have: ±2^62 µs, so that the difference of any two times, and a time
+  /// plus any span of ten days, still fits in `Int64` microseconds. Outside values (about ±146,000 years
+  /// around 1970) are refused where they enter: `invalidArgument` for arguments, `mediaUnreadable` for
+  /// a segment, a malformed index for an index entry.
+  public static let validMilliseconds: ClosedRange<Int64> = -4_611_686_018_427_387...4_611_686_018_427_387
+
+  /// A time from UTC milliseconds, or nil when they are outside ``validMilliseconds``.
+  public init?(checkedMilliseconds milliseconds: Int64) {
+    guard Self.validMilliseconds.contains(milliseconds) else { return nil }
+    self.init(milliseconds: milliseconds)
+  }
 
   /// The time in whole UTC milliseconds, rounded down.
   public var milliseconds: Int64 {

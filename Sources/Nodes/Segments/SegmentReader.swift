@@ -26,6 +26,9 @@ public enum SegmentReader {
       let start: Int64 = reader.integer(at: 16)
       let end: Int64 = reader.integer(at: 24)
       guard end > start else { throw unreadable("end_ms \(end) is not after start_ms \(start)") }
+      guard MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end) else {
+        throw unreadable("start_ms \(start) or end_ms \(end) is outside the representable times")
+      }
       let bodySize: UInt64 = reader.integer(at: 32)
       guard bodySize == UInt64(object.count - SegmentHeader.size) else {
         throw unreadable("body_size \(bodySize) but \(object.count - SegmentHeader.size) bytes follow the header")
@@ -40,12 +43,26 @@ public enum SegmentReader {
   }
 
   /// Parses a plaintext body against its header. Payloads are slices of `body` (no copies).
+  ///
+  /// In an encrypted object, a failure before the first record has been read whole is
+  /// `decryptionFailed` whatever the check (`spec/segment-format.md`): a wrong key passes the PKCS#7
+  /// check about once in 256 objects and leaves random bytes, which fail some record check.
   public static func records(in body: Data, header: SegmentHeader) throws -> [SegmentRecord] {
+    var records: [SegmentRecord] = []
+    do {
+      try parseRecords(in: body, header: header, into: &records)
+    } catch let error as TiError where header.isEncrypted && records.isEmpty {
+      throw TiError.gap(
+        .decryptionFailed, "the first record is invalid after decryption (wrong key?): \(error.message)")
+    }
+    return records
+  }
+
+  private static func parseRecords(in body: Data, header: SegmentHeader, into records: inout [SegmentRecord]) throws {
     // A record takes at least 24 bytes: a count the body cannot hold is rejected before reserving.
     guard UInt64(header.recordCount) * UInt64(SegmentRecord.headerSize) <= UInt64(body.count) else {
       throw unreadable("record_count \(header.recordCount) cannot fit in \(body.count) bytes")
     }
-    var records: [SegmentRecord] = []
     records.reserveCapacity(Int(header.recordCount))
     var lastTime: [TrackID: Int64] = [:]
     let base = body.startIndex
@@ -71,7 +88,6 @@ public enum SegmentReader {
     guard records.count == Int(header.recordCount) else {
       throw unreadable("record_count \(header.recordCount) but the body holds \(records.count) records")
     }
-    return records
   }
 
   private static func parseRecord(

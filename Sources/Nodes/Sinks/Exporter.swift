@@ -147,9 +147,14 @@ public final class Exporter: Node {
         audioGaps.append(RecordingGap(range: configuration.range, tracks: [track], reasons: [.unsupportedMedia]))
       }
     }
+    // The first frame's duration (the demuxer's look-ahead) gives the frame rate; AAC has 1024-sample frames.
+    let videoRate = 1_000_000 / Double(max(1_000, first.durationMicroseconds))
+    let audioRate = audio.map { Double($0.sampleRate) / 1024 } ?? 0
     file = try MP4File(
       path: configuration.workingPath, video: first.format, audio: audio,
-      reservedIndexBytes: MP4File.indexBytes(forSeconds: configuration.range.durationMicroseconds / 1_000_000 + 1))
+      reservedIndexBytes: MP4File.indexBytes(
+        forSeconds: configuration.range.durationMicroseconds / 1_000_000 + 1,
+        samplesPerSecond: (videoRate + audioRate) * 1.25))
     fileVideo = first.format
     fileAudio = audio
     segment = OpenSegment(

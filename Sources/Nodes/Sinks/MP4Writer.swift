@@ -44,9 +44,7 @@ public final class MP4Writer: Node {
     self.reservedIndexBytes = reservedIndexBytes
     self.videoTrack = videoTrack
     self.audioTrack = audioTrack
-    workingPath =
-      destination.deletingLastPathComponent()
-      .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).partial.mp4").path
+    workingPath = OutputFile.workingPath(for: destination)
   }
 
   /// Writes one packet.
@@ -64,6 +62,7 @@ public final class MP4Writer: Node {
     guard input.track == videoTrack else { return skippedPackets += 1 }
     if file == nil {
       guard input.isKeyframe else { return skippedPackets += 1 }
+      try OutputFile.validate(destination)
       let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
       file = try MP4File(path: workingPath, video: input.format, audio: audio, reservedIndexBytes: reservedIndexBytes)
       videoFormat = input.format
@@ -90,9 +89,14 @@ public final class MP4Writer: Node {
       pendingVideo = nil
     }
     guard let file else { throw TiError(.noRecordableMedia, "nothing was recorded") }
-    try file.finalize(to: destination.path)
+    let staging = workingPath + ".final.mp4"
+    defer {
+      try? FileManager.default.removeItem(atPath: workingPath)
+      try? FileManager.default.removeItem(atPath: staging)
+    }
+    try file.finalize(to: staging)
     self.file = nil
-    try? FileManager.default.removeItem(atPath: workingPath)
+    try OutputFile.install(staging, at: destination)
     isFinalized = true
   }
 

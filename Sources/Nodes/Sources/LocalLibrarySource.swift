@@ -40,15 +40,18 @@ public final class LocalLibrarySource: SourceNode {
 
   /// Loads the index and plans the reads.
   public func start(context: NodeContext<FetchedObject>) throws {
-    let indexURL = directory.appendingPathComponent("index.json")
+    let indexPath = directory.appendingPathComponent("index.json").path
     let data: Data
     do {
-      data = try Data(contentsOf: indexURL)
+      data = try RegularFile.contents(atPath: indexPath, maximumSize: Self.maximumIndexSize)
     } catch {
-      throw TiError(.cloudStorageUnavailable, "cannot read \(indexURL.path): \(error.localizedDescription)")
+      throw TiError(.cloudStorageUnavailable, "cannot read the index \(indexPath): it \(error)")
     }
-    plan = Self.plan(index: try RecordingIndex.decode(data), range: range)
+    plan = Self.plan(index: try RecordingIndex.decode(data, source: indexPath), range: range)
   }
+
+  /// The largest `index.json` read (256 MB: about a million entries).
+  static let maximumIndexSize = 256 << 20
 
   static func plan(index: RecordingIndex, range: MediaRange) -> [Step] {
     var steps: [Step] = []
@@ -78,7 +81,7 @@ public final class LocalLibrarySource: SourceNode {
       context.send(.gap(RecordingGap(range: hole, tracks: [], reasons: [.noRecording])))
     case .object:
       guard let object = arrived.removeValue(forKey: nextToEmit) else { return .waiting }
-      bytesInFlight -= object.segment.size
+      bytesInFlight -= Self.budgetedSize(object.segment)
       context.emit(object)
     }
     nextToEmit += 1
@@ -92,16 +95,22 @@ public final class LocalLibrarySource: SourceNode {
         continue
       }
       // Always allow one read, so an object larger than the budget still gets through.
-      guard bytesInFlight == 0 || bytesInFlight + segment.size <= prefetchBytes else { return }
-      bytesInFlight += segment.size
+      let size = Self.budgetedSize(segment)
+      guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes else { return }
+      bytesInFlight += size
       let position = nextToRequest
       nextToRequest += 1
       let url = Self.resolve(segment.url, against: directory)
       let deliver = context.makeCompletion { [unowned self] (object: FetchedObject) in
         arrived[position] = object
       }
-      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url))) }
+      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url, segment: segment))) }
     }
+  }
+
+  /// The bytes a read of `segment` holds: an implausible size is refused without reading.
+  private static func budgetedSize(_ segment: RecordingIndex.Segment) -> Int {
+    segment.size <= RecordingIndex.maximumObjectSize ? segment.size : 0
   }
 
   static func resolve(_ reference: String, against directory: URL) -> URL {
@@ -110,15 +119,19 @@ public final class LocalLibrarySource: SourceNode {
     return directory.appendingPathComponent(reference)
   }
 
-  private static func read(_ url: URL) -> Result<Data, TiError> {
-    guard FileManager.default.fileExists(atPath: url.path) else {
-      return .failure(TiError.gap(.notFound, "\(url.lastPathComponent) does not exist"))
+  private static func read(_ url: URL, segment: RecordingIndex.Segment) -> Result<Data, TiError> {
+    let name = url.lastPathComponent
+    guard segment.size <= RecordingIndex.maximumObjectSize else {
+      return .failure(TiError.gap(.mediaUnreadable, "the index gives \(name) an implausible size of \(segment.size)"))
     }
     do {
-      return .success(try buffers.read(path: url.path))
+      return .success(try buffers.read(path: url.path, expectedSize: segment.size))
+    } catch .missing {
+      return .failure(TiError.gap(.notFound, "\(name) does not exist"))
+    } catch .sizeMismatch(let actual, let expected) {
+      return .failure(TiError.gap(.integrityFailed, "\(name) has \(actual) bytes, the index says \(expected)"))
     } catch {
-      return .failure(
-        TiError.gap(.downloadFailed, "cannot read \(url.lastPathComponent): \(error.localizedDescription)"))
+      return .failure(TiError.gap(.downloadFailed, "cannot read \(name): it \(error)"))
     }
   }
 

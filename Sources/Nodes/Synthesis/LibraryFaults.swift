@@ -49,10 +49,40 @@ public enum LibraryFaults {
       records[first].payload = donor.payload
     }
     let object = try SegmentWriter.object(
-      records: records, range: parsed.header.range, key: try segment.keyBytes())
+      records: records, range: parsed.header.range, key: try segment.keyBytes(),
+      iv: parsed.header.isEncrypted ? parsed.header.iv : nil)
     try object.write(to: url)
     library.segments[index].size = object.count
     library.segments[index].sha256 = SHA256Digest.hexHash(object)
+    try library.encoded().write(to: directory.appendingPathComponent("index.json"))
+  }
+
+  /// Rewrites the object of segment `index` with the records `transform` returns (re-encrypted with the
+  /// same key and IV, index size and SHA-256 updated): a valid object whose content is what a test needs
+  /// — a relabelled codec, an empty record, a hole inside the object.
+  public static func rewriteRecords(
+    segment index: Int, in directory: URL, _ transform: ([SegmentRecord]) throws -> [SegmentRecord]
+  ) throws {
+    var library = try load(directory)
+    let segment = library.segments[index]
+    let url = directory.appendingPathComponent(segment.url)
+    let key = try segment.keyBytes()
+    let parsed = try SegmentReader.parse(try Data(contentsOf: url), key: key, cipher: try AES128CBC())
+    let object = try SegmentWriter.object(
+      records: try transform(parsed.records), range: parsed.header.range, key: key,
+      iv: parsed.header.isEncrypted ? parsed.header.iv : nil)
+    try object.write(to: url)
+    library.segments[index].size = object.count
+    library.segments[index].sha256 = SHA256Digest.hexHash(object)
+    try library.encoded().write(to: directory.appendingPathComponent("index.json"))
+  }
+
+  /// Rewrites the index with the entries `transform` returns (duplicated, overlapping, absurd values).
+  public static func rewriteIndex(
+    in directory: URL, _ transform: ([RecordingIndex.Segment]) throws -> [RecordingIndex.Segment]
+  ) throws {
+    var library = try load(directory)
+    library.segments = try transform(library.segments)
     try library.encoded().write(to: directory.appendingPathComponent("index.json"))
   }
 

@@ -55,6 +55,9 @@ public struct LibrarySynthesizer {
     public var audioChannel: UInt8 = 1
     /// Encrypt every object with its own random key.
     public var encrypt = false
+    /// Where keys and IVs come from: with a seed, a ``SeededGenerator`` (the same library every run,
+    /// so a test's failure reproduces); nil, the system's generator (what real keys need).
+    public var seed: UInt64? = nil
     /// Holes in the recording: (offset seconds, length seconds).
     public var gaps: [(offset: Int, length: Int)] = []
     /// Changes of the video's parameters.

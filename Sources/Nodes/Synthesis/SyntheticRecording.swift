@@ -28,6 +28,7 @@ public final class SyntheticRecording {
   private var audioProduced: Int64 = 0
   private var audioWasInHole = false
   private var pendingAudio: [SegmentRecord] = []
+  private var generator: SeededGenerator?
   private let videoTrack: TrackID
   private let audioTrack: TrackID
 
@@ -38,6 +39,7 @@ public final class SyntheticRecording {
       throw TiError(.invalidArgument, "duration, segment length, fps and GOP must be positive")
     }
     self.options = options
+    generator = o.seed.map(SeededGenerator.init(seed:))
     start = o.startMilliseconds
     end = start + Int64(o.durationSeconds) * 1000
     holes = o.gaps.map {
@@ -63,6 +65,14 @@ public final class SyntheticRecording {
     audioTrack = TrackID(.audio, channel: o.audioChannel)
   }
 
+  private func randomBytes(_ count: Int) -> [UInt8] {
+    if generator == nil {
+      var system = SystemRandomNumberGenerator()
+      return (0..<count).map { _ in UInt8.random(in: 0...255, using: &system) }
+    }
+    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator!) }
+  }
+
   private func inHole(_ time: Int64) -> Bool { holes.contains { time >= $0.0 && time < $0.1 } }
 
   /// The next object and its index entry (URL `objects/<id>.tseg`), or nil at the end.
@@ -77,9 +87,10 @@ public final class SyntheticRecording {
         (lhs.element.timestampMilliseconds, lhs.element.track.kind.rawValue, lhs.offset)
           < (rhs.element.timestampMilliseconds, rhs.element.track.kind.rawValue, rhs.offset)
       }.map(\.element)
-      let key: [UInt8]? = options.encrypt ? (0..<16).map { _ in UInt8.random(in: 0...255) } : nil
+      let key: [UInt8]? = options.encrypt ? randomBytes(16) : nil
       let object = try SegmentWriter.object(
-        records: sorted, range: MediaRange(startMilliseconds: objectStart, endMilliseconds: objectEnd), key: key)
+        records: sorted, range: MediaRange(startMilliseconds: objectStart, endMilliseconds: objectEnd), key: key,
+        iv: key == nil ? nil : randomBytes(16))
       let id = String(objectStart)
       var tracks: [RecordingIndex.Segment.Track] = []
       for track in [videoTrack, audioTrack] {

@@ -6,8 +6,14 @@ import PipelineGraph
 ///
 /// G.711 is decoded (libavcodec), converted to the AAC encoder's planar float (libswresample), gathered
 /// into 1024-sample frames and encoded with libavcodec's AAC encoder; each frame leaves in ADTS like the
-/// segment format's AAC, timed from the first sample of the stretch. A `gap` or a format change starts
-/// a new stretch (the few samples left over are dropped).
+/// segment format's AAC, timed from the first sample of the stretch.
+///
+/// Audio is placed by its timestamps: a hole of up to ``maximumSilence`` between records is filled with
+/// silence; a longer one (or records that go back in time), a `gap` or a format change ends the stretch
+/// (its last frame padded with silence) and the next record starts a new one at its own time. A record
+/// that cannot be decoded (a payload that is not a whole number of samples, bytes libavcodec refuses)
+/// becomes a `gap` event of the audio track over that record's stretch, reason `mediaUnreadable`, and
+/// the stream goes on; an empty record holds no samples and is skipped.
 public final class AudioTranscoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -24,6 +30,11 @@ public final class AudioTranscoder: Node {
     let packet: Packet
     let anchor: Int64
     var samplesQueued: Int64 = 0
+    /// Samples put into the FIFO (decoded or silence) since `anchor`.
+    var samplesIn: Int64 = 0
+
+    /// Where the next record should start if the audio is continuous.
+    var expectedTime: Int64 { anchor + samplesIn * 1_000_000 / Int64(input.sampleRate) }
     var format: TrackFormat
 
     init(track: TrackID, input: TrackFormat, anchor: Int64) throws {
@@ -72,6 +83,11 @@ public final class AudioTranscoder: Node {
 
   /// The node's name.
   public let name = "AudioTranscoder"
+  /// The longest hole between records filled with silence; a longer one starts a new stretch.
+  public static let maximumSilence: Int64 = 1_000_000
+  /// Records whose start differs from the continuous position by at most this much are continuous
+  /// (record times are whole milliseconds).
+  static let jitter: Int64 = 2_000
   private var chains: [TrackID: Chain] = [:]
 
   /// Creates a transcoder.
@@ -80,14 +96,61 @@ public final class AudioTranscoder: Node {
   /// Transcodes G.711; passes everything else.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
     guard input.format.codec == .g711a || input.format.codec == .g711u else { return context.emit(input) }
-    var chain = chains[input.track]
-    if chain == nil || chain!.input != input.format {
+    guard !input.data.isEmpty else { return }
+    let channels = max(1, input.format.channels)
+    guard input.data.count % channels == 0 else {
+      return badRecord(
+        input, "\(input.data.count) bytes are not a whole number of \(channels)-channel samples", context)
+    }
+    if let chain = chains[input.track] {
+      let hole = input.time.microseconds - chain.expectedTime
+      if chain.input != input.format || hole < -Self.jitter || hole > Self.maximumSilence {
+        try drain(chain, context: context)
+        chains[input.track] = nil
+      } else if hole > Self.jitter {
+        try queueSilence(Int(hole * Int64(chain.input.sampleRate) / 1_000_000), in: chain)
+      }
+    }
+    let chain: Chain
+    if let existing = chains[input.track] {
+      chain = existing
+    } else {
       chain = try Chain(track: input.track, input: input.format, anchor: input.time.microseconds)
       chains[input.track] = chain
-      context.send(.formatChange(FormatChange(track: input.track, format: chain!.format, time: input.time)))
+      context.send(.formatChange(FormatChange(track: input.track, format: chain.format, time: input.time)))
     }
-    try decode(input, into: chain!)
-    try encodeFullFrames(chain!, context: context)
+    do {
+      try decode(input, into: chain)
+    } catch let error as TiError {
+      // The decoder may be in any state now: end the stretch with what it had, and start afresh.
+      try drain(chain, context: context)
+      chains[input.track] = nil
+      return badRecord(input, error.message, context)
+    }
+    try encodeFullFrames(chain, context: context)
+  }
+
+  private func badRecord(_ input: EncodedPacket, _ why: String, _ context: NodeContext<EncodedPacket>) {
+    let samples = Int64(input.data.count / max(1, input.format.channels))
+    let duration = max(1000, samples * 1_000_000 / Int64(max(1, input.format.sampleRate)))
+    context.send(
+      .gap(
+        RecordingGap(
+          range: MediaRange(start: input.time, end: MediaTime(microseconds: input.time.microseconds + duration)),
+          tracks: [input.track], reasons: [.mediaUnreadable])))
+  }
+
+  /// Appends `count` samples of silence to the chain's FIFO.
+  private func queueSilence(_ count: Int, in chain: Chain) throws {
+    guard count > 0 else { return }
+    // Silence is the same in every plane: one zeroed buffer serves them all.
+    let zeros = UnsafeMutablePointer<Float>.allocate(capacity: count)
+    zeros.initialize(repeating: 0, count: count)
+    defer { zeros.deallocate() }
+    var planes = [UnsafeMutableRawPointer?](repeating: UnsafeMutableRawPointer(zeros), count: chain.input.channels)
+    let written = av_audio_fifo_write(chain.fifo, &planes, Int32(count))
+    try FFmpeg.check(written, "queueing silence", code: .resourceExhausted)
+    chain.samplesIn += Int64(count)
   }
 
   private func decode(_ input: EncodedPacket, into chain: Chain) throws {
@@ -126,6 +189,7 @@ public final class AudioTranscoder: Node {
         av_audio_fifo_write(chain.fifo, $0, count)
       }
       try FFmpeg.check(written, "queueing audio", code: .resourceExhausted)
+      chain.samplesIn += Int64(frame.pointer.pointee.nb_samples)
     }
   }
 
@@ -160,6 +224,9 @@ public final class AudioTranscoder: Node {
       let raw = Data(bytes: p.data, count: Int(p.size))
       let pts = p.pts
       av_packet_unref(chain.packet.pointer)
+      // The encoder's priming frame (before the stretch's first sample) carries no audio of the recording;
+      // it would sit before the stretch's start, where the output has no room for it.
+      guard pts >= 0 else { continue }
       guard
         let header = ADTSHeader.make(
           sampleRate: chain.input.sampleRate, channels: chain.input.channels, payloadLength: raw.count)
@@ -185,11 +252,21 @@ public final class AudioTranscoder: Node {
   }
 
   private func drainAll(context: NodeContext<EncodedPacket>) throws {
-    for chain in chains.values {
-      avcodec_send_frame(chain.encoder.pointer, nil)
-      try receive(chain, context: context)
-    }
+    for chain in chains.values { try drain(chain, context: context) }
     chains.removeAll()
+  }
+
+  /// Ends a stretch: the samples short of a whole frame are padded with silence, then the encoder
+  /// gives what it holds.
+  private func drain(_ chain: Chain, context: NodeContext<EncodedPacket>) throws {
+    let frameSize = Int(chain.encoder.pointer.pointee.frame_size)
+    let left = Int(av_audio_fifo_size(chain.fifo))
+    if left > 0, frameSize > 0 {
+      try queueSilence(frameSize - left, in: chain)
+      try encodeFullFrames(chain, context: context)
+    }
+    avcodec_send_frame(chain.encoder.pointer, nil)
+    try receive(chain, context: context)
   }
 
   /// Emits what the encoders still hold.

@@ -12,6 +12,10 @@ import PipelineGraph
 /// - With `startingAt`, output begins at the last keyframe at or before that instant (or the first one
 ///   after it): earlier packets are dropped.
 /// - Video packet durations come from the next frame's time (one frame of look-ahead per track).
+/// - Objects may overlap, or be listed twice (`spec/segment-format.md`, "The index"): a record that an
+///   earlier object already covered (a video frame not after the last one taken, an audio frame that
+///   starts more than a millisecond before the end of the last one taken) is dropped, so media is never
+///   emitted twice and times never go back.
 public final class SegmentDemuxer: Node {
   /// Consumes parsed objects.
   public typealias Input = SegmentObject
@@ -24,6 +28,12 @@ public final class SegmentDemuxer: Node {
     var droppedFrom: MediaTime?
     var pending: EncodedPacket?
     var lastDuration: Int64 = 40_000
+    /// How far this track's accepted records reach: the last video frame's time, the end of the last
+    /// audio frame.
+    var reach: MediaTime?
+    /// ``reach`` when the current object began: records of this object before it were already taken
+    /// from an earlier, overlapping object.
+    var floor: MediaTime?
   }
 
   private enum Held {
@@ -50,6 +60,7 @@ public final class SegmentDemuxer: Node {
   public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
     let range = input.parsed.header.range
     context.send(.segmentStart(StreamSegment(start: range.start.microseconds, end: range.end.microseconds)))
+    for (track, state) in tracks { tracks[track]?.floor = state.reach }
     for record in input.parsed.records {
       try demux(record, context: context)
     }
@@ -60,6 +71,10 @@ public final class SegmentDemuxer: Node {
     let time = MediaTime(milliseconds: record.timestampMilliseconds)
     var state = tracks[record.track] ?? TrackState()
     defer { tracks[record.track] = state }
+    if let floor = state.floor {
+      let covered = record.track.kind == .video ? time <= floor : time.microseconds < floor.microseconds - 1000
+      if covered { return }
+    }
     switch record.track.kind {
     case .video:
       if !state.decodable {
@@ -94,6 +109,7 @@ public final class SegmentDemuxer: Node {
       state.pending = EncodedPacket(
         track: record.track, format: format, time: time, durationMicroseconds: state.lastDuration,
         isKeyframe: record.isKeyframe, data: record.payload)
+      state.reach = time
     case .audio:
       var format = TrackFormat(codec: record.codec, sampleRate: record.sampleRate, channels: record.channels)
       let samples: Int
@@ -108,6 +124,7 @@ public final class SegmentDemuxer: Node {
         state.format = format
       }
       let duration = Int64(samples) * 1_000_000 / Int64(max(1, record.sampleRate))
+      state.reach = MediaTime(microseconds: time.microseconds + duration)
       output(
         .packet(
           EncodedPacket(

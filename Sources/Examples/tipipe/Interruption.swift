@@ -1,0 +1,55 @@
+import Foundation
+
+/// SIGINT, SIGTERM and SIGHUP, all three handled alike from the first statement of `main`
+/// (`spec/cli.md`: they cancel).
+///
+/// The signals are blocked in the main thread before any other thread exists, so every thread inherits
+/// the mask and none of them can be killed by the default action; one thread takes them with `sigwait`
+/// and runs the handler the running command installed. A signal that arrives before a command installs
+/// its handler is remembered and handled when it does.
+final class Interruption: @unchecked Sendable {
+  static let shared = Interruption()
+
+  static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+  private let lock = NSLock()
+  // Guarded by `lock`.
+  private var handler: (@Sendable (Int32) -> Void)?
+  private var pending: Int32?
+
+  /// Blocks the signals and starts the thread that takes them; call first thing in `main`.
+  func install() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    for signal in Self.signals { sigaddset(&set, signal) }
+    pthread_sigmask(SIG_BLOCK, &set, nil)
+    let blocked = set
+    let waiter = Thread { [self] in
+      var received: Int32 = 0
+      while true {
+        var waited = blocked
+        guard sigwait(&waited, &received) == 0 else { continue }
+        deliver(received)
+      }
+    }
+    waiter.name = "tipipe.signals"
+    waiter.start()
+  }
+
+  /// Runs `action` for every later signal, and at once for one that came before.
+  func onSignal(_ action: @escaping @Sendable (Int32) -> Void) {
+    lock.lock()
+    handler = action
+    let early = pending
+    pending = nil
+    lock.unlock()
+    if let early { action(early) }
+  }
+
+  private func deliver(_ signal: Int32) {
+    lock.lock()
+    let action = handler
+    if action == nil { pending = signal }
+    lock.unlock()
+    action?(signal)
+  }
+}

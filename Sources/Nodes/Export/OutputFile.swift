@@ -1,0 +1,100 @@
+import Foundation
+import PipelineGraph
+
+/// The policy for every file tipipe writes at a path its user names (an export, a recording, a report):
+/// written under a temporary name beside the destination, renamed into place only when complete, and the
+/// rename replaces nothing but a regular file (`spec/cli.md`, "Output paths").
+///
+/// Temporary names carry the writer's process id — `.<name>.<pid>.<uuid>.partial.mp4` — so that a later
+/// writer into the same directory can tell the leftovers of a process that died (SIGKILL, power loss)
+/// from the files of one still running, and remove only the former.
+public enum OutputFile {
+  /// Checks that `url` may be written as an output: a non-empty path that is missing or a regular file.
+  /// Throws `invalidArgument` otherwise; nothing on disk changes. (A directory that does not exist is
+  /// found when the file is created: `fileWriteFailed`.)
+  public static func validate(_ url: URL) throws {
+    let path = url.path
+    guard !path.isEmpty, !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" else {
+      throw TiError(.invalidArgument, "the output path is empty")
+    }
+    var status = stat()
+    if lstat(path, &status) == 0 {
+      let kind = status.st_mode & S_IFMT
+      guard kind == S_IFREG else {
+        throw TiError(
+          .invalidArgument,
+          "\(path) exists and is \(kind == S_IFDIR ? "a directory" : "not a regular file"); it is not replaced")
+      }
+    } else if errno != ENOENT {
+      throw TiError(.invalidArgument, "cannot examine \(path): \(String(cString: strerror(errno)))")
+    }
+  }
+
+  /// True when `a` and `b` name the same file: the same inode when both exist, else the same absolute
+  /// path once the directory's symbolic links are resolved.
+  public static func sameFile(_ a: URL, _ b: URL) -> Bool {
+    var first = stat()
+    var second = stat()
+    if stat(a.path, &first) == 0, stat(b.path, &second) == 0 {
+      return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+    func canonical(_ url: URL) -> String {
+      url.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(url.lastPathComponent)
+        .standardizedFileURL.path
+    }
+    return canonical(a) == canonical(b)
+  }
+
+  /// Writes `data` at `url` through a temporary file and an atomic rename.
+  public static func write(_ data: Data, to url: URL) throws {
+    try validate(url)
+    let temporary = workingPath(for: url, suffix: ".partial")
+    do {
+      try data.write(to: URL(fileURLWithPath: temporary), options: .withoutOverwriting)
+    } catch {
+      try? FileManager.default.removeItem(atPath: temporary)
+      throw TiError(.fileWriteFailed, "cannot write \(url.path): \(error.localizedDescription)")
+    }
+    try install(temporary, at: url)
+  }
+
+  /// A fresh temporary path beside `destination`, named after it and this process.
+  static func workingPath(for destination: URL, suffix: String = ".partial.mp4") -> String {
+    destination.deletingLastPathComponent()
+      .appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(UUID().uuidString)\(suffix)").path
+  }
+
+  /// Renames `temporary` to `destination`, which must be missing or a regular file (checked just
+  /// before). On failure `temporary` is removed.
+  static func install(_ temporary: String, at destination: URL) throws {
+    var status = stat()
+    if lstat(destination.path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+      unlink(temporary)
+      throw TiError(.fileWriteFailed, "\(destination.path) is no longer a regular file; it is not replaced")
+    }
+    guard rename(temporary, destination.path) == 0 else {
+      let reason = String(cString: strerror(errno))
+      unlink(temporary)
+      throw TiError(.fileWriteFailed, "cannot rename the finished file to \(destination.path): \(reason)")
+    }
+  }
+
+  /// Removes the temporary files that writers of `destination` left beside it when they died: regular
+  /// files named `.<name>.<pid>.<uuid>.partial…` whose process no longer exists.
+  static func removeStaleWorkingFiles(besides destination: URL) {
+    let directory = destination.deletingLastPathComponent()
+    let prefix = ".\(destination.lastPathComponent)."
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+    for name in names where name.hasPrefix(prefix) {
+      let rest = name.dropFirst(prefix.count).split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+      guard rest.count == 3, let pid = Int32(rest[0]), pid > 0, UUID(uuidString: String(rest[1])) != nil,
+        rest[2].hasPrefix("partial")
+      else { continue }
+      guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+      let path = directory.appendingPathComponent(name).path
+      var status = stat()
+      guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
+      unlink(path)
+    }
+  }
+}
