@@ -8,7 +8,7 @@ packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libswscale-dev
   libcurl4-openssl-dev libssl-dev zlib1g-dev
   ffmpeg
-  gstreamer1.0-tools
+  gstreamer1.0-tools gstreamer1.0-plugins-good
   time
 )
 

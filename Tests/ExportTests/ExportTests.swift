@@ -151,4 +151,45 @@ struct ExportTests {
     #expect(result.report.gaps.map(\.reasons) == [[.noRecording]])
     #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
   }
+
+  @Test("a long low-frame-rate export reserves index room for its samples, far less than its media")
+  func indexRoomFollowsTheSampleRate() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    var options = smallOptions(seconds: 600)
+    options.fps = 1
+    options.gop = 10
+    options.segmentSeconds = 60
+    options.audioCodec = nil
+    try LibrarySynthesizer(options: options).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(0, 600_000), audio: false, to: directory.url.appendingPathComponent("slow.mp4"))
+    let file = try #require(result.file)
+    #expect(result.report.coveredDurationMs == 600_000)
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
+    let media = try mdatPayloadBytes(file)
+    // 600 samples need about 10 KB of index, and the 600 one-second fragments left about 80 KB of zeroed
+    // headers; the old rule (1.3 KB a second) reserved 840 KB on top.
+    #expect(size - media < 250_000, "\(size - media) bytes of boxes for \(media) bytes of media")
+    #expect(try Probe(file).videoPackets.count == 600)
+  }
+}
+
+/// The bytes inside an MP4's `mdat` boxes.
+func mdatPayloadBytes(_ file: URL) throws -> Int {
+  let data = try Data(contentsOf: file)
+  var total = 0
+  var offset = 0
+  while offset + 8 <= data.count {
+    var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+    var header = 8
+    if size == 1 {
+      size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
+      header = 16
+    }
+    guard size >= 8 else { break }
+    if String(decoding: data[offset + 4..<offset + 8], as: UTF8.self) == "mdat" { total += size - header }
+    offset += size
+  }
+  return total
 }

@@ -107,3 +107,102 @@ public func repeatLibrary(_ source: URL, copies: Int, into destination: URL) thr
   try RecordingIndex(deviceId: index.deviceId, segments: segments).encoded().write(
     to: destination.appendingPathComponent("index.json"))
 }
+
+/// How many cases a fuzz test runs: a deterministic slice in CI, millions from `scripts/fuzz.sh`
+/// (which sets `TIPIPE_FUZZ_CASES`).
+public func fuzzCases(_ slice: Int) -> Int {
+  ProcessInfo.processInfo.environment["TIPIPE_FUZZ_CASES"].flatMap(Int.init) ?? slice
+}
+
+/// The seed of a fuzz run (`TIPIPE_FUZZ_SEED`), so that a long run can be varied and any failure
+/// replayed.
+public func fuzzSeed(_ fallback: UInt64) -> UInt64 {
+  ProcessInfo.processInfo.environment["TIPIPE_FUZZ_SEED"].flatMap { UInt64($0) } ?? fallback
+}
+
+/// Mutates valid records the way a broken or hostile writer would, then re-encodes them with correct
+/// CRCs, sizes and encryption, so the checks past the header (records, ADTS, codecs, timestamps, the
+/// demuxer's parameter-set probe) are reached.
+public struct RecordMutator {
+  /// The source of every choice.
+  public var generator: SeededGenerator
+  /// The valid records mutated.
+  public let records: [SegmentRecord]
+  /// Their object's range.
+  public let range: MediaRange
+
+  /// A mutator of `records` (an object covering `range`), deterministic for a seed.
+  public init(seed: UInt64, records: [SegmentRecord], range: MediaRange) {
+    generator = SeededGenerator(seed: seed)
+    self.records = records
+    self.range = range
+  }
+
+  public mutating func pick<T>(_ values: [T]) -> T { values[Int(generator.next() % UInt64(values.count))] }
+  public mutating func chance(_ percent: UInt64) -> Bool { generator.next() % 100 < percent }
+
+  mutating func time() -> Int64 {
+    let start = range.start.milliseconds
+    let end = range.end.milliseconds
+    return pick([
+      Int64.min, Int64.max, Int64.min + 1, Int64.max - 1, start - 1, start, end - 1, end, end + 1, 0, -1,
+      start + Int64(generator.next() % UInt64(end - start)), 4_611_686_018_427_387, -4_611_686_018_427_388,
+    ])
+  }
+
+  /// One mutated object: its bytes and the key it was encrypted with, if any.
+  public mutating func object() throws -> (Data, [UInt8]?) {
+    var records = self.records
+    var range = self.range
+    var recordCountDelta = 0
+    for _ in 0..<(1 + generator.next() % 3) {
+      guard !records.isEmpty else { break }
+      let index = Int(generator.next() % UInt64(records.count))
+      switch generator.next() % 12 {
+      case 0: records[index].timestampMilliseconds = time()
+      case 1: records[index].codec = pick([.h264, .h265, .aac, .g711a, .g711u])
+      case 2: records[index].track = TrackID(pick([.video, .audio]), channel: UInt8(generator.next() & 0xFF))
+      case 3: records[index].isKeyframe.toggle()
+      case 4:
+        records[index].sampleRate = pick([0, 1, 8000, 16000, 44100, 48000, 96000, Int(UInt32.max)])
+        records[index].channels = pick([0, 1, 2, 3, 255])
+      case 5:
+        let payload = records[index].payload
+        records[index].payload = pick([
+          Data(), payload.prefix(Int(generator.next() % UInt64(payload.count + 1))),
+          Data((0..<Int(generator.next() % 64)).map { _ in UInt8(generator.next() & 0xFF) }),
+          records[Int(generator.next() % UInt64(records.count))].payload,
+        ])
+      case 6:
+        // Damage a byte of the payload's head: an ADTS field, a start code, a NAL header, an SPS.
+        var payload = records[index].payload
+        if !payload.isEmpty {
+          let at = payload.startIndex + Int(generator.next() % UInt64(min(payload.count, 48)))
+          payload[at] ^= UInt8(1 << (generator.next() % 8))
+          records[index].payload = Data(payload)
+        }
+      case 7: records.swapAt(index, Int(generator.next() % UInt64(records.count)))
+      case 8: records.insert(records[index], at: index)
+      case 9: records.remove(at: index)
+      case 10:
+        let cut = range.start.milliseconds + Int64(generator.next() % UInt64(range.durationMicroseconds / 1000))
+        range =
+          chance(50)
+          ? MediaRange(startMilliseconds: cut, endMilliseconds: range.end.milliseconds)
+          : MediaRange(
+            startMilliseconds: range.start.milliseconds, endMilliseconds: max(cut, range.start.milliseconds + 1))
+      default: recordCountDelta = pick([-1, 1, Int(UInt32.max)])
+      }
+    }
+    let key: [UInt8]? = chance(30) ? (0..<16).map { _ in UInt8(generator.next() & 0xFF) } : nil
+    var object = try SegmentWriter.object(
+      records: records, range: range, key: key,
+      iv: key == nil ? nil : (0..<16).map { _ in UInt8(generator.next() & 0xFF) })
+    if recordCountDelta != 0 {
+      var header = try SegmentReader.header(of: object)
+      header.recordCount = UInt32(truncatingIfNeeded: Int(header.recordCount) + recordCountDelta)
+      object = header.encoded + object.dropFirst(SegmentHeader.size)
+    }
+    return (object, key)
+  }
+}

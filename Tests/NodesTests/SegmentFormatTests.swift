@@ -165,7 +165,7 @@ struct SegmentFormatTests {
     let key = [UInt8](repeating: 9, count: 16)
     let seeds = [try sampleObject(), try sampleObject(key: key)]
     var outcomes: [String: Int] = [:]
-    for round in 0..<20_000 {
+    for round in 0..<fuzzCases(20_000) {
       var object = seeds[round % 2]
       switch generator.next() % 5 {
       case 0:

@@ -60,7 +60,8 @@ final class MP4File {
       throw TiError(.fileWriteFailed, "cannot create \(path)")
     }
     var options: OpaquePointer?
-    av_dict_set(&options, "movflags", "empty_moov+default_base_moof+separate_moof", 0)
+    // Signed composition offsets: a stream with B-frames starts with dts = pts = 0, without an edit list.
+    av_dict_set(&options, "movflags", "empty_moov+default_base_moof+separate_moof+negative_cts_offsets", 0)
     av_dict_set(&options, "frag_duration", "1000000", 0)
     defer { av_dict_free(&options) }
     try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
@@ -99,21 +100,27 @@ final class MP4File {
     parameters.pointee.extradata_size = Int32(bytes.count)
   }
 
-  /// Writes one video access unit (Annex B) at output time `time` (µs from the file's start).
-  func writeVideo(_ data: Data, time: Int64, duration: Int64, isKeyframe: Bool) throws {
+  /// Writes one video access unit (Annex B) at output time `time` (µs from the file's start), decoded
+  /// at `decodeTime` (the same but for reordered frames: B-frames have `decodeTime > time`, a negative
+  /// composition offset); `duration` is the time to the next frame in decode order.
+  func writeVideo(_ data: Data, time: Int64, decodeTime: Int64? = nil, duration: Int64, isKeyframe: Bool) throws {
     guard let videoStream else { return }
-    try write(data, stream: videoStream, time: time, duration: duration, isKeyframe: isKeyframe)
+    try write(
+      data, stream: videoStream, time: time, decodeTime: decodeTime ?? time, duration: duration, isKeyframe: isKeyframe)
   }
 
   /// Writes one AAC frame given in ADTS (the header is stripped) at output time `time`.
   func writeAudio(_ adts: Data, time: Int64, duration: Int64) throws {
     guard let audioStream else { return }
     let headerLength = ADTSHeader(adts)?.headerLength ?? 0
-    try write(adts.dropFirst(headerLength), stream: audioStream, time: time, duration: duration, isKeyframe: true)
+    try write(
+      adts.dropFirst(headerLength), stream: audioStream, time: time, decodeTime: time, duration: duration,
+      isKeyframe: true)
   }
 
   private func write(
-    _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: Int64, duration: Int64, isKeyframe: Bool
+    _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: Int64, decodeTime: Int64, duration: Int64,
+    isKeyframe: Bool
   ) throws {
     guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
     try FFmpeg.check(av_new_packet(packet.pointer, Int32(data.count)), "allocating a packet", code: .resourceExhausted)
@@ -125,7 +132,7 @@ final class MP4File {
     let microseconds = AVRational(num: 1, den: 1_000_000)
     // The muxer may have changed the stream's time base in avformat_write_header.
     packet.pointer.pointee.pts = av_rescale_q(time, microseconds, stream.pointee.time_base)
-    packet.pointer.pointee.dts = packet.pointer.pointee.pts
+    packet.pointer.pointee.dts = av_rescale_q(decodeTime, microseconds, stream.pointee.time_base)
     packet.pointer.pointee.duration = max(1, av_rescale_q(duration, microseconds, stream.pointee.time_base))
     packet.pointer.pointee.stream_index = stream.pointee.index
     if isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }

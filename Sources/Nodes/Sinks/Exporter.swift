@@ -45,6 +45,9 @@ public final class Exporter: Node {
     var outputStart: Int64
     var videoEnd: Int64
     var lastAudioEnd: Int64?
+    /// True once a frame at or after the range's end was met: later frames in decode order may depend
+    /// on it (B-frames), so nothing more is written.
+    var reachedEnd = false
   }
 
   private struct Interval {
@@ -82,6 +85,9 @@ public final class Exporter: Node {
   public private(set) var writtenVideoPackets = 0
   /// Audio packets written.
   public private(set) var writtenAudioPackets = 0
+  /// Video packets left out because their decode time did not follow the previous one's.
+  public private(set) var skippedVideoPackets = 0
+  private var lastVideoDecodeTime: Int64?
 
   /// Creates an exporter.
   public init(configuration: Configuration) {
@@ -108,7 +114,14 @@ public final class Exporter: Node {
 
   private func video(_ packet: EncodedPacket) throws {
     let time = packet.time.microseconds
-    guard time < rangeEnd else { return }
+    guard time < rangeEnd else {
+      // The first frame past the end gives the last one its duration and ends the writing (frames after
+      // it in decode order may depend on it).
+      if segment != nil, file != nil, let fileVideo, Self.compatible(packet.format, fileVideo) {
+        try writeVideo(packet)
+      }
+      return
+    }
     if let fileVideo, !Self.compatible(packet.format, fileVideo) {
       if incompatibleSince == nil {
         try closeSegment(at: time)
@@ -165,22 +178,40 @@ public final class Exporter: Node {
   }
 
   private func writeVideo(_ packet: EncodedPacket) throws {
-    // Each frame is written once the next one gives its exact duration (or at the segment's end).
-    if let previous = pendingVideo { try emitVideo(previous, until: packet.time.microseconds) }
+    // Each frame is written once the next one (in decode order) gives its exact duration, or at the
+    // segment's end.
+    if let previous = pendingVideo {
+      let step = packet.decodeTime.microseconds - previous.decodeTime.microseconds
+      try emitVideo(previous, duration: step > 0 ? step : previous.durationMicroseconds)
+    }
     pendingVideo = packet
     try flushAudio(upTo: packet.time.microseconds)
   }
 
-  private func emitVideo(_ packet: EncodedPacket, until end: Int64) throws {
-    guard var open = segment, let file else { return }
+  /// Writes a frame that lasts `duration` (until the next frame in decode order; for streams without
+  /// B-frames, until the next frame), clipped at the range's end.
+  private func emitVideo(_ packet: EncodedPacket, duration: Int64) throws {
+    guard var open = segment, let file, !open.reachedEnd else { return }
     let start = packet.time.microseconds
-    let stop = min(end, rangeEnd)
+    guard start < rangeEnd else {
+      open.reachedEnd = true
+      segment = open
+      return
+    }
+    let stop = min(start + duration, rangeEnd)
     guard stop > start else { return }
+    // Decode times keep their distance to presentation times (B-frames decode before they are shown), so
+    // a reordered stretch starts with a decode time before its output start; the muxer's signed
+    // composition offsets bring the first one to zero.
+    let decodeTime = open.outputStart + packet.decodeTime.microseconds - open.sourceStart
+    // A stream whose decode times do not increase cannot be written; such a frame is left out.
+    if let last = lastVideoDecodeTime, decodeTime <= last { return skippedVideoPackets += 1 }
+    lastVideoDecodeTime = decodeTime
     try file.writeVideo(
-      packet.data, time: open.outputStart + start - open.sourceStart, duration: stop - start,
+      packet.data, time: open.outputStart + start - open.sourceStart, decodeTime: decodeTime, duration: stop - start,
       isKeyframe: packet.isKeyframe)
     writtenVideoPackets += 1
-    open.videoEnd = stop
+    open.videoEnd = max(open.videoEnd, stop)
     segment = open
   }
 
@@ -211,10 +242,11 @@ public final class Exporter: Node {
             range: MediaRange(start: .init(microseconds: expected), end: packet.time), tracks: [track],
             reasons: [.trackUnavailable]))
       }
-      // Never overlap the previous frame in the file (ms-rounded record times can).
-      let outputTime = max(
-        open.outputStart + time - open.sourceStart,
-        open.outputStart + (open.lastAudioEnd ?? open.sourceStart) - open.sourceStart)
+      // Never overlap the previous frame in the file: a frame that starts up to 2 ms early (ms-rounded
+      // record times) is moved after it; one that starts earlier repeats audio already written.
+      let previousEnd = open.lastAudioEnd ?? open.sourceStart
+      if time < previousEnd - 2_000 { continue }
+      let outputTime = open.outputStart + max(time, previousEnd) - open.sourceStart
       try file.writeAudio(packet.data, time: outputTime, duration: packet.durationMicroseconds)
       writtenAudioPackets += 1
       open.lastAudioEnd = max(time + packet.durationMicroseconds, open.lastAudioEnd ?? 0)
@@ -234,7 +266,7 @@ public final class Exporter: Node {
   private func closeSegment(at limit: Int64) throws {
     if let pending = pendingVideo {
       let guess = pending.time.microseconds + pending.durationMicroseconds
-      try emitVideo(pending, until: min(limit, guess))
+      try emitVideo(pending, duration: min(limit, guess) - pending.time.microseconds)
       pendingVideo = nil
     }
     guard let open = segment else { return }

@@ -71,21 +71,25 @@ public final class MP4Writer: Node {
     guard let videoFormat, input.format.codec == videoFormat.codec, input.format.width == videoFormat.width,
       input.format.height == videoFormat.height
     else { return skippedPackets += 1 }
-    if let previous = pendingVideo { try writeVideo(previous, until: input.time.microseconds) }
+    if let previous = pendingVideo {
+      // A frame lasts until the next one in decode order (B-frames: decode and presentation orders differ).
+      let step = input.decodeTime.microseconds - previous.decodeTime.microseconds
+      try writeVideo(previous, duration: step > 0 ? step : previous.durationMicroseconds)
+    }
     pendingVideo = input
   }
 
-  private func writeVideo(_ packet: EncodedPacket, until end: Int64) throws {
+  private func writeVideo(_ packet: EncodedPacket, duration: Int64) throws {
     guard let file, let origin else { return }
-    let duration = end > packet.time.microseconds ? end - packet.time.microseconds : packet.durationMicroseconds
     try file.writeVideo(
-      packet.data, time: packet.time.microseconds - origin, duration: duration, isKeyframe: packet.isKeyframe)
+      packet.data, time: packet.time.microseconds - origin, decodeTime: packet.decodeTime.microseconds - origin,
+      duration: duration, isKeyframe: packet.isKeyframe)
   }
 
   /// Finalizes the file at the end of the stream.
   public func finish(context: NodeContext<Never>) throws {
     if let last = pendingVideo {
-      try writeVideo(last, until: last.time.microseconds + last.durationMicroseconds)
+      try writeVideo(last, duration: last.durationMicroseconds)
       pendingVideo = nil
     }
     guard let file else { throw TiError(.noRecordableMedia, "nothing was recorded") }

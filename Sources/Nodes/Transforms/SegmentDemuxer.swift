@@ -12,10 +12,10 @@ import PipelineGraph
 /// - With `startingAt`, output begins at the last keyframe at or before that instant (or the first one
 ///   after it): earlier packets are dropped.
 /// - Video packet durations come from the next frame's time (one frame of look-ahead per track).
-/// - Objects may overlap, or be listed twice (`spec/segment-format.md`, "The index"): a record that an
-///   earlier object already covered (a video frame not after the last one taken, an audio frame that
-///   starts more than a millisecond before the end of the last one taken) is dropped, so media is never
-///   emitted twice and times never go back.
+/// - Objects may overlap, or be listed twice (`spec/segment-format.md`, "The index"), and a record may
+///   be repeated: a video frame not after the last one taken, or an audio frame that starts more than a
+///   millisecond before the end of the last one taken, was already covered and is dropped, so media is
+///   never emitted twice and a track's times never go back.
 public final class SegmentDemuxer: Node {
   /// Consumes parsed objects.
   public typealias Input = SegmentObject
@@ -31,9 +31,6 @@ public final class SegmentDemuxer: Node {
     /// How far this track's accepted records reach: the last video frame's time, the end of the last
     /// audio frame.
     var reach: MediaTime?
-    /// ``reach`` when the current object began: records of this object before it were already taken
-    /// from an earlier, overlapping object.
-    var floor: MediaTime?
   }
 
   private enum Held {
@@ -60,7 +57,6 @@ public final class SegmentDemuxer: Node {
   public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
     let range = input.parsed.header.range
     context.send(.segmentStart(StreamSegment(start: range.start.microseconds, end: range.end.microseconds)))
-    for (track, state) in tracks { tracks[track]?.floor = state.reach }
     for record in input.parsed.records {
       try demux(record, context: context)
     }
@@ -71,9 +67,15 @@ public final class SegmentDemuxer: Node {
     let time = MediaTime(milliseconds: record.timestampMilliseconds)
     var state = tracks[record.track] ?? TrackState()
     defer { tracks[record.track] = state }
-    if let floor = state.floor {
-      let covered = record.track.kind == .video ? time <= floor : time.microseconds < floor.microseconds - 1000
-      if covered { return }
+    switch record.track.kind {
+    case .video:
+      // Two frames cannot be shown at one instant: a frame not after the last one taken (a repeated
+      // record, an overlapping object) is dropped.
+      if let reach = state.reach, time <= reach { return }
+    case .audio:
+      // Likewise audio that starts more than a millisecond (record times are whole milliseconds) before
+      // the end of the last frame taken.
+      if let reach = state.reach, time.microseconds < reach.microseconds - 1000 { return }
     }
     switch record.track.kind {
     case .video:
