@@ -16,13 +16,23 @@ func tipipeExecutable() throws -> URL {
   return root.appendingPathComponent(".build/debug/tipipe")
 }
 
+/// A process that runs `tipipe`. Under the address sanitizer's run the child gets the options in
+/// `TIPIPE_CHILD_ASAN_OPTIONS` (leak detection on), whatever the test process itself runs with.
+func tipipeProcess() throws -> Process {
+  let process = Process()
+  process.executableURL = try tipipeExecutable()
+  var environment = ProcessInfo.processInfo.environment
+  if let options = environment["TIPIPE_CHILD_ASAN_OPTIONS"] { environment["ASAN_OPTIONS"] = options }
+  process.environment = environment
+  return process
+}
+
 /// Starts `tipipe export --progress-lines` and calls `atProgress` with each progress value read from its
 /// stderr; returns the exit status and stderr.
 func runExport(
   _ arguments: [String], atProgress: (Process, Double) -> Void
 ) throws -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
-  let process = Process()
-  process.executableURL = try tipipeExecutable()
+  let process = try tipipeProcess()
   process.arguments = ["export", "--progress-lines"] + arguments
   let errors = Pipe()
   process.standardError = errors
@@ -103,8 +113,7 @@ struct ExportCommandTests {
     let library = try makeLibrary(in: directory.url)
     let output = directory.url.appendingPathComponent("out.mp4")
     for signal in [SIGINT, SIGTERM, SIGHUP] {
-      let process = Process()
-      process.executableURL = try tipipeExecutable()
+      let process = try tipipeProcess()
       process.arguments = ["export"] + arguments(library, output)
       process.standardError = FileHandle.nullDevice
       process.standardOutput = FileHandle.nullDevice
@@ -148,8 +157,7 @@ struct ExportCommandTests {
       ".other.mp4.\(dead).\(uuid).partial.mp4", "notes.txt",
     ]
     for name in names { try Data("x".utf8).write(to: directory.url.appendingPathComponent(name)) }
-    let process = Process()
-    process.executableURL = try tipipeExecutable()
+    let process = try tipipeProcess()
     process.arguments = [
       "export", "--endpoint", "file://\(library.path)", "--start", String(recordingStart), "--end",
       String(recordingStart + 3000), "--video-channel", "0", "--out",
@@ -191,10 +199,8 @@ struct ExportCommandTests {
   @Test("tipipe synth writes a library with every option, and rejects bad values with exit 2")
   func synthCommand() throws {
     let directory = try TemporaryDirectory()
-    let tipipe = try tipipeExecutable()
     let out = directory.url.appendingPathComponent("lib")
-    let process = Process()
-    process.executableURL = tipipe
+    let process = try tipipeProcess()
     process.arguments = [
       "synth", "--out", out.path, "--start", "2026-11-30T08:00:00+08:00", "--duration", "8", "--segment-seconds", "4",
       "--size", "160x120", "--fps", "10", "--gop", "20", "--video", "h264", "--audio", "g711u", "--video-channel", "3",
@@ -212,8 +218,7 @@ struct ExportCommandTests {
     #expect(index.segments.first?.tracks.map(\.channelId) == [3, 4])
 
     for bad in [["--size", "7x7"], ["--audio", "mp3"], ["--gap", "x"], ["--fps", "0"], ["--nope", "1"]] {
-      let rejected = Process()
-      rejected.executableURL = tipipe
+      let rejected = try tipipeProcess()
       rejected.arguments = ["synth", "--out", directory.url.appendingPathComponent("bad").path] + bad
       rejected.standardError = FileHandle.nullDevice
       try rejected.run()
@@ -224,9 +229,7 @@ struct ExportCommandTests {
 
   @Test("usage errors exit 2 with one line; an empty range exits 1 with the seed's code")
   func exitCodes() throws {
-    let tipipe = try tipipeExecutable()
-    let process = Process()
-    process.executableURL = tipipe
+    let process = try tipipeProcess()
     process.arguments = ["export", "--bogus", "1"]
     process.standardError = FileHandle.nullDevice
     try process.run()
@@ -235,8 +238,7 @@ struct ExportCommandTests {
 
     let directory = try TemporaryDirectory()
     let library = try makeLibrary(in: directory.url)
-    let empty = Process()
-    empty.executableURL = tipipe
+    let empty = try tipipeProcess()
     empty.arguments = [
       "export", "--endpoint", "file://\(library.path)", "--start", "2026-12-24T00:00:00Z", "--end",
       "2026-12-24T00:10:00Z", "--video-channel", "0", "--out", directory.url.appendingPathComponent("x.mp4").path,

@@ -15,8 +15,7 @@ struct Finished {
 
 /// Runs `tipipe` with `arguments` to its end.
 func tipipe(_ arguments: [String], in directory: URL? = nil) throws -> Finished {
-  let process = Process()
-  process.executableURL = try tipipeExecutable()
+  let process = try tipipeProcess()
   process.arguments = arguments
   if let directory { process.currentDirectoryURL = directory }
   let output = Pipe()

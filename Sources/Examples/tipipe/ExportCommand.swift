@@ -120,6 +120,7 @@ enum ExportCommand {
     // SIGINT, SIGTERM and SIGHUP cancel: the completion then reports `cancelled` and no file is left.
     Interruption.shared.onSignal { _ in job.cancel() }
     done.wait()
+    Interruption.shared.removeHandler()
     if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
 
     let result = box.result!

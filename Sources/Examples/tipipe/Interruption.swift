@@ -45,6 +45,13 @@ final class Interruption: @unchecked Sendable {
     if let early { action(early) }
   }
 
+  /// Forgets the handler (and what it captured); later signals wait for the next one.
+  func removeHandler() {
+    lock.lock()
+    handler = nil
+    lock.unlock()
+  }
+
   private func deliver(_ signal: Int32) {
     lock.lock()
     let action = handler
