@@ -100,6 +100,60 @@ struct ExportTests {
     }
   }
 
+  @Test("G.711 → AAC starts with the tone at full level: the encoder's priming is hidden by an edit list")
+  func g711StartsWithoutPrimingSilence() throws {
+    for reserved in [true, false] {
+      let directory = try TemporaryDirectory()
+      let library = directory.url.appendingPathComponent("lib")
+      var options = smallOptions(seconds: 3)
+      options.audioCodec = .g711u
+      options.audioSampleRate = 8000
+      try LibrarySynthesizer(options: options).write(to: library)
+      let output = directory.url.appendingPathComponent("g.mp4")
+      if reserved {
+        let (result, _) = try export(library: library, range: range(0, 3000), to: output)
+        #expect(result.code == .ok)
+        _ = try expectPlayable(result)
+      } else {
+        // The remux fallback (an index larger than its room) keeps the lead-in hidden too.
+        let executor = ThreadExecutor(name: "test.lead-in")
+        defer { executor.shutdown() }
+        let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+        let source = LocalLibrarySource(directory: library, range: range(0, 3000))
+        let verifier = try SegmentVerifier()
+        let demuxer = SegmentDemuxer()
+        let transcoder = try AudioTranscoder()
+        var configuration = Exporter.Configuration(
+          range: range(0, 3000), videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1),
+          workingPath: directory.url.appendingPathComponent("work.mp4").path)
+        configuration.reservedIndexBytes = 16
+        let exporter = Exporter(configuration: configuration)
+        pipeline.connect(source, to: verifier)
+        pipeline.connect(verifier, to: demuxer)
+        pipeline.connect(demuxer, to: transcoder)
+        pipeline.connect(transcoder, to: exporter)
+        #expect(try runToEnd(pipeline).isEmpty)
+        try exporter.finalizeFile(to: output.path)
+        #expect(Array(try topLevelBoxTypes(output).prefix(2)) == ["ftyp", "moov"])
+      }
+      let start = try run(
+        "/usr/bin/ffprobe",
+        ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=start_time", "-of", "csv=p=0", output.path])
+      let samples = try decodedSamples(output)
+      try #require(samples.count >= 3200, "reserved \(reserved): \(samples.count) samples decoded")
+      func rms(_ range: Range<Int>) -> Double {
+        let slice = samples[range]
+        return (slice.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(slice.count)).squareRoot()
+      }
+      // 8 kHz: the first 10 ms against a stretch well inside.
+      let head = rms(0..<80)
+      let body = rms(1600..<3200)
+      #expect(body > 1000, "a tone is there: \(body)")
+      #expect(head > 0.8 * body, "reserved \(reserved): the first 10 ms at \(head), the tone at \(body)")
+      #expect(start.trimmingCharacters(in: .whitespacesAndNewlines) == "0.000000", "reserved \(reserved): \(start)")
+    }
+  }
+
   @Test("encrypted segments export, and a wrong key is a decryptionFailed gap")
   func encrypted() throws {
     let directory = try TemporaryDirectory()
@@ -192,4 +246,18 @@ func mdatPayloadBytes(_ file: URL) throws -> Int {
     offset += size
   }
   return total
+}
+
+/// The decoded audio of `file` as 16-bit mono samples, as ffmpeg decodes it (edit lists applied).
+func decodedSamples(_ file: URL) throws -> [Int16] {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+  process.arguments = ["-v", "error", "-i", file.path, "-map", "0:a", "-f", "s16le", "-ac", "1", "-"]
+  let output = Pipe()
+  process.standardOutput = output
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  let data = output.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
 }

@@ -16,6 +16,11 @@ final class MP4File {
   private var audioStream: UnsafeMutablePointer<AVStream>?
   private let packet: Packet
   let path: String
+  /// Audio that plays before the file's start (µs): the AAC encoder's priming frame, or a frame that
+  /// began before the first video frame. It is written at the start of the audio track and hidden by an
+  /// edit list, so that a decoder has it (no fade-in) and the track's first presented sample is at 0.
+  /// Set before the first audio frame; later audio times are shifted by it.
+  var audioLeadIn: Int64 = 0
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
   /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
@@ -114,8 +119,8 @@ final class MP4File {
     guard let audioStream else { return }
     let headerLength = ADTSHeader(adts)?.headerLength ?? 0
     try write(
-      adts.dropFirst(headerLength), stream: audioStream, time: time, decodeTime: time, duration: duration,
-      isKeyframe: true)
+      adts.dropFirst(headerLength), stream: audioStream, time: time + audioLeadIn, decodeTime: time + audioLeadIn,
+      duration: duration, isKeyframe: true)
   }
 
   private func write(
@@ -149,9 +154,9 @@ final class MP4File {
     try FFmpeg.check(av_write_trailer(context), "finishing \(path)", code: .fileWriteFailed)
     close()
     do {
-      try MP4Finalizer.finalizeInPlace(path: path)
+      try MP4Finalizer.finalizeInPlace(path: path, audioLeadIn: audioLeadIn)
     } catch is MP4Error {
-      try Self.remux(from: path, to: destination)
+      try Self.remux(from: path, to: destination, audioLeadIn: audioLeadIn)
       return
     } catch {
       throw TiError(.fileWriteFailed, "finishing \(path): \(error.localizedDescription)")
@@ -169,7 +174,7 @@ final class MP4File {
     self.context = nil
   }
 
-  private static func remux(from source: String, to destination: String) throws {
+  private static func remux(from source: String, to destination: String, audioLeadIn: Int64) throws {
     let input = try InputFormatContext(path: source)
     var output: UnsafeMutablePointer<AVFormatContext>?
     try FFmpeg.check(
@@ -197,6 +202,12 @@ final class MP4File {
       if status == FFmpeg.endOfFile { break }
       try FFmpeg.check(status, "reading \(source)", code: .fileWriteFailed)
       let index = Int(packet.pointer.pointee.stream_index)
+      if input.streams[index].pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO, audioLeadIn > 0 {
+        // Back to its place before the start: the muxer writes the edit list that hides it.
+        let lead = av_rescale_q(audioLeadIn, AVRational(num: 1, den: 1_000_000), input.streams[index].pointee.time_base)
+        packet.pointer.pointee.pts -= lead
+        packet.pointer.pointee.dts -= lead
+      }
       av_packet_rescale_ts(
         packet.pointer, input.streams[index].pointee.time_base, output.pointee.streams[index]!.pointee.time_base)
       packet.pointer.pointee.pos = -1

@@ -33,8 +33,9 @@ enum MP4Finalizer {
   }
 
   /// Finalizes `path` in place. Throws ``MP4Error`` (nothing written) when the file is not laid out as
-  /// expected or the index does not fit the reserved room.
-  static func finalizeInPlace(path: String) throws {
+  /// expected or the index does not fit the reserved room. The sound track's first `audioLeadIn` µs are
+  /// hidden by an edit list (see ``MP4File/audioLeadIn``).
+  static func finalizeInPlace(path: String, audioLeadIn: Int64 = 0) throws {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
     let boxes = try topLevelBoxes(file)
@@ -78,10 +79,14 @@ enum MP4Finalizer {
       guard let track = tracks[trackID] else { throw MP4Error.malformed("no trex for track \(trackID)") }
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
       let mediaDuration = track.samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
-      let trackDuration = mediaTimescale == 0 ? 0 : mediaDuration * movieTimescale / mediaTimescale
+      var hidden: UInt64 = 0
+      if audioLeadIn > 0, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8) {
+        hidden = min(mediaDuration, UInt64(audioLeadIn) * mediaTimescale / 1_000_000)
+      }
+      let trackDuration = mediaTimescale == 0 ? 0 : (mediaDuration - hidden) * movieTimescale / mediaTimescale
       movieDuration = max(movieDuration, trackDuration)
       newMoov.children[index] = try rebuild(
-        trak, track: track, trackDuration: trackDuration, mediaDuration: mediaDuration)
+        trak, track: track, trackDuration: trackDuration, mediaDuration: mediaDuration, hiddenMediaTime: hidden)
     }
     if let mvhdIndex = newMoov.children.firstIndex(where: { $0.type == "mvhd" }) {
       newMoov.children[mvhdIndex].payload = try withDuration(
@@ -258,11 +263,21 @@ enum MP4Finalizer {
     return payload
   }
 
-  private static func rebuild(_ trak: MP4Box, track: Track, trackDuration: UInt64, mediaDuration: UInt64) throws
-    -> MP4Box
-  {
+  private static func rebuild(
+    _ trak: MP4Box, track: Track, trackDuration: UInt64, mediaDuration: UInt64, hiddenMediaTime: UInt64
+  ) throws -> MP4Box {
     var trak = trak
     trak.children.removeAll { $0.type == "edts" }
+    if hiddenMediaTime > 0, let tkhd = trak.children.firstIndex(where: { $0.type == "tkhd" }) {
+      // One edit: the whole track but its first `hiddenMediaTime`, presented from 0.
+      let elst = fullBox("elst") { data in
+        data.appendBigEndian(UInt32(1))
+        data.appendBigEndian(UInt32(clamping: trackDuration))
+        data.appendBigEndian(UInt32(clamping: hiddenMediaTime))
+        data.appendBigEndian(UInt32(0x0001_0000))  // media rate 1.0
+      }
+      trak.children.insert(MP4Box(type: "edts", children: [elst]), at: tkhd + 1)
+    }
     for (index, child) in trak.children.enumerated() where child.type == "tkhd" {
       trak.children[index].payload = try withDuration(child.payload, trackDuration, v0Offset: 20, v1Offset: 28)
     }

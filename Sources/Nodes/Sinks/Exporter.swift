@@ -30,6 +30,9 @@ public final class Exporter: Node {
     public var audioTrack: TrackID?
     /// Where the unfinished (fragmented) file is written.
     public var workingPath: String
+    /// The room reserved for the final index: nil sizes it from the range and the frame rate; an index
+    /// that does not fit is finalized by a remux instead (slower, same file).
+    public var reservedIndexBytes: Int? = nil
 
     /// Creates a configuration.
     public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, workingPath: String) {
@@ -165,9 +168,10 @@ public final class Exporter: Node {
     let audioRate = audio.map { Double($0.sampleRate) / 1024 } ?? 0
     file = try MP4File(
       path: configuration.workingPath, video: first.format, audio: audio,
-      reservedIndexBytes: MP4File.indexBytes(
-        forSeconds: configuration.range.durationMicroseconds / 1_000_000 + 1,
-        samplesPerSecond: (videoRate + audioRate) * 1.25))
+      reservedIndexBytes: configuration.reservedIndexBytes
+        ?? MP4File.indexBytes(
+          forSeconds: configuration.range.durationMicroseconds / 1_000_000 + 1,
+          samplesPerSecond: (videoRate + audioRate) * 1.25))
     fileVideo = first.format
     fileAudio = audio
     segment = OpenSegment(
@@ -229,12 +233,28 @@ public final class Exporter: Node {
   private func flushAudio(upTo limit: Int64, segmentEnd: Int64? = nil) throws {
     guard let file, fileAudio != nil, var open = segment else { return }
     while let packet = pendingAudio.first, packet.time.microseconds < limit {
-      pendingAudio.removeFirst()
       let time = packet.time.microseconds
+      // While the stretch is open, a frame is written once the video reaches its end, so the audio
+      // never runs past the video; when it closes, a frame may end up to 20 ms after the last frame.
+      if segmentEnd == nil, time + packet.durationMicroseconds > limit { break }
+      pendingAudio.removeFirst()
       if let segmentEnd, time + packet.durationMicroseconds > segmentEnd + 20_000 { continue }
-      guard time >= open.sourceStart, packet.format.codec == .aac,
-        packet.format.sampleRate == fileAudio?.sampleRate, packet.format.channels == fileAudio?.channels
+      guard packet.format.codec == .aac, packet.format.sampleRate == fileAudio?.sampleRate,
+        packet.format.channels == fileAudio?.channels
       else { continue }
+      if time < open.sourceStart {
+        // Audio that starts before the first video frame of the file (the AAC encoder's priming frame, a
+        // frame that straddles the start) is kept as the audio track's lead-in, hidden by an edit list: a
+        // decoder needs it to produce the first samples without a fade-in. Elsewhere it is cut.
+        let end = time + packet.durationMicroseconds
+        guard open.outputStart == 0, writtenAudioPackets == 0, end + 1_000 >= open.sourceStart else { continue }
+        file.audioLeadIn = open.sourceStart - time
+        try file.writeAudio(packet.data, time: time - open.sourceStart, duration: packet.durationMicroseconds)
+        writtenAudioPackets += 1
+        open.lastAudioEnd = end
+        segment = open
+        continue
+      }
       let expected = open.lastAudioEnd ?? open.sourceStart
       if time - expected > 2 * max(packet.durationMicroseconds, 20_000), let track = configuration.audioTrack {
         reportAudioGap(

@@ -32,6 +32,8 @@ public final class AudioTranscoder: Node {
     var samplesQueued: Int64 = 0
     /// Samples put into the FIFO (decoded or silence) since `anchor`.
     var samplesIn: Int64 = 0
+    /// True when the stretch starts with the stream or after a gap, not after a hole the node itself cut.
+    var keepsPriming = true
 
     /// Where the next record should start if the audio is continuous.
     var expectedTime: Int64 { anchor + samplesIn * 1_000_000 / Int64(input.sampleRate) }
@@ -102,11 +104,13 @@ public final class AudioTranscoder: Node {
       return badRecord(
         input, "\(input.data.count) bytes are not a whole number of \(channels)-channel samples", context)
     }
+    var restarted = false
     if let chain = chains[input.track] {
       let hole = input.time.microseconds - chain.expectedTime
       if chain.input != input.format || hole < -Self.jitter || hole > Self.maximumSilence {
         try drain(chain, context: context)
         chains[input.track] = nil
+        restarted = true
       } else if hole > Self.jitter {
         try queueSilence(Int(hole * Int64(chain.input.sampleRate) / 1_000_000), in: chain)
       }
@@ -116,6 +120,7 @@ public final class AudioTranscoder: Node {
       chain = existing
     } else {
       chain = try Chain(track: input.track, input: input.format, anchor: input.time.microseconds)
+      chain.keepsPriming = !restarted
       chains[input.track] = chain
       context.send(.formatChange(FormatChange(track: input.track, format: chain.format, time: input.time)))
     }
@@ -224,9 +229,10 @@ public final class AudioTranscoder: Node {
       let raw = Data(bytes: p.data, count: Int(p.size))
       let pts = p.pts
       av_packet_unref(chain.packet.pointer)
-      // The encoder's priming frame (before the stretch's first sample) carries no audio of the recording;
-      // it would sit before the stretch's start, where the output has no room for it.
-      guard pts >= 0 else { continue }
+      // The encoder's priming frame lies before the stretch's first sample. At the start of a stretch it
+      // leaves with it (a writer can hide it with an edit list, so the first samples decode without a
+      // fade-in); after a hole inside a stretch it would sit in the hole and is dropped.
+      guard pts >= 0 || chain.keepsPriming else { continue }
       guard
         let header = ADTSHeader.make(
           sampleRate: chain.input.sampleRate, channels: chain.input.channels, payloadLength: raw.count)
