@@ -31,15 +31,16 @@ final class ExportObservations: @unchecked Sendable {
 
 /// Runs an export of `library` and waits for its completion. `onProgress` may act on the job (cancel…).
 func export(
-  library: URL, range: MediaRange, audio: Bool = true, to output: URL,
-  onProgress: (@Sendable (ExportJob, Double) -> Void)? = nil
+  library: URL, range: MediaRange, audio: Bool = true, to output: URL, videoChannel: UInt8 = 0,
+  audioChannel: UInt8 = 1, onProgress: (@Sendable (ExportJob, Double) -> Void)? = nil
 ) throws -> (ExportResult, ExportObservations) {
   let observations = ExportObservations()
   let done = DispatchSemaphore(value: 0)
   let box = JobBox()
   let job = try ExportJob(
     request: .init(
-      range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: audio ? TrackID(.audio, channel: 1) : nil,
+      range: range, videoTrack: TrackID(.video, channel: videoChannel),
+      audioTrack: audio ? TrackID(.audio, channel: audioChannel) : nil,
       output: output),
     source: LocalLibrarySource(directory: library, range: range, prefetchBytes: 1 << 20),
     progress: { fraction, covered in

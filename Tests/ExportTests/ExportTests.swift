@@ -192,6 +192,39 @@ struct ExportTests {
     }
   }
 
+  @Test("a video channel the recording does not have is trackUnavailable, and nothing to export")
+  func missingVideoChannel() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(-1000, 6000), to: directory.url.appendingPathComponent("v.mp4"), videoChannel: 5)
+    #expect(result.code == .noRecordableMedia)
+    #expect(result.file == nil)
+    #expect(result.report.gaps.map(\.range) == [reportRange(-1000, 6000)])
+    // Before the recording there is none; where objects were read, the channel is missing.
+    #expect(Set(result.report.gaps.first?.reasons ?? []) == [.noRecording, .trackUnavailable])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
+  }
+
+  @Test("an audio channel the recording does not have is an audio gap trackUnavailable: not complete")
+  func missingAudioChannel() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(0, 6000), to: directory.url.appendingPathComponent("a.mp4"), audioChannel: 7)
+    #expect(result.code == .ok)
+    #expect(!result.report.complete)
+    #expect(result.report.coveredDurationMs == 6000)
+    let audio = ExportReport.Track(TrackID(.audio, channel: 7))
+    #expect(result.report.gaps.map(\.tracks) == [[audio]])
+    #expect(result.report.gaps.map(\.range) == [reportRange(0, 6000)])
+    #expect(result.report.gaps.first?.reasons == [.trackUnavailable])
+    let probe = try expectPlayable(result, audio: false)
+    #expect(probe.audio == nil)
+  }
+
   @Test("a range without recordings is noRecordableMedia with no file")
   func nothingToExport() throws {
     let directory = try TemporaryDirectory()

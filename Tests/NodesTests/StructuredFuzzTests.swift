@@ -51,6 +51,7 @@ struct StructuredFuzzTests {
       }
       if round % 1000 == 999 {
         failures += demuxer.reportedFailures
+        _ = demuxer.finish()  // stops its pipeline, so what it collected is released
         demuxer = try NodeHarness(SegmentDemuxer())
       }
     }

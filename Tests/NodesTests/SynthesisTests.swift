@@ -110,4 +110,34 @@ struct SynthesisTests {
     #expect(result.formatChanges.first?.format.codec == .h265)
     #expect(result.formatChanges.first?.format.width == 320)
   }
+
+  @Test("absurd synthesizer options are invalidArgument, before anything is created")
+  func absurdOptions() throws {
+    let directory = try TemporaryDirectory()
+    var cases: [LibrarySynthesizer.Options] = []
+    for change in [
+      { (o: inout LibrarySynthesizer.Options) in o.startMilliseconds = .max },
+      { o in o.startMilliseconds = .min },
+      { o in o.durationSeconds = .max },
+      { o in o.gaps = [(offset: .max, length: 1)] },
+      { o in o.gaps = [(offset: 1, length: .max)] },
+      { o in o.gaps = [(offset: -5, length: 1)] },
+      { o in o.fps = .max },
+      { o in o.segmentSeconds = .max },
+    ] {
+      var options = smallOptions(seconds: 2)
+      change(&options)
+      cases.append(options)
+    }
+    for (number, options) in cases.enumerated() {
+      let target = directory.url.appendingPathComponent("lib\(number)")
+      do {
+        try LibrarySynthesizer(options: options).write(to: target)
+        Issue.record("case \(number) was accepted")
+      } catch let error as TiError {
+        #expect(error.code == .invalidArgument, "case \(number): \(error)")
+      }
+      #expect(!FileManager.default.fileExists(atPath: target.path), "case \(number) created its directory")
+    }
+  }
 }

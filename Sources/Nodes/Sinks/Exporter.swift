@@ -78,6 +78,9 @@ public final class Exporter: Node {
   private var sourceSegments: [(start: Int64, end: Int64)] = []
   private var outputCursor: Int64 = 0
   private var videoGapIntervals: [Interval] = []
+  /// The objects that reached the demuxer (from its `segmentStart` events): a stretch they cover without
+  /// video of the channel is `trackUnavailable`, one no object covers `noRecording`.
+  private var objectRanges: [(start: Int64, end: Int64)] = []
   private var audioGaps: [RecordingGap] = []
   private var incompatibleSince: Int64?
   private var pendingAudio: [EncodedPacket] = []
@@ -189,7 +192,7 @@ public final class Exporter: Node {
       try emitVideo(previous, duration: step > 0 ? step : previous.durationMicroseconds)
     }
     pendingVideo = packet
-    try flushAudio(upTo: packet.time.microseconds)
+    try flushAudio(upTo: min(packet.time.microseconds, rangeEnd))
   }
 
   /// Writes a frame that lasts `duration` (until the next frame in decode order; for streams without
@@ -222,7 +225,7 @@ public final class Exporter: Node {
   private func audio(_ packet: EncodedPacket) throws {
     guard configuration.audioTrack != nil, packet.time.microseconds < rangeEnd else { return }
     pendingAudio.append(packet)
-    if let pendingVideo { try flushAudio(upTo: pendingVideo.time.microseconds) }
+    if let pendingVideo { try flushAudio(upTo: min(pendingVideo.time.microseconds, rangeEnd)) }
     // Audio with no video to go with it is dropped; keep at most a few seconds waiting for video.
     if pendingAudio.count > 256 { pendingAudio.removeFirst(pendingAudio.count - 256) }
   }
@@ -300,6 +303,12 @@ public final class Exporter: Node {
             range: MediaRange(start: .init(microseconds: audioEnd), end: .init(microseconds: open.videoEnd)),
             tracks: [track], reasons: [.trackUnavailable]))
       }
+    } else if let track = configuration.audioTrack, audioFormat == nil || audioFormat?.codec == .aac {
+      // The file has no audio track: the requested channel never came (or came too late to be declared).
+      reportAudioGap(
+        RecordingGap(
+          range: MediaRange(start: .init(microseconds: open.sourceStart), end: .init(microseconds: open.videoEnd)),
+          tracks: [track], reasons: [.trackUnavailable]))
     }
     segment = nil
     guard open.videoEnd > open.sourceStart else { return }
@@ -314,6 +323,14 @@ public final class Exporter: Node {
 
   /// Gaps end the open stretch (when they concern video) and are kept for the report.
   public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
+    if case .segmentStart(let object) = event {
+      if let last = objectRanges.last, object.start <= last.end {
+        objectRanges[objectRanges.count - 1].end = max(last.end, object.end)
+      } else {
+        objectRanges.append((object.start, object.end))
+      }
+      return
+    }
     guard case .gap(let gap as RecordingGap) = event else { return }
     let concernsVideo = gap.tracks.isEmpty || gap.tracks.contains(configuration.videoTrack)
     let concernsAudio = configuration.audioTrack.map { gap.tracks.isEmpty || gap.tracks.contains($0) } ?? false
@@ -367,7 +384,9 @@ public final class Exporter: Node {
   /// The report, given how the task ended. Gaps are the requested range's stretches outside the
   /// written segments (and before where the scan stopped), with the reasons the pipeline gave for them.
   public func report(termination: ExportTermination, cause: TiErrorCode) -> ExportReport {
-    let scanned = termination == .exhausted ? rangeEnd : min(scanPosition, rangeEnd)
+    // Nothing to export is found only once the whole range was scanned.
+    let scannedAll = termination == .exhausted || cause == .noRecordableMedia
+    let scanned = scannedAll ? rangeEnd : min(scanPosition, rangeEnd)
     // A stretch still open (the task ended early) counts as far as it was written.
     var sourceSegments = self.sourceSegments
     var segments = self.segments
@@ -386,9 +405,17 @@ public final class Exporter: Node {
     for covered in sourceSegments + [(scanned, scanned)] {
       let holeEnd = min(covered.start, scanned)
       if holeEnd > cursor {
-        let reasons = videoGapIntervals.filter { $0.start < holeEnd && $0.end > cursor }.flatMap(\.reasons)
+        let intervals = videoGapIntervals.filter { $0.start < holeEnd && $0.end > cursor }
         var unique: [GapReason] = []
-        for reason in reasons where !unique.contains(reason) { unique.append(reason) }
+        for reason in intervals.flatMap(\.reasons) where !unique.contains(reason) { unique.append(reason) }
+        // What no gap event explains: without video of the channel where objects were read, else
+        // without any recording.
+        for part in Self.subtract(intervals.map { ($0.start, $0.end) }, from: (cursor, holeEnd)) {
+          let read = Self.subtract(objectRanges, from: part)
+          let readLength = part.1 - part.0 - read.reduce(0) { $0 + $1.1 - $1.0 }
+          if readLength > 0, !unique.contains(.trackUnavailable) { unique.append(.trackUnavailable) }
+          if !read.isEmpty, !unique.contains(.noRecording) { unique.append(.noRecording) }
+        }
         gaps.append(
           ExportReport.Gap(
             range: .init(startMs: Self.ms(cursor), endMs: Self.ms(holeEnd)), tracks: tracks,
@@ -437,6 +464,18 @@ public final class Exporter: Node {
   }
 
   private static func ms(_ microseconds: Int64) -> Int64 { microseconds / 1000 }
+
+  /// The parts of `range` that none of `intervals` covers, in order.
+  private static func subtract(_ intervals: [(Int64, Int64)], from range: (Int64, Int64)) -> [(Int64, Int64)] {
+    var parts: [(Int64, Int64)] = []
+    var cursor = range.0
+    for interval in intervals.sorted(by: { $0.0 < $1.0 }) where interval.1 > cursor && interval.0 < range.1 {
+      if interval.0 > cursor { parts.append((cursor, interval.0)) }
+      cursor = max(cursor, interval.1)
+    }
+    if cursor < range.1 { parts.append((cursor, range.1)) }
+    return parts
+  }
 
   /// Forgets nothing: an export is not seekable (a new range needs a new task).
   public func flush(context: NodeContext<Never>) {}

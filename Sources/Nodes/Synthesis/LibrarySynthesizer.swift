@@ -89,13 +89,14 @@ public struct LibrarySynthesizer {
   /// bounded by one object, whatever the duration).
   @discardableResult
   public func write(to directory: URL) throws -> Summary {
+    // Options are checked (and the encoders opened) before anything is created on disk.
+    let recording = try SyntheticRecording(options: options)
     let objects = directory.appendingPathComponent("objects")
     do {
       try FileManager.default.createDirectory(at: objects, withIntermediateDirectories: true)
     } catch {
       throw TiError(.fileWriteFailed, "cannot create \(objects.path): \(error.localizedDescription)")
     }
-    let recording = try SyntheticRecording(options: options)
     var segments: [RecordingIndex.Segment] = []
     while let (segment, object) = try recording.nextObject() {
       let file = directory.appendingPathComponent(segment.url)

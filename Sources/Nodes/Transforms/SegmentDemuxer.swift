@@ -142,9 +142,14 @@ public final class SegmentDemuxer: Node {
     return probe
   }
 
-  /// Sends a packet or event, through the start-of-range trimming while it lasts: until the first packet
-  /// at or after the range start, entries are held, and each video keyframe before the start drops the
-  /// packets held before it (output then begins at the last keyframe at or before the start).
+  /// Sends a packet or event, through the start-of-range trimming while it lasts: until the first video
+  /// frame at or after the range start (or a gap after the start), entries are held; each video keyframe
+  /// before the start drops the packets held before it, and a gap at or before the start drops every
+  /// packet held (decoding restarts after it). Output then begins at the last decodable keyframe at or
+  /// before the start, or at the first frame after it.
+  ///
+  /// Only video ends the trimming: video leaves one frame late (its duration comes from the next frame),
+  /// so audio at the start would otherwise release the frames of the GOP before the keyframe at the start.
   private func output(_ entry: Held, _ context: NodeContext<EncodedPacket>) {
     guard let trimBefore else {
       switch entry {
@@ -153,7 +158,8 @@ public final class SegmentDemuxer: Node {
       }
       return
     }
-    if case .packet(let packet) = entry {
+    switch entry {
+    case .packet(let packet) where packet.track.kind == .video:
       if packet.time >= trimBefore {
         self.trimBefore = nil
         let released = held
@@ -162,7 +168,7 @@ public final class SegmentDemuxer: Node {
         output(entry, context)
         return
       }
-      if packet.track.kind == .video && packet.isKeyframe {
+      if packet.isKeyframe {
         held.removeAll { item in
           switch item {
           case .packet(let earlier): return earlier.time < packet.time
@@ -171,6 +177,21 @@ public final class SegmentDemuxer: Node {
           }
         }
       }
+    case .event(.gap(let gap as RecordingGap)):
+      if gap.range.start <= trimBefore {
+        // Lost data at or before the start: what is held cannot lead into the range.
+        held.removeAll { if case .packet = $0 { true } else { false } }
+      } else {
+        // Lost data after the start: what is held is the range's beginning, up to the gap.
+        self.trimBefore = nil
+        let released = held
+        held = []
+        for item in released { output(item, context) }
+        output(entry, context)
+        return
+      }
+    default:
+      break
     }
     held.append(entry)
   }
