@@ -138,7 +138,9 @@ public struct RecordMutator {
     self.range = range
   }
 
+  /// One of `values`, chosen by the generator.
   public mutating func pick<T>(_ values: [T]) -> T { values[Int(generator.next() % UInt64(values.count))] }
+  /// True `percent` times in a hundred.
   public mutating func chance(_ percent: UInt64) -> Bool { generator.next() % 100 < percent }
 
   mutating func time() -> Int64 {
