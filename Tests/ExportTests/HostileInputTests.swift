@@ -236,6 +236,47 @@ struct HostileInputTests {
     }
   }
 
+  @Test("an object spanning the whole representable time, frames at both ends, exports without a trap")
+  func framesAtTheEndsOfTime() throws {
+    let directory = try TemporaryDirectory()
+    let source = try library(in: directory.url)
+    let index = try RecordingIndex.decode(try Data(contentsOf: source.appendingPathComponent("index.json")))
+    let records = try SegmentReader.parse(
+      try Data(contentsOf: source.appendingPathComponent(index.segments[0].url)), key: nil, cipher: try AES128CBC()
+    ).records
+    var first = try #require(records.first { $0.track.kind == .video && $0.isKeyframe })
+    var last = first
+    let low = MediaTime.validMilliseconds.lowerBound
+    let high = MediaTime.validMilliseconds.upperBound
+    first.timestampMilliseconds = low
+    last.timestampMilliseconds = high - 1
+    let object = try SegmentWriter.object(
+      records: [first, last], range: MediaRange(startMilliseconds: low, endMilliseconds: high))
+    let library = directory.url.appendingPathComponent("wide")
+    try FileManager.default.createDirectory(
+      at: library.appendingPathComponent("objects"), withIntermediateDirectories: true)
+    try object.write(to: library.appendingPathComponent("objects/wide.tseg"))
+    try RecordingIndex(
+      deviceId: "wide",
+      segments: [
+        .init(
+          id: "wide", startMs: low, endMs: high, url: "objects/wide.tseg", size: object.count,
+          sha256: SHA256Digest.hexHash(object), key: nil, tracks: [])
+      ]
+    ).encoded().write(to: library.appendingPathComponent("index.json"))
+    for (from, to) in [(high - 7, high), (low, low + 7), (high - 864_000_000, high)] {
+      let requested = MediaRange(startMilliseconds: from, endMilliseconds: to)
+      let (result, _) = try export(
+        library: library, range: requested, audio: false, to: directory.url.appendingPathComponent("w.mp4"))
+      #expect(
+        [.ok, .noRecordableMedia].contains(result.code), "[\(from), \(to)): \(result.code) \(result.message ?? "")")
+      if let file = result.file {
+        #expect(result.report.coveredDurationMs <= to - from)
+        try FileManager.default.removeItem(at: file)
+      }
+    }
+  }
+
   // MARK: 3. Duplicate and overlapping entries
 
   @Test("an index listing an object twice, or overlapping objects, exports every frame once")

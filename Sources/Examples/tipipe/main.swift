@@ -72,7 +72,7 @@ if name != "export" {
   // Commands without a cancellable task stop where they are; what they wrote is kept.
   Interruption.shared.onSignal { signal in
     FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
-    exit(1)
+    _exit(1)  // not exit(): the main thread is still at work, and must not race the exit handlers
   }
 }
 

@@ -71,7 +71,7 @@ final class MP4File {
     defer { av_dict_free(&options) }
     try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
     // A `free` box right after the (empty) `moov`: the room the final index is written into.
-    let reserved = max(8, reservedIndexBytes)
+    let reserved = min(max(8, reservedIndexBytes), Self.maximumReservedIndexBytes)
     avio_wb32(context.pointee.pb, UInt32(reserved))
     avio_write(context.pointee.pb, Array("free".utf8), 4)
     let zeros = [UInt8](repeating: 0, count: 64 * 1024)
@@ -88,9 +88,12 @@ final class MP4File {
   /// the chunk offsets of the fragments, plus 64 KB. Sized from the sample rate so that a long
   /// low-frame-rate export does not reserve more than its media; an index that outgrows its room is
   /// finalized by a remux instead.
+  static let maximumReservedIndexBytes = 64 << 20
+
   static func indexBytes(forSeconds seconds: Int64, samplesPerSecond: Double = 110) -> Int {
-    let perSecond = 64 + 12 * min(max(samplesPerSecond, 1), 10_000)
-    return 65_536 + Int(Double(min(max(0, seconds), 1 << 32)) * perSecond)
+    let perSecond = 64 + 12 * min(max(samplesPerSecond, 1), 500)
+    // At most 64 MB: a larger index (days of high-rate media) is finalized by the remux.
+    return min(65_536 + Int(Double(min(max(0, seconds), 1 << 32)) * perSecond), maximumReservedIndexBytes)
   }
 
   deinit { close() }

@@ -115,7 +115,7 @@ public final class Exporter: Node {
       try openFileIfReady(force: false)
       try audio(input)
     }
-    advanceScan(to: min(input.time.microseconds + input.durationMicroseconds, rangeEnd))
+    advanceScan(to: Self.end(of: input.time.microseconds, lasting: input.durationMicroseconds, atMost: rangeEnd))
   }
 
   private func video(_ packet: EncodedPacket) throws {
@@ -189,7 +189,16 @@ public final class Exporter: Node {
     // segment's end.
     if let previous = pendingVideo {
       let step = packet.decodeTime.microseconds - previous.decodeTime.microseconds
-      try emitVideo(previous, duration: step > 0 ? step : previous.durationMicroseconds)
+      if step > SegmentDemuxer.maximumFrameDuration {
+        // No frame for longer than a frame may last: the stretch ends with the previous frame (at its own
+        // duration) and what follows is a gap; the next stretch starts at a keyframe.
+        try closeSegment(at: rangeEnd)
+        guard packet.isKeyframe, packet.time.microseconds < rangeEnd else { return }
+        let time = packet.time.microseconds
+        segment = OpenSegment(sourceStart: time, outputStart: outputCursor, videoEnd: time)
+      } else {
+        try emitVideo(previous, duration: step > 0 ? step : previous.durationMicroseconds)
+      }
     }
     pendingVideo = packet
     try flushAudio(upTo: min(packet.time.microseconds, rangeEnd))
@@ -205,7 +214,7 @@ public final class Exporter: Node {
       segment = open
       return
     }
-    let stop = min(start + duration, rangeEnd)
+    let stop = Self.end(of: start, lasting: duration, atMost: rangeEnd)
     guard stop > start else { return }
     // Decode times keep their distance to presentation times (B-frames decode before they are shown), so
     // a reordered stretch starts with a decode time before its output start; the muxer's signed
@@ -288,8 +297,8 @@ public final class Exporter: Node {
   /// Ends the open segment at the end of the last frame written (`limit` bounds the last frame).
   private func closeSegment(at limit: Int64) throws {
     if let pending = pendingVideo {
-      let guess = pending.time.microseconds + pending.durationMicroseconds
-      try emitVideo(pending, duration: min(limit, guess) - pending.time.microseconds)
+      let stop = Self.end(of: pending.time.microseconds, lasting: pending.durationMicroseconds, atMost: limit)
+      try emitVideo(pending, duration: stop - pending.time.microseconds)
       pendingVideo = nil
     }
     guard let open = segment else { return }
@@ -324,8 +333,12 @@ public final class Exporter: Node {
   /// Gaps end the open stretch (when they concern video) and are kept for the report.
   public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
     if case .segmentStart(let object) = event {
+      // Objects arrive by start time (merged when they overlap): the list stays sorted.
       if let last = objectRanges.last, object.start <= last.end {
         objectRanges[objectRanges.count - 1].end = max(last.end, object.end)
+      } else if let last = objectRanges.last, object.start < last.start {
+        objectRanges.append((object.start, object.end))
+        objectRanges.sort { $0.start < $1.start }
       } else {
         objectRanges.append((object.start, object.end))
       }
@@ -410,7 +423,8 @@ public final class Exporter: Node {
         for reason in intervals.flatMap(\.reasons) where !unique.contains(reason) { unique.append(reason) }
         // What no gap event explains: without video of the channel where objects were read, else
         // without any recording.
-        for part in Self.subtract(intervals.map { ($0.start, $0.end) }, from: (cursor, holeEnd)) {
+        let explained = intervals.map { ($0.start, $0.end) }.sorted { $0.0 < $1.0 }
+        for part in Self.subtract(explained, from: (cursor, holeEnd)) {
           let read = Self.subtract(objectRanges, from: part)
           let readLength = part.1 - part.0 - read.reduce(0) { $0 + $1.1 - $1.0 }
           if readLength > 0, !unique.contains(.trackUnavailable) { unique.append(.trackUnavailable) }
@@ -465,11 +479,18 @@ public final class Exporter: Node {
 
   private static func ms(_ microseconds: Int64) -> Int64 { microseconds / 1000 }
 
-  /// The parts of `range` that none of `intervals` covers, in order.
+  /// `start + duration`, but at most `limit`: a duration from outside (up to the distance between any
+  /// two representable times) never overflows.
+  private static func end(of start: Int64, lasting duration: Int64, atMost limit: Int64) -> Int64 {
+    let (sum, overflow) = start.addingReportingOverflow(max(0, duration))
+    return overflow ? limit : min(sum, limit)
+  }
+
+  /// The parts of `range` that none of `intervals` (sorted by start) covers, in order.
   private static func subtract(_ intervals: [(Int64, Int64)], from range: (Int64, Int64)) -> [(Int64, Int64)] {
     var parts: [(Int64, Int64)] = []
     var cursor = range.0
-    for interval in intervals.sorted(by: { $0.0 < $1.0 }) where interval.1 > cursor && interval.0 < range.1 {
+    for interval in intervals where interval.1 > cursor && interval.0 < range.1 {
       if interval.0 > cursor { parts.append((cursor, interval.0)) }
       cursor = max(cursor, interval.1)
     }

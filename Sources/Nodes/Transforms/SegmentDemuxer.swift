@@ -40,6 +40,11 @@ public final class SegmentDemuxer: Node {
 
   /// The node's name.
   public let name = "SegmentDemuxer"
+  /// The longest a video frame is taken to last (10 s).
+  public static let maximumFrameDuration: Int64 = 10_000_000
+  /// While the output waits for the first video frame of the range, audio older than this before the
+  /// newest one held is dropped, so a range without video holds at most this much audio (10 s).
+  static let maximumHeldAudio: Int64 = 10_000_000
   private let startingAt: MediaTime?
   private var trimBefore: MediaTime?
   private var held: [Held] = []
@@ -100,8 +105,11 @@ public final class SegmentDemuxer: Node {
       }
       if let pending = state.pending {
         let duration = time.microseconds - pending.time.microseconds
-        if duration > 0 { state.lastDuration = duration }
-        output(.packet(pending.withDuration(duration > 0 ? duration : state.lastDuration)), context)
+        // A frame lasts until the next one, but not for ever: a stretch of minutes without a frame
+        // (or times from a broken clock) is a stretch without video, not one frozen picture.
+        let plausible = duration > 0 && duration <= Self.maximumFrameDuration
+        if plausible { state.lastDuration = duration }
+        output(.packet(pending.withDuration(plausible ? duration : state.lastDuration)), context)
         state.pending = nil
       }
       if format != state.format {
@@ -162,6 +170,13 @@ public final class SegmentDemuxer: Node {
     case .packet(let packet) where packet.track.kind == .video:
       if packet.time >= trimBefore {
         self.trimBefore = nil
+        // Held video that stops long before this frame does not reach the start: it is not the range's.
+        let lastHeld = held.last { if case .packet(let p) = $0 { p.track.kind == .video } else { false } }
+        if case .packet(let earlier) = lastHeld,
+          packet.time.microseconds - earlier.time.microseconds > Self.maximumFrameDuration
+        {
+          held.removeAll { if case .packet = $0 { true } else { false } }
+        }
         let released = held
         held = []
         for item in released { output(item, context) }
@@ -176,6 +191,15 @@ public final class SegmentDemuxer: Node {
           case .event: return false
           }
         }
+      }
+    case .packet(let packet):
+      // Audio waiting for the first video frame: keep a bounded stretch (each packet holds its object).
+      let oldest = packet.time.microseconds - Self.maximumHeldAudio
+      held.removeAll { item in
+        if case .packet(let earlier) = item, earlier.track.kind == .audio, earlier.time.microseconds < oldest {
+          return true
+        }
+        return false
       }
     case .event(.gap(let gap as RecordingGap)):
       if gap.range.start <= trimBefore {
