@@ -277,6 +277,26 @@ struct HostileInputTests {
     }
   }
 
+  @Test("a keyframe whose parameter sets give no picture size is not a keyframe: noKeyFrame, not a failure")
+  func keyframeWithoutPictureSize() throws {
+    let directory = try TemporaryDirectory()
+    let library = try library(in: directory.url)
+    try LibraryFaults.rewriteRecords(segment: 0, in: library) { records in
+      var records = records
+      let first = try #require(records.firstIndex { $0.track.kind == .video && $0.isKeyframe })
+      // Start codes and NAL headers of nothing a parser can size.
+      records[first].payload = Data([0, 0, 0, 1, 0x65] + [UInt8](repeating: 0x5A, count: 64))
+      return records
+    }
+    let (result, _) = try export(
+      library: library, range: range(0, 6000), to: directory.url.appendingPathComponent("k.mp4"))
+    #expect(result.code == .ok, "\(result.code) \(result.message ?? "")")
+    #expect(result.report.gaps.map(\.range) == [reportRange(0, 2000)])
+    #expect(result.report.gaps.first?.reasons == [.noKeyFrame])
+    #expect(result.report.coveredDurationMs == 4000)
+    _ = try expectPlayable(result)
+  }
+
   // MARK: 3. Duplicate and overlapping entries
 
   @Test("an index listing an object twice, or overlapping objects, exports every frame once")

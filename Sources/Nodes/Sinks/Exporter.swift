@@ -137,7 +137,9 @@ public final class Exporter: Node {
     }
     if file == nil {
       // Until the file exists (its streams are declared up front), keep everything from the first keyframe.
-      guard packet.isKeyframe || !startBuffer.isEmpty else { return }
+      // A file needs a picture size to declare its video track.
+      guard (packet.isKeyframe && packet.format.width > 0 && packet.format.height > 0) || !startBuffer.isEmpty
+      else { return }
       startBuffer.append(packet)
       try openFileIfReady(force: false)
       return

@@ -84,8 +84,16 @@ public final class SegmentDemuxer: Node {
     }
     switch record.track.kind {
     case .video:
+      // A keyframe whose parameter sets do not give a picture size cannot start decoding (nor declare a
+      // track in a file): it counts as an ordinary frame.
+      var keyframeFormat: TrackFormat?
+      if record.isKeyframe {
+        let probed = try probe(record.codec).format(ofKeyframe: record.payload)
+        if probed.width > 0 && probed.height > 0 { keyframeFormat = probed }
+      }
+      let isKeyframe = keyframeFormat != nil
       if !state.decodable {
-        guard record.isKeyframe else {
+        guard isKeyframe else {
           if state.droppedFrom == nil { state.droppedFrom = time }
           return
         }
@@ -99,10 +107,7 @@ public final class SegmentDemuxer: Node {
         }
         state.decodable = true
       }
-      var format = state.format ?? TrackFormat(codec: record.codec)
-      if record.isKeyframe {
-        format = try probe(record.codec).format(ofKeyframe: record.payload)
-      }
+      let format = keyframeFormat ?? state.format ?? TrackFormat(codec: record.codec)
       if let pending = state.pending {
         let duration = time.microseconds - pending.time.microseconds
         // A frame lasts until the next one, but not for ever: a stretch of minutes without a frame
@@ -118,7 +123,7 @@ public final class SegmentDemuxer: Node {
       }
       state.pending = EncodedPacket(
         track: record.track, format: format, time: time, durationMicroseconds: state.lastDuration,
-        isKeyframe: record.isKeyframe, data: record.payload)
+        isKeyframe: isKeyframe, data: record.payload)
       state.reach = time
     case .audio:
       var format = TrackFormat(codec: record.codec, sampleRate: record.sampleRate, channels: record.channels)
