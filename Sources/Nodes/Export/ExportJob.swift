@@ -105,10 +105,16 @@ public final class ExportJob: @unchecked Sendable {
   }
 
   /// Requests cancellation: no file, termination `cancelled`, code `cancelled` (6115). Non-blocking.
-  public func cancel() { end(.cancelled(.cancelled)) }
+  public func cancel() {
+    exporter.requestStop()
+    end(.cancelled(.cancelled))
+  }
 
   /// Requests a stop: no file, termination `cancelled`, code `stopped` (6124). Non-blocking.
-  public func stop() { end(.cancelled(.stopped)) }
+  public func stop() {
+    exporter.requestStop()
+    end(.cancelled(.stopped))
+  }
 
   private func end(_ reason: Ending) {
     executor.execute { [self] in

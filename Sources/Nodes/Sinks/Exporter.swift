@@ -1,5 +1,6 @@
 import Foundation
 import PipelineGraph
+import Synchronization
 
 /// The export sink: writes the requested range's video track (and optionally one audio track) into one
 /// MP4 whose timeline cuts the gaps out, and keeps the exact account of what it holds
@@ -91,6 +92,8 @@ public final class Exporter: Node {
   public private(set) var writtenVideoPackets = 0
   /// Audio packets written.
   public private(set) var writtenAudioPackets = 0
+  /// Set from any thread by ``requestStop()``; read before each input.
+  private let stopRequested = Atomic<Bool>(false)
   /// Video packets left out because their decode time did not follow the previous one's.
   public private(set) var skippedVideoPackets = 0
   private var lastVideoDecodeTime: Int64?
@@ -106,8 +109,13 @@ public final class Exporter: Node {
 
   // MARK: Input
 
+  /// Stops taking input at once, from any thread: the report then accounts for what was written before
+  /// the request, whatever was still queued (a cancelled or stopped task ends where it was asked to).
+  public func requestStop() { stopRequested.store(true, ordering: .releasing) }
+
   /// Writes a packet of the video or audio track.
   public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
+    guard !stopRequested.load(ordering: .acquiring) else { return }
     if input.track == configuration.videoTrack {
       try video(input)
     } else if input.track == configuration.audioTrack {
@@ -334,6 +342,7 @@ public final class Exporter: Node {
 
   /// Gaps end the open stretch (when they concern video) and are kept for the report.
   public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
+    guard !stopRequested.load(ordering: .acquiring) else { return }
     if case .segmentStart(let object) = event {
       // Objects arrive by start time (merged when they overlap): the list stays sorted.
       if let last = objectRanges.last, object.start <= last.end {
