@@ -165,49 +165,44 @@ func qtdemuxVideoBuffers(_ file: URL) throws -> [Double] {
 
 /// The top-level `free`/`skip` boxes of `file` whose payload starts like a box that a reader may recover
 /// from it (GPAC re-reads a `free` holding `mfhd` as a `moof`): `moof`, `mfhd`, `traf`, `mfra`, `tfra`,
-/// `mfro`, `moov`, `mdat`. Their offsets.
+/// `mfro`, `moov`, `mdat`; and those that end with an `mfro` (it points back at an `mfra`). Their offsets.
 func hiddenBoxes(_ file: URL) throws -> [Int] {
   let data = try Data(contentsOf: file)
   let recoverable: Set<String> = ["moof", "mfhd", "traf", "mfra", "tfra", "mfro", "moov", "mdat"]
+  func type(at offset: Int) -> String { String(decoding: data[offset + 4..<offset + 8], as: UTF8.self) }
   var found: [Int] = []
-  var offset = 0
-  while offset + 8 <= data.count {
-    var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-    var header = 8
-    if size == 1 {
-      size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
-      header = 16
+  for box in try topLevelBoxes(data) where box.type == "free" || box.type == "skip" {
+    let payload = box.offset + box.headerSize
+    if payload + 8 <= min(data.count, box.offset + box.size), recoverable.contains(type(at: payload)) {
+      found.append(box.offset)
     }
-    guard size >= 8 else { break }
-    let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
-    let payload = offset + header
-    if type == "free" || type == "skip", payload + 8 <= min(data.count, offset + size) {
-      let inner = String(decoding: data[payload + 4..<payload + 8], as: UTF8.self)
-      if recoverable.contains(inner) { found.append(offset) }
-    }
-    // Everywhere inside a free box: a `mfro` at its end points back at an `mfra`.
-    if type == "free" || type == "skip", size >= 24 {
-      let tail = offset + size - 16
-      if tail + 8 <= data.count, String(decoding: data[tail + 4..<tail + 8], as: UTF8.self) == "mfro" {
-        found.append(tail)
-      }
-    }
-    offset += size
+    let tail = box.offset + box.size - 16
+    if box.size >= 24, tail + 8 <= data.count, type(at: tail) == "mfro" { found.append(tail) }
   }
   return found
 }
 
-/// The types of an MP4's top-level boxes, in order.
-func topLevelBoxTypes(_ file: URL) throws -> [String] {
-  let data = try Data(contentsOf: file)
-  var types: [String] = []
+/// An MP4's top-level boxes, in order: type, offset, size and header size (16 for a 64-bit size).
+func topLevelBoxes(_ file: URL) throws -> [(type: String, offset: Int, size: Int, headerSize: Int)] {
+  try topLevelBoxes(Data(contentsOf: file))
+}
+
+func topLevelBoxes(_ data: Data) throws -> [(type: String, offset: Int, size: Int, headerSize: Int)] {
+  var boxes: [(type: String, offset: Int, size: Int, headerSize: Int)] = []
   var offset = 0
   while offset + 8 <= data.count {
     var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-    if size == 1 { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+    var header = 8
+    if size == 1, offset + 16 <= data.count {
+      size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
+      header = 16
+    }
     guard size >= 8 else { break }
-    types.append(String(decoding: data[offset + 4..<offset + 8], as: UTF8.self))
+    boxes.append((String(decoding: data[offset + 4..<offset + 8], as: UTF8.self), offset, size, header))
     offset += size
   }
-  return types
+  return boxes
 }
+
+/// The types of an MP4's top-level boxes, in order.
+func topLevelBoxTypes(_ file: URL) throws -> [String] { try topLevelBoxes(file).map(\.type) }

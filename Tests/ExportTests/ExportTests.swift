@@ -264,33 +264,12 @@ struct ExportTests {
 
 /// The bytes inside an MP4's `mdat` boxes.
 func mdatPayloadBytes(_ file: URL) throws -> Int {
-  let data = try Data(contentsOf: file)
-  var total = 0
-  var offset = 0
-  while offset + 8 <= data.count {
-    var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-    var header = 8
-    if size == 1 {
-      size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
-      header = 16
-    }
-    guard size >= 8 else { break }
-    if String(decoding: data[offset + 4..<offset + 8], as: UTF8.self) == "mdat" { total += size - header }
-    offset += size
-  }
-  return total
+  try topLevelBoxes(file).filter { $0.type == "mdat" }.reduce(0) { $0 + $1.size - $1.headerSize }
 }
 
 /// The decoded audio of `file` as 16-bit mono samples, as ffmpeg decodes it (edit lists applied).
 func decodedSamples(_ file: URL) throws -> [Int16] {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-  process.arguments = ["-v", "error", "-i", file.path, "-map", "0:a", "-f", "s16le", "-ac", "1", "-"]
-  let output = Pipe()
-  process.standardOutput = output
-  process.standardError = FileHandle.nullDevice
-  try process.run()
-  let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  let data = try runForData(
+    "/usr/bin/ffmpeg", ["-v", "error", "-i", file.path, "-map", "0:a", "-f", "s16le", "-ac", "1", "-"])
   return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
 }

@@ -36,8 +36,13 @@ public func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options {
   return options
 }
 
-/// Runs a command and returns its standard output (standard error is discarded).
+/// Runs a command and returns its standard output as text (standard error is discarded).
 public func run(_ executable: String, _ arguments: [String]) throws -> String {
+  String(decoding: try runForData(executable, arguments), as: UTF8.self)
+}
+
+/// Runs a command and returns its standard output's bytes (standard error is discarded).
+public func runForData(_ executable: String, _ arguments: [String]) throws -> Data {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments
@@ -47,7 +52,7 @@ public func run(_ executable: String, _ arguments: [String]) throws -> String {
   try process.run()
   let data = output.fileHandleForReading.readDataToEndOfFile()
   process.waitUntilExit()
-  return String(decoding: data, as: UTF8.self)
+  return data
 }
 
 /// Starts `pipeline` and waits until every sink has ended or it stopped; returns the failures its error

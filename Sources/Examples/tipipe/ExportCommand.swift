@@ -56,24 +56,10 @@ enum ExportCommand {
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
     let audioChannel =
       flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
-    let outPath = try flags.required("--out")
-    guard !outPath.isEmpty else { throw UsageError(message: "--out must not be empty") }
-    let out = URL(fileURLWithPath: outPath)
-    do {
-      try OutputFile.validate(out)
-    } catch let error as TiError {
-      throw UsageError(message: "--out: \(error.message)")
-    }
+    let out = try outputPath("--out", try flags.required("--out"))
     let reportPath = flags.string("--report")
     if let reportPath, reportPath != "-" {
-      guard !reportPath.isEmpty else { throw UsageError(message: "--report must not be empty") }
-      let report = URL(fileURLWithPath: reportPath)
-      do {
-        try OutputFile.validate(report)
-      } catch let error as TiError {
-        throw UsageError(message: "--report: \(error.message)")
-      }
-      guard !OutputFile.sameFile(report, out) else {
+      guard !OutputFile.sameFile(try outputPath("--report", reportPath), out) else {
         throw UsageError(message: "--report and --out name the same file")
       }
     }
@@ -150,6 +136,18 @@ enum ExportCommand {
     }
     return 0
   }
+}
+
+/// `path` as an output of `flag`: a usage error when it is empty or must not be replaced.
+func outputPath(_ flag: String, _ path: String) throws -> URL {
+  guard !path.isEmpty else { throw UsageError(message: "\(flag) must not be empty") }
+  let url = URL(fileURLWithPath: path)
+  do {
+    try OutputFile.validate(url)
+  } catch let error as TiError {
+    throw UsageError(message: "\(flag): \(error.message)")
+  }
+  return url
 }
 
 /// The job's result, handed from its completion to the waiting main thread.

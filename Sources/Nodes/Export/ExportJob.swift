@@ -170,11 +170,9 @@ public final class ExportJob: @unchecked Sendable {
   }
 
   private func finalize(termination: ExportTermination, cause: TiErrorCode, message: String?) -> ExportResult {
-    let staging = workingPath + ".final.mp4"
     do {
-      try exporter.finalizeFile(to: staging)
+      try exporter.finalizeFile(to: request.output.path)
       removeWorkingFile()
-      try OutputFile.install(staging, at: request.output)
       return ExportResult(
         code: .ok, file: request.output, durationMs: exporter.outputDurationMs,
         report: exporter.report(termination: termination, cause: cause), message: message)
@@ -183,7 +181,6 @@ public final class ExportJob: @unchecked Sendable {
       let code = failure?.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
       exporter.abandonFile()
       removeWorkingFile()
-      try? FileManager.default.removeItem(atPath: staging)
       return ExportResult(
         code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code),
         message: failure?.message ?? "\(error)")

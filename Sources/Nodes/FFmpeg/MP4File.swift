@@ -169,6 +169,15 @@ final class MP4File {
     }
   }
 
+  /// Finishes the file (``finalize(to:)``) under a temporary name beside `destination`, then renames it
+  /// there by ``OutputFile/install(_:at:)``: the one way a finished MP4 reaches a path a user named.
+  func finalize(installingAt destination: URL) throws {
+    let staging = path + ".final.mp4"
+    defer { unlink(staging) }
+    try finalize(to: staging)
+    try OutputFile.install(staging, at: destination)
+  }
+
   /// Closes the file without finishing it (what was written up to the last fragment stays readable).
   func close() {
     guard let context else { return }

@@ -392,10 +392,11 @@ public final class Exporter: Node {
   /// The file's duration in milliseconds (equal to the covered duration: gaps are cut out).
   public var outputDurationMs: Int64 { Self.ms(outputCursor) }
 
-  /// Finishes the MP4 and writes the final, seekable file at `destination`.
+  /// Finishes the MP4 and puts the final, seekable file at `destination` (renamed into place; only a
+  /// regular file there is replaced).
   public func finalizeFile(to destination: String) throws {
     guard let file else { throw TiError(.noRecordableMedia, "the range has no video that can be written") }
-    try file.finalize(to: destination)
+    try file.finalize(installingAt: URL(fileURLWithPath: destination))
     self.file = nil
   }
 

@@ -93,14 +93,9 @@ public final class MP4Writer: Node {
       pendingVideo = nil
     }
     guard let file else { throw TiError(.noRecordableMedia, "nothing was recorded") }
-    let staging = workingPath + ".final.mp4"
-    defer {
-      try? FileManager.default.removeItem(atPath: workingPath)
-      try? FileManager.default.removeItem(atPath: staging)
-    }
-    try file.finalize(to: staging)
+    defer { try? FileManager.default.removeItem(atPath: workingPath) }
+    try file.finalize(installingAt: destination)
     self.file = nil
-    try OutputFile.install(staging, at: destination)
     isFinalized = true
   }
 

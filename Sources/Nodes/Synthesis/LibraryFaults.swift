@@ -35,26 +35,17 @@ public enum LibraryFaults {
   /// start, then without that keyframe's flag: the object now starts without a keyframe, and — once its
   /// predecessor is lost — its frames up to the next keyframe cannot be decoded (`noKeyFrame`).
   public static func stripLeadingKeyframe(segment index: Int, in directory: URL) throws {
-    var library = try load(directory)
-    let segment = library.segments[index]
-    let url = directory.appendingPathComponent(segment.url)
-    let cipher = try AES128CBC()
-    let parsed = try SegmentReader.parse(try Data(contentsOf: url), key: try segment.keyBytes(), cipher: cipher)
-    var records = parsed.records
-    guard let first = records.firstIndex(where: { $0.track.kind == .video && $0.isKeyframe }) else { return }
-    records[first].isKeyframe = false
-    // A non-IDR frame cannot stand in for an IDR in the bitstream: replace the payload by the next
-    // non-keyframe's, so what the object holds is what a mid-GOP start really looks like.
-    if let donor = records[(first + 1)...].first(where: { $0.track.kind == .video && !$0.isKeyframe }) {
-      records[first].payload = donor.payload
+    try rewriteRecords(segment: index, in: directory) { records in
+      var records = records
+      guard let first = records.firstIndex(where: { $0.track.kind == .video && $0.isKeyframe }) else { return records }
+      records[first].isKeyframe = false
+      // A non-IDR frame cannot stand in for an IDR in the bitstream: replace the payload by the next
+      // non-keyframe's, so what the object holds is what a mid-GOP start really looks like.
+      if let donor = records[(first + 1)...].first(where: { $0.track.kind == .video && !$0.isKeyframe }) {
+        records[first].payload = donor.payload
+      }
+      return records
     }
-    let object = try SegmentWriter.object(
-      records: records, range: parsed.header.range, key: try segment.keyBytes(),
-      iv: parsed.header.isEncrypted ? parsed.header.iv : nil)
-    try object.write(to: url)
-    library.segments[index].size = object.count
-    library.segments[index].sha256 = SHA256Digest.hexHash(object)
-    try library.encoded().write(to: directory.appendingPathComponent("index.json"))
   }
 
   /// Rewrites the object of segment `index` with the records `transform` returns (re-encrypted with the

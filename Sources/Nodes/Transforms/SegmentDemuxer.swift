@@ -182,11 +182,7 @@ public final class SegmentDemuxer: Node {
         {
           held.removeAll { if case .packet = $0 { true } else { false } }
         }
-        let released = held
-        held = []
-        for item in released { output(item, context) }
-        output(entry, context)
-        return
+        return endTrimming(with: entry, context)
       }
       if packet.isKeyframe {
         held.removeAll { item in
@@ -213,16 +209,20 @@ public final class SegmentDemuxer: Node {
       } else {
         // Lost data after the start: what is held is the range's beginning, up to the gap.
         self.trimBefore = nil
-        let released = held
-        held = []
-        for item in released { output(item, context) }
-        output(entry, context)
-        return
+        return endTrimming(with: entry, context)
       }
     default:
       break
     }
     held.append(entry)
+  }
+
+  /// Sends what was held, then `entry` (trimming is over: `trimBefore` is nil).
+  private func endTrimming(with entry: Held, _ context: NodeContext<EncodedPacket>) {
+    let released = held
+    held = []
+    for item in released { output(item, context) }
+    output(entry, context)
   }
 
   /// Upstream lost data: flush what is held, forward the gap, and restart decoding at keyframes.
