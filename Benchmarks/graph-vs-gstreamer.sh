@@ -1,29 +1,22 @@
 #!/usr/bin/env bash
-# Items per second through source → 4 pass-through nodes → sink, tipipe against GStreamer, same run.
+# Items per second through source → 4 pass-through nodes → sink, tipipe against GStreamer, whole
+# processes, interleaved (Benchmarks/compare.py: min/median/max of wall and CPU time, ratio of medians).
 #   one thread:           GraphBenchmark chain     vs  fakesrc ! identity ×4 ! fakesink
 #   one thread boundary:  GraphBenchmark boundary  vs  fakesrc ! identity ×2 ! queue ! identity ×2 ! fakesink
-# Usage: Benchmarks/graph-vs-gstreamer.sh [items]   (default 5,000,000)
+# Usage: Benchmarks/graph-vs-gstreamer.sh [items]   (default 3,000,000; RUNS=5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-items=${1:-5000000}
+bash scripts/setup.sh >/dev/null
+items=${1:-3000000}
+runs=${RUNS:-5}
 swift build -c release --product GraphBenchmark >/dev/null
-
-rate_of_tipipe() { .build/release/GraphBenchmark "$1" "$items" | sed -E 's/.*= ([0-9]+) items\/s/\1/'; }
-rate_of_gst() {
-  local start end
-  start=$(date +%s.%N)
-  gst-launch-1.0 -q $1 >/dev/null
-  end=$(date +%s.%N)
-  python3 -c "print(round($items / ($end - $start)))"
-}
-
-chain_gst="fakesrc num-buffers=$items ! identity ! identity ! identity ! identity ! fakesink"
-queue_gst="fakesrc num-buffers=$items ! identity ! identity ! queue max-size-buffers=1024 ! identity ! identity ! fakesink"
-
-ours=$(rate_of_tipipe chain); theirs=$(rate_of_gst "$chain_gst")
-printf 'one thread:    tipipe %10d items/s   GStreamer %10d buffers/s   ratio %.2f\n' "$ours" "$theirs" \
-  "$(python3 -c "print($ours / $theirs)")"
-ours=$(rate_of_tipipe boundary); theirs=$(rate_of_gst "$queue_gst")
-printf 'two threads:   tipipe %10d items/s   GStreamer %10d buffers/s   ratio %.2f\n' "$ours" "$theirs" \
-  "$(python3 -c "print($ours / $theirs)")"
+bench=.build/release/GraphBenchmark
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $items  ($(nproc) cores, $(gst-launch-1.0 --version | sed -n 2p))"
+echo "one thread (items/s = items / median wall time of the whole process):"
+python3 Benchmarks/compare.py --runs "$runs" --items "$items" \
+  tipipe "$bench chain $items" \
+  gstreamer "gst-launch-1.0 -q fakesrc num-buffers=$items ! identity ! identity ! identity ! identity ! fakesink"
+echo "two threads:"
+python3 Benchmarks/compare.py --runs "$runs" --items "$items" \
+  tipipe "$bench boundary $items" \
+  gstreamer "gst-launch-1.0 -q fakesrc num-buffers=$items ! identity ! identity ! queue max-size-buffers=1024 ! identity ! identity ! fakesink"

@@ -29,26 +29,9 @@ func fullRange(_ directory: URL) throws -> MediaRange {
 }
 
 func runToEnd(_ pipeline: Pipeline) throws {
-  let done = DispatchSemaphore(value: 0)
-  let failed = LockedFlag()
-  pipeline.errorHandler = { failure in
-    FileHandle.standardError.write(Data("failure: \(failure)\n".utf8))
-    failed.set()
-    return .stopPipeline
-  }
-  pipeline.onEndOfStream = { done.signal() }
-  pipeline.onStop = { done.signal() }
-  try pipeline.start()
-  done.wait()
-  pipeline.stop()
-  if failed.isSet { exit(1) }
-}
-
-final class LockedFlag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value = false
-  func set() { lock.withLock { value = true } }
-  var isSet: Bool { lock.withLock { value } }
+  let failures = try pipeline.runToCompletion().failures
+  for failure in failures { FileHandle.standardError.write(Data("failure: \(failure)\n".utf8)) }
+  if !failures.isEmpty { exit(1) }
 }
 
 func maxRSSKilobytes() -> Int {

@@ -68,14 +68,10 @@ pipeline.connect(
 pipeline.connect(identities[2], to: identities[3])
 pipeline.connect(identities[3], to: sink)
 
-let done = DispatchSemaphore(value: 0)
-pipeline.onEndOfStream = { done.signal() }
 let began = DispatchTime.now().uptimeNanoseconds
-try pipeline.start()
-done.wait()
+let outcome = try pipeline.runToCompletion()
 let seconds = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
-precondition(sink.received == count, "lost items: \(sink.received) of \(count)")
-pipeline.stop()
+precondition(outcome.reachedEndOfStream && sink.received == count, "lost items: \(sink.received) of \(count)")
 first.shutdown()
 second.shutdown()
 let rate = Double(count) / seconds

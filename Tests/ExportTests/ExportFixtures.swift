@@ -35,7 +35,6 @@ func export(
   audioChannel: UInt8 = 1, onProgress: (@Sendable (ExportJob, Double) -> Void)? = nil
 ) throws -> (ExportResult, ExportObservations) {
   let observations = ExportObservations()
-  let done = DispatchSemaphore(value: 0)
   let box = JobBox()
   let job = try ExportJob(
     request: .init(
@@ -48,19 +47,14 @@ func export(
       if let job = box.job { onProgress?(job, fraction) }
     },
     gap: { observations.record($0) },
-    completion: { result in
-      box.result = result
-      done.signal()
-    })
+    completion: { _ in })
   box.job = job
-  done.wait()
-  return (box.result!, observations)
+  return (job.waitForResult(), observations)
 }
 
 final class JobBox: @unchecked Sendable {
   private let lock = NSLock()
   private var _job: ExportJob?
-  var result: ExportResult?
   var job: ExportJob? {
     get { lock.withLock { _job } }
     set { lock.withLock { _job = newValue } }

@@ -28,19 +28,11 @@ final class FailingSource: SourceNode {
 @Suite("Export terminations")
 struct ExportTerminationTests {
   func run(_ source: FailingSource, range: MediaRange, output: URL) throws -> ExportResult {
-    let done = DispatchSemaphore(value: 0)
-    let box = JobBox()
-    let job = try ExportJob(
+    try ExportJob(
       request: .init(
         range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1), output: output),
-      source: source,
-      completion: { result in
-        box.result = result
-        done.signal()
-      })
-    done.wait()
-    _ = job
-    return box.result!
+      source: source, completion: { _ in }
+    ).waitForResult()
   }
 
   @Test("an error after media was written interrupts: ok, a file, cause = the error, the rest unprocessed")

@@ -132,7 +132,7 @@ struct ExportTests {
         pipeline.connect(verifier, to: demuxer)
         pipeline.connect(demuxer, to: transcoder)
         pipeline.connect(transcoder, to: exporter)
-        #expect(try runToEnd(pipeline).isEmpty)
+        #expect(try pipeline.runToCompletion().failures.isEmpty)
         try exporter.finalizeFile(to: output.path)
         #expect(Array(try topLevelBoxTypes(output).prefix(2)) == ["ftyp", "moov"])
       }

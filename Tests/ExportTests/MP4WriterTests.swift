@@ -29,7 +29,7 @@ struct MP4WriterTests {
       pipeline.connect(verifier, to: demuxer)
       pipeline.connect(demuxer, to: writer)
       pipeline.connect(demuxer, to: gaps)
-      let failures = try runToEnd(pipeline)
+      let failures = try pipeline.runToCompletion().failures
       #expect(failures.isEmpty, "\(failures)")
       #expect(gaps.gaps == ["noRecording"], "the synthetic source reports its hole")
       let probe = try Probe(output)
@@ -60,7 +60,7 @@ struct MP4WriterTests {
     pipeline.connect(source, to: verifier)
     pipeline.connect(verifier, to: demuxer)
     pipeline.connect(demuxer, to: writer)
-    #expect(try runToEnd(pipeline).isEmpty)
+    #expect(try pipeline.runToCompletion().failures.isEmpty)
     let probe = try Probe(output)
     #expect(probe.videoPackets.count == 100)
     let types = try topLevelBoxTypes(output)

@@ -95,7 +95,7 @@ struct ReorderedVideoTests {
         videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1),
         workingPath: directory.url.appendingPathComponent("work.mp4").path))
     pipeline.connect(source, to: exporter)
-    let failures = try runToEnd(pipeline)
+    let failures = try pipeline.runToCompletion().failures
     #expect(failures.isEmpty, "\(failures.map { "\($0.error)" })")
     let output = directory.url.appendingPathComponent("out.mp4")
     try exporter.finalizeFile(to: output.path)
@@ -116,7 +116,7 @@ struct ReorderedVideoTests {
     let source = MediaFileSource(path: input.path, startTime: Self.start)
     let writer = MP4Writer(destination: output, videoTrack: TrackID(.video, channel: 0))
     pipeline.connect(source, to: writer)
-    let failures = try runToEnd(pipeline)
+    let failures = try pipeline.runToCompletion().failures
     #expect(failures.isEmpty, "\(failures.map { "\($0.error)" })")
     try expectCorrectOrder(output, frames: 100, "record")
   }

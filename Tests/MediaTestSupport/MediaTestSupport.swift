@@ -55,23 +55,6 @@ public func runForData(_ executable: String, _ arguments: [String]) throws -> Da
   return data
 }
 
-/// Starts `pipeline` and waits until every sink has ended or it stopped; returns the failures its error
-/// handler saw (each one stops the pipeline). Read the sinks only after this returns.
-public func runToEnd(_ pipeline: Pipeline) throws -> [NodeFailure] {
-  let failures = LockedArray<NodeFailure>()
-  pipeline.errorHandler = { failure in
-    failures.append(failure)
-    return .stopPipeline
-  }
-  let done = DispatchSemaphore(value: 0)
-  pipeline.onEndOfStream = { done.signal() }
-  pipeline.onStop = { done.signal() }
-  try pipeline.start()
-  done.wait()
-  pipeline.stop()
-  return failures.values
-}
-
 /// Writes at `destination` a library made of `copies` back-to-back copies of the library at `source`
 /// (each re-timed by the source's span): long recordings for tests that need a slow export, without
 /// encoding them.

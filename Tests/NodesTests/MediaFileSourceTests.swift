@@ -33,7 +33,7 @@ struct MediaFileSourceTests {
     pipeline.connect(source, to: audioDecoder)
     pipeline.connect(videoDecoder, to: video)
     pipeline.connect(audioDecoder, to: audio)
-    let failures = try runToEnd(pipeline)
+    let failures = try pipeline.runToCompletion().failures
     #expect(failures.isEmpty, "\(failures)")
     return (video.frames, audio.frames, video.formatChanges.count)
   }

@@ -55,7 +55,7 @@ func decode(
     pipeline.connect(demuxer, to: audioDecoder, limits: EdgeLimits(items: 64))
     pipeline.connect(audioDecoder, to: audio, limits: EdgeLimits(items: 8))
   }
-  let failures = try runToEnd(pipeline)
+  let failures = try pipeline.runToCompletion().failures
   return DecodeRun(
     videoFrames: video.frames, audioFrames: audio.frames, gaps: video.gaps, formatChanges: video.formatChanges,
     failures: failures)

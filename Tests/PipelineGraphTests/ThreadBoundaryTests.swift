@@ -36,16 +36,11 @@ struct ThreadBoundaryTests {
     pipeline.add(sink, on: consumerThread)
     pipeline.connect(source, to: middle, limits: EdgeLimits(items: 32), threadBoundary: true)
     pipeline.connect(middle, to: sink, limits: EdgeLimits(items: 8), threadBoundary: true)
-    let done = DispatchSemaphore(value: 0)
-    pipeline.onEndOfStream = { done.signal() }
-    try pipeline.start()
-    done.wait()
+    let outcome = try pipeline.runToCompletion()
+    #expect(outcome.reachedEndOfStream && outcome.failures.isEmpty)
     #expect(sink.items.count == total)
     #expect(sink.items == Array(0..<total))
     #expect(sink.finishes == 1)
-    let stopped = DispatchSemaphore(value: 0)
-    pipeline.stop()
-    _ = stopped
     let edges = pipeline.statistics().edges
     #expect(edges[0].highWaterItems <= 32)
     #expect(edges[1].highWaterItems <= 8)

@@ -98,19 +98,10 @@ enum DemoCommand {
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
     pipeline.connect(demuxer, to: decoder, limits: EdgeLimits(items: 64))
     pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
-    let done = DispatchSemaphore(value: 0)
-    let failures = FailureBox()
-    pipeline.errorHandler = { failure in
-      failures.record(failure)
-      return .stopPipeline
-    }
-    pipeline.onEndOfStream = { done.signal() }
-    pipeline.onStop = { done.signal() }
     let began = Date()
-    try pipeline.start()
-    done.wait()
+    let outcome = try pipeline.runToCompletion()
     let seconds = Date().timeIntervalSince(began)
-    if let failure = failures.first { throw failure.error }
+    if let failure = outcome.failures.first { throw failure.error }
     print("decoded the first minute through the graph: \(sink.frames) frames in \(String(format: "%.2f", seconds)) s")
     print("  node                     items in  items out  busy ms")
     for node in pipeline.statistics().nodes {
@@ -118,12 +109,9 @@ enum DemoCommand {
       print(
         "  \(name) \(pad(node.itemsIn, 9)) \(pad(node.itemsOut, 10)) \(pad(Int(node.busyNanoseconds / 1_000_000), 8))")
     }
-    pipeline.stop()
   }
 
   static func export(library: URL, range: MediaRange, to output: URL) throws -> ExportResult {
-    let done = DispatchSemaphore(value: 0)
-    let box = ResultBox()
     let terminal = isatty(STDOUT_FILENO) == 1
     let job = try ExportJob(
       request: .init(
@@ -137,14 +125,10 @@ enum DemoCommand {
             + String(format: " %5.1f%%", fraction * 100), terminator: "")
         fflush(nil)
       },
-      completion: { result in
-        box.result = result
-        done.signal()
-      })
-    done.wait()
-    _ = job
+      completion: { _ in })
+    let result = job.waitForResult()
     if terminal { print("") }
-    return box.result!
+    return result
   }
 
   static func defaultCacheDirectory() -> URL {
@@ -171,12 +155,4 @@ final class FrameCounter: Node, @unchecked Sendable {
   typealias Output = Never
   var frames = 0
   func process(_ input: DecodedFrame, context: NodeContext<Never>) throws { frames += 1 }
-}
-
-/// The first failure the error handler saw.
-final class FailureBox: @unchecked Sendable {
-  private let lock = NSLock()
-  private var failures: [NodeFailure] = []
-  func record(_ failure: NodeFailure) { lock.withLock { failures.append(failure) } }
-  var first: NodeFailure? { lock.withLock { failures.first } }
 }

@@ -81,8 +81,6 @@ enum ExportCommand {
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
     // Machine-readable progress on stderr, one JSON object per line (for scripts and tests).
     let progressLines = flags.has("--progress-lines")
-    let done = DispatchSemaphore(value: 0)
-    let box = ResultBox()
     let job = try ExportJob(
       request: request,
       source: LocalLibrarySource(
@@ -98,18 +96,14 @@ enum ExportCommand {
         FileHandle.standardError.write(
           Data(String(format: "\r%@ %5.1f%%  %.1f s covered", bar, fraction * 100, Double(covered) / 1000).utf8))
       },
-      completion: { result in
-        box.result = result
-        done.signal()
-      })
+      completion: { _ in })
 
     // SIGINT, SIGTERM and SIGHUP cancel: the completion then reports `cancelled` and no file is left.
     Interruption.shared.onSignal { _ in job.cancel() }
-    done.wait()
+    let result = job.waitForResult()
     Interruption.shared.removeHandler()
     if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
 
-    let result = box.result!
     if let reportPath {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -148,10 +142,4 @@ func outputPath(_ flag: String, _ path: String) throws -> URL {
     throw UsageError(message: "\(flag): \(error.message)")
   }
   return url
-}
-
-/// The job's result, handed from its completion to the waiting main thread.
-final class ResultBox: @unchecked Sendable {
-  // Written once before the semaphore is signalled, read after it is waited on.
-  var result: ExportResult?
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import PipelineGraph
 
@@ -60,6 +59,7 @@ public final class ExportJob: @unchecked Sendable {
   private var ending: Ending?
   private var completed = false
   private let completion: @Sendable (ExportResult) -> Void
+  private let outcome = Outcome()
 
   /// Builds the graph over `source` and starts it. Progress (fraction, covered ms) and gaps are
   /// delivered on the export's thread; `completion` is called exactly once.
@@ -124,10 +124,32 @@ public final class ExportJob: @unchecked Sendable {
     }
   }
 
-  /// Runs on the executor once: after end of stream, or after the pipeline stopped.
+  /// Blocks until the export has ended and returns its result (the one `completion` also gets).
+  public func waitForResult() -> ExportResult { outcome.wait() }
+
+  /// The result, once the export has ended.
+  public var result: ExportResult {
+    get async { await outcome.value() }
+  }
+
+  /// Runs on the executor once: after end of stream, or after the pipeline stopped. The file is
+  /// finished (blocking disk I/O) on the pipeline's workers, not on the graph's thread.
   private func complete() {
     guard !completed else { return }
     completed = true
+    pipeline.stop()
+    let ending = self.ending
+    pipeline.workers.execute { [self, executor] in
+      let result = conclude(ending)
+      executor.shutdown()
+      outcome.set(result)
+      completion(result)
+    }
+  }
+
+  /// The result of an export that ended for `ending`; finishes or removes the file. The pipeline has
+  /// stopped: the exporter is no longer touched by the graph.
+  private func conclude(_ ending: Ending?) -> ExportResult {
     let result: ExportResult
     switch ending {
     case nil:
@@ -149,12 +171,7 @@ public final class ExportJob: @unchecked Sendable {
           message: error.message)
       }
     }
-    pipeline.stop()
-    let completion = self.completion
-    DispatchQueue.global().async { [executor] in
-      executor.shutdown()
-      completion(result)
-    }
+    return result
   }
 
   private func finishNormally() -> ExportResult {
@@ -189,5 +206,41 @@ public final class ExportJob: @unchecked Sendable {
 
   private func removeWorkingFile() {
     try? FileManager.default.removeItem(atPath: workingPath)
+  }
+}
+
+/// The result of an export, set once, waited for by blocking and async callers.
+private final class Outcome: @unchecked Sendable {
+  private let condition = NSCondition()
+  // Guarded by `condition`.
+  private var result: ExportResult?
+  private var waiters: [CheckedContinuation<ExportResult, Never>] = []
+
+  func set(_ value: ExportResult) {
+    let waiting = condition.withLock { () -> [CheckedContinuation<ExportResult, Never>] in
+      result = value
+      condition.broadcast()
+      defer { waiters = [] }
+      return waiters
+    }
+    for waiter in waiting { waiter.resume(returning: value) }
+  }
+
+  func wait() -> ExportResult {
+    condition.withLock {
+      while result == nil { condition.wait() }
+      return result!
+    }
+  }
+
+  func value() async -> ExportResult {
+    await withCheckedContinuation { continuation in
+      let ready = condition.withLock { () -> ExportResult? in
+        if let result { return result }
+        waiters.append(continuation)
+        return nil
+      }
+      if let ready { continuation.resume(returning: ready) }
+    }
   }
 }

@@ -1,9 +1,8 @@
-import Dispatch
 import Foundation
 import PipelineGraph
 
 /// Reads the objects of a `file://` library (`index.json` beside `objects/`) for a time range, in
-/// order, with reads running ahead on a background queue up to a byte budget.
+/// order, with reads running ahead on the pipeline's workers up to a byte budget.
 ///
 /// Emits one ``FetchedObject`` per index segment that intersects the range, starting with the segment
 /// before the range when it abuts the first one (the keyframe at or before the range start may lie
@@ -23,7 +22,6 @@ public final class LocalLibrarySource: SourceNode {
   private var nextToEmit = 0
   private var arrived: [Int: FetchedObject] = [:]
   private var bytesInFlight = 0
-  private static let readQueue = DispatchQueue(label: "tipipe.library.read", attributes: .concurrent)
 
   enum Step {
     case object(RecordingIndex.Segment)
@@ -101,10 +99,11 @@ public final class LocalLibrarySource: SourceNode {
       let position = nextToRequest
       nextToRequest += 1
       let url = Self.resolve(segment.url, against: directory)
-      let deliver = context.makeCompletion { [unowned self] (object: FetchedObject) in
+      context.runOnWorker {
+        FetchedObject(segment: segment, result: Self.read(url, segment: segment))
+      } then: { [unowned self] object in
         arrived[position] = object
       }
-      Self.readQueue.async { deliver(FetchedObject(segment: segment, result: Self.read(url, segment: segment))) }
     }
   }
 

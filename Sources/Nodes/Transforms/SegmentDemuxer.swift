@@ -16,7 +16,10 @@ import PipelineGraph
 ///   be repeated: a video frame not after the last one taken, or an audio frame that starts more than a
 ///   millisecond before the end of the last one taken, was already covered and is dropped, so media is
 ///   never emitted twice and a track's times never go back.
-public final class SegmentDemuxer: Node {
+///
+/// It is a ``SteppingNode``: an object's records are demuxed one at a time as the output has room, so
+/// the edge after it stays within its bounds however many packets an object holds.
+public final class SegmentDemuxer: SteppingNode {
   /// Consumes parsed objects.
   public typealias Input = SegmentObject
   /// Emits packets.
@@ -51,6 +54,11 @@ public final class SegmentDemuxer: Node {
   private var tracks: [TrackID: TrackState] = [:]
   private var probes: [Codec: VideoParameterProbe] = [:]
   private var lastObjectEnd: MediaTime?
+  /// The object being demuxed and its next record.
+  private var current: (object: SegmentObject, next: Int)?
+  /// What is ready to leave, oldest first from `readyHead`.
+  private var ready: [Held] = []
+  private var readyHead = 0
 
   /// Creates a demuxer; `startingAt` trims the output to begin at the keyframe at or before it.
   public init(startingAt: MediaTime? = nil) {
@@ -58,14 +66,39 @@ public final class SegmentDemuxer: Node {
     trimBefore = startingAt
   }
 
-  /// Demuxes one object.
+  /// Takes one object; its records are demuxed by ``step(context:)``.
   public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
     let range = input.parsed.header.range
-    context.send(.segmentStart(StreamSegment(start: range.start.microseconds, end: range.end.microseconds)))
-    for record in input.parsed.records {
-      try demux(record, context: context)
+    ready.append(.event(.segmentStart(StreamSegment(start: range.start.microseconds, end: range.end.microseconds))))
+    current = (input, 0)
+  }
+
+  /// True while packets or records of the last object are left.
+  public var hasPendingWork: Bool { readyHead < ready.count || current != nil }
+
+  /// Sends the next packet or event that is ready, demuxing records until one is.
+  public func step(context: NodeContext<EncodedPacket>) throws {
+    while readyHead == ready.count, let (object, next) = current {
+      let records = object.parsed.records
+      if next == records.count {
+        lastObjectEnd = object.parsed.header.range.end
+        current = nil
+        break
+      }
+      current = (object, next + 1)
+      try demux(records[next], context: context)
     }
-    lastObjectEnd = range.end
+    guard readyHead < ready.count else { return }
+    let entry = ready[readyHead]
+    readyHead += 1
+    if readyHead == ready.count {
+      ready.removeAll(keepingCapacity: true)
+      readyHead = 0
+    }
+    switch entry {
+    case .packet(let packet): context.emit(packet)
+    case .event(let event): context.send(event)
+    }
   }
 
   private func demux(_ record: SegmentRecord, context: NodeContext<EncodedPacket>) throws {
@@ -164,13 +197,7 @@ public final class SegmentDemuxer: Node {
   /// Only video ends the trimming: video leaves one frame late (its duration comes from the next frame),
   /// so audio at the start would otherwise release the frames of the GOP before the keyframe at the start.
   private func output(_ entry: Held, _ context: NodeContext<EncodedPacket>) {
-    guard let trimBefore else {
-      switch entry {
-      case .packet(let packet): context.emit(packet)
-      case .event(let event): context.send(event)
-      }
-      return
-    }
+    guard let trimBefore else { return ready.append(entry) }
     switch entry {
     case .packet(let packet) where packet.track.kind == .video:
       if packet.time >= trimBefore {
@@ -259,6 +286,9 @@ public final class SegmentDemuxer: Node {
   public func flush(context: NodeContext<EncodedPacket>) {
     tracks.removeAll()
     held.removeAll()
+    current = nil
+    ready.removeAll()
+    readyHead = 0
     trimBefore = startingAt
     lastObjectEnd = nil
   }

@@ -1,12 +1,11 @@
-import Dispatch
 import Foundation
 import PipelineGraph
 
 /// Checks each fetched object against its index entry (exact size, SHA-256), decrypts it (AES-128-CBC
 /// through OpenSSL) and parses it.
 ///
-/// The hashing, decryption and parsing of several objects run at once on worker threads (the executor
-/// only sequences them); results, and the events between them, leave in arrival order.
+/// The hashing, decryption and parsing of several objects run at once on the pipeline's workers (the
+/// executor only sequences them); results, and the events between them, leave in arrival order.
 ///
 /// An object that fails becomes a `gap` event over the object's range, with its tracks and the reason
 /// (`notFound`, `downloadFailed`, `integrityFailed`, `decryptionFailed`, `mediaUnreadable`,
@@ -34,7 +33,6 @@ public final class SegmentVerifier: Node {
   private var inFlight = 0
   /// Objects that failed, by reason (for statistics and tests).
   public private(set) var failures: [GapReason: Int] = [:]
-  private static let workers = DispatchQueue(label: "tipipe.verify", attributes: .concurrent)
 
   /// Creates a verifier that works on up to `parallelism` objects at once.
   public init(parallelism: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) throws {
@@ -49,15 +47,13 @@ public final class SegmentVerifier: Node {
     inFlight += 1
     if inFlight >= parallelism { context.suspendInput() }
     context.holdEndOfStream()
-    let deliver = context.makeCompletion { [unowned self] (result: Result<SegmentObject, TiError>) in
+    context.runOnWorker {
+      Result { try SegmentObject(segment: input.segment, parsed: Self.verify(input)) }.mapError { $0 as! TiError }
+    } then: { [unowned self] result in
       slots[sequence] = .done(result, input)
       inFlight -= 1
       emitReady(context: context)
       if inFlight < parallelism { context.resumeInput() }
-    }
-    Self.workers.async {
-      deliver(
-        Result { try SegmentObject(segment: input.segment, parsed: Self.verify(input)) }.mapError { $0 as! TiError })
     }
   }
 

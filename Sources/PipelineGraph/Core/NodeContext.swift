@@ -80,6 +80,16 @@ public final class NodeContext<Output> {
     return Completion(deliver: { value in deliver(value) })
   }
 
+  /// Runs `work` on the pipeline's workers (``Pipeline/workers``), then `body` with its result on the
+  /// node's executor, unless the pipeline flushed or stopped in between. Blocking calls (file and
+  /// network I/O, hashing, finalizing a file) go here, never in a hook.
+  public func runOnWorker<Value: Sendable>(
+    _ work: @escaping @Sendable () -> Value, then body: @escaping (Value) -> Void
+  ) {
+    let completion = makeCompletion(body)
+    pipeline.workers.execute { completion(work()) }
+  }
+
   private func makeDelivery<Value>(_ body: @escaping @Sendable (Value) -> Void) -> @Sendable (Value) -> Void {
     let core = self.core
     let generation = core.generation

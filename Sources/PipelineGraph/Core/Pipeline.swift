@@ -23,6 +23,8 @@ public final class Pipeline: @unchecked Sendable {
   public let clock: any PipelineClock
   /// The executor nodes run on unless ``add(_:on:)`` names another.
   public let executor: any PipelineExecutor
+  /// Where nodes run their blocking and heavy jobs (``NodeContext/runOnWorker(_:then:)``).
+  public let workers: any WorkerExecutor
 
   /// Receives every node failure, on the failing node's executor, and decides what happens next.
   /// Without a handler a failure stops the pipeline. Set before ``start()``.
@@ -42,10 +44,18 @@ public final class Pipeline: @unchecked Sendable {
   private let stopping = Atomic(false)
   private let stoppedPartitions = Atomic(0)
 
-  /// Creates an empty pipeline whose nodes run on `executor` and read `clock`.
-  public init(executor: any PipelineExecutor, clock: any PipelineClock = MonotonicClock()) {
+  /// Creates an empty pipeline whose nodes run on `executor`, read `clock` and hand blocking work to
+  /// `workers`.
+  ///
+  /// - Parameter workers: by default the process's ``WorkerPool/shared``; when `executor` is a
+  ///   ``ManualExecutor``, that executor itself, so that a test drives every job of the graph (worker
+  ///   jobs included) on its own thread.
+  public init(
+    executor: any PipelineExecutor, clock: any PipelineClock = MonotonicClock(), workers: (any WorkerExecutor)? = nil
+  ) {
     self.executor = executor
     self.clock = clock
+    self.workers = workers ?? (executor as? ManualExecutor) ?? WorkerPool.shared
   }
 
   var isStopping: Bool { stopping.load(ordering: .relaxed) }

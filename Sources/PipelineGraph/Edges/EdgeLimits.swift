@@ -1,8 +1,9 @@
 /// How much an edge may hold before its producer is stopped (backpressure).
 ///
 /// An edge is *full* when any bound is reached. A node is scheduled only while all its output edges
-/// have room; one call may still emit several items (a demuxer turning one segment into many packets),
-/// so an edge can exceed its bound by what a single call emits, never more.
+/// have room. A node that emits many items per input adopts ``SteppingNode`` and emits them one per
+/// step, so its output edges hold at most `items` entries, and at most one item's bytes and duration
+/// over their bounds; a plain node's one call may overshoot by what that call emits.
 public struct EdgeLimits: Sendable, Hashable, CustomStringConvertible {
   /// Maximum queued items (events count as items).
   public var items: Int

@@ -31,6 +31,8 @@ final class NodeBox<N: Node>: NodeBoxing {
   @usableFromInline var inputs: ContiguousArray<Edge<N.Input>> = []
   @usableFromInline var inputCursor = 0
   private let produce: (() throws -> ProduceResult)?
+  /// For a ``SteppingNode``: does one step of its pending work, or returns false when it has none.
+  @usableFromInline let step: (() throws -> Bool)?
   private let drain: (NodeBox<N>) -> Int
 
   init(
@@ -44,6 +46,20 @@ final class NodeBox<N: Node>: NodeBoxing {
       produce = Self.producer(for: source, context: context)
     } else {
       produce = nil
+    }
+    if let stepping = node as? any SteppingNode {
+      step = Self.stepper(for: stepping, context: context)
+    } else {
+      step = nil
+    }
+  }
+
+  private static func stepper<S: SteppingNode>(for node: S, context: AnyObject) -> () throws -> Bool {
+    let typed = context as! NodeContext<S.Output>
+    return {
+      guard node.hasPendingWork else { return false }
+      try node.step(context: typed)
+      return true
     }
   }
 
@@ -94,12 +110,29 @@ final class NodeBox<N: Node>: NodeBoxing {
   }
 
   /// Works through up to a batch of input entries; returns how many it took.
+  ///
+  /// A ``SteppingNode``'s pending work comes first, one step per turn while its outputs have room; it
+  /// takes its next input only when that work is done, so its outputs never exceed their bounds.
   @inlinable
   func drainInputs() -> Int {
     var done = 0
-    while done < Self.batchSize, core.phase == .running, !core.inputSuspended, !context.isOutputFull,
-      let entry = nextEntry()
-    {
+    while done < Self.batchSize, core.phase == .running, !core.inputSuspended, !context.isOutputFull {
+      if let step {
+        let stepped: Bool
+        do { stepped = try step() } catch {
+          handleFailure(error)
+          stepped = true
+        }
+        if stepped {
+          done &+= 1
+          continue
+        }
+        if core.endsAfterSteps {
+          endAfterFinish()
+          break
+        }
+      }
+      guard let entry = nextEntry() else { break }
       done &+= 1
       switch entry {
       case .item(let item):
@@ -153,6 +186,19 @@ final class NodeBox<N: Node>: NodeBoxing {
   private func finishNode() {
     timed { try node.finish(context: context) }
     guard core.phase == .running else { return }
+    if step != nil {
+      // What `finish` left as pending work leaves first, step by step.
+      core.endsAfterSteps = true
+      return
+    }
+    endAfterFinish()
+  }
+
+  /// Sends the end of stream after `finish` (unless the node holds it back).
+  @usableFromInline
+  func endAfterFinish() {
+    core.endsAfterSteps = false
+    guard core.phase == .running else { return }
     if core.holdsEndOfStream {
       core.finishPending = true
       return
@@ -185,6 +231,7 @@ final class NodeBox<N: Node>: NodeBoxing {
     core.sourceWaiting = false
     core.holdsEndOfStream = false
     core.finishPending = false
+    core.endsAfterSteps = false
     core.phase = .running
     node.flush(context: context)
     if produce != nil { context.send(.flush(generation: generation)) }

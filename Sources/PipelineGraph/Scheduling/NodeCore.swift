@@ -24,6 +24,8 @@ final class NodeCore: @unchecked Sendable {
   var holdsEndOfStream = false
   /// `finish` ran while the end of stream was held: send it on release.
   var finishPending = false
+  /// A stepping node's `finish` ran: its end of stream follows once its pending work is done.
+  @usableFromInline var endsAfterSteps = false
   @usableFromInline var endedInputs = 0
   @usableFromInline var statistics: NodeStatistics
 
