@@ -207,6 +207,28 @@ struct ExportTests {
     #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
   }
 
+  @Test("an object without video of the channel is a video gap trackUnavailable, not a frame frozen over it")
+  func objectWithoutVideo() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: smallOptions(seconds: 9)).write(to: library)
+    // The object [3 s, 6 s) keeps its audio and loses every video record.
+    try LibraryFaults.rewriteRecords(segment: 1, in: library) { $0.filter { $0.track.kind == .audio } }
+    let (result, _) = try export(
+      library: library, range: range(0, 9000), to: directory.url.appendingPathComponent("o.mp4"))
+    #expect(result.code == .ok)
+    let report = result.report
+    #expect(!report.complete)
+    #expect(report.gaps.count == 1)
+    #expect(report.gaps.first?.range == reportRange(3000, 6000))
+    #expect(report.gaps.first?.reasons == [.trackUnavailable])
+    #expect(report.gaps.first?.tracks.count == 2)
+    // The frames of [3 s, 6 s) were lost with their object; decoding resumes at the keyframe at 6 s.
+    #expect(report.segments.map(\.sourceRange) == [reportRange(0, 3000), reportRange(6000, 9000)])
+    #expect(report.coveredDurationMs == 6000)
+    _ = try expectPlayable(result)
+  }
+
   @Test("an audio channel the recording does not have is an audio gap trackUnavailable: not complete")
   func missingAudioChannel() throws {
     let directory = try TemporaryDirectory()

@@ -175,7 +175,7 @@ public struct RecordMutator {
       case 8: records.insert(records[index], at: index)
       case 9: records.remove(at: index)
       case 10:
-        let cut = range.start.milliseconds + Int64(generator.next() % UInt64(range.durationMicroseconds / 1000))
+        let cut = range.start.milliseconds + Int64(generator.next() % UInt64(range.duration.milliseconds))
         range =
           chance(50)
           ? MediaRange(startMilliseconds: cut, endMilliseconds: range.end.milliseconds)

@@ -113,7 +113,7 @@ struct StructuredFuzzTests {
         for segment in index.segments {
           #expect(MediaTime.validMilliseconds.contains(segment.startMs) && segment.endMs > segment.startMs)
           #expect(segment.size >= 0)
-          _ = segment.range.durationMicroseconds
+          _ = segment.range.duration
         }
         _ = index.mergedRanges(in: MediaRange(startMilliseconds: 0, endMilliseconds: 4_000_000_000_000))
         outcomes[0] += 1

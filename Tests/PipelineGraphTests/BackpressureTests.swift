@@ -43,7 +43,7 @@ struct BackpressureTests {
   func byteBoundsStopTheProducer() throws {
     let executor = ManualExecutor()
     let pipeline = Pipeline(executor: executor, clock: VirtualClock())
-    let chunks = (0..<100).map { Chunk(index: $0, byteCount: 1000, durationMicroseconds: 40_000) }
+    let chunks = (0..<100).map { Chunk(index: $0, byteCount: 1000, duration: .microseconds(40_000)) }
     let source = ScriptedSource(items: chunks)
     let sink = PacedSink<Chunk>(interval: .seconds(1))
     pipeline.connect(source, to: sink, limits: EdgeLimits(items: 1000, bytes: 5000))
@@ -59,10 +59,10 @@ struct BackpressureTests {
   func durationBoundsStopTheProducer() throws {
     let executor = ManualExecutor()
     let pipeline = Pipeline(executor: executor, clock: VirtualClock())
-    let chunks = (0..<100).map { Chunk(index: $0, byteCount: 1, durationMicroseconds: 40_000) }
+    let chunks = (0..<100).map { Chunk(index: $0, byteCount: 1, duration: .microseconds(40_000)) }
     let source = ScriptedSource(items: chunks)
     let sink = PacedSink<Chunk>(interval: .seconds(1))
-    pipeline.connect(source, to: sink, limits: EdgeLimits(items: 1000, durationMicroseconds: 200_000))
+    pipeline.connect(source, to: sink, limits: EdgeLimits(items: 1000, duration: .microseconds(200_000)))
     try pipeline.start()
     executor.runUntilIdle()
     #expect(pipeline.statistics().edges[0].highWaterItems == 5)

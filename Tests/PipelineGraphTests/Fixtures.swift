@@ -36,7 +36,7 @@ final class Faulty: Node {
 struct Chunk: WeighedItem, Sendable {
   var index: Int
   var byteCount: Int
-  var durationMicroseconds: Int64
+  var duration: MediaDuration
 }
 
 extension PipelineEvent {

@@ -45,7 +45,7 @@ enum DemoCommand {
     print("recordings (\(index.segments.count) objects, \(ranges.count) ranges):")
     for range in ranges {
       print(
-        "  \(iso(range.start.milliseconds)) – \(iso(range.end.milliseconds))  (\(range.durationMicroseconds / 1_000_000) s)"
+        "  \(iso(range.start.milliseconds)) – \(iso(range.end.milliseconds))  (\(range.duration.milliseconds / 1000) s)"
       )
     }
 

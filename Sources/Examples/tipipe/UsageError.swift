@@ -1,5 +1,6 @@
 import Foundation
 import Nodes
+import PipelineGraph
 
 /// A bad command line: reported as one line on stderr with exit status 2.
 struct UsageError: Error {

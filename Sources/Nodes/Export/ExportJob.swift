@@ -18,7 +18,7 @@ public struct ExportResult: Sendable {
 }
 
 /// Export as a graph configuration: `source → SegmentVerifier → SegmentDemuxer → TrackRouter →
-/// AudioTranscoder → Exporter`, on its own executor thread and a free-running clock.
+/// AudioTranscoder → GapDetector → Exporter`, on its own executor thread and a free-running clock.
 ///
 /// The MP4 is written under a temporary name beside `output` and renamed on success; a cancelled,
 /// stopped or failed export leaves no file. `cancel()` and `stop()` are non-blocking requests: the
@@ -91,7 +91,9 @@ public final class ExportJob: @unchecked Sendable {
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-    pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    let detector = GapDetector(configuration: exporter.configuration.gapDetector)
+    pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    pipeline.connect(detector, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
       // (node 0: added first) ends the stream instead of the pipeline, so what was already

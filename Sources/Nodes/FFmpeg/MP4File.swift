@@ -16,11 +16,11 @@ final class MP4File {
   private var audioStream: UnsafeMutablePointer<AVStream>?
   private let packet: Packet
   let path: String
-  /// Audio that plays before the file's start (µs): the AAC encoder's priming frame, or a frame that
+  /// Audio that plays before the file's start: the AAC encoder's priming frame, or a frame that
   /// began before the first video frame. It is written at the start of the audio track and hidden by an
   /// edit list, so that a decoder has it (no fade-in) and the track's first presented sample is at 0.
   /// Set before the first audio frame; later audio times are shifted by it.
-  var audioLeadIn: Int64 = 0
+  var audioLeadIn = MediaDuration.zero
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
   /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
@@ -108,27 +108,34 @@ final class MP4File {
     parameters.pointee.extradata_size = Int32(bytes.count)
   }
 
-  /// Writes one video access unit (Annex B) at output time `time` (µs from the file's start), decoded
+  /// Writes one video access unit (Annex B) at output time `time` (from the file's start), decoded
   /// at `decodeTime` (the same but for reordered frames: B-frames have `decodeTime > time`, a negative
   /// composition offset); `duration` is the time to the next frame in decode order.
-  func writeVideo(_ data: Data, time: Int64, decodeTime: Int64? = nil, duration: Int64, isKeyframe: Bool) throws {
+  func writeVideo(
+    _ data: Data, time: MediaDuration, decodeTime: MediaDuration? = nil, duration: MediaDuration, isKeyframe: Bool
+  ) throws {
     guard let videoStream else { return }
     try write(
       data, stream: videoStream, time: time, decodeTime: decodeTime ?? time, duration: duration, isKeyframe: isKeyframe)
   }
 
   /// Writes one AAC frame given in ADTS (the header is stripped) at output time `time`.
-  func writeAudio(_ adts: Data, time: Int64, duration: Int64) throws {
+  func writeAudio(_ adts: Data, time: MediaDuration, duration: MediaDuration) throws {
     guard let audioStream else { return }
     let headerLength = ADTSHeader(adts)?.headerLength ?? 0
+    let shifted = try checked { try time + audioLeadIn }
     try write(
-      adts.dropFirst(headerLength), stream: audioStream, time: time + audioLeadIn, decodeTime: time + audioLeadIn,
-      duration: duration, isKeyframe: true)
+      adts.dropFirst(headerLength), stream: audioStream, time: shifted, decodeTime: shifted, duration: duration,
+      isKeyframe: true)
+  }
+
+  private func checked<Value>(_ body: () throws -> Value) throws -> Value {
+    do { return try body() } catch { throw TiError(.fileWriteFailed, "\(path): \(error)") }
   }
 
   private func write(
-    _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: Int64, decodeTime: Int64, duration: Int64,
-    isKeyframe: Bool
+    _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: MediaDuration, decodeTime: MediaDuration,
+    duration: MediaDuration, isKeyframe: Bool
   ) throws {
     guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
     try FFmpeg.check(av_new_packet(packet.pointer, Int32(data.count)), "allocating a packet", code: .resourceExhausted)
@@ -137,11 +144,13 @@ final class MP4File {
         packet.pointer.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: data.count)
       }
     }
-    let microseconds = AVRational(num: 1, den: 1_000_000)
     // The muxer may have changed the stream's time base in avformat_write_header.
-    packet.pointer.pointee.pts = av_rescale_q(time, microseconds, stream.pointee.time_base)
-    packet.pointer.pointee.dts = av_rescale_q(decodeTime, microseconds, stream.pointee.time_base)
-    packet.pointer.pointee.duration = max(1, av_rescale_q(duration, microseconds, stream.pointee.time_base))
+    guard let base = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den) else {
+      throw TiError(.fileWriteFailed, "\(path): the muxer chose no time base")
+    }
+    packet.pointer.pointee.pts = try checked { try time.ticks(in: base) }
+    packet.pointer.pointee.dts = try checked { try decodeTime.ticks(in: base) }
+    packet.pointer.pointee.duration = max(1, try checked { try duration.ticks(in: base) })
     packet.pointer.pointee.stream_index = stream.pointee.index
     if isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
     let status = av_interleaved_write_frame(context, packet.pointer)
@@ -186,7 +195,7 @@ final class MP4File {
     self.context = nil
   }
 
-  private static func remux(from source: String, to destination: String, audioLeadIn: Int64) throws {
+  private static func remux(from source: String, to destination: String, audioLeadIn: MediaDuration) throws {
     let input = try InputFormatContext(path: source)
     var output: UnsafeMutablePointer<AVFormatContext>?
     try FFmpeg.check(
@@ -214,9 +223,12 @@ final class MP4File {
       if status == FFmpeg.endOfFile { break }
       try FFmpeg.check(status, "reading \(source)", code: .fileWriteFailed)
       let index = Int(packet.pointer.pointee.stream_index)
-      if input.streams[index].pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO, audioLeadIn > 0 {
+      let timeBase = input.streams[index].pointee.time_base
+      if input.streams[index].pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO, audioLeadIn > .zero,
+        let base = TimeBase(numerator: timeBase.num, denominator: timeBase.den),
+        let lead = try? audioLeadIn.ticks(in: base)
+      {
         // Back to its place before the start: the muxer writes the edit list that hides it.
-        let lead = av_rescale_q(audioLeadIn, AVRational(num: 1, den: 1_000_000), input.streams[index].pointee.time_base)
         packet.pointer.pointee.pts -= lead
         packet.pointer.pointee.dts -= lead
       }

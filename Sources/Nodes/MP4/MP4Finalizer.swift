@@ -1,4 +1,5 @@
 import Foundation
+import PipelineGraph
 
 /// Turns a fragmented MP4 written with room reserved after its `moov` into an ordinary MP4, in place:
 /// the sample tables are built from the fragments' `moof` boxes and written over the empty `moov` and
@@ -35,7 +36,7 @@ enum MP4Finalizer {
   /// Finalizes `path` in place. Throws ``MP4Error`` (nothing written) when the file is not laid out as
   /// expected or the index does not fit the reserved room. The sound track's first `audioLeadIn` µs are
   /// hidden by an edit list (see ``MP4File/audioLeadIn``).
-  static func finalizeInPlace(path: String, audioLeadIn: Int64 = 0) throws {
+  static func finalizeInPlace(path: String, audioLeadIn: MediaDuration = .zero) throws {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
     let boxes = try topLevelBoxes(file)
@@ -80,8 +81,11 @@ enum MP4Finalizer {
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
       let mediaDuration = track.samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
       var hidden: UInt64 = 0
-      if audioLeadIn > 0, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8) {
-        hidden = min(mediaDuration, UInt64(audioLeadIn) * mediaTimescale / 1_000_000)
+      if audioLeadIn > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
+        let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: mediaTimescale)),
+        let ticks = try? audioLeadIn.ticks(in: timeBase)
+      {
+        hidden = min(mediaDuration, UInt64(max(0, ticks)))
       }
       let trackDuration = mediaTimescale == 0 ? 0 : (mediaDuration - hidden) * movieTimescale / mediaTimescale
       movieDuration = max(movieDuration, trackDuration)

@@ -7,16 +7,16 @@ public final class DecodedFrame: WeighedItem, Sendable {
   public let track: TrackID
   /// Presentation time (video) or first sample (audio).
   public let time: MediaTime
-  /// How long it lasts, in microseconds.
-  public let durationMicroseconds: Int64
+  /// How long it lasts.
+  public let duration: MediaDuration
   /// The frame's pixels or samples.
   public let frame: Frame
 
   /// Wraps a decoded frame.
-  public init(track: TrackID, time: MediaTime, durationMicroseconds: Int64, frame: Frame) {
+  public init(track: TrackID, time: MediaTime, duration: MediaDuration, frame: Frame) {
     self.track = track
     self.time = time
-    self.durationMicroseconds = durationMicroseconds
+    self.duration = duration
     self.frame = frame
   }
 

@@ -14,8 +14,8 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
   /// Decoding time: equal to `time` except for streams with reordered frames (standard files with
   /// B-frames; TSEG has none).
   public let decodeTime: MediaTime
-  /// Duration until the next packet of the track, in microseconds (estimated for the last one).
-  public let durationMicroseconds: Int64
+  /// Duration until the next packet of the track (estimated for the last one).
+  public let duration: MediaDuration
   /// A random-access point (an IDR/IRAP access unit carrying its parameter sets).
   public let isKeyframe: Bool
   /// The payload: Annex B for video, one ADTS frame for AAC, G.711 bytes.
@@ -23,14 +23,14 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
 
   /// Creates a packet.
   public init(
-    track: TrackID, format: TrackFormat, time: MediaTime, decodeTime: MediaTime? = nil, durationMicroseconds: Int64,
+    track: TrackID, format: TrackFormat, time: MediaTime, decodeTime: MediaTime? = nil, duration: MediaDuration,
     isKeyframe: Bool, data: Data
   ) {
     self.track = track
     self.format = format
     self.time = time
     self.decodeTime = decodeTime ?? time
-    self.durationMicroseconds = durationMicroseconds
+    self.duration = duration
     self.isKeyframe = isKeyframe
     self.data = data
   }

@@ -17,7 +17,7 @@ public struct FetchedObject: Sendable, WeighedItem {
   /// Bytes held.
   public var byteCount: Int { (try? result.get().count) ?? 0 }
   /// The object's span of recording time.
-  public var durationMicroseconds: Int64 { segment.range.durationMicroseconds }
+  public var duration: MediaDuration { segment.range.duration }
 }
 
 /// A verified, decrypted and parsed object, as the verifier emits it.
@@ -36,5 +36,5 @@ public struct SegmentObject: Sendable, WeighedItem {
   /// Bytes of payload held.
   public var byteCount: Int { parsed.records.reduce(0) { $0 + $1.payload.count + SegmentRecord.headerSize } }
   /// The object's span of recording time.
-  public var durationMicroseconds: Int64 { parsed.header.range.durationMicroseconds }
+  public var duration: MediaDuration { parsed.header.range.duration }
 }

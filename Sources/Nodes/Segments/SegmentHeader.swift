@@ -1,4 +1,5 @@
 import Foundation
+import PipelineGraph
 
 /// The 64-byte header of a TSEG object (`spec/segment-format.md`).
 public struct SegmentHeader: Hashable, Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import PipelineGraph
 
 /// Writes TSEG objects (`spec/segment-format.md`): the synthetic generator's and the test harnesses'
 /// side of the format.

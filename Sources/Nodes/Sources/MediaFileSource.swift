@@ -18,7 +18,7 @@ public final class MediaFileSource: SourceNode {
   private struct Track {
     var id: TrackID
     var format: TrackFormat
-    var timeBase: AVRational
+    var timeBase: TimeBase
     var filter: BitstreamFilter?
     var announced = false
   }
@@ -32,7 +32,7 @@ public final class MediaFileSource: SourceNode {
   private var input: InputFormatContext?
   private var tracks: [Int32: Track] = [:]
   private var packet: Packet?
-  private var firstTimestamp: Int64?
+  private var firstTimestamp: MediaDuration?
 
   /// Reads `path`, placing its first frame at `startTime`.
   public init(path: String, startTime: MediaTime, videoChannel: UInt8 = 0, audioChannel: UInt8 = 1) {
@@ -52,6 +52,8 @@ public final class MediaFileSource: SourceNode {
     for stream in input.streams {
       let parameters = stream.pointee.codecpar!
       let index = stream.pointee.index
+      guard let timeBase = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den)
+      else { continue }
       switch parameters.pointee.codec_id {
       case AV_CODEC_ID_H264 where !haveVideo, AV_CODEC_ID_HEVC where !haveVideo:
         haveVideo = true
@@ -61,7 +63,7 @@ public final class MediaFileSource: SourceNode {
           id: TrackID(.video, channel: videoChannel),
           format: TrackFormat(
             codec: codec, width: Int(parameters.pointee.width), height: Int(parameters.pointee.height)),
-          timeBase: stream.pointee.time_base,
+          timeBase: timeBase,
           filter: needsAnnexB
             ? try BitstreamFilter(
               name: codec == .h265 ? "hevc_mp4toannexb" : "h264_mp4toannexb", parameters: parameters,
@@ -77,7 +79,7 @@ public final class MediaFileSource: SourceNode {
           format: TrackFormat(
             codec: codec, sampleRate: Int(parameters.pointee.sample_rate),
             channels: Int(parameters.pointee.ch_layout.nb_channels)),
-          timeBase: stream.pointee.time_base, filter: nil)
+          timeBase: timeBase, filter: nil)
       default:
         continue
       }
@@ -101,13 +103,11 @@ public final class MediaFileSource: SourceNode {
       let pts = p.pts == cff_nopts_value() ? p.dts : p.pts
       let first = anchor(input)
       // Before the file's start: encoder priming that an edit list hides from players. Skip it.
-      if track.id.kind == .audio, av_rescale_q(pts, track.timeBase, AVRational(num: 1, den: 1_000_000)) < first {
-        continue
-      }
-      func micros(_ value: Int64) -> MediaTime {
-        MediaTime(
-          microseconds: startTime.microseconds + av_rescale_q(value, track.timeBase, AVRational(num: 1, den: 1_000_000))
-            - first)
+      if track.id.kind == .audio, try offset(pts, track) < first { continue }
+      func micros(_ value: Int64) throws -> MediaTime {
+        do { return try startTime + (try offset(value, track) - first) } catch {
+          throw TiError.gap(.mediaUnreadable, "\(path): a timestamp of \(value) ticks is out of range: \(error)")
+        }
       }
       let isKeyframe = p.flags & AV_PKT_FLAG_KEY != 0
       if track.id.kind == .video && isKeyframe {
@@ -129,14 +129,14 @@ public final class MediaFileSource: SourceNode {
       }
       if !track.announced {
         track.announced = true
-        context.send(.formatChange(FormatChange(track: track.id, format: track.format, time: micros(pts))))
+        context.send(.formatChange(FormatChange(track: track.id, format: track.format, time: try micros(pts))))
       }
       tracks[streamIndex] = track
       context.emit(
         EncodedPacket(
-          track: track.id, format: track.format, time: micros(pts),
-          decodeTime: p.dts == cff_nopts_value() ? nil : micros(p.dts),
-          durationMicroseconds: av_rescale_q(p.duration, track.timeBase, AVRational(num: 1, den: 1_000_000)),
+          track: track.id, format: track.format, time: try micros(pts),
+          decodeTime: p.dts == cff_nopts_value() ? nil : try micros(p.dts),
+          duration: try offset(max(0, p.duration), track),
           isKeyframe: track.id.kind == .audio || isKeyframe, data: data))
       return .produced
     }
@@ -144,18 +144,25 @@ public final class MediaFileSource: SourceNode {
 
   /// The file's time that maps to `startTime`: the earliest start of the selected streams. Packets
   /// before it are encoder priming that the container's edit list hides (MP4 AAC at pts −1024).
-  private func anchor(_ input: InputFormatContext) -> Int64 {
+  private func anchor(_ input: InputFormatContext) -> MediaDuration {
     if let firstTimestamp { return firstTimestamp }
-    let microseconds = AVRational(num: 1, den: 1_000_000)
-    var starts: [(isVideo: Bool, start: Int64)] = []
-    for stream in input.streams
-    where tracks[stream.pointee.index] != nil && stream.pointee.start_time != cff_nopts_value() {
-      let isVideo = tracks[stream.pointee.index]!.id.kind == .video
-      starts.append((isVideo, av_rescale_q(stream.pointee.start_time, stream.pointee.time_base, microseconds)))
+    var starts: [MediaDuration] = []
+    for stream in input.streams where stream.pointee.start_time != cff_nopts_value() {
+      guard let track = tracks[stream.pointee.index],
+        let start = try? MediaDuration(ticks: stream.pointee.start_time, timeBase: track.timeBase)
+      else { continue }
+      starts.append(start)
     }
-    let anchor = starts.map(\.start).min() ?? 0
+    let anchor = starts.min() ?? .zero
     firstTimestamp = anchor
     return anchor
+  }
+
+  /// `ticks` of the track's time base as a duration from the file's time 0.
+  private func offset(_ ticks: Int64, _ track: Track) throws -> MediaDuration {
+    do { return try MediaDuration(ticks: ticks, timeBase: track.timeBase) } catch {
+      throw TiError.gap(.mediaUnreadable, "\(path): a timestamp of \(ticks) ticks is out of range")
+    }
   }
 
   /// Seeks back to the start of the file.

@@ -28,7 +28,7 @@ public final class AudioTranscoder: Node {
     var resampler: OpaquePointer?
     let fifo: OpaquePointer
     let packet: Packet
-    let anchor: Int64
+    let anchor: MediaTime
     var samplesQueued: Int64 = 0
     /// Samples put into the FIFO (decoded or silence) since `anchor`.
     var samplesIn: Int64 = 0
@@ -36,10 +36,18 @@ public final class AudioTranscoder: Node {
     var keepsPriming = true
 
     /// Where the next record should start if the audio is continuous.
-    var expectedTime: Int64 { anchor + samplesIn * 1_000_000 / Int64(input.sampleRate) }
+    var expectedTime: MediaTime {
+      get throws { try anchor + (try samples(samplesIn)) }
+    }
+
+    /// The time `count` samples last.
+    func samples(_ count: Int64) throws -> MediaDuration {
+      try MediaDuration(
+        ticks: count, timeBase: TimeBase(numerator: 1, denominator: Int32(clamping: max(1, input.sampleRate)))!)
+    }
     var format: TrackFormat
 
-    init(track: TrackID, input: TrackFormat, anchor: Int64) throws {
+    init(track: TrackID, input: TrackFormat, anchor: MediaTime) throws {
       self.track = track
       self.input = input
       self.anchor = anchor
@@ -86,10 +94,10 @@ public final class AudioTranscoder: Node {
   /// The node's name.
   public let name = "AudioTranscoder"
   /// The longest hole between records filled with silence; a longer one starts a new stretch.
-  public static let maximumSilence: Int64 = 1_000_000
+  public static let maximumSilence = MediaDuration.microseconds(1_000_000)
   /// Records whose start differs from the continuous position by at most this much are continuous
   /// (record times are whole milliseconds).
-  static let jitter: Int64 = 2_000
+  static let jitter = MediaDuration.microseconds(2_000)
   private var chains: [TrackID: Chain] = [:]
 
   /// Creates a transcoder.
@@ -106,20 +114,23 @@ public final class AudioTranscoder: Node {
     }
     var restarted = false
     if let chain = chains[input.track] {
-      let hole = input.time.microseconds - chain.expectedTime
-      if chain.input != input.format || hole < -Self.jitter || hole > Self.maximumSilence {
+      let hole = try input.time - (try chain.expectedTime)
+      if chain.input != input.format || hole.microseconds < -Self.jitter.microseconds || hole > Self.maximumSilence {
         try drain(chain, context: context)
         chains[input.track] = nil
         restarted = true
       } else if hole > Self.jitter {
-        try queueSilence(Int(hole * Int64(chain.input.sampleRate) / 1_000_000), in: chain)
+        try queueSilence(
+          Int(
+            try hole.ticks(in: TimeBase(numerator: 1, denominator: Int32(clamping: max(1, chain.input.sampleRate)))!)),
+          in: chain)
       }
     }
     let chain: Chain
     if let existing = chains[input.track] {
       chain = existing
     } else {
-      chain = try Chain(track: input.track, input: input.format, anchor: input.time.microseconds)
+      chain = try Chain(track: input.track, input: input.format, anchor: input.time)
       chain.keepsPriming = !restarted
       chains[input.track] = chain
       context.send(.formatChange(FormatChange(track: input.track, format: chain.format, time: input.time)))
@@ -137,11 +148,12 @@ public final class AudioTranscoder: Node {
 
   private func badRecord(_ input: EncodedPacket, _ why: String, _ context: NodeContext<EncodedPacket>) {
     let samples = Int64(input.data.count / max(1, input.format.channels))
-    let duration = max(1000, samples * 1_000_000 / Int64(max(1, input.format.sampleRate)))
+    let duration = MediaDuration.microseconds(max(1000, samples * 1_000_000 / Int64(max(1, input.format.sampleRate))))
     context.send(
       .gap(
         RecordingGap(
-          range: MediaRange(start: input.time, end: MediaTime(microseconds: input.time.microseconds + duration)),
+          range: MediaRange(
+            start: input.time, end: input.time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))),
           tracks: [input.track], reasons: [.mediaUnreadable])))
   }
 
@@ -241,18 +253,20 @@ public final class AudioTranscoder: Node {
       context.emit(
         EncodedPacket(
           track: chain.track, format: chain.format,
-          time: MediaTime(microseconds: chain.anchor + pts * 1_000_000 / rate),
-          durationMicroseconds: 1024 * 1_000_000 / rate, isKeyframe: true, data: header + raw))
+          time: try chain.anchor + (try chain.samples(pts)),
+          duration: .microseconds(1024 * 1_000_000 / rate), isKeyframe: true, data: header + raw))
     }
   }
 
   /// A gap ends the stretch: the encoders restart with the next packet.
   public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
-    if case .gap = event { try drainAll(context: context) }
-    if case .formatChange(let change as FormatChange) = event,
-      change.format.codec == .g711a || change.format.codec == .g711u
-    {
+    switch try MediaEvent(event) {
+    case .gap:
+      try drainAll(context: context)
+    case .formatChange(let change) where change.format.codec == .g711a || change.format.codec == .g711u:
       return  // replaced by the AAC format announced with the first transcoded packet
+    default:
+      break
     }
     context.send(event)
   }

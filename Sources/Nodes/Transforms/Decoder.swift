@@ -58,7 +58,7 @@ public final class Decoder: Node {
     }
     packet.pointer.pointee.pts = input.time.microseconds
     packet.pointer.pointee.dts = input.decodeTime.microseconds
-    packet.pointer.pointee.duration = input.durationMicroseconds
+    packet.pointer.pointee.duration = input.duration.microseconds
     if input.isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
     let sent = avcodec_send_packet(codecContext.pointer, packet.pointer)
     if sent < 0 && sent != FFmpeg.again {
@@ -95,7 +95,8 @@ public final class Decoder: Node {
       let time = MediaTime(microseconds: pts == cff_nopts_value() ? frame.pointer.pointee.pts : pts)
       framesDecoded += 1
       context.emit(
-        DecodedFrame(track: track, time: time, durationMicroseconds: frame.pointer.pointee.pkt_duration, frame: frame))
+        DecodedFrame(
+          track: track, time: time, duration: .microseconds(frame.pointer.pointee.pkt_duration), frame: frame))
     }
   }
 
@@ -109,8 +110,8 @@ public final class Decoder: Node {
 
   /// A format change of the track reopens the decoder at its next packet; a gap resets it.
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
-    switch event {
-    case .formatChange(let change as FormatChange) where change.track == track:
+    switch try MediaEvent(event) {
+    case .formatChange(let change) where change.track == track:
       try drain(context: context)
     case .gap:
       try drain(context: context)

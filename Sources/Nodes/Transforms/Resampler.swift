@@ -61,7 +61,7 @@ public final class Resampler: Node {
     nodeContext.emit(
       DecodedFrame(
         track: input.track, time: input.time,
-        durationMicroseconds: Int64(converted) * 1_000_000 / Int64(format.sampleRate), frame: output))
+        duration: .microseconds(Int64(converted) * 1_000_000 / Int64(format.sampleRate)), frame: output))
   }
 
   private func configure(for source: UnsafeMutablePointer<AVFrame>) throws {

@@ -30,7 +30,7 @@ public final class SegmentDemuxer: SteppingNode {
     var decodable = false
     var droppedFrom: MediaTime?
     var pending: EncodedPacket?
-    var lastDuration: Int64 = 40_000
+    var lastDuration = MediaDuration.microseconds(40_000)
     /// How far this track's accepted records reach: the last video frame's time, the end of the last
     /// audio frame.
     var reach: MediaTime?
@@ -44,10 +44,10 @@ public final class SegmentDemuxer: SteppingNode {
   /// The node's name.
   public let name = "SegmentDemuxer"
   /// The longest a video frame is taken to last (10 s).
-  public static let maximumFrameDuration: Int64 = 10_000_000
+  public static let maximumFrameDuration = MediaDuration.microseconds(10_000_000)
   /// While the output waits for the first video frame of the range, audio older than this before the
   /// newest one held is dropped, so a range without video holds at most this much audio (10 s).
-  static let maximumHeldAudio: Int64 = 10_000_000
+  static let maximumHeldAudio = MediaDuration.microseconds(10_000_000)
   private let startingAt: MediaTime?
   private var trimBefore: MediaTime?
   private var held: [Held] = []
@@ -69,7 +69,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// Takes one object; its records are demuxed by ``step(context:)``.
   public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
     let range = input.parsed.header.range
-    ready.append(.event(.segmentStart(StreamSegment(start: range.start.microseconds, end: range.end.microseconds))))
+    ready.append(.event(.segmentStart(range)))
     current = (input, 0)
   }
 
@@ -113,7 +113,7 @@ public final class SegmentDemuxer: SteppingNode {
     case .audio:
       // Likewise audio that starts more than a millisecond (record times are whole milliseconds) before
       // the end of the last frame taken.
-      if let reach = state.reach, time.microseconds < reach.microseconds - 1000 { return }
+      if let reach = state.reach, try time < reach - .microseconds(1000) { return }
     }
     switch record.track.kind {
     case .video:
@@ -142,10 +142,10 @@ public final class SegmentDemuxer: SteppingNode {
       }
       let format = keyframeFormat ?? state.format ?? TrackFormat(codec: record.codec)
       if let pending = state.pending {
-        let duration = time.microseconds - pending.time.microseconds
+        let duration = try time - pending.time
         // A frame lasts until the next one, but not for ever: a stretch of minutes without a frame
         // (or times from a broken clock) is a stretch without video, not one frozen picture.
-        let plausible = duration > 0 && duration <= Self.maximumFrameDuration
+        let plausible = duration > .zero && duration <= Self.maximumFrameDuration
         if plausible { state.lastDuration = duration }
         output(.packet(pending.withDuration(plausible ? duration : state.lastDuration)), context)
         state.pending = nil
@@ -155,7 +155,7 @@ public final class SegmentDemuxer: SteppingNode {
         state.format = format
       }
       state.pending = EncodedPacket(
-        track: record.track, format: format, time: time, durationMicroseconds: state.lastDuration,
+        track: record.track, format: format, time: time, duration: state.lastDuration,
         isKeyframe: isKeyframe, data: record.payload)
       state.reach = time
     case .audio:
@@ -171,12 +171,12 @@ public final class SegmentDemuxer: SteppingNode {
         output(.event(.formatChange(FormatChange(track: record.track, format: format, time: time))), context)
         state.format = format
       }
-      let duration = Int64(samples) * 1_000_000 / Int64(max(1, record.sampleRate))
-      state.reach = MediaTime(microseconds: time.microseconds + duration)
+      let duration = MediaDuration.microseconds(Int64(samples) * 1_000_000 / Int64(max(1, record.sampleRate)))
+      state.reach = try time + duration
       output(
         .packet(
           EncodedPacket(
-            track: record.track, format: format, time: time, durationMicroseconds: duration, isKeyframe: true,
+            track: record.track, format: format, time: time, duration: duration, isKeyframe: true,
             data: record.payload)), context)
     }
   }
@@ -205,7 +205,7 @@ public final class SegmentDemuxer: SteppingNode {
         // Held video that stops long before this frame does not reach the start: it is not the range's.
         let lastHeld = held.last { if case .packet(let p) = $0 { p.track.kind == .video } else { false } }
         if case .packet(let earlier) = lastHeld,
-          packet.time.microseconds - earlier.time.microseconds > Self.maximumFrameDuration
+          (try? packet.time - earlier.time).map({ $0 > Self.maximumFrameDuration }) ?? true
         {
           held.removeAll { if case .packet = $0 { true } else { false } }
         }
@@ -222,9 +222,9 @@ public final class SegmentDemuxer: SteppingNode {
       }
     case .packet(let packet):
       // Audio waiting for the first video frame: keep a bounded stretch (each packet holds its object).
-      let oldest = packet.time.microseconds - Self.maximumHeldAudio
+      let oldest = (try? packet.time - Self.maximumHeldAudio) ?? MediaTime(microseconds: .min)
       held.removeAll { item in
-        if case .packet(let earlier) = item, earlier.track.kind == .audio, earlier.time.microseconds < oldest {
+        if case .packet(let earlier) = item, earlier.track.kind == .audio, earlier.time < oldest {
           return true
         }
         return false
@@ -254,7 +254,7 @@ public final class SegmentDemuxer: SteppingNode {
 
   /// Upstream lost data: flush what is held, forward the gap, and restart decoding at keyframes.
   public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
-    if case .gap = event { restart(context: context) }
+    if case .gap = try MediaEvent(event) { restart(context: context) }
     output(.event(event), context)
   }
 
@@ -296,9 +296,9 @@ public final class SegmentDemuxer: SteppingNode {
 
 extension EncodedPacket {
   /// The same packet with another duration.
-  func withDuration(_ duration: Int64) -> EncodedPacket {
+  func withDuration(_ duration: MediaDuration) -> EncodedPacket {
     EncodedPacket(
-      track: track, format: format, time: time, decodeTime: decodeTime, durationMicroseconds: duration,
+      track: track, format: format, time: time, decodeTime: decodeTime, duration: duration,
       isKeyframe: isKeyframe, data: data)
   }
 }

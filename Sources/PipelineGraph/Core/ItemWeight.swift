@@ -5,6 +5,6 @@
 public protocol WeighedItem {
   /// Bytes of memory the item holds (payload, not bookkeeping).
   var byteCount: Int { get }
-  /// Media duration the item represents, in microseconds (0 when it has none).
-  var durationMicroseconds: Int64 { get }
+  /// Media duration the item represents (zero when it has none).
+  var duration: MediaDuration { get }
 }

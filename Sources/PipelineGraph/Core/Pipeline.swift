@@ -93,7 +93,7 @@ public final class Pipeline: @unchecked Sendable {
   ) where Producer.Output == Consumer.Input, Producer.Output: WeighedItem {
     link(
       producer, consumer, limits: limits, threadBoundary: threadBoundary,
-      weigh: { ($0.byteCount, $0.durationMicroseconds) },
+      weigh: { ($0.byteCount, $0.duration.microseconds) },
       producerDrain: Self.drainer(for: Producer.self), consumerDrain: Self.drainer(for: Consumer.self))
   }
 

@@ -12,8 +12,8 @@ public protocol EventPayload: Sendable, CustomStringConvertible {}
 /// a node receives ``Node/finish(context:)`` once every one of its inputs has ended, and the engine then
 /// forwards a single `endOfStream` downstream.
 public enum PipelineEvent: Sendable, CustomStringConvertible {
-  /// A new stretch of data begins, covering `[start, end)` in the producer's time (microseconds).
-  case segmentStart(StreamSegment)
+  /// A new stretch of data begins, covering `[start, end)` of recording time (e.g. an object was read).
+  case segmentStart(MediaRange)
   /// A stretch of the stream is missing; the payload says which and why.
   case gap(any EventPayload)
   /// The format of the data that follows differs from what came before.
@@ -28,26 +28,12 @@ public enum PipelineEvent: Sendable, CustomStringConvertible {
   /// A short human-readable form, for logs and tests.
   public var description: String {
     switch self {
-    case .segmentStart(let segment): "segmentStart(\(segment.start)..<\(segment.end))"
+    case .segmentStart(let range): "segmentStart(\(range))"
     case .gap(let payload): "gap(\(payload))"
     case .formatChange(let payload): "formatChange(\(payload))"
     case .flush(let generation): "flush(\(generation))"
     case .endOfStream: "endOfStream"
     case .custom(let payload): "custom(\(payload))"
     }
-  }
-}
-
-/// The time span a `segmentStart` event announces, in microseconds of the producer's timeline.
-public struct StreamSegment: Sendable, Hashable {
-  /// First instant covered, inclusive.
-  public var start: Int64
-  /// End of coverage, exclusive.
-  public var end: Int64
-
-  /// Creates a segment covering `[start, end)`.
-  public init(start: Int64, end: Int64) {
-    self.start = start
-    self.end = end
   }
 }

@@ -67,7 +67,7 @@ final class Edge<Item>: ErasedEdge, @unchecked Sendable {
     self.isThreadBoundary = isThreadBoundary
     maxItems = limits.items
     maxBytes = limits.bytes ?? .max
-    maxDuration = limits.durationMicroseconds ?? .max
+    maxDuration = limits.duration?.microseconds ?? .max
     self.producer = producer
     self.consumer = consumer
     self.weigh = weigh

@@ -9,15 +9,15 @@ public struct EdgeLimits: Sendable, Hashable, CustomStringConvertible {
   public var items: Int
   /// Maximum queued bytes, for items that are ``WeighedItem``s; `nil` for no byte bound.
   public var bytes: Int?
-  /// Maximum queued media duration in microseconds, for ``WeighedItem``s; `nil` for no bound.
-  public var durationMicroseconds: Int64?
+  /// Maximum queued media duration, for ``WeighedItem``s; `nil` for no bound.
+  public var duration: MediaDuration?
 
   /// Creates limits; every bound must be positive.
-  public init(items: Int = 64, bytes: Int? = nil, durationMicroseconds: Int64? = nil) {
+  public init(items: Int = 64, bytes: Int? = nil, duration: MediaDuration? = nil) {
     precondition(items > 0, "an edge must hold at least one item")
     self.items = items
     self.bytes = bytes
-    self.durationMicroseconds = durationMicroseconds
+    self.duration = duration
   }
 
   /// 64 items, no byte or duration bound.
@@ -27,7 +27,7 @@ public struct EdgeLimits: Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     var parts = ["\(items) items"]
     if let bytes { parts.append("\(bytes) B") }
-    if let durationMicroseconds { parts.append("\(durationMicroseconds) µs") }
+    if let duration { parts.append("\(duration)") }
     return parts.joined(separator: ", ")
   }
 }

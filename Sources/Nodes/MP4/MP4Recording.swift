@@ -1,0 +1,213 @@
+import Foundation
+import PipelineGraph
+
+/// One MP4 recorded from packets: the one recording path that the export (``Exporter``) and the
+/// recorder (``MP4Writer``) share.
+///
+/// Media is written in stretches: each maps a stretch of source time to the file's time where the
+/// previous one ended, so an export cuts gaps out and a recorder keeps one stretch. Within a stretch:
+/// - a video frame lasts until the next frame in decode order (one frame of look-ahead, the only one
+///   on this path); a frame whose decode time does not follow the previous one's cannot be written and
+///   is left out (``skippedVideoPackets``); nothing at or after ``limit`` is written;
+/// - audio is written once the video has reached its end, so it never runs past the video, and never
+///   overlaps the frame before it (a frame up to 2 ms early, from millisecond record times, is moved
+///   after it); audio that starts before the file's first video frame is its lead-in, hidden by an
+///   edit list (``MP4File/audioLeadIn``); when a stretch ends, its audio may end at most 20 ms after
+///   its video;
+/// - only AAC in the file's audio format is written.
+///
+/// The file is written under a working name (``OutputFile/workingPath(for:)``); ``finalize(installingAt:)``
+/// installs the finished MP4, ``abandon()`` removes what was written.
+final class MP4Recording {
+  private struct Stretch {
+    var sourceStart: MediaTime
+    var outputStart: MediaDuration
+    var videoEnd: MediaTime
+    var audioEnd: MediaTime?
+  }
+
+  /// The file's video format.
+  let video: TrackFormat
+  /// The file's audio format, if it has an audio track.
+  let audio: TrackFormat?
+  /// Nothing at or after this source time is written (the requested range's end).
+  let limit: MediaTime
+  /// Where the unfinished file is.
+  let workingPath: String
+  private var file: MP4File?
+  private var stretch: Stretch?
+  private var pendingVideo: EncodedPacket?
+  private var pendingAudio: [EncodedPacket] = []
+  private var lastDecodeTime: MediaDuration?
+  /// A frame at or after ``limit`` came: later frames in decode order may depend on it, so no more video.
+  private(set) var videoEnded = false
+  /// The end of the file's time: where the next stretch starts.
+  private(set) var outputEnd = MediaDuration.zero
+  /// Video frames written.
+  private(set) var videoPackets = 0
+  /// Audio frames written.
+  private(set) var audioPackets = 0
+  /// Video frames left out because their decode time did not follow the previous one's.
+  private(set) var skippedVideoPackets = 0
+
+  /// Audio kept waiting for video: a few seconds' worth.
+  private static let maximumPendingAudio = 256
+
+  /// Creates the working file with its tracks.
+  init(
+    workingPath: String, video: TrackFormat, audio: TrackFormat?, limit: MediaTime = MediaTime(microseconds: .max),
+    reservedIndexBytes: Int
+  ) throws {
+    file = try MP4File(path: workingPath, video: video, audio: audio, reservedIndexBytes: reservedIndexBytes)
+    self.workingPath = workingPath
+    self.video = video
+    self.audio = audio
+    self.limit = limit
+  }
+
+  /// True while a stretch is open.
+  var isRecording: Bool { stretch != nil }
+
+  /// The source range of the open stretch, as far as written.
+  var openRange: MediaRange? { stretch.map { MediaRange(start: $0.sourceStart, end: $0.videoEnd) } }
+
+  /// Opens a stretch at source time `time` (a keyframe's), placed where the file ends.
+  func begin(at time: MediaTime) {
+    precondition(stretch == nil, "a stretch is open")
+    stretch = Stretch(sourceStart: time, outputStart: outputEnd, videoEnd: time)
+  }
+
+  /// Takes a video frame of the open stretch: it is written when the next one gives its duration.
+  func writeVideo(_ packet: EncodedPacket) throws {
+    guard stretch != nil, !videoEnded else { return }
+    if let previous = pendingVideo {
+      let step = try checked { try packet.decodeTime - previous.decodeTime }
+      try emitVideo(previous, lasting: step > .zero ? step : previous.duration)
+      pendingVideo = nil
+    }
+    if packet.time >= limit {
+      videoEnded = true
+      return try flushAudio(upTo: min(stretch?.videoEnd ?? limit, limit))
+    }
+    pendingVideo = packet
+    try flushAudio(upTo: min(packet.time, limit))
+  }
+
+  /// Takes an audio frame: written once the video reaches its end.
+  func writeAudio(_ packet: EncodedPacket) throws {
+    guard audio != nil, packet.time < limit else { return }
+    pendingAudio.append(packet)
+    if let pendingVideo {
+      try flushAudio(upTo: min(pendingVideo.time, limit))
+    } else if videoEnded, let stretch {
+      try flushAudio(upTo: min(stretch.videoEnd, limit))
+    }
+    if pendingAudio.count > Self.maximumPendingAudio {
+      pendingAudio.removeFirst(pendingAudio.count - Self.maximumPendingAudio)
+    }
+  }
+
+  /// Closes the open stretch: its last frame lasts until `end` at most; audio up to 20 ms past the
+  /// video's end is written. Waiting audio from `keepAudioFrom` on stays for the next stretch.
+  /// Returns the source range written.
+  @discardableResult
+  func end(at end: MediaTime, keepAudioFrom: MediaTime? = nil) throws -> MediaRange? {
+    if let pending = pendingVideo {
+      let stop = pending.time.advanced(by: pending.duration, notAfter: min(end, limit))
+      try emitVideo(pending, lasting: try checked { try stop - pending.time })
+      pendingVideo = nil
+    }
+    guard let open = stretch else { return nil }
+    try flushAudio(upTo: open.videoEnd, closing: true)
+    pendingAudio.removeAll { packet in keepAudioFrom.map { packet.time < $0 } ?? true }
+    stretch = nil
+    videoEnded = false
+    guard open.videoEnd > open.sourceStart else { return nil }
+    outputEnd = try checked { try open.outputStart + (try open.videoEnd - open.sourceStart) }
+    return MediaRange(start: open.sourceStart, end: open.videoEnd)
+  }
+
+  private func emitVideo(_ packet: EncodedPacket, lasting duration: MediaDuration) throws {
+    guard var open = stretch, let file, packet.time < limit else { return }
+    let stop = packet.time.advanced(by: duration, notAfter: limit)
+    guard stop > packet.time else { return }
+    // Decode times keep their distance to presentation times (B-frames decode before they are shown), so
+    // a reordered stretch starts with a decode time before its output start; the muxer's signed
+    // composition offsets bring the first one to zero.
+    let time = try checked { try open.outputStart + (try packet.time - open.sourceStart) }
+    let decodeTime = try checked { try open.outputStart + (try packet.decodeTime - open.sourceStart) }
+    if let last = lastDecodeTime, decodeTime <= last { return skippedVideoPackets += 1 }
+    lastDecodeTime = decodeTime
+    try file.writeVideo(
+      packet.data, time: time, decodeTime: decodeTime, duration: try checked { try stop - packet.time },
+      isKeyframe: packet.isKeyframe)
+    videoPackets += 1
+    open.videoEnd = max(open.videoEnd, stop)
+    stretch = open
+  }
+
+  /// Writes the waiting audio frames that start before `limit`: while the stretch is open, those that
+  /// end by then; when it closes, those that end at most 20 ms after it.
+  private func flushAudio(upTo limit: MediaTime, closing: Bool = false) throws {
+    guard let file, let audio, var open = stretch else { return }
+    defer { stretch = open }
+    let slack = MediaDuration.microseconds(20_000)
+    while let packet = pendingAudio.first, packet.time < limit {
+      let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+      if !closing, end > limit { break }
+      pendingAudio.removeFirst()
+      if closing, end > limit.advanced(by: slack, notAfter: MediaTime(microseconds: .max)) { continue }
+      guard packet.format.codec == .aac, packet.format.sampleRate == audio.sampleRate,
+        packet.format.channels == audio.channels
+      else { continue }
+      if packet.time < open.sourceStart {
+        // Audio that starts before the file's first video frame (the AAC encoder's priming frame, a frame
+        // that straddles the start) is the audio track's lead-in, hidden by an edit list: a decoder needs
+        // it to produce the first samples without a fade-in. Elsewhere it is cut.
+        guard open.outputStart == .zero, audioPackets == 0,
+          end.advanced(by: .microseconds(1_000), notAfter: MediaTime(microseconds: .max)) >= open.sourceStart
+        else { continue }
+        let lead = try checked { try open.sourceStart - packet.time }
+        file.audioLeadIn = lead
+        try file.writeAudio(packet.data, time: try checked { try .zero - lead }, duration: packet.duration)
+        audioPackets += 1
+        open.audioEnd = end
+        continue
+      }
+      // Never overlap the previous frame in the file: a frame that starts up to 2 ms early (ms-rounded
+      // record times) is moved after it; one that starts earlier repeats audio already written.
+      let previousEnd = open.audioEnd ?? open.sourceStart
+      if packet.time < (try? previousEnd - .microseconds(2_000)) ?? previousEnd { continue }
+      let outputTime = try checked { try open.outputStart + (try max(packet.time, previousEnd) - open.sourceStart) }
+      try file.writeAudio(packet.data, time: outputTime, duration: packet.duration)
+      audioPackets += 1
+      open.audioEnd = max(end, open.audioEnd ?? end)
+    }
+  }
+
+  /// Finishes the MP4 and installs it at `destination` (only a regular file there is replaced); the
+  /// working file is gone afterwards either way.
+  func finalize(installingAt destination: URL) throws {
+    guard let file else { throw TiError(.fileWriteFailed, "the recording is closed") }
+    self.file = nil
+    defer { try? FileManager.default.removeItem(atPath: workingPath) }
+    try file.finalize(installingAt: destination)
+  }
+
+  /// Closes the unfinished file and removes it.
+  func abandon() {
+    file?.close()
+    file = nil
+    try? FileManager.default.removeItem(atPath: workingPath)
+  }
+
+  /// Keeps the unfinished file (fragmented, readable up to its last fragment) and closes it.
+  func close() {
+    file?.close()
+    file = nil
+  }
+
+  private func checked<Value>(_ body: () throws -> Value) throws -> Value {
+    do { return try body() } catch { throw TiError(.fileWriteFailed, "\(workingPath): \(error)") }
+  }
+}

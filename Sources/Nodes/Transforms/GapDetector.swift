@@ -1,0 +1,348 @@
+import PipelineGraph
+
+/// Turns what the graph states about missing media into the seed's gap events: once per stretch, per
+/// track, in order with the media (a track's gap is sent just before that track's first packet after
+/// it, or at the end), with every reason that applies.
+///
+/// Sources and transforms state facts; this node alone decides what is a gap:
+/// - a listed range without an object (the source's `noRecording` gap), an object that failed (the
+///   verifier's gap with its reason), frames that cannot be decoded until a keyframe (the demuxer's
+///   `noKeyFrame` gap), audio that cannot be decoded (the transcoder's `mediaUnreadable` gap) — each
+///   upstream `gap` event is a fact, consumed here;
+/// - a stretch of the requested range without packets of a track is a gap of that track, whatever the
+///   cause: its reasons are the facts that overlap it, and where none does, `trackUnavailable` where
+///   objects were read (`objectStart` events) and `noRecording` where none was. So an object without
+///   video of the requested channel is a video gap: the frame before it lasts until the object starts,
+///   not over it.
+/// - a video frame lasts until the next one (the demuxer's look-ahead, at most
+///   ``SegmentDemuxer/maximumFrameDuration``); audio may be silent for up to ``audioTolerance``
+///   without a gap (encoder padding, millisecond record times).
+///
+/// For media that goes to one file (``Configuration/writesFile``), video must keep the format of the
+/// first keyframe (codec and picture size) and audio must be AAC in the format of the first packet;
+/// other media is dropped and its stretch is a gap `unsupportedMedia`; after any video gap, frames are
+/// dropped until a keyframe (`noKeyFrame` when nothing else explains them).
+///
+/// Packets of other tracks pass unchanged; `objectStart` and `formatChange` events pass on.
+public final class GapDetector: Node {
+  /// Consumes packets.
+  public typealias Input = EncodedPacket
+  /// Emits packets, and gap events before them.
+  public typealias Output = EncodedPacket
+
+  /// What to watch.
+  public struct Configuration: Sendable {
+    /// The requested range: gaps are reported inside it.
+    public var range: MediaRange
+    /// The video track.
+    public var videoTrack: TrackID
+    /// The audio track, if any.
+    public var audioTrack: TrackID?
+    /// The media goes to one file: one video format, one AAC audio format, stretches that start at
+    /// keyframes.
+    public var writesFile: Bool
+
+    /// Creates a configuration.
+    public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, writesFile: Bool = false) {
+      self.range = range
+      self.videoTrack = videoTrack
+      self.audioTrack = audioTrack
+      self.writesFile = writesFile
+    }
+  }
+
+  /// The longest audio silence that is not a gap (200 ms).
+  public static let audioTolerance = MediaDuration.microseconds(200_000)
+  /// Video record times are whole milliseconds: a frame that starts within 1 ms of the previous one's
+  /// end follows it.
+  static let videoTolerance = MediaDuration.microseconds(1_000)
+
+  private struct Fact {
+    var range: MediaRange
+    var tracks: [TrackID]
+    var reasons: [GapReason]
+
+    func concerns(_ track: TrackID) -> Bool { tracks.isEmpty || tracks.contains(track) }
+  }
+
+  /// What is known of one track.
+  private struct Account {
+    let track: TrackID
+    /// Everything before this is either media passed on or a gap sent.
+    var through: MediaTime
+    var format: TrackFormat?
+    var needsKeyframe: Bool
+    /// Packets dropped since then, and why (a fact once the run ends).
+    var dropped: (since: MediaTime, reasons: [GapReason])?
+    /// Facts of this track before this were sent (as part of a gap).
+    var factsSent: MediaTime
+  }
+
+  /// The node's name.
+  public let name = "GapDetector"
+  /// The configuration.
+  public let configuration: Configuration
+  private var video: Account
+  private var audio: Account?
+  /// The objects read, by start (not merged: an object's own bounds tell where a track is missing).
+  private var objects: [MediaRange] = []
+  private var facts: [Fact] = []
+  /// How far upstream has stated what there is (objects read, facts): at the end of the stream, what
+  /// lies after is not a gap but was never scanned (a source that failed).
+  private var horizon: MediaTime
+  /// The gaps sent, in order (for statistics and tests).
+  public private(set) var gaps: [RecordingGap] = []
+
+  /// Creates a detector.
+  public init(configuration: Configuration) {
+    self.configuration = configuration
+    video = Self.account(configuration.videoTrack, configuration, isVideo: true)
+    audio = configuration.audioTrack.map { Self.account($0, configuration, isVideo: false) }
+    horizon = configuration.range.start
+  }
+
+  private static func account(_ track: TrackID, _ configuration: Configuration, isVideo: Bool) -> Account {
+    let start = configuration.range.start
+    return Account(track: track, through: start, needsKeyframe: isVideo && configuration.writesFile, factsSent: start)
+  }
+
+  // MARK: Media
+
+  /// Accounts for a packet and passes it on (a gap first when one ends here); drops media a file cannot
+  /// hold.
+  public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
+    if input.track == video.track {
+      videoPacket(input, context)
+    } else if input.track == audio?.track {
+      audioPacket(input, context)
+    } else {
+      context.emit(input)
+    }
+    forgetBefore(min(video.through, audio?.through ?? video.through))
+  }
+
+  private func videoPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
+    let range = configuration.range
+    if packet.time >= range.end {
+      // Past the range: it only tells how long the last frame inside lasts.
+      end(&video, at: range.end, tolerance: Self.videoTolerance, context)
+      return context.emit(packet)
+    }
+    let afterHole = packet.time > ((try? video.through + Self.videoTolerance) ?? video.through)
+    if configuration.writesFile {
+      if let format = video.format, !Self.sameVideo(packet.format, format) {
+        video.needsKeyframe = true
+        return drop(&video, at: packet.time, reason: .unsupportedMedia)
+      }
+      if (video.needsKeyframe || afterHole) && !packet.isKeyframe {
+        video.needsKeyframe = true
+        return drop(&video, at: packet.time, reason: .noKeyFrame)
+      }
+      video.needsKeyframe = false
+      if video.format == nil { video.format = packet.format }
+    }
+    closeDroppedRun(&video, at: packet.time)
+    if afterHole { sendGap(&video, until: packet.time, context) }
+    // A frame lasts until the next one, but not over an object that holds no frame of the track.
+    let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+    var passed = packet
+    if let cut = firstObjectStart(after: packet.time, endingBy: end), let duration = try? cut - packet.time {
+      passed = packet.withDuration(duration)
+      video.through = max(video.through, cut)
+    } else {
+      video.through = max(video.through, end)
+    }
+    context.emit(passed)
+  }
+
+  private func audioPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
+    guard var account = audio else { return context.emit(packet) }
+    defer { audio = account }
+    guard packet.time < configuration.range.end else { return context.emit(packet) }
+    if configuration.writesFile {
+      if let format = account.format, !Self.sameAudio(packet.format, format) {
+        return drop(&account, at: packet.time, reason: .unsupportedMedia)
+      }
+      if account.format == nil {
+        guard packet.format.codec == .aac else { return drop(&account, at: packet.time, reason: .unsupportedMedia) }
+        account.format = packet.format
+      }
+    }
+    closeDroppedRun(&account, at: packet.time)
+    if packet.time > ((try? account.through + Self.audioTolerance) ?? account.through) {
+      sendGap(&account, until: packet.time, context)
+    } else {
+      sendFactGaps(&account, before: packet.time, context)
+    }
+    account.through = max(
+      account.through, packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)))
+    context.emit(packet)
+  }
+
+  private func drop(_ account: inout Account, at time: MediaTime, reason: GapReason) {
+    guard var run = account.dropped else {
+      account.dropped = (time, [reason])
+      return
+    }
+    // Frames without a keyframe in an incompatible stretch are that stretch's.
+    if !run.reasons.contains(reason) && reason != .noKeyFrame { run.reasons.append(reason) }
+    account.dropped = run
+  }
+
+  private func closeDroppedRun(_ account: inout Account, at time: MediaTime) {
+    guard let run = account.dropped else { return }
+    account.dropped = nil
+    if run.since < time {
+      facts.append(Fact(range: MediaRange(start: run.since, end: time), tracks: [account.track], reasons: run.reasons))
+    }
+  }
+
+  /// Ends the account at `time` (the range's end, the stream's end): what is missing before is a gap.
+  private func end(
+    _ account: inout Account, at time: MediaTime, tolerance: MediaDuration, _ context: NodeContext<EncodedPacket>
+  ) {
+    closeDroppedRun(&account, at: time)
+    if time > ((try? account.through + tolerance) ?? account.through) {
+      sendGap(&account, until: time, context)
+    } else {
+      sendFactGaps(&account, before: time, context)
+    }
+    account.through = max(account.through, time)
+  }
+
+  /// A silence too short to be a gap by itself is one where a fact says media was lost (an audio
+  /// record that could not be decoded): the facts' stretch is sent, with their reasons.
+  private func sendFactGaps(_ account: inout Account, before time: MediaTime, _ context: NodeContext<EncodedPacket>) {
+    let sent = account.factsSent
+    let track = account.track
+    let pending = facts.filter { $0.concerns(track) && $0.range.end > sent && $0.range.start < time }
+    guard let first = pending.min(by: { $0.range.start < $1.range.start }) else { return }
+    let start = max(first.range.start, sent)
+    let end = min(pending.map(\.range.end).max() ?? time, time)
+    account.factsSent = max(sent, end)
+    guard let range = MediaRange(start: start, end: end).clamped(to: configuration.range) else { return }
+    var reasons: [GapReason] = []
+    for fact in pending { for reason in fact.reasons where !reasons.contains(reason) { reasons.append(reason) } }
+    let gap = RecordingGap(range: range, tracks: [track], reasons: reasons)
+    gaps.append(gap)
+    context.send(.gap(gap))
+  }
+
+  /// Sends the gap of `account`'s track from where it is accounted for to `end`, with its reasons.
+  private func sendGap(_ account: inout Account, until end: MediaTime, _ context: NodeContext<EncodedPacket>) {
+    let hole = MediaRange(start: account.through, end: end)
+    account.through = end
+    account.factsSent = max(account.factsSent, end)
+    guard let clipped = hole.clamped(to: configuration.range) else { return }
+    let gap = RecordingGap(range: clipped, tracks: [account.track], reasons: reasons(for: clipped, of: account.track))
+    gaps.append(gap)
+    context.send(.gap(gap))
+  }
+
+  /// The facts that overlap `hole`; where none does, `trackUnavailable` where objects were read and
+  /// `noRecording` where none was.
+  private func reasons(for hole: MediaRange, of track: TrackID) -> [GapReason] {
+    var reasons: [GapReason] = []
+    func add(_ reason: GapReason) { if !reasons.contains(reason) { reasons.append(reason) } }
+    let explaining = facts.filter { $0.concerns(track) && $0.range.overlaps(hole) }
+    for fact in explaining { fact.reasons.forEach(add) }
+    for part in Self.subtract(explaining.map(\.range), from: hole) {
+      let unread = Self.subtract(objects, from: part)
+      let unreadLength = unread.reduce(0) { $0 + $1.duration.microseconds }
+      if unreadLength < part.duration.microseconds { add(.trackUnavailable) }
+      if !unread.isEmpty { add(.noRecording) }
+    }
+    return reasons.isEmpty ? [.unknown] : reasons
+  }
+
+  /// The start of the first object that begins after `time` and ends by `end`: no frame of a track
+  /// whose frame spans `[time, end)` lies in it.
+  private func firstObjectStart(after time: MediaTime, endingBy end: MediaTime) -> MediaTime? {
+    var low = 0
+    var high = objects.count
+    while low < high {
+      let middle = (low + high) / 2
+      if objects[middle].start <= time { low = middle + 1 } else { high = middle }
+    }
+    guard low < objects.count, objects[low].start < end, objects[low].end <= end else { return nil }
+    return objects[low].start
+  }
+
+  /// Facts and objects wholly before `time` (less a frame's longest span) can explain nothing more.
+  private func forgetBefore(_ time: MediaTime) {
+    let horizon = (try? time - SegmentDemuxer.maximumFrameDuration) ?? time
+    if facts.count > 64 { facts.removeAll { $0.range.end < horizon } }
+    if objects.count > 64, let keep = objects.firstIndex(where: { $0.end >= horizon }), keep > 0 {
+      objects.removeFirst(keep)
+    }
+  }
+
+  // MARK: Events
+
+  /// Takes facts (`gap`), notes objects read (`objectStart`, passed on); passes other events on.
+  public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
+    switch try MediaEvent(event) {
+    case .gap(let gap):
+      if let clipped = gap.range.clamped(to: configuration.range) {
+        facts.append(Fact(range: clipped, tracks: gap.tracks, reasons: gap.reasons))
+        horizon = max(horizon, clipped.end)
+      }
+    case .objectStart(let object):
+      insert(object)
+      horizon = max(horizon, min(object.end, configuration.range.end))
+      context.send(event)
+    default:
+      context.send(event)
+    }
+  }
+
+  private func insert(_ object: MediaRange) {
+    guard !object.isEmpty else { return }
+    var position = objects.count
+    while position > 0 && objects[position - 1].start > object.start { position -= 1 }
+    objects.insert(object, at: position)
+  }
+
+  /// The stream ended: what is missing up to where upstream stated what there is (the range's end,
+  /// unless the source failed) is a gap of each track.
+  public func finish(context: NodeContext<EncodedPacket>) throws {
+    let end = max(horizon, min(video.through, configuration.range.end))
+    self.end(&video, at: end, tolerance: Self.videoTolerance, context)
+    if var account = audio {
+      self.end(&account, at: end, tolerance: Self.audioTolerance, context)
+      audio = account
+    }
+  }
+
+  /// Forgets everything (a seek): accounting starts again at the range's start.
+  public func flush(context: NodeContext<EncodedPacket>) {
+    video = Self.account(configuration.videoTrack, configuration, isVideo: true)
+    audio = configuration.audioTrack.map { Self.account($0, configuration, isVideo: false) }
+    horizon = configuration.range.start
+    objects.removeAll()
+    facts.removeAll()
+  }
+
+  // MARK: Helpers
+
+  static func sameVideo(_ format: TrackFormat, _ reference: TrackFormat) -> Bool {
+    format.codec == reference.codec && format.width == reference.width && format.height == reference.height
+  }
+
+  static func sameAudio(_ format: TrackFormat, _ reference: TrackFormat) -> Bool {
+    format.codec == reference.codec && format.sampleRate == reference.sampleRate
+      && format.channels == reference.channels
+  }
+
+  /// The parts of `range` that none of `ranges` covers, in order.
+  static func subtract(_ ranges: [MediaRange], from range: MediaRange) -> [MediaRange] {
+    var parts: [MediaRange] = []
+    var cursor = range.start
+    for covered in ranges.sorted(by: { $0.start < $1.start }) where covered.end > cursor && covered.start < range.end {
+      if covered.start > cursor { parts.append(MediaRange(start: cursor, end: covered.start)) }
+      cursor = max(cursor, covered.end)
+    }
+    if cursor < range.end { parts.append(MediaRange(start: cursor, end: range.end)) }
+    return parts
+  }
+}
