@@ -12,6 +12,8 @@ let package = Package(
     .library(name: "PipelineGraph", targets: ["PipelineGraph"]),
     .library(name: "PipelineTestKit", targets: ["PipelineTestKit"]),
     .library(name: "Nodes", targets: ["Nodes"]),
+    .library(name: "MediaSynthesis", targets: ["MediaSynthesis"]),
+    .library(name: "TiCloudStorage", targets: ["TiCloudStorage"]),
     .executable(name: "tipipe", targets: ["tipipe"]),
   ],
   targets: [
@@ -29,9 +31,11 @@ let package = Package(
       dependencies: ["PipelineGraph", "CFFmpeg", "CCurl", "CCrypto"],
       swiftSettings: strict
     ),
+    .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
+    .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .executableTarget(
       name: "tipipe",
-      dependencies: ["Nodes", "PipelineGraph"],
+      dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph"],
       path: "Sources/Examples/tipipe",
       swiftSettings: strict
     ),
@@ -43,7 +47,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "DecodeBenchmark",
-      dependencies: ["Nodes", "PipelineGraph"],
+      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph"],
       path: "Benchmarks/DecodeBenchmark",
       swiftSettings: strict
     ),
@@ -54,18 +58,20 @@ let package = Package(
     ),
     .target(
       name: "MediaTestSupport",
-      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit"],
+      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit"],
       path: "Tests/MediaTestSupport",
       swiftSettings: strict
     ),
     .testTarget(
       name: "ExportTests",
-      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
+      dependencies: [
+        "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport",
+      ],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NodesTests",
-      dependencies: ["Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
+      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict
     ),
   ]

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MediaSynthesis
 import Nodes
 import PipelineGraph
 

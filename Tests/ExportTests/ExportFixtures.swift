@@ -5,6 +5,7 @@ import Nodes
 import PipelineGraph
 import PipelineTestKit
 import Testing
+import TiCloudStorage
 
 func range(_ from: Int64, _ to: Int64) -> MediaRange {
   MediaRange(startMilliseconds: recordingStart + from, endMilliseconds: recordingStart + to)

@@ -1,8 +1,10 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
 import Testing
+import TiCloudStorage
 
 /// Exports of random ranges over libraries with every kind of damage, checked against the invariants
 /// of the seed's export report, whatever the range:

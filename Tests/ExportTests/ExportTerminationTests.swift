@@ -1,8 +1,10 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
 import Testing
+import TiCloudStorage
 
 /// Emits a synthetic recording's objects, then fails with `error` after `limit` of them (a token that
 /// expires in the middle of an export).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph

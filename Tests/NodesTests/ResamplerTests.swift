@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -23,7 +24,7 @@ struct ResamplerTests {
     let output = harness.outputItems
     let outputSamples = output.reduce(0) { $0 + $1.frame.sampleCount }
     #expect(abs(outputSamples - 3 * inputSamples) <= 64, "\(outputSamples) vs 3 × \(inputSamples)")
-    #expect(output.allSatisfy { $0.frame.pointer.pointee.ch_layout.nb_channels == 2 })
+    #expect(output.allSatisfy { $0.frame.channelCount == 2 })
     #expect(output.map(\.time) == decoded.audioFrames.prefix(output.count).map(\.time))
     #expect(harness.reportedFailures.isEmpty)
   }

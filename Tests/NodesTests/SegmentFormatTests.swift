@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph

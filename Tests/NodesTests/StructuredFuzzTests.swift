@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -58,7 +59,10 @@ struct StructuredFuzzTests {
     demuxer.runUntilIdle()
     failures += demuxer.reportedFailures
     // The demuxer took every valid object, whatever its records said; what it refused it said why.
-    #expect(failures.allSatisfy { $0.error.gapReason != nil || $0.error.code != .ok }, "\(failures.prefix(3))")
+    #expect(
+      failures.allSatisfy { TiError($0.error).gapReason != nil || TiError($0.error).code != .ok },
+      "\(failures.prefix(3))"
+    )
     #expect(outcomes["valid", default: 0] > cases / 20, "\(outcomes)")
     #expect(outcomes["mediaUnreadable", default: 0] > cases / 20, "\(outcomes)")
     #expect(outcomes["unsupportedMedia", default: 0] > 0, "\(outcomes)")

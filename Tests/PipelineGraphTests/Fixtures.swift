@@ -17,6 +17,11 @@ final class Labeler: Node {
 }
 
 /// Fails on chosen items.
+/// The error `Faulty` throws.
+struct Unreadable: Error, Equatable {
+  var item: Int
+}
+
 final class Faulty: Node {
   typealias Input = Int
   typealias Output = Int
@@ -27,7 +32,7 @@ final class Faulty: Node {
     self.failing = failing
   }
   func process(_ input: Int, context: NodeContext<Int>) throws {
-    if failing.contains(input) { throw TiError(.recordingUnreadable, "item \(input) is unreadable") }
+    if failing.contains(input) { throw Unreadable(item: input) }
     context.emit(input)
   }
 }

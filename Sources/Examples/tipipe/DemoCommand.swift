@@ -1,7 +1,9 @@
 import Dispatch
 import Foundation
+import MediaSynthesis
 import Nodes
 import PipelineGraph
+import TiCloudStorage
 
 /// `tipipe demo`: the main job on the embedded default. Synthesizes a library under the cache directory
 /// (once), lists it, decodes a minute of it through the graph, and exports a range that contains a gap.
@@ -101,7 +103,7 @@ enum DemoCommand {
     let began = Date()
     let outcome = try pipeline.runToCompletion()
     let seconds = Date().timeIntervalSince(began)
-    if let failure = outcome.failures.first { throw failure.error }
+    if let failure = outcome.failures.first { throw TiError(failure.error) }
     print("decoded the first minute through the graph: \(sink.frames) frames in \(String(format: "%.2f", seconds)) s")
     print("  node                     items in  items out  busy ms")
     for node in pipeline.statistics().nodes {

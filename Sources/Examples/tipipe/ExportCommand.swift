@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Nodes
 import PipelineGraph
+import TiCloudStorage
 
 /// `tipipe export` (`spec/cli.md`): a range of a library into one MP4, with the report as JSON.
 enum ExportCommand {

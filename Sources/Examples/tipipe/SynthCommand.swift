@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import Nodes
 import PipelineGraph
 

@@ -1,4 +1,4 @@
-import CCrypto
+internal import CCrypto
 import Foundation
 import PipelineGraph
 

@@ -1,4 +1,4 @@
-import CCrypto
+internal import CCrypto
 
 /// CRC-32 (IEEE 802.3) as zlib computes it: the checksum of a TSEG header.
 public enum CRC32 {

@@ -1,4 +1,4 @@
-import CCrypto
+internal import CCrypto
 import Foundation
 
 /// SHA-256 through OpenSSL's EVP API (SHA-NI where the CPU has it): the integrity check of segment objects.

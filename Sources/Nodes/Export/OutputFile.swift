@@ -59,14 +59,14 @@ public enum OutputFile {
   }
 
   /// A fresh temporary path beside `destination`, named after it and this process.
-  static func workingPath(for destination: URL, suffix: String = ".partial.mp4") -> String {
+  package static func workingPath(for destination: URL, suffix: String = ".partial.mp4") -> String {
     destination.deletingLastPathComponent()
       .appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(UUID().uuidString)\(suffix)").path
   }
 
   /// Renames `temporary` to `destination`, which must be missing or a regular file (checked just
   /// before). On failure `temporary` is removed.
-  static func install(_ temporary: String, at destination: URL) throws {
+  package static func install(_ temporary: String, at destination: URL) throws {
     var status = stat()
     if lstat(destination.path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
       unlink(temporary)
@@ -81,7 +81,7 @@ public enum OutputFile {
 
   /// Removes the temporary files that writers of `destination` left beside it when they died: regular
   /// files named `.<name>.<pid>.<uuid>.partial…` whose process no longer exists.
-  static func removeStaleWorkingFiles(besides destination: URL) {
+  package static func removeStaleWorkingFiles(besides destination: URL) {
     let directory = destination.deletingLastPathComponent()
     let prefix = ".\(destination.lastPathComponent)."
     guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import PipelineGraph
 
 /// One `AVCodecContext`, owned by this object and freed in `deinit`.

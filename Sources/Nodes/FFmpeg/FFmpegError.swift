@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import PipelineGraph
 
 /// Turns libav* return codes into typed errors, in one place.

@@ -1,5 +1,5 @@
-import CCurl
-import CFFmpeg
+internal import CCurl
+internal import CFFmpeg
 
 /// The versions of the C libraries this build runs against, for diagnostics (`tipipe --version`).
 public enum LibraryVersions {

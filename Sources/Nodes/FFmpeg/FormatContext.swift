@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import PipelineGraph
 
 /// One demuxing `AVFormatContext`, owned by this object and closed in `deinit`.

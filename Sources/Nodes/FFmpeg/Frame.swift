@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import PipelineGraph
 
 /// One `AVFrame`, owned by this object and freed in `deinit`.
@@ -6,7 +6,7 @@ public final class Frame: @unchecked Sendable {
   // The pointer is owned exclusively; after a frame is emitted it is only read, so sharing it between
   // branches (fan-out) is safe.
   /// The frame (read it; do not free it or keep it beyond this object).
-  public let pointer: UnsafeMutablePointer<AVFrame>
+  let pointer: UnsafeMutablePointer<AVFrame>
 
   /// Allocates an empty frame.
   public init() throws {
@@ -25,6 +25,10 @@ public final class Frame: @unchecked Sendable {
   public var height: Int { Int(pointer.pointee.height) }
   /// Samples per channel (audio).
   public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
+  /// Audio channels (0 for video).
+  public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
+  /// Samples per second (audio; 0 for video).
+  public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
   /// The frame's timestamp in its time base.
   public var pts: Int64 { pointer.pointee.pts }
 }

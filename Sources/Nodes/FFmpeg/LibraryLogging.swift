@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import Synchronization
 
 /// What libav* prints on the process's stderr.

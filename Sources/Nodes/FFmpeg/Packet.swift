@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import PipelineGraph
 
 /// One `AVPacket`, owned by this object and freed in `deinit`.

@@ -1,4 +1,3 @@
-import CFFmpeg
 import Foundation
 import PipelineGraph
 
@@ -20,74 +19,26 @@ public final class AudioTranscoder: Node {
   /// Emits packets, G.711 replaced by AAC.
   public typealias Output = EncodedPacket
 
-  private final class Chain {
+  /// One stretch of one track: the codec chain and where its first sample lies.
+  private final class Stretch {
     let track: TrackID
-    let input: TrackFormat
-    let decoder: CodecContext
-    let encoder: CodecContext
-    var resampler: OpaquePointer?
-    let fifo: OpaquePointer
-    let packet: Packet
+    let codec: G711Transcoder
     let anchor: MediaTime
-    var samplesQueued: Int64 = 0
-    /// Samples put into the FIFO (decoded or silence) since `anchor`.
-    var samplesIn: Int64 = 0
     /// True when the stretch starts with the stream or after a gap, not after a hole the node itself cut.
-    var keepsPriming = true
+    let keepsPriming: Bool
+    let sampleTime: TimeBase
+
+    init(track: TrackID, input: TrackFormat, anchor: MediaTime, keepsPriming: Bool) throws {
+      self.track = track
+      codec = try G711Transcoder(input: input)
+      self.anchor = anchor
+      self.keepsPriming = keepsPriming
+      sampleTime = TimeBase(numerator: 1, denominator: Int32(clamping: max(1, input.sampleRate)))!
+    }
 
     /// Where the next record should start if the audio is continuous.
     var expectedTime: MediaTime {
-      get throws { try anchor + (try samples(samplesIn)) }
-    }
-
-    /// The time `count` samples last.
-    func samples(_ count: Int64) throws -> MediaDuration {
-      try MediaDuration(
-        ticks: count, timeBase: TimeBase(numerator: 1, denominator: Int32(clamping: max(1, input.sampleRate)))!)
-    }
-    var format: TrackFormat
-
-    init(track: TrackID, input: TrackFormat, anchor: MediaTime) throws {
-      self.track = track
-      self.input = input
-      self.anchor = anchor
-      decoder = try CodecContext(codec: try CodecContext.decoder(for: input.codec))
-      decoder.pointer.pointee.sample_rate = Int32(input.sampleRate)
-      av_channel_layout_default(&decoder.pointer.pointee.ch_layout, Int32(input.channels))
-      try decoder.open()
-      guard let aac = avcodec_find_encoder(AV_CODEC_ID_AAC) else {
-        throw TiError(.unsupportedFormat, "this build of libavcodec has no AAC encoder")
-      }
-      encoder = try CodecContext(codec: aac)
-      let e = encoder.pointer
-      e.pointee.sample_rate = Int32(input.sampleRate)
-      e.pointee.time_base = AVRational(num: 1, den: Int32(input.sampleRate))
-      e.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
-      e.pointee.bit_rate = 32_000 * Int64(input.channels)
-      av_channel_layout_default(&e.pointee.ch_layout, Int32(input.channels))
-      try encoder.open()
-      try FFmpeg.check(
-        swr_alloc_set_opts2(
-          &resampler, &e.pointee.ch_layout, AV_SAMPLE_FMT_FLTP, e.pointee.sample_rate,
-          &decoder.pointer.pointee.ch_layout, AV_SAMPLE_FMT_S16, Int32(input.sampleRate), 0, nil),
-        "configuring the resampler", code: .unsupportedFormat)
-      try FFmpeg.check(swr_init(resampler), "initializing the resampler", code: .unsupportedFormat)
-      guard let fifo = av_audio_fifo_alloc(AV_SAMPLE_FMT_FLTP, Int32(input.channels), 4096) else {
-        throw TiError(.resourceExhausted, "allocating an audio FIFO")
-      }
-      self.fifo = fifo
-      packet = try Packet()
-      guard let header = ADTSHeader.make(sampleRate: input.sampleRate, channels: input.channels, payloadLength: 0),
-        let adts = ADTSHeader(header)
-      else { throw TiError(.unsupportedFormat, "AAC cannot carry \(input.sampleRate) Hz") }
-      format = TrackFormat(
-        codec: .aac, sampleRate: input.sampleRate, channels: input.channels,
-        audioSpecificConfig: adts.audioSpecificConfig)
-    }
-
-    deinit {
-      swr_free(&resampler)
-      av_audio_fifo_free(fifo)
+      get throws { try anchor + (try MediaDuration(ticks: codec.samplesIn, timeBase: sampleTime)) }
     }
   }
 
@@ -98,7 +49,7 @@ public final class AudioTranscoder: Node {
   /// Records whose start differs from the continuous position by at most this much are continuous
   /// (record times are whole milliseconds).
   static let jitter = MediaDuration.microseconds(2_000)
-  private var chains: [TrackID: Chain] = [:]
+  private var stretches: [TrackID: Stretch] = [:]
 
   /// Creates a transcoder.
   public init() throws {}
@@ -113,37 +64,33 @@ public final class AudioTranscoder: Node {
         input, "\(input.data.count) bytes are not a whole number of \(channels)-channel samples", context)
     }
     var restarted = false
-    if let chain = chains[input.track] {
-      let hole = try input.time - (try chain.expectedTime)
-      if chain.input != input.format || hole.microseconds < -Self.jitter.microseconds || hole > Self.maximumSilence {
-        try drain(chain, context: context)
-        chains[input.track] = nil
+    if let stretch = stretches[input.track] {
+      let hole = try input.time - (try stretch.expectedTime)
+      if stretch.codec.input != input.format || hole.microseconds < -Self.jitter.microseconds
+        || hole > Self.maximumSilence
+      {
+        try end(stretch, context: context)
         restarted = true
       } else if hole > Self.jitter {
-        try queueSilence(
-          Int(
-            try hole.ticks(in: TimeBase(numerator: 1, denominator: Int32(clamping: max(1, chain.input.sampleRate)))!)),
-          in: chain)
+        try stretch.codec.queueSilence(Int(try hole.ticks(in: stretch.sampleTime)))
       }
     }
-    let chain: Chain
-    if let existing = chains[input.track] {
-      chain = existing
+    let stretch: Stretch
+    if let existing = stretches[input.track] {
+      stretch = existing
     } else {
-      chain = try Chain(track: input.track, input: input.format, anchor: input.time)
-      chain.keepsPriming = !restarted
-      chains[input.track] = chain
-      context.send(.formatChange(FormatChange(track: input.track, format: chain.format, time: input.time)))
+      stretch = try Stretch(track: input.track, input: input.format, anchor: input.time, keepsPriming: !restarted)
+      stretches[input.track] = stretch
+      context.send(.formatChange(FormatChange(track: input.track, format: stretch.codec.output, time: input.time)))
     }
     do {
-      try decode(input, into: chain)
+      try stretch.codec.decode(input.data)
     } catch let error as TiError {
       // The decoder may be in any state now: end the stretch with what it had, and start afresh.
-      try drain(chain, context: context)
-      chains[input.track] = nil
+      try end(stretch, context: context)
       return badRecord(input, error.message, context)
     }
-    try encodeFullFrames(chain, context: context)
+    try emit(try stretch.codec.encodeFullFrames(), of: stretch, context)
   }
 
   private func badRecord(_ input: EncodedPacket, _ why: String, _ context: NodeContext<EncodedPacket>) {
@@ -157,112 +104,38 @@ public final class AudioTranscoder: Node {
           tracks: [input.track], reasons: [.mediaUnreadable])))
   }
 
-  /// Appends `count` samples of silence to the chain's FIFO.
-  private func queueSilence(_ count: Int, in chain: Chain) throws {
-    guard count > 0 else { return }
-    // Silence is the same in every plane: one zeroed buffer serves them all.
-    let zeros = UnsafeMutablePointer<Float>.allocate(capacity: count)
-    zeros.initialize(repeating: 0, count: count)
-    defer { zeros.deallocate() }
-    var planes = [UnsafeMutableRawPointer?](repeating: UnsafeMutableRawPointer(zeros), count: chain.input.channels)
-    let written = av_audio_fifo_write(chain.fifo, &planes, Int32(count))
-    try FFmpeg.check(written, "queueing silence", code: .resourceExhausted)
-    chain.samplesIn += Int64(count)
-  }
-
-  private func decode(_ input: EncodedPacket, into chain: Chain) throws {
-    try FFmpeg.check(av_new_packet(chain.packet.pointer, Int32(input.data.count)), "allocating a packet")
-    input.data.withUnsafeBytes { raw in
-      if let base = raw.baseAddress {
-        chain.packet.pointer.pointee.data.update(
-          from: base.assumingMemoryBound(to: UInt8.self), count: input.data.count)
-      }
-    }
-    let sent = avcodec_send_packet(chain.decoder.pointer, chain.packet.pointer)
-    av_packet_unref(chain.packet.pointer)
-    try FFmpeg.check(sent, "decoding G.711", code: .recordingUnreadable)
-    while true {
-      let frame = try Frame()
-      let status = avcodec_receive_frame(chain.decoder.pointer, frame.pointer)
-      if status == FFmpeg.again || status == FFmpeg.endOfFile { return }
-      try FFmpeg.check(status, "decoding G.711", code: .recordingUnreadable)
-      let converted = try Frame()
-      let out = converted.pointer
-      out.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
-      out.pointee.sample_rate = Int32(chain.input.sampleRate)
-      av_channel_layout_default(&out.pointee.ch_layout, Int32(chain.input.channels))
-      out.pointee.nb_samples = frame.pointer.pointee.nb_samples + 32
-      try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating audio", code: .resourceExhausted)
-      let count = frame.pointer.pointee.extended_data.withMemoryRebound(
-        to: UnsafePointer<UInt8>?.self, capacity: Int(chain.input.channels)
-      ) { source in
-        swr_convert(
-          chain.resampler, out.pointee.extended_data, out.pointee.nb_samples, source, frame.pointer.pointee.nb_samples)
-      }
-      try FFmpeg.check(count, "converting audio")
-      let written = out.pointee.extended_data.withMemoryRebound(
-        to: UnsafeMutableRawPointer?.self, capacity: Int(chain.input.channels)
-      ) {
-        av_audio_fifo_write(chain.fifo, $0, count)
-      }
-      try FFmpeg.check(written, "queueing audio", code: .resourceExhausted)
-      chain.samplesIn += Int64(frame.pointer.pointee.nb_samples)
-    }
-  }
-
-  private func encodeFullFrames(_ chain: Chain, context: NodeContext<EncodedPacket>) throws {
-    let frameSize = Int32(chain.encoder.pointer.pointee.frame_size)
-    while av_audio_fifo_size(chain.fifo) >= frameSize {
-      let frame = try Frame()
-      let f = frame.pointer
-      f.pointee.nb_samples = frameSize
-      f.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
-      f.pointee.sample_rate = Int32(chain.input.sampleRate)
-      av_channel_layout_default(&f.pointee.ch_layout, Int32(chain.input.channels))
-      try FFmpeg.check(av_frame_get_buffer(f, 0), "allocating audio", code: .resourceExhausted)
-      _ = f.pointee.extended_data.withMemoryRebound(
-        to: UnsafeMutableRawPointer?.self, capacity: Int(chain.input.channels)
-      ) {
-        av_audio_fifo_read(chain.fifo, $0, frameSize)
-      }
-      f.pointee.pts = chain.samplesQueued
-      chain.samplesQueued += Int64(frameSize)
-      try FFmpeg.check(avcodec_send_frame(chain.encoder.pointer, f), "encoding AAC", code: .unsupportedFormat)
-      try receive(chain, context: context)
-    }
-  }
-
-  private func receive(_ chain: Chain, context: NodeContext<EncodedPacket>) throws {
-    while true {
-      let status = avcodec_receive_packet(chain.encoder.pointer, chain.packet.pointer)
-      if status == FFmpeg.again || status == FFmpeg.endOfFile { return }
-      try FFmpeg.check(status, "encoding AAC", code: .unsupportedFormat)
-      let p = chain.packet.pointer.pointee
-      let raw = Data(bytes: p.data, count: Int(p.size))
-      let pts = p.pts
-      av_packet_unref(chain.packet.pointer)
+  /// Sends AAC frames in ADTS, timed from the stretch's first sample.
+  private func emit(
+    _ frames: [(position: Int64, data: Data)], of stretch: Stretch, _ context: NodeContext<EncodedPacket>
+  ) throws {
+    let format = stretch.codec.output
+    for (position, raw) in frames {
       // The encoder's priming frame lies before the stretch's first sample. At the start of a stretch it
       // leaves with it (a writer can hide it with an edit list, so the first samples decode without a
       // fade-in); after a hole inside a stretch it would sit in the hole and is dropped.
-      guard pts >= 0 || chain.keepsPriming else { continue }
+      guard position >= 0 || stretch.keepsPriming else { continue }
       guard
-        let header = ADTSHeader.make(
-          sampleRate: chain.input.sampleRate, channels: chain.input.channels, payloadLength: raw.count)
+        let header = ADTSHeader.make(sampleRate: format.sampleRate, channels: format.channels, payloadLength: raw.count)
       else { continue }
-      let rate = Int64(chain.input.sampleRate)
       context.emit(
         EncodedPacket(
-          track: chain.track, format: chain.format,
-          time: try chain.anchor + (try chain.samples(pts)),
-          duration: .microseconds(1024 * 1_000_000 / rate), isKeyframe: true, data: header + raw))
+          track: stretch.track, format: format,
+          time: try stretch.anchor + (try MediaDuration(ticks: position, timeBase: stretch.sampleTime)),
+          duration: try MediaDuration(ticks: 1024, timeBase: stretch.sampleTime), isKeyframe: true, data: header + raw))
     }
+  }
+
+  /// Ends a stretch: its last frame padded with silence, what the encoder holds sent.
+  private func end(_ stretch: Stretch, context: NodeContext<EncodedPacket>) throws {
+    stretches[stretch.track] = nil
+    try emit(try stretch.codec.drain(), of: stretch, context)
   }
 
   /// A gap ends the stretch: the encoders restart with the next packet.
   public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
     switch try MediaEvent(event) {
     case .gap:
-      try drainAll(context: context)
+      try endAll(context: context)
     case .formatChange(let change) where change.format.codec == .g711a || change.format.codec == .g711u:
       return  // replaced by the AAC format announced with the first transcoded packet
     default:
@@ -271,27 +144,15 @@ public final class AudioTranscoder: Node {
     context.send(event)
   }
 
-  private func drainAll(context: NodeContext<EncodedPacket>) throws {
-    for chain in chains.values { try drain(chain, context: context) }
-    chains.removeAll()
-  }
-
-  /// Ends a stretch: the samples short of a whole frame are padded with silence, then the encoder
-  /// gives what it holds.
-  private func drain(_ chain: Chain, context: NodeContext<EncodedPacket>) throws {
-    let frameSize = Int(chain.encoder.pointer.pointee.frame_size)
-    let left = Int(av_audio_fifo_size(chain.fifo))
-    if left > 0, frameSize > 0 {
-      try queueSilence(frameSize - left, in: chain)
-      try encodeFullFrames(chain, context: context)
+  private func endAll(context: NodeContext<EncodedPacket>) throws {
+    for stretch in stretches.values.sorted(by: { $0.track.description < $1.track.description }) {
+      try end(stretch, context: context)
     }
-    avcodec_send_frame(chain.encoder.pointer, nil)
-    try receive(chain, context: context)
   }
 
   /// Emits what the encoders still hold.
-  public func finish(context: NodeContext<EncodedPacket>) throws { try drainAll(context: context) }
+  public func finish(context: NodeContext<EncodedPacket>) throws { try endAll(context: context) }
 
   /// Drops the stretches (a seek).
-  public func flush(context: NodeContext<EncodedPacket>) { chains.removeAll() }
+  public func flush(context: NodeContext<EncodedPacket>) { stretches.removeAll() }
 }

@@ -1,14 +1,27 @@
 /// An error raised by a node, with the node's identity, as the pipeline's error handler receives it.
+///
+/// The engine carries errors as they were thrown; what they mean (a seed error code, a gap reason) is
+/// the business of the node library and the configuration that handles them.
 public struct NodeFailure: Error, Sendable, CustomStringConvertible {
   /// The failing node's name.
   public var nodeName: String
-  /// The failing node's position in the order nodes were added to the pipeline.
-  public var nodeIndex: Int
-  /// The error, as a ``TiError`` (other errors are wrapped as `ioFailed`).
-  public var error: TiError
+  /// The error the node threw or reported.
+  public var error: any Error
+  /// The failing node's identity, `ObjectIdentifier(node)`: compare it with a node kept by the
+  /// configuration (names need not be unique).
+  public let nodeID: ObjectIdentifier
 
-  /// `node #index (name): error`.
-  public var description: String { "node #\(nodeIndex) (\(nodeName)): \(error)" }
+  init(node: ObjectIdentifier, nodeName: String, error: any Error) {
+    nodeID = node
+    self.nodeName = nodeName
+    self.error = error
+  }
+
+  /// True when `node` is the one that failed.
+  public func isFrom(_ node: some Node) -> Bool { nodeID == ObjectIdentifier(node) }
+
+  /// `name: error`.
+  public var description: String { "\(nodeName): \(error)" }
 }
 
 /// What the pipeline does after a node failed; the configuration decides (e.g. an output's decode error

@@ -246,8 +246,7 @@ final class NodeBox<N: Node>: NodeBoxing {
 
   @usableFromInline
   func handleFailure(_ error: any Error) {
-    let tiError = error as? TiError ?? TiError(.ioFailed, String(describing: error))
-    let failure = NodeFailure(nodeName: core.name, nodeIndex: core.index, error: tiError)
+    let failure = NodeFailure(node: ObjectIdentifier(node), nodeName: core.name, error: error)
     switch context.pipeline.report(failure) {
     case .resume:
       break

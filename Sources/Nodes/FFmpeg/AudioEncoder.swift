@@ -1,20 +1,20 @@
-import CFFmpeg
+internal import CFFmpeg
 import Foundation
 import PipelineGraph
 
 /// Encodes a tone with libavcodec: AAC-LC (each frame wrapped in ADTS) or G.711 A-law/µ-law.
-final class AudioEncoder {
-  let codec: Codec
-  let sampleRate: Int
-  let channels: Int
+package final class AudioEncoder {
+  package let codec: Codec
+  package let sampleRate: Int
+  package let channels: Int
   /// Samples per channel in one record.
-  let frameSamples: Int
+  package let frameSamples: Int
   private let context: CodecContext
   private let frame: Frame
   private let packet: Packet
   private var samplesWritten: Int64 = 0
 
-  init(codec: Codec, sampleRate: Int, channels: Int) throws {
+  package init(codec: Codec, sampleRate: Int, channels: Int) throws {
     let name: String =
       switch codec {
       case .aac: "aac"
@@ -48,7 +48,7 @@ final class AudioEncoder {
 
   /// Encodes the next `frameSamples` samples of a 440 Hz tone; returns the record payloads produced
   /// (AAC's encoder delay means the first call may return nothing and a later one two).
-  func encodeNext() throws -> [Data] {
+  package func encodeNext() throws -> [Data] {
     try FFmpeg.check(av_frame_make_writable(frame.pointer), "making a frame writable")
     for sample in 0..<frameSamples {
       let t = Double(samplesWritten + Int64(sample)) / Double(sampleRate)

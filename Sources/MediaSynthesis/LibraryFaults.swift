@@ -1,4 +1,5 @@
 import Foundation
+import Nodes
 import PipelineGraph
 
 /// Fault builders: damage a synthesized library in the ways the segment format's error table lists,

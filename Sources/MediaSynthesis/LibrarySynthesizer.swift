@@ -1,4 +1,5 @@
 import Foundation
+import Nodes
 import PipelineGraph
 
 /// Writes a synthetic recording library (`tipipe synth`): real encoded media of a moving picture and a

@@ -1,4 +1,5 @@
 import Foundation
+import Nodes
 import PipelineGraph
 
 /// Generates a recording in memory and emits its objects as if they had been fetched: the test

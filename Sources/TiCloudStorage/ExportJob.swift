@@ -1,21 +1,6 @@
 import Foundation
+import Nodes
 import PipelineGraph
-
-/// The outcome of an export (`TiCloudStorageExportResult`): a code, the file when one was produced,
-/// and the report.
-public struct ExportResult: Sendable {
-  /// `ok` exactly when `file` is set.
-  public var code: TiErrorCode
-  /// The MP4, when one was produced.
-  public var file: URL?
-  /// The file's duration in milliseconds (0 without a file).
-  public var durationMs: Int64
-  /// What the file holds.
-  public var report: ExportReport
-  /// Why the export ended without a file or early, for people: the cause with the file or object
-  /// concerned (never a key or token); nil on a complete success.
-  public var message: String? = nil
-}
 
 /// Export as a graph configuration: `source → SegmentVerifier → SegmentDemuxer → TrackRouter →
 /// AudioTranscoder → GapDetector → Exporter`, on its own executor thread and a free-running clock.
@@ -86,7 +71,6 @@ public final class ExportJob: @unchecked Sendable {
     let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
     let transcoder = try AudioTranscoder()
     // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
-    pipeline.add(source)  // node 0: the error handler tells source failures by this index
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
@@ -94,12 +78,13 @@ public final class ExportJob: @unchecked Sendable {
     let detector = GapDetector(configuration: exporter.configuration.gapDetector)
     pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(detector, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    let sourceID = ObjectIdentifier(source)
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
-      // (node 0: added first) ends the stream instead of the pipeline, so what was already
+      // ends the stream instead of the pipeline, so what was already
       // fetched still reaches the file (termination `interrupted`); any other failure stops at once.
-      if ending == nil { ending = .failed(failure.error) }
-      return failure.nodeIndex == 0 ? .endBranch : .stopPipeline
+      if ending == nil { ending = .failed(TiError(failure.error)) }
+      return failure.nodeID == sourceID ? .endBranch : .stopPipeline
     }
     pipeline.onEndOfStream = { [unowned self] in complete() }
     pipeline.onStop = { [unowned self] in executor.execute { self.complete() } }

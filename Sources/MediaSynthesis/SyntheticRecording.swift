@@ -1,4 +1,5 @@
 import Foundation
+import Nodes
 import PipelineGraph
 
 /// Generates a synthetic recording object by object: real encoded video (moving picture) and audio

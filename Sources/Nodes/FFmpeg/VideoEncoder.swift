@@ -1,20 +1,20 @@
-import CFFmpeg
+internal import CFFmpeg
 import Foundation
 import PipelineGraph
 
 /// Encodes a moving test picture with libx264 or libx265: real H.264/H.265 access units in Annex B,
 /// parameter sets in-band before every keyframe, no B-frames, keyframes exactly where asked.
-final class VideoEncoder {
-  let codec: Codec
-  let width: Int
-  let height: Int
-  let fps: Int
+package final class VideoEncoder {
+  package let codec: Codec
+  package let width: Int
+  package let height: Int
+  package let fps: Int
   private let context: CodecContext
   private let frame: Frame
   private let packet: Packet
   private var frameNumber: Int64 = 0
 
-  init(codec: Codec, width: Int, height: Int, fps: Int) throws {
+  package init(codec: Codec, width: Int, height: Int, fps: Int) throws {
     guard width > 0, height > 0, width % 2 == 0, height % 2 == 0 else {
       throw TiError(.invalidArgument, "video size \(width)x\(height) must be positive and even")
     }
@@ -53,7 +53,7 @@ final class VideoEncoder {
 
   /// Encodes picture number `index` (its content depends on the index, so every frame differs).
   /// Returns the access unit and whether it is a keyframe.
-  func encode(index: Int, keyframe: Bool) throws -> (data: Data, isKeyframe: Bool) {
+  package func encode(index: Int, keyframe: Bool) throws -> (data: Data, isKeyframe: Bool) {
     try FFmpeg.check(av_frame_make_writable(frame.pointer), "making a frame writable")
     paint(index: index)
     frame.pointer.pointee.pts = frameNumber

@@ -1,3 +1,5 @@
+import PipelineGraph
+
 /// The framework's error: a seed-000 code, a message for people, and, when the failure makes a stretch
 /// of a recording unusable, the gap reason it maps to.
 public struct TiError: Error, Sendable, CustomStringConvertible, Equatable {
@@ -13,6 +15,16 @@ public struct TiError: Error, Sendable, CustomStringConvertible, Equatable {
     self.code = code
     self.message = message
     self.gapReason = gapReason
+  }
+
+  /// `error` as a ``TiError``: itself, the one a ``NodeFailure`` carries, or `ioFailed` with its text
+  /// for any other error.
+  public init(_ error: any Error) {
+    switch error {
+    case let error as TiError: self = error
+    case let failure as NodeFailure: self.init(failure.error)
+    default: self.init(.ioFailed, String(describing: error))
+    }
   }
 
   /// An error that makes a stretch of media unusable: the code follows from the reason.

@@ -1,0 +1,71 @@
+internal import CFFmpeg
+import Foundation
+import PipelineGraph
+
+/// A libavcodec decoder for one track format (H.264, H.265, AAC, G.711): packets in, frames out. Owns
+/// its `AVCodecContext` and `AVPacket`; packet times travel in microseconds.
+final class MediaDecoder {
+  /// The format it was opened for.
+  let format: TrackFormat
+  private let context: CodecContext
+  private let packet: Packet
+
+  /// Opens a decoder for `format` with `threads` decoding threads.
+  init(format: TrackFormat, threads: Int) throws {
+    self.format = format
+    context = try CodecContext(codec: try CodecContext.decoder(for: format.codec))
+    let c = context.pointer
+    c.pointee.thread_count = Int32(threads)
+    c.pointee.pkt_timebase = AVRational(num: 1, den: 1_000_000)
+    if format.codec.kind == .audio {
+      c.pointee.sample_rate = Int32(format.sampleRate)
+      av_channel_layout_default(&c.pointee.ch_layout, Int32(format.channels))
+    }
+    try context.open()
+    packet = try Packet()
+  }
+
+  /// Sends one packet.
+  /// - Throws: ``TiError`` `recordingUnreadable` (`mediaUnreadable`) when libavcodec refuses it.
+  func send(_ input: EncodedPacket) throws {
+    let size = input.data.count
+    try FFmpeg.check(av_new_packet(packet.pointer, Int32(size)), "allocating a packet", code: .resourceExhausted)
+    defer { av_packet_unref(packet.pointer) }
+    input.data.withUnsafeBytes { raw in
+      if let base = raw.baseAddress {
+        packet.pointer.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: size)
+      }
+    }
+    packet.pointer.pointee.pts = input.time.microseconds
+    packet.pointer.pointee.dts = input.decodeTime.microseconds
+    packet.pointer.pointee.duration = input.duration.microseconds
+    if input.isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
+    let sent = avcodec_send_packet(context.pointer, packet.pointer)
+    if sent < 0 && sent != FFmpeg.again {
+      throw TiError(
+        .recordingUnreadable, "\(input.track) at \(input.time): \(FFmpeg.message(for: sent))",
+        gapReason: .mediaUnreadable)
+    }
+  }
+
+  /// Tells the decoder no more packets come: ``receive()`` then gives what it still holds.
+  func sendEndOfStream() { avcodec_send_packet(context.pointer, nil) }
+
+  /// The frames decoded so far, with their time and duration.
+  /// - Throws: ``TiError`` `recordingUnreadable` (`mediaUnreadable`) when decoding fails.
+  func receive() throws -> [(time: MediaTime, duration: MediaDuration, frame: Frame)] {
+    var frames: [(time: MediaTime, duration: MediaDuration, frame: Frame)] = []
+    while true {
+      let frame = try Frame()
+      let status = avcodec_receive_frame(context.pointer, frame.pointer)
+      if status == FFmpeg.again || status == FFmpeg.endOfFile { return frames }
+      if status < 0 {
+        throw TiError(
+          .recordingUnreadable, "decoding \(format): \(FFmpeg.message(for: status))", gapReason: .mediaUnreadable)
+      }
+      let pts = frame.pointer.pointee.best_effort_timestamp
+      let time = MediaTime(microseconds: pts == cff_nopts_value() ? frame.pointer.pointee.pts : pts)
+      frames.append((time, .microseconds(frame.pointer.pointee.pkt_duration), frame))
+    }
+  }
+}
