@@ -57,30 +57,3 @@ extension Node where Output == Input {
   /// Passes the item through unchanged.
   public func process(_ input: Input, context: NodeContext<Output>) throws { context.emit(input) }
 }
-
-/// A node that produces data on demand: the engine calls ``produce(context:)`` whenever every output
-/// edge has room, so a source never runs ahead of its consumers.
-public protocol SourceNode: Node where Input == Never {
-  /// Emits the next item(s) or events, or says why it cannot.
-  func produce(context: NodeContext<Output>) throws -> ProduceResult
-}
-
-extension SourceNode {
-  /// A source has no input; this is never called.
-  public func process(_ input: Never, context: NodeContext<Output>) throws {}
-}
-
-/// A node that emits many items per input (a demuxer turns one object into hundreds of packets) and
-/// yields when its outputs are full: its hooks only record the work, and the engine calls
-/// ``step(context:)`` while the node ``hasPendingWork`` and every output edge has room, before it hands
-/// the node its next input or event. Each step emits at most one item (events may accompany it), so an
-/// output edge never holds more items than its bound, nor more bytes or duration than its bound plus
-/// one item's.
-public protocol SteppingNode: Node {
-  /// True while work from earlier inputs or events is left.
-  var hasPendingWork: Bool { get }
-
-  /// Does the next piece of pending work, emitting at most one item. A step that throws must still
-  /// consume the work it failed on.
-  func step(context: NodeContext<Output>) throws
-}

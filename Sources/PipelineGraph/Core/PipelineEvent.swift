@@ -1,9 +1,3 @@
-/// A payload carried by an in-band event.
-///
-/// The engine knows nothing about media: the node library defines the concrete payloads
-/// (a recording gap, a track's format) and the engine only orders and routes them.
-public protocol EventPayload: Sendable, CustomStringConvertible {}
-
 /// An in-band event: it travels on the same edges as the data, in order with it, like GStreamer's
 /// serialized events.
 ///

@@ -33,15 +33,3 @@ final class Lock: @unchecked Sendable {
     return try body()
   }
 }
-
-/// A value guarded by a ``Lock``.
-final class Locked<Value>: @unchecked Sendable {
-  private let lock = Lock()
-  private var value: Value
-
-  init(_ value: Value) { self.value = value }
-
-  func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-    try lock.withLock { try body(&value) }
-  }
-}

@@ -139,14 +139,6 @@ public enum SegmentReader {
   private static func unreadable(_ message: String) -> TiError { TiError.gap(.mediaUnreadable, message) }
 }
 
-/// A parsed, decrypted object.
-public struct ParsedSegment: Sendable {
-  /// The header.
-  public var header: SegmentHeader
-  /// The records, in body order.
-  public var records: [SegmentRecord]
-}
-
 extension SegmentReader {
   /// Parses a whole object: header, decryption with `key` when the object is encrypted, then the body.
   ///

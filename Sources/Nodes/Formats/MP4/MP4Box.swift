@@ -68,12 +68,6 @@ struct MP4Box {
   func children(_ type: String) -> [MP4Box] { children.filter { $0.type == type } }
 }
 
-/// Why an MP4 could not be finalized in place (the caller then falls back to a remux).
-enum MP4Error: Error {
-  case malformed(String)
-  case indexDoesNotFit(needed: Int, available: Int)
-}
-
 extension Data {
   func bigEndian<Integer: FixedWidthInteger>(_ type: Integer.Type, at offset: Int) -> Integer {
     var value: Integer = 0
