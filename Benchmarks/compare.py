@@ -5,7 +5,7 @@ Usage: compare.py [--runs N] [--before CMD] [--items N] LABEL CMD [LABEL CMD ...
 
 Each round runs every command once, in the order given, so that a noisy neighbour taxes them alike.
 For each command it prints min/median/max of the wall time and of the CPU time (user+sys of the
-process and its children, from wait4), the median peak RSS, and (with --items) items per second at the
+process and its children, from wait4, and each of user and sys), the median peak RSS, and (with --items) items per second at the
 median wall time. Then, for every other command, the ratio of its medians of wall and CPU time to
 those of the --versus command (the last one by default): below 1.0 it is cheaper than that peer.
 
@@ -19,22 +19,28 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
 def run_once(command, before):
     if before:
         subprocess.run(before, shell=True, check=True)
-    began = time.monotonic()
-    process = subprocess.Popen(command, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.monotonic() - began
-    stderr = process.stderr.read().decode(errors="replace")
-    process.stderr.close()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"compare.py: `{command}` exited with {code}:\n{stderr}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    # Peak RSS through /usr/bin/time: ru_maxrss survives exec, so a child forked from this Python
+    # process would report at least Python's own size.
+    with tempfile.NamedTemporaryFile(mode="r") as rss_file:
+        wrapped = ["/usr/bin/time", "-f", "%M", "-o", rss_file.name, "/bin/sh", "-c", command]
+        began = time.monotonic()
+        process = subprocess.Popen(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.monotonic() - began
+        stderr = process.stderr.read().decode(errors="replace")
+        process.stderr.close()
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            sys.exit(f"compare.py: `{command}` exited with {code}:\n{stderr}")
+        rss_kb = int(rss_file.read().strip().splitlines()[-1])
+    return wall, usage.ru_utime + usage.ru_stime, rss_kb, usage.ru_utime, usage.ru_stime
 
 
 def summary(values, unit):
@@ -69,6 +75,9 @@ def main():
         if arguments.items:
             line += f"   {arguments.items / statistics.median(walls):.0f} items/s"
         print(line)
+        users = [r[3] for r in results[label]]
+        systems = [r[4] for r in results[label]]
+        print(f"  {'':<{width}}  cpu = user {summary(users, 's')} + sys {summary(systems, 's')}")
         print(f"  {'':<{width}}  $ {command}")
     versus = arguments.versus or commands[-1][0]
     if versus not in medians:

@@ -82,6 +82,33 @@ struct ExportTests {
     _ = try expectPlayable(result)
   }
 
+  @Test("(f) G.711 audio up to a format-change cut is kept: the cut is the only gap, the audio ends with the video")
+  func g711BeforeFormatCut() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    var options = smallOptions(seconds: 9)
+    options.audioCodec = .g711a
+    options.audioSampleRate = 8000
+    options.videoChanges = [.init(offsetSeconds: 6, codec: .h264, width: 160, height: 120)]
+    try LibrarySynthesizer(options: options).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(0, 9000), to: directory.url.appendingPathComponent("f.mp4"))
+    #expect(result.code == .ok)
+    #expect(result.report.gaps.map(\.range) == [reportRange(6000, 9000)])
+    #expect(result.report.gaps.first?.reasons == [.unsupportedMedia])
+    #expect(result.report.gaps.first?.tracks.count == 2)
+    #expect(result.report.coveredDurationMs == 6000)
+    _ = try expectPlayable(result)
+    // The audio track reaches the cut: it ends no earlier than one AAC frame (128 ms at 8 kHz) before the
+    // video and no later than 20 ms after it.
+    let lines = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-show_entries", "stream=codec_type,duration", "-of", "csv=p=0", try #require(result.file).path])
+    let audio = try #require(lines.split(separator: "\n").first { $0.hasPrefix("audio") })
+    let duration = try #require(Double(audio.split(separator: ",")[1]))
+    #expect(duration >= 6.0 - 0.128 && duration <= 6.02, "audio lasts \(duration) s")
+  }
+
   @Test("G.711 audio is transcoded to AAC")
   func g711() throws {
     for codec in [Codec.g711a, .g711u] {

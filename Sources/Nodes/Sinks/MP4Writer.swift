@@ -66,13 +66,26 @@ public final class MP4Writer: Node {
     try recording.writeVideo(input)
   }
 
-  /// Finalizes the file at the end of the stream.
+  /// Finalizes the file at the end of the stream, on the pipeline's workers (finishing an MP4 reads
+  /// and writes its index, or remuxes it: blocking disk I/O stays off the graph's thread); the end of
+  /// stream follows once the file is in place.
   public func finish(context: NodeContext<Never>) throws {
     guard let recording else { throw TiError(.noRecordableMedia, "nothing was recorded") }
     try recording.end(at: MediaTime(microseconds: .max))
-    try recording.finalize(installingAt: destination)
     self.recording = nil
-    isFinalized = true
+    context.holdEndOfStream()
+    // The recording is handed whole to the worker: nothing here touches it any more.
+    let handoff = Handoff(recording)
+    let destination = self.destination
+    context.runOnWorker {
+      Result { try handoff.value.finalize(installingAt: destination) }.mapError { TiError($0) }
+    } then: { [unowned self] result in
+      switch result {
+      case .success: isFinalized = true
+      case .failure(let error): context.fail(error)
+      }
+      context.releaseEndOfStream()
+    }
   }
 
   /// An unfinished recording is closed and removed.
