@@ -56,17 +56,17 @@ struct GapDetectorTests {
     "an object without video of the channel: the frame before it stops at its start, a trackUnavailable gap follows")
   func objectWithoutVideo() throws {
     let harness = try harness(r(0, 9000))
-    harness.push(event: .segmentStart(r(0, 3000)))
+    harness.push(event: .rangeStart(r(0, 3000)))
     harness.push(contentsOf: [frame(0, key: true), frame(40, lasting: 2920)])
-    harness.push(event: .segmentStart(r(3000, 6000)))  // audio only
-    harness.push(event: .segmentStart(r(6000, 9000)))
+    harness.push(event: .rangeStart(r(3000, 6000)))  // audio only
+    harness.push(event: .rangeStart(r(6000, 9000)))
     // The demuxer's look-ahead gives the last frame before the hole the distance to the next one.
     harness.push(contentsOf: [frame(2960, lasting: 3040), frame(6000, key: true)])
     harness.endInput()
     harness.runUntilIdle()
     #expect(
       trace(harness) == [
-        "segmentStart([0, 3000))", "f0", "f40/2920", "segmentStart([3000, 6000))", "segmentStart([6000, 9000))",
+        "rangeStart([0, 3000))", "f0", "f40/2920", "rangeStart([3000, 6000))", "rangeStart([6000, 9000))",
         "f2960", "gap video:0 [3000, 6000) trackUnavailable", "f6000",
         "gap video:0 [6040, 9000) trackUnavailable",
       ])
@@ -75,17 +75,17 @@ struct GapDetectorTests {
   @Test("facts merge into one gap, sent before the next frame: a failed object and frames without a keyframe")
   func factsMerge() throws {
     let harness = try harness(r(0, 9000))
-    harness.push(event: .segmentStart(r(0, 3000)))
+    harness.push(event: .rangeStart(r(0, 3000)))
     harness.push(contentsOf: [frame(0, key: true, lasting: 2960), frame(2960)])
     harness.push(event: .gap(RecordingGap(range: r(3000, 6000), tracks: [video, audio], reasons: [.integrityFailed])))
-    harness.push(event: .segmentStart(r(6000, 9000)))
+    harness.push(event: .rangeStart(r(6000, 9000)))
     harness.push(event: .gap(RecordingGap(range: r(6000, 7000), tracks: [video], reasons: [.noKeyFrame])))
     harness.push(contentsOf: [frame(7000, key: true, lasting: 2000)])
     harness.endInput()
     harness.runUntilIdle()
     #expect(
       trace(harness) == [
-        "segmentStart([0, 3000))", "f0/2960", "f2960", "segmentStart([6000, 9000))",
+        "rangeStart([0, 3000))", "f0/2960", "f2960", "rangeStart([6000, 9000))",
         "gap video:0 [3000, 7000) integrityFailed,noKeyFrame", "f7000/2000",
       ])
   }
@@ -93,13 +93,13 @@ struct GapDetectorTests {
   @Test("a stretch no object and no fact covers is noRecording; one an object covers, trackUnavailable")
   func unexplainedStretches() throws {
     let harness = try harness(r(0, 10_000))
-    harness.push(event: .segmentStart(r(4000, 6000)))
+    harness.push(event: .rangeStart(r(4000, 6000)))
     harness.push(contentsOf: [frame(5000, key: true)])
     harness.endInput()
     harness.runUntilIdle()
     #expect(
       trace(harness) == [
-        "segmentStart([4000, 6000))", "gap video:0 [0, 5000) trackUnavailable,noRecording", "f5000",
+        "rangeStart([4000, 6000))", "gap video:0 [0, 5000) trackUnavailable,noRecording", "f5000",
         "gap video:0 [5040, 6000) trackUnavailable",
       ])
   }
@@ -108,7 +108,7 @@ struct GapDetectorTests {
     "for a file, video in another format is dropped and its stretch is unsupportedMedia until a keyframe in the first")
   func incompatibleVideo() throws {
     let harness = try harness(r(0, 1000), file: true)
-    harness.push(event: .segmentStart(r(0, 1000)))
+    harness.push(event: .rangeStart(r(0, 1000)))
     harness.push(contentsOf: [
       frame(0, key: true), frame(40), frame(80, key: true, format: other), frame(120, format: other), frame(160),
       frame(200, key: true), frame(240),
@@ -117,7 +117,7 @@ struct GapDetectorTests {
     harness.runUntilIdle()
     #expect(
       trace(harness) == [
-        "segmentStart([0, 1000))", "f0", "f40", "gap video:0 [80, 200) unsupportedMedia", "f200", "f240",
+        "rangeStart([0, 1000))", "f0", "f40", "gap video:0 [80, 200) unsupportedMedia", "f200", "f240",
         "gap video:0 [280, 1000) trackUnavailable",
       ])
   }
@@ -125,14 +125,14 @@ struct GapDetectorTests {
   @Test("for a file, frames after a gap wait for a keyframe (noKeyFrame)")
   func keyframeAfterGap() throws {
     let harness = try harness(r(0, 30_000), file: true)
-    harness.push(event: .segmentStart(r(0, 30_000)))
+    harness.push(event: .rangeStart(r(0, 30_000)))
     // Nothing for 20 s inside one object, then frames resume mid-GOP.
     harness.push(contentsOf: [frame(0, key: true), frame(40), frame(20_000), frame(20_040), frame(21_000, key: true)])
     harness.endInput()
     harness.runUntilIdle()
     #expect(
       trace(harness) == [
-        "segmentStart([0, 30000))", "f0", "f40", "gap video:0 [80, 21000) noKeyFrame,trackUnavailable", "f21000",
+        "rangeStart([0, 30000))", "f0", "f40", "gap video:0 [80, 21000) noKeyFrame,trackUnavailable", "f21000",
         "gap video:0 [21040, 30000) trackUnavailable",
       ])
   }
@@ -140,7 +140,7 @@ struct GapDetectorTests {
   @Test("audio: silence under 200 ms is no gap unless a fact says a record was lost; a track that never comes is a gap")
   func audioGaps() throws {
     let harness = try harness(r(0, 2000), audio: true)
-    harness.push(event: .segmentStart(r(0, 2000)))
+    harness.push(event: .rangeStart(r(0, 2000)))
     harness.push(contentsOf: [frame(0, key: true, lasting: 2000), sound(0), sound(64), sound(256)])
     harness.push(event: .gap(RecordingGap(range: r(320, 340), tracks: [audio], reasons: [.mediaUnreadable])))
     harness.push(contentsOf: [sound(384), sound(1600)])
@@ -148,11 +148,11 @@ struct GapDetectorTests {
     harness.runUntilIdle()
     #expect(
       trace(harness) == [
-        "segmentStart([0, 2000))", "f0/2000", "a0", "a64", "a256", "gap audio:1 [320, 340) mediaUnreadable", "a384",
+        "rangeStart([0, 2000))", "f0/2000", "a0", "a64", "a256", "gap audio:1 [320, 340) mediaUnreadable", "a384",
         "gap audio:1 [448, 1600) trackUnavailable", "a1600", "gap audio:1 [1664, 2000) trackUnavailable",
       ])
     let silent = try self.harness(r(0, 1000), audio: true)
-    silent.push(event: .segmentStart(r(0, 1000)))
+    silent.push(event: .rangeStart(r(0, 1000)))
     silent.push(contentsOf: [frame(0, key: true, lasting: 1000)])
     silent.endInput()
     silent.runUntilIdle()
@@ -162,11 +162,11 @@ struct GapDetectorTests {
   @Test("when the stream ends early (a source failed), nothing past what upstream stated is a gap")
   func endsWhereUpstreamStopped() throws {
     let harness = try harness(r(0, 12_000))
-    harness.push(event: .segmentStart(r(0, 3000)))
+    harness.push(event: .rangeStart(r(0, 3000)))
     harness.push(contentsOf: [frame(0, key: true, lasting: 2960), frame(2960)])
     harness.endInput()
     harness.runUntilIdle()
-    #expect(trace(harness) == ["segmentStart([0, 3000))", "f0/2960", "f2960"])
+    #expect(trace(harness) == ["rangeStart([0, 3000))", "f0/2960", "f2960"])
   }
 
   @Test("packets of other tracks and format changes pass; a gap of an unknown payload type is a failure")

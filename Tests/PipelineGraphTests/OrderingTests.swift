@@ -9,7 +9,7 @@ struct OrderingTests {
     let executor = ManualExecutor()
     let pipeline = Pipeline(executor: executor, clock: VirtualClock())
     let source = ScriptedSource<Int>([
-      .event(.segmentStart(MediaRange(startMilliseconds: 0, endMilliseconds: 10))), .item(1), .item(2),
+      .event(.rangeStart(MediaRange(startMilliseconds: 0, endMilliseconds: 10))), .item(1), .item(2),
       .event(.custom(Tag(value: "mark"))), .item(3),
     ])
     let middle = PassThrough<Int>()
@@ -22,7 +22,7 @@ struct OrderingTests {
       if let item = entry.item { return "\(item)" }
       return "\(entry.event!)"
     }
-    #expect(trace == ["segmentStart([0, 10))", "1", "2", "custom(mark)", "3", "endOfStream"])
+    #expect(trace == ["rangeStart([0, 10))", "1", "2", "custom(mark)", "3", "endOfStream"])
   }
 
   @Test("fan-out gives every branch every item and event in order; fan-in keeps each input's order")

@@ -22,7 +22,7 @@ public enum MediaEvent {
   ///   `endOfStream`, which nodes never see.
   public init(_ event: PipelineEvent) throws {
     switch event {
-    case .segmentStart(let range): self = .objectStart(range)
+    case .rangeStart(let range): self = .objectStart(range)
     case .gap(let gap as RecordingGap): self = .gap(gap)
     case .formatChange(let change as FormatChange): self = .formatChange(change)
     case .flush(let generation): self = .flush(generation: generation)

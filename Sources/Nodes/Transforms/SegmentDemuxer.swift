@@ -69,7 +69,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// Takes one object; its records are demuxed by ``step(context:)``.
   public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
     let range = input.parsed.header.range
-    ready.append(.event(.segmentStart(range)))
+    ready.append(.event(.rangeStart(range)))
     current = (input, 0)
   }
 
