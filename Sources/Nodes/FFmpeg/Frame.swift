@@ -30,5 +30,5 @@ public final class Frame: @unchecked Sendable {
   /// Samples per second (audio; 0 for video).
   public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
   /// The frame's timestamp in its time base.
-  public var pts: Int64 { pointer.pointee.pts }
+  var pts: Int64 { pointer.pointee.pts }
 }

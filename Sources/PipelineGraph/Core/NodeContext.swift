@@ -6,7 +6,12 @@
 public final class NodeContext<Output> {
   @usableFromInline let core: NodeCore
   unowned let pipeline: Pipeline
-  @usableFromInline var outputs: ContiguousArray<Edge<Output>> = []
+  @exclusivity(unchecked) @usableFromInline var outputs: ContiguousArray<Edge<Output>> = [] {
+    didSet { soleOutput = outputs.count == 1 ? Unmanaged.passUnretained(outputs[0]) : nil }
+  }
+  /// The output edge when there is exactly one (the common case), used without reference counting: the
+  /// pipeline owns its edges for as long as nodes run.
+  @exclusivity(unchecked) @usableFromInline var soleOutput: Unmanaged<Edge<Output>>?
 
   init(core: NodeCore, pipeline: Pipeline) {
     self.core = core
@@ -33,8 +38,14 @@ public final class NodeContext<Output> {
     // its concrete type, without generic metadata look-ups.
     guard core.phase == .running else { return }
     let generation = core.generation
-    for edge in outputs where edge.push(.item(item), generation: generation) && edge.isThreadBoundary {
-      edge.wakeConsumer()
+    if let sole = soleOutput {
+      sole._withUnsafeGuaranteedRef { edge in
+        if edge.push(.item(item), generation: generation) && edge.isThreadBoundary { edge.wakeConsumer() }
+      }
+    } else {
+      for edge in outputs where edge.push(.item(item), generation: generation) && edge.isThreadBoundary {
+        edge.wakeConsumer()
+      }
     }
     core.statistics.itemsOut &+= 1
   }
@@ -53,6 +64,7 @@ public final class NodeContext<Output> {
   /// True when some output edge is full: a node that emits many items per input may check it.
   @inlinable
   public var isOutputFull: Bool {
+    if let sole = soleOutput { return sole._withUnsafeGuaranteedRef { $0.isFull } }
     for edge in outputs where edge.isFull { return true }
     return false
   }

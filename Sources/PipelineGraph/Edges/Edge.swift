@@ -52,12 +52,12 @@ final class Edge<Item>: ErasedEdge, @unchecked Sendable {
   @usableFromInline unowned let consumer: NodeCore
   @usableFromInline let lock = Lock()
   @usableFromInline let weigh: ((Item) -> (bytes: Int, duration: Int64))?
-  @usableFromInline var queue: RingBuffer<Slot>
-  @usableFromInline var bytes = 0
-  @usableFromInline var duration: Int64 = 0
-  @usableFromInline var highWaterItems = 0
-  @usableFromInline var highWaterBytes = 0
-  @usableFromInline var pushed = 0
+  @exclusivity(unchecked) @usableFromInline var queue: RingBuffer<Slot>
+  @exclusivity(unchecked) @usableFromInline var bytes = 0
+  @exclusivity(unchecked) @usableFromInline var duration: Int64 = 0
+  @exclusivity(unchecked) @usableFromInline var highWaterItems = 0
+  @exclusivity(unchecked) @usableFromInline var highWaterBytes = 0
+  @exclusivity(unchecked) @usableFromInline var pushed = 0
 
   init(
     limits: EdgeLimits, isThreadBoundary: Bool, producer: NodeCore, consumer: NodeCore,

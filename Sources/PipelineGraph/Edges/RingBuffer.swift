@@ -6,10 +6,10 @@
 struct RingBuffer<Element> {
   @usableFromInline
   final class Storage {
-    @usableFromInline var base: UnsafeMutablePointer<Element>
-    @usableFromInline var capacity: Int
-    @usableFromInline var head = 0
-    @usableFromInline var count = 0
+    @exclusivity(unchecked) @usableFromInline var base: UnsafeMutablePointer<Element>
+    @exclusivity(unchecked) @usableFromInline var capacity: Int
+    @exclusivity(unchecked) @usableFromInline var head = 0
+    @exclusivity(unchecked) @usableFromInline var count = 0
 
     @usableFromInline
     init(capacity: Int) {

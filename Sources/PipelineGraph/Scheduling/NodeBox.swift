@@ -28,9 +28,13 @@ final class NodeBox<N: Node>: NodeBoxing {
   @usableFromInline let node: N
   @usableFromInline let core: NodeCore
   @usableFromInline let context: NodeContext<N.Output>
-  @usableFromInline var inputs: ContiguousArray<Edge<N.Input>> = []
-  @usableFromInline var inputCursor = 0
-  private let produce: (() throws -> ProduceResult)?
+  @exclusivity(unchecked) @usableFromInline var inputs: ContiguousArray<Edge<N.Input>> = [] {
+    didSet { soleInput = inputs.count == 1 ? Unmanaged.passUnretained(inputs[0]) : nil }
+  }
+  /// The input edge when there is exactly one, used without reference counting (the pipeline owns it).
+  @exclusivity(unchecked) @usableFromInline var soleInput: Unmanaged<Edge<N.Input>>?
+  @exclusivity(unchecked) @usableFromInline var inputCursor = 0
+  @usableFromInline let produce: (() throws -> ProduceResult)?
   /// For a ``SteppingNode``: does one step of its pending work, or returns false when it has none.
   @usableFromInline let step: (() throws -> Bool)?
   private let drain: (NodeBox<N>) -> Int
@@ -87,12 +91,15 @@ final class NodeBox<N: Node>: NodeBoxing {
     }
     if core.inputSuspended || context.isOutputFull { return false }
     let began = Self.monotonicNanoseconds()
-    let done = produce.map(runSource) ?? drain(self)
+    let done = drain(self)
     core.statistics.busyNanoseconds &+= Self.monotonicNanoseconds() &- began
     return done > 0
   }
 
-  private func runSource(_ produce: () throws -> ProduceResult) -> Int {
+  /// A source's turn: `produce` while every output has room, up to a batch (specialized with the
+  /// node's loop, so the output checks need no generic metadata look-ups).
+  @inlinable
+  func runSource(_ produce: () throws -> ProduceResult) -> Int {
     var done = 0
     while done < Self.batchSize, core.phase == .running, !core.sourceWaiting, !context.isOutputFull {
       done += 1
@@ -115,6 +122,7 @@ final class NodeBox<N: Node>: NodeBoxing {
   /// takes its next input only when that work is done, so its outputs never exceed their bounds.
   @inlinable
   func drainInputs() -> Int {
+    if let produce { return runSource(produce) }
     var done = 0
     while done < Self.batchSize, core.phase == .running, !core.inputSuspended, !context.isOutputFull {
       if let step {
@@ -153,6 +161,15 @@ final class NodeBox<N: Node>: NodeBoxing {
   /// The next entry from the inputs, taken round-robin so that no fan-in input starves another.
   @inlinable
   func nextEntry() -> EdgeEntry<N.Input>? {
+    if let sole = soleInput {
+      let generation = core.generation
+      return sole._withUnsafeGuaranteedRef { edge in
+        var wasFull = false
+        let entry = edge.pop(currentGeneration: generation, wasFull: &wasFull)
+        if wasFull && edge.isThreadBoundary { edge.wakeProducer() }
+        return entry
+      }
+    }
     let count = inputs.count
     let generation = core.generation
     var offset = 0
@@ -183,7 +200,8 @@ final class NodeBox<N: Node>: NodeBoxing {
     return any
   }
 
-  private func finishNode() {
+  @usableFromInline
+  func finishNode() {
     timed { try node.finish(context: context) }
     guard core.phase == .running else { return }
     if step != nil {

@@ -2,6 +2,11 @@
 ///
 /// Confined to the node's executor, like the node itself; `@unchecked Sendable` only so that timer and
 /// completion jobs (which run on that executor) can capture it.
+///
+/// The engine's per-item state (here, in ``Edge``, ``NodeBox``, ``NodeContext``, ``Partition`` and
+/// ``RingBuffer``) is marked `@exclusivity(unchecked)`: it is touched by one executor at a time (or under
+/// an edge's lock), exclusivity is still checked statically, and the dynamic checks of class properties
+/// cost 4× the engine's throughput (3.9 s instead of 0.9 s for 3 M items through 5 nodes).
 @usableFromInline
 final class NodeCore: @unchecked Sendable {
   @usableFromInline
@@ -16,18 +21,18 @@ final class NodeCore: @unchecked Sendable {
   /// Set once when the pipeline starts; the pipeline owns its partitions for as long as nodes run.
   unowned(unsafe) var partition: Partition?
   /// The flush generation the node is in (its partition's, copied here to keep the hot path short).
-  @usableFromInline var generation = 0
-  @usableFromInline var phase = Phase.idle
-  @usableFromInline var inputSuspended = false
-  var sourceWaiting = false
+  @exclusivity(unchecked) @usableFromInline var generation = 0
+  @exclusivity(unchecked) @usableFromInline var phase = Phase.idle
+  @exclusivity(unchecked) @usableFromInline var inputSuspended = false
+  @exclusivity(unchecked) @usableFromInline var sourceWaiting = false
   /// The node asked to hold its end of stream (work still in flight).
-  var holdsEndOfStream = false
+  @exclusivity(unchecked) var holdsEndOfStream = false
   /// `finish` ran while the end of stream was held: send it on release.
-  var finishPending = false
+  @exclusivity(unchecked) var finishPending = false
   /// A stepping node's `finish` ran: its end of stream follows once its pending work is done.
-  @usableFromInline var endsAfterSteps = false
-  @usableFromInline var endedInputs = 0
-  @usableFromInline var statistics: NodeStatistics
+  @exclusivity(unchecked) @usableFromInline var endsAfterSteps = false
+  @exclusivity(unchecked) @usableFromInline var endedInputs = 0
+  @exclusivity(unchecked) @usableFromInline var statistics: NodeStatistics
 
   init(name: String, typeName: String, index: Int, executor: any PipelineExecutor) {
     self.name = name

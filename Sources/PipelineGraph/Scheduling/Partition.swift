@@ -7,10 +7,10 @@ import Synchronization
 /// graph in one pass, and a full edge simply makes its producer skip its turn (backpressure).
 final class Partition: @unchecked Sendable {
   let executor: any PipelineExecutor
-  var boxes: [any NodeBoxing] = []
+  @exclusivity(unchecked) var boxes: [any NodeBoxing] = []
   /// The flush generation this partition is in; items tagged older are dropped.
-  var generation = 0
-  var isActive = false
+  @exclusivity(unchecked) var generation = 0
+  @exclusivity(unchecked) var isActive = false
   private let scheduled = Atomic(false)
   unowned let pipeline: Pipeline
 
