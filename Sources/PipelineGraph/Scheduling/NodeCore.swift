@@ -6,7 +6,7 @@
 /// The engine's per-item state (here, in ``Edge``, ``NodeBox``, ``NodeContext``, ``Partition`` and
 /// ``RingBuffer``) is marked `@exclusivity(unchecked)`: it is touched by one executor at a time (or under
 /// an edge's lock), exclusivity is still checked statically, and the dynamic checks of class properties
-/// cost 4× the engine's throughput (3.9 s instead of 0.9 s for 3 M items through 5 nodes).
+/// would cost the engine several times its throughput (Benchmarks/README.md).
 @usableFromInline
 final class NodeCore: @unchecked Sendable {
   @usableFromInline
