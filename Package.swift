@@ -5,6 +5,8 @@ import PackageDescription
 // others depend on cannot carry unsafe flags.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+// Linux only (Debian 12 and its FFmpeg 5.1, libcurl, OpenSSL): SwiftPM's `platforms` lists Apple
+// platforms alone, so none is declared; the system libraries name their apt providers.
 let package = Package(
   name: "tipipe",
   products: [
@@ -16,9 +18,13 @@ let package = Package(
     .executable(name: "tipipe", targets: ["tipipe"]),
   ],
   targets: [
-    .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec"),
-    .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
-    .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
+    // Debian 12's packages (scripts/setup.sh installs them).
+    .systemLibrary(
+      name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
+      providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]
+    ),
+    .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),
     .target(
@@ -32,18 +38,6 @@ let package = Package(
       name: "tipipe",
       dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph"],
       path: "Sources/Examples/tipipe",
-      swiftSettings: strict
-    ),
-    .executableTarget(
-      name: "GraphBenchmark",
-      dependencies: ["PipelineGraph"],
-      path: "Benchmarks/GraphBenchmark",
-      swiftSettings: strict
-    ),
-    .executableTarget(
-      name: "DecodeBenchmark",
-      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph"],
-      path: "Benchmarks/DecodeBenchmark",
       swiftSettings: strict
     ),
     .testTarget(

@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 runs=${RUNS:-5}
-swift build -c release --product DecodeBenchmark >/dev/null
-bench=$PWD/.build/release/DecodeBenchmark
+swift build -c release --package-path Benchmarks --product DecodeBenchmark >/dev/null
+bench=$PWD/Benchmarks/.build/release/DecodeBenchmark
 out=Benchmarks/out
 mkdir -p "$out"
 [ -f "$out/720p/index.json" ] || "$bench" synth "$out/720p" 1280x720 60 --encrypt >/dev/null

@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 minutes=${1:-60}
 runs=${RUNS:-5}
-swift build -c release --product DecodeBenchmark >/dev/null
+swift build -c release --package-path Benchmarks --product DecodeBenchmark >/dev/null
 swift build -c release --product tipipe >/dev/null
-bench=.build/release/DecodeBenchmark
+bench=$PWD/Benchmarks/.build/release/DecodeBenchmark
 tipipe=$PWD/.build/release/tipipe
 out=Benchmarks/out
 mkdir -p "$out"

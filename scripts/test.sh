@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 echo "== format" >&2
-swift format lint --strict --recursive Package.swift Sources Tests Benchmarks
+swift format lint --strict --recursive Package.swift Sources Tests Benchmarks Examples
 
 echo "== release build (warnings are errors)" >&2
 swift build -c release -Xswiftc -warnings-as-errors
@@ -26,3 +26,54 @@ echo "== media, export and fuzz tests under the address and leak sanitizers" >&2
 swift build --sanitize=address --build-path .build/asan --product tipipe
 ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
   swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests"
+
+# A user outside the project's targets: the consumer package builds with no C import, against the
+# project by path and against a tagged version of it (a local clone with a tag), its tests pass and its
+# program checks what it measured; the README's Swift snippets compile and run.
+echo "== consumer package (Examples/LumaDiff), by path and by tag" >&2
+if grep -rnE '^\s*(@_implementationOnly |internal |package |public )?import C(FFmpeg|Curl|Crypto)' Examples; then
+  echo "the consumer package imports a C module" >&2
+  exit 1
+fi
+swift build --package-path Examples/LumaDiff -Xswiftc -warnings-as-errors
+swift test --package-path Examples/LumaDiff -Xswiftc -warnings-as-errors
+swift run --package-path Examples/LumaDiff lumadiff
+tagged=$(mktemp -d)
+trap 'rm -rf "$tagged"' EXIT
+git clone -q . "$tagged/tipipe"
+git -C "$tagged/tipipe" tag 0.0.1-ci
+cp -R Examples/LumaDiff "$tagged/LumaDiff"
+rm -rf "$tagged/LumaDiff/.build"
+sed -i "s|.package(name: \"tipipe\", path: \"../..\")|.package(url: \"file://$tagged/tipipe\", exact: \"0.0.1-ci\")|" \
+  "$tagged/LumaDiff/Package.swift"
+grep -q 'exact: "0.0.1-ci"' "$tagged/LumaDiff/Package.swift"
+swift run --package-path "$tagged/LumaDiff" lumadiff
+
+echo "== README snippets" >&2
+mkdir -p "$tagged/Snippets/Sources/snippets"
+cat > "$tagged/Snippets/Package.swift" <<MANIFEST
+// swift-tools-version: 6.0
+import PackageDescription
+let package = Package(
+  name: "Snippets",
+  dependencies: [.package(name: "tipipe", path: "$PWD")],
+  targets: [
+    .executableTarget(
+      name: "snippets",
+      dependencies: [
+        .product(name: "PipelineGraph", package: "tipipe"), .product(name: "PipelineTestKit", package: "tipipe"),
+        .product(name: "Nodes", package: "tipipe"), .product(name: "TiCloudStorage", package: "tipipe"),
+      ])
+  ])
+MANIFEST
+# Every ```swift block of the README, in order, as one program (imports first).
+python3 - "$tagged/Snippets/Sources/snippets/main.swift" <<'PY'
+import re, sys
+text = open("README.md").read()
+blocks = re.findall(r"```swift\n(.*?)```", text, re.S)
+imports = sorted({line for block in blocks for line in block.splitlines() if line.startswith("import ")})
+body = [line for block in blocks for line in block.splitlines() if not line.startswith("import ")]
+open(sys.argv[1], "w").write("\n".join(imports + [""] + body) + "\n")
+print(f"{len(blocks)} snippet(s)", file=sys.stderr)
+PY
+swift run --package-path "$tagged/Snippets" snippets

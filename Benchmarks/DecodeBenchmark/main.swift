@@ -7,7 +7,7 @@ import PipelineGraph
 // Decode throughput through the graph against ffmpeg on the same media, and the verify+decrypt+demux
 // rate alone. Usage:
 //   DecodeBenchmark synth DIR WxH SECONDS [--encrypt]     write a library and DIR/video.h264 (same frames)
-//   DecodeBenchmark decode DIR THREADS                    LocalLibrarySource → Verify → Demux → Decoder → null
+//   DecodeBenchmark decode DIR THREADS                    LocalLibrarySource → Verify → Demux → FrameDecoder → null
 //   DecodeBenchmark demux DIR                             LocalLibrarySource → Verify → Demux → null
 // Each run prints one line `frames=… bytes=… seconds=… maxrss_kb=…`.
 
@@ -140,7 +140,7 @@ case "decode":
   let source = LocalLibrarySource(directory: directory, range: try fullRange(directory))
   let verifier = try SegmentVerifier()
   let demuxer = SegmentDemuxer()
-  let decoder = try Decoder(track: TrackID(.video, channel: 0), threads: threads)
+  let decoder = try FrameDecoder(track: TrackID(.video, channel: 0), threads: threads)
   let sink = NullSink<DecodedFrame> { _ in 0 }
   pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2))
   pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2))

@@ -46,12 +46,23 @@ public final class ExportJob: @unchecked Sendable {
   private let completion: @Sendable (ExportResult) -> Void
   private let outcome = Outcome()
 
-  /// Builds the graph over `source` and starts it. Progress (fraction, covered ms) and gaps are
-  /// delivered on the export's thread; `completion` is called exactly once.
+  /// The export's graph as `branches` sees it before it starts: connect extra nodes to `packets` (a
+  /// fan-out: they get every packet of the exported tracks, in order, with the in-band events) with
+  /// `pipeline.connect`. Their failures end the export like the graph's own.
+  public struct Graph {
+    /// The pipeline (not started yet).
+    public let pipeline: Pipeline
+    /// The node that emits the exported tracks' packets.
+    public let packets: TrackRouter
+  }
+
+  /// Builds the graph over `source`, lets `branches` add nodes to it, and starts it. Progress (fraction,
+  /// covered ms) and gaps are delivered on the export's thread; `completion` is called exactly once.
   public init<Source: SourceNode>(
     request: Request, source: Source,
     progress: (@Sendable (Double, Int64) -> Void)? = nil,
     gap: (@Sendable (RecordingGap) -> Void)? = nil,
+    branches: ((Graph) throws -> Void)? = nil,
     completion: @escaping @Sendable (ExportResult) -> Void
   ) throws where Source.Output == FetchedObject {
     try OutputFile.validate(request.output)
@@ -67,7 +78,7 @@ public final class ExportJob: @unchecked Sendable {
     exporter.onProgress = progress
     exporter.onGap = gap
     let verifier = try SegmentVerifier()
-    let demuxer = SegmentDemuxer(startingAt: request.range.start)
+    let demuxer = SegmentDemuxer(startingAt: request.range.start, endingAt: request.range.end)
     let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
     let transcoder = try AudioTranscoder()
     // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
@@ -88,6 +99,7 @@ public final class ExportJob: @unchecked Sendable {
     }
     pipeline.onEndOfStream = { [unowned self] in complete() }
     pipeline.onStop = { [unowned self] in executor.execute { self.complete() } }
+    try branches?(Graph(pipeline: pipeline, packets: router))
     try pipeline.start()
   }
 

@@ -74,7 +74,7 @@ struct MP4WriterTests {
   func keyframesOnly() throws {
     let directory = try TemporaryDirectory()
     try LibrarySynthesizer(options: smallOptions()).write(to: directory.url)
-    let harness = try NodeHarness(try Decoder(track: TrackID(.video, channel: 0), keyframesOnly: true))
+    let harness = try NodeHarness(try FrameDecoder(track: TrackID(.video, channel: 0), keyframesOnly: true))
     let demuxed = try NodeHarness(SegmentDemuxer())
     let verifier = try NodeHarness(try SegmentVerifier())
     let index = try RecordingIndex.decode(try Data(contentsOf: directory.url.appendingPathComponent("index.json")))

@@ -56,7 +56,7 @@ struct DeterministicGraphTests {
       let video = TrackID(.video, channel: 0)
       let audio = TrackID(.audio, channel: 1)
       let router = TrackRouter(tracks: [video, audio])
-      let decoder = try Decoder(track: video)
+      let decoder = try FrameDecoder(track: video)
       let frames = CollectingSink<DecodedFrame>()
       let transcoder = try AudioTranscoder()
       let exporter = Exporter(

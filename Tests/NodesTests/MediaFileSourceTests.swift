@@ -25,8 +25,8 @@ struct MediaFileSourceTests {
     defer { executor.shutdown() }
     let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
     let source = MediaFileSource(path: file.path, startTime: start)
-    let videoDecoder = try Decoder(track: TrackID(.video, channel: 0))
-    let audioDecoder = try Decoder(track: TrackID(.audio, channel: 1))
+    let videoDecoder = try FrameDecoder(track: TrackID(.video, channel: 0))
+    let audioDecoder = try FrameDecoder(track: TrackID(.audio, channel: 1))
     let video = FrameCollector(name: "video")
     let audio = FrameCollector(name: "audio")
     pipeline.connect(source, to: videoDecoder)

@@ -31,8 +31,8 @@ final class FrameCollector: Node, @unchecked Sendable {
   }
 }
 
-/// `LocalLibrarySource → SegmentVerifier → SegmentDemuxer ─┬→ Decoder(video) → collector`
-///                                                        `└→ Decoder(audio) → collector`
+/// `LocalLibrarySource → SegmentVerifier → SegmentDemuxer ─┬→ FrameDecoder(video) → collector`
+///                                                        `└→ FrameDecoder(audio) → collector`
 /// on a thread executor; returns once every sink has ended.
 func decode(
   library: URL, range: MediaRange, videoChannel: UInt8 = 0, audioChannel: UInt8? = 1, startingAt: MediaTime? = nil
@@ -43,7 +43,7 @@ func decode(
   let source = LocalLibrarySource(directory: library, range: range, prefetchBytes: 1 << 20)
   let verifier = try SegmentVerifier()
   let demuxer = SegmentDemuxer(startingAt: startingAt)
-  let videoDecoder = try Decoder(name: "videoDecoder", track: TrackID(.video, channel: videoChannel))
+  let videoDecoder = try FrameDecoder(name: "videoDecoder", track: TrackID(.video, channel: videoChannel))
   let video = FrameCollector(name: "video")
   pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2))
   pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2))
@@ -51,7 +51,7 @@ func decode(
   pipeline.connect(videoDecoder, to: video, limits: EdgeLimits(items: 8))
   let audio = FrameCollector(name: "audio")
   if let audioChannel {
-    let audioDecoder = try Decoder(name: "audioDecoder", track: TrackID(.audio, channel: audioChannel))
+    let audioDecoder = try FrameDecoder(name: "audioDecoder", track: TrackID(.audio, channel: audioChannel))
     pipeline.connect(demuxer, to: audioDecoder, limits: EdgeLimits(items: 64))
     pipeline.connect(audioDecoder, to: audio, limits: EdgeLimits(items: 8))
   }

@@ -94,7 +94,7 @@ enum DemoCommand {
     let source = LocalLibrarySource(directory: library, range: range)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer()
-    let decoder = try Decoder(track: TrackID(.video, channel: 0))
+    let decoder = try FrameDecoder(track: TrackID(.video, channel: 0))
     let sink = FrameCounter()
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))

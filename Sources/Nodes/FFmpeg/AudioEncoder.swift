@@ -10,7 +10,7 @@ package final class AudioEncoder {
   /// Samples per channel in one record.
   package let frameSamples: Int
   private let context: CodecContext
-  private let frame: Frame
+  private let frame: FrameBuffer
   private let packet: Packet
   private var samplesWritten: Int64 = 0
 
@@ -37,7 +37,7 @@ package final class AudioEncoder {
     if codec == .aac { c.pointee.bit_rate = 32_000 * Int64(channels) }
     try context.open()
     frameSamples = codec == .aac ? Int(c.pointee.frame_size) : sampleRate / 25
-    frame = try Frame()
+    frame = try FrameBuffer()
     frame.pointer.pointee.nb_samples = Int32(frameSamples)
     frame.pointer.pointee.format = c.pointee.sample_fmt.rawValue
     frame.pointer.pointee.sample_rate = Int32(sampleRate)

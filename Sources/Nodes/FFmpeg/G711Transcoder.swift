@@ -78,11 +78,11 @@ final class G711Transcoder {
     av_packet_unref(packet.pointer)
     try FFmpeg.check(sent, "decoding G.711", code: .recordingUnreadable)
     while true {
-      let frame = try Frame()
+      let frame = try FrameBuffer()
       let status = avcodec_receive_frame(decoder.pointer, frame.pointer)
       if status == FFmpeg.again || status == FFmpeg.endOfFile { return }
       try FFmpeg.check(status, "decoding G.711", code: .recordingUnreadable)
-      let converted = try Frame()
+      let converted = try FrameBuffer()
       let out = converted.pointer
       out.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
       out.pointee.sample_rate = Int32(input.sampleRate)
@@ -125,7 +125,7 @@ final class G711Transcoder {
     var encoded: [(position: Int64, data: Data)] = []
     let frameSize = encoder.pointer.pointee.frame_size
     while av_audio_fifo_size(fifo) >= frameSize {
-      let frame = try Frame()
+      let frame = try FrameBuffer()
       let f = frame.pointer
       f.pointee.nb_samples = frameSize
       f.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue

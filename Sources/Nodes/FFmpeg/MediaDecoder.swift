@@ -53,10 +53,10 @@ final class MediaDecoder {
 
   /// The frames decoded so far, with their time and duration.
   /// - Throws: ``TiError`` `recordingUnreadable` (`mediaUnreadable`) when decoding fails.
-  func receive() throws -> [(time: MediaTime, duration: MediaDuration, frame: Frame)] {
-    var frames: [(time: MediaTime, duration: MediaDuration, frame: Frame)] = []
+  func receive() throws -> [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] {
+    var frames: [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] = []
     while true {
-      let frame = try Frame()
+      let frame = try FrameBuffer()
       let status = avcodec_receive_frame(context.pointer, frame.pointer)
       if status == FFmpeg.again || status == FFmpeg.endOfFile { return frames }
       if status < 0 {

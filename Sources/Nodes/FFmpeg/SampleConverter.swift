@@ -15,11 +15,11 @@ final class SampleConverter {
   deinit { swr_free(&context) }
 
   /// Converts `input`; nil when no sample came out yet (the resampler's delay).
-  func convert(_ input: Frame) throws -> (frame: Frame, samples: Int)? {
+  func convert(_ input: FrameBuffer) throws -> (frame: FrameBuffer, samples: Int)? {
     let source = input.pointer
     let key = (source.pointee.sample_rate, source.pointee.ch_layout.nb_channels, source.pointee.format)
     if inputKey == nil || inputKey! != key { try configure(for: source) }
-    let output = try Frame()
+    let output = try FrameBuffer()
     let out = output.pointer
     out.pointee.sample_rate = Int32(format.sampleRate)
     out.pointee.format = AV_SAMPLE_FMT_S16.rawValue

@@ -10,7 +10,7 @@ package final class VideoEncoder {
   package let height: Int
   package let fps: Int
   private let context: CodecContext
-  private let frame: Frame
+  private let frame: FrameBuffer
   private let packet: Packet
   private var frameNumber: Int64 = 0
 
@@ -43,7 +43,7 @@ package final class VideoEncoder {
       options["x264-params"] = "scenecut=0:repeat-headers=1"
     }
     try context.open(options: options)
-    frame = try Frame()
+    frame = try FrameBuffer()
     frame.pointer.pointee.width = Int32(width)
     frame.pointer.pointee.height = Int32(height)
     frame.pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue

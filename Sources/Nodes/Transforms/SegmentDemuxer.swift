@@ -9,6 +9,8 @@ import PipelineGraph
 ///   are dropped and reported as one `gap` with reason `noKeyFrame` over the stretch they covered.
 /// - A change of a track's parameters (codec, size, parameter sets, audio rate or channels) is announced
 ///   by a `formatChange` event just before the first packet in the new format.
+/// - With `endingAt`, packets at or after that instant are dropped (a frame before it still gets its
+///   duration from the next one).
 /// - With `startingAt`, output begins at the last keyframe at or before that instant (or the first one
 ///   after it): earlier packets are dropped.
 /// - Video packet durations come from the next frame's time (one frame of look-ahead per track).
@@ -49,6 +51,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// newest one held is dropped, so a range without video holds at most this much audio (10 s).
   static let maximumHeldAudio = MediaDuration.microseconds(10_000_000)
   private let startingAt: MediaTime?
+  private let endingAt: MediaTime?
   private var trimBefore: MediaTime?
   private var held: [Held] = []
   private var tracks: [TrackID: TrackState] = [:]
@@ -60,9 +63,11 @@ public final class SegmentDemuxer: SteppingNode {
   private var ready: [Held] = []
   private var readyHead = 0
 
-  /// Creates a demuxer; `startingAt` trims the output to begin at the keyframe at or before it.
-  public init(startingAt: MediaTime? = nil) {
+  /// Creates a demuxer; `startingAt` trims the output to begin at the keyframe at or before it,
+  /// `endingAt` to end before it.
+  public init(startingAt: MediaTime? = nil, endingAt: MediaTime? = nil) {
     self.startingAt = startingAt
+    self.endingAt = endingAt
     trimBefore = startingAt
   }
 
@@ -197,6 +202,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// Only video ends the trimming: video leaves one frame late (its duration comes from the next frame),
   /// so audio at the start would otherwise release the frames of the GOP before the keyframe at the start.
   private func output(_ entry: Held, _ context: NodeContext<EncodedPacket>) {
+    if let endingAt, case .packet(let packet) = entry, packet.time >= endingAt { return }
     guard let trimBefore else { return ready.append(entry) }
     switch entry {
     case .packet(let packet) where packet.track.kind == .video:

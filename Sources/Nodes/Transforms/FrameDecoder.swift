@@ -7,7 +7,7 @@ import PipelineGraph
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
 /// non-keyframe (trick play at high speeds). A packet libavcodec rejects is a failure of this node with
 /// `recordingUnreadable`/`mediaUnreadable`.
-public final class Decoder: Node {
+public final class FrameDecoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
   /// Emits frames.
@@ -27,7 +27,7 @@ public final class Decoder: Node {
   public private(set) var framesDecoded = 0
 
   /// Creates a decoder for `track`.
-  public init(name: String = "Decoder", track: TrackID, threads: Int = 1, keyframesOnly: Bool = false) throws {
+  public init(name: String = "FrameDecoder", track: TrackID, threads: Int = 1, keyframesOnly: Bool = false) throws {
     self.name = name
     self.track = track
     self.threads = max(1, threads)
@@ -50,7 +50,7 @@ public final class Decoder: Node {
   }
 
   private func emit(
-    _ frames: [(time: MediaTime, duration: MediaDuration, frame: Frame)], _ context: NodeContext<DecodedFrame>
+    _ frames: [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)], _ context: NodeContext<DecodedFrame>
   ) {
     for decoded in frames {
       framesDecoded += 1

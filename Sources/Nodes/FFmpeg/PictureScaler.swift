@@ -1,0 +1,59 @@
+internal import CFFmpeg
+import PipelineGraph
+
+/// libswscale converting pictures to one pixel format and, optionally, size. Owns its `SwsContext`
+/// (reconfigured when the input's size or format changes).
+final class PictureScaler {
+  let format: PixelFormat
+  let width: Int?
+  let height: Int?
+  private var context: OpaquePointer?
+  private let target: AVPixelFormat
+
+  init(to format: PixelFormat, width: Int?, height: Int?) throws {
+    target = av_get_pix_fmt(format.description)
+    guard target != AV_PIX_FMT_NONE, (width ?? 1) > 0, (height ?? 1) > 0 else {
+      throw TiError(.invalidArgument, "libswscale cannot make \(format) pictures of that size")
+    }
+    self.format = format
+    self.width = width
+    self.height = height
+  }
+
+  deinit { sws_freeContext(context) }
+
+  /// `input` in the target format and size.
+  func convert(_ input: FrameBuffer) throws -> FrameBuffer {
+    let source = input.pointer
+    let outWidth = width ?? Int(source.pointee.width)
+    let outHeight = height ?? Int(source.pointee.height)
+    context = sws_getCachedContext(
+      context, source.pointee.width, source.pointee.height, AVPixelFormat(rawValue: source.pointee.format),
+      Int32(outWidth), Int32(outHeight), target, SWS_BILINEAR, nil, nil, nil)
+    guard let context else { throw TiError(.unsupportedFormat, "libswscale cannot convert this picture to \(format)") }
+    let output = try FrameBuffer()
+    output.pointer.pointee.width = Int32(outWidth)
+    output.pointer.pointee.height = Int32(outHeight)
+    output.pointer.pointee.format = target.rawValue
+    try FFmpeg.check(av_frame_get_buffer(output.pointer, 0), "allocating a picture", code: .resourceExhausted)
+    let rows = withUnsafePointer(to: source.pointee.data) { sourceData in
+      withUnsafePointer(to: source.pointee.linesize) { sourceLines in
+        withUnsafeMutablePointer(to: &output.pointer.pointee.data) { outData in
+          withUnsafeMutablePointer(to: &output.pointer.pointee.linesize) { outLines in
+            sourceData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { inPlanes in
+              sourceLines.withMemoryRebound(to: Int32.self, capacity: 8) { inStrides in
+                outData.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { outPlanes in
+                  outLines.withMemoryRebound(to: Int32.self, capacity: 8) { outStrides in
+                    sws_scale(context, inPlanes, inStrides, 0, source.pointee.height, outPlanes, outStrides)
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    try FFmpeg.check(rows, "converting a picture")
+    return output
+  }
+}
