@@ -23,7 +23,8 @@ let package = Package(
       name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]
     ),
-    .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .systemLibrary(
+      name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
     .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),

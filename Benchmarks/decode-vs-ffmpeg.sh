@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Decode throughput through the graph (LocalLibrarySource → Verify/Decrypt → Demux → Decoder → null)
-# against `ffmpeg -threads N -f h264 -i video.h264 -f null -` over exactly the library's access units,
+# Decode throughput through the graph (`tipipe bench decode`: LocalLibrarySource → Verify/Decrypt → Demux →
+# FrameDecoder → count) against `ffmpeg -threads N -f h264 -i video.h264 -f null -` over exactly the
+# library's access units,
 # whole processes, interleaved (Benchmarks/compare.py: min/median/max of wall and CPU time, ratio of
 # medians); then verify+decrypt+demux alone on a 60-minute library against reading its objects
 # (`cat objects/* >/dev/null`, the floor of any reader).
@@ -10,7 +11,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 runs=${RUNS:-5}
 swift build -c release --package-path Benchmarks --product DecodeBenchmark >/dev/null
+swift build -c release --product tipipe >/dev/null
 bench=$PWD/Benchmarks/.build/release/DecodeBenchmark
+tipipe=$PWD/.build/release/tipipe
 out=Benchmarks/out
 mkdir -p "$out"
 [ -f "$out/720p/index.json" ] || "$bench" synth "$out/720p" 1280x720 60 --encrypt >/dev/null
@@ -19,14 +22,31 @@ mkdir -p "$out"
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0  ($(nproc) cores, $(ffmpeg -version | head -1 | cut -d' ' -f1-3))"
 for size in 720p 1080p; do
-  frames=$("$bench" decode "$out/$size" 1 | sed -E 's/.*frames=([0-9]+).*/\1/')
+  start=$(python3 -c "import json;print(json.load(open('$out/$size/index.json'))['segments'][0]['start_ms'])")
+  range="--endpoint file://$PWD/$out/$size --start $start --end $((start + 60000)) --video-channel 0"
+  frames=$("$tipipe" bench decode $range --json | python3 -c "import json,sys;print(json.load(sys.stdin)['frames'])")
   for threads in 1 2; do
     echo "decode $size (60 s, encrypted), $threads thread(s), items = frames:"
     python3 Benchmarks/compare.py --runs "$runs" --items "$frames" \
-      tipipe "$bench decode $out/$size $threads" \
+      tipipe "$tipipe bench decode $range --threads $threads" \
       ffmpeg "ffmpeg -v error -threads $threads -f h264 -i $out/$size/video.h264 -f null -"
   done
 done
+# The issue-9 target: a 5-minute 720p library, whole process, one thread and default threading each.
+[ -f "$out/720p-5min/index.json" ] || "$bench" extend "$out/720p-5min" "$out/720p" 5 >/dev/null
+[ -f "$out/720p-5min/video.h264" ] || "$bench" elementary "$out/720p-5min" >/dev/null
+start=$(python3 -c "import json;print(json.load(open('$out/720p-5min/index.json'))['segments'][0]['start_ms'])")
+range="--endpoint file://$PWD/$out/720p-5min --start $start --end $((start + 300000)) --video-channel 0"
+frames=$("$tipipe" bench decode $range --threads 1 --json | python3 -c "import json,sys;print(json.load(sys.stdin)['frames'])")
+echo "decode 720p, 5 min (encrypted), one thread, items = frames:"
+python3 Benchmarks/compare.py --runs "$runs" --items "$frames" \
+  tipipe "$tipipe bench decode $range --threads 1" \
+  ffmpeg "ffmpeg -v error -threads 1 -f h264 -i $out/720p-5min/video.h264 -f null -"
+echo "decode 720p, 5 min (encrypted), default threads (tipipe: one per core; ffmpeg: its own choice):"
+python3 Benchmarks/compare.py --runs "$runs" --items "$frames" \
+  tipipe "$tipipe bench decode $range" \
+  ffmpeg "ffmpeg -v error -f h264 -i $out/720p-5min/video.h264 -f null -"
+
 bytes=$(du -sb "$out/720p-60min/objects" | cut -f1)
 echo "verify+decrypt+demux of 60 min 720p encrypted ($bytes bytes of objects), against reading them:"
 python3 Benchmarks/compare.py --runs "$runs" --items "$bytes" \

@@ -29,6 +29,7 @@ public enum SyntheticFrames {
     isKeyframe: Bool, format: TrackFormat = TrackFormat(codec: .h264, width: 320, height: 240),
     payload: [UInt8] = [0, 0, 0, 1, 0x65]
   ) -> EncodedPacket {
-    EncodedPacket(track: track, format: format, time: time, duration: duration, isKeyframe: isKeyframe, data: .init(payload))
+    EncodedPacket(
+      track: track, format: format, time: time, duration: duration, isKeyframe: isKeyframe, data: .init(payload))
   }
 }

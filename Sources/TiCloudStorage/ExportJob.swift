@@ -123,6 +123,12 @@ public final class ExportJob: @unchecked Sendable {
     }
   }
 
+  /// The graph's counters; read them once the export has ended.
+  public func statistics() -> PipelineStatistics { pipeline.statistics() }
+
+  /// Video frames written to the file; read it once the export has ended.
+  public var writtenVideoFrames: Int { exporter.writtenVideoPackets }
+
   /// Blocks until the export has ended and returns its result (the one `completion` also gets).
   public func waitForResult() -> ExportResult { outcome.wait() }
 

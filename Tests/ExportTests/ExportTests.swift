@@ -34,6 +34,19 @@ struct ExportTests {
     #expect(left == ["lib", "out.mp4"])
   }
 
+  @Test("(a) a range starting exactly on a keyframe starts there, not a GOP earlier, and ends at its end")
+  func startOnKeyframe() throws {
+    let directory = try TemporaryDirectory()
+    try LibrarySynthesizer(options: smallOptions()).write(to: directory.url.appendingPathComponent("lib"))
+    let (result, _) = try export(
+      library: directory.url.appendingPathComponent("lib"), range: range(2000, 5000),
+      to: directory.url.appendingPathComponent("k.mp4"))
+    #expect(result.code == .ok)
+    #expect(result.report.segments.map(\.sourceRange) == [reportRange(2000, 5000)])
+    #expect(result.report.complete)
+    _ = try expectPlayable(result)
+  }
+
   @Test("every kind of gap: hole, missing, corrupted and keyframe-less stretches are cut out and reported")
   func everyKindOfGap() throws {
     let directory = try TemporaryDirectory()

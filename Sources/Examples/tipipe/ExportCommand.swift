@@ -42,14 +42,15 @@ enum ExportCommand {
     produced (complete or not), 1 when the export failed, 2 for a usage error.
     """
 
-  static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(
-      arguments,
-      known: [
-        "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--video-channel": .value,
-        "--audio-channel": .value, "--out": .value, "--report": .value, "--quiet": .boolean,
-        "--progress-lines": .boolean,
-      ])
+  /// The flags `export` (and `bench export`) take.
+  static let flags: [String: FlagParser.Kind] = [
+    "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--video-channel": .value,
+    "--audio-channel": .value, "--out": .value, "--report": .value, "--quiet": .boolean,
+    "--progress-lines": .boolean,
+  ]
+
+  /// The request the flags describe and the library's directory.
+  static func request(from flags: FlagParser) throws -> (ExportJob.Request, library: URL) {
     let endpoint = try flags.required("--endpoint")
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
     guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
@@ -58,34 +59,35 @@ enum ExportCommand {
     let audioChannel =
       flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
     let out = try outputPath("--out", try flags.required("--out"))
-    let reportPath = flags.string("--report")
-    if let reportPath, reportPath != "-" {
+    if let reportPath = flags.string("--report"), reportPath != "-" {
       guard !OutputFile.sameFile(try outputPath("--report", reportPath), out) else {
         throw UsageError(message: "--report and --out name the same file")
       }
     }
-    let quiet = flags.has("--quiet")
     guard start < end else {
       throw TiError(.invalidArgument, "--start must be before --end")
     }
     // Both times are within MediaTime.validMilliseconds (checked by the parser): no overflow here.
     guard end - start <= 864_000_000 else { throw TiError(.rangeTooLarge, "an export spans at most 10 days") }
-    guard let url = URL(string: endpoint), url.scheme == "file" else {
-      throw TiError(
-        .invalidArgument, "only file:// endpoints are supported by this build (the cloud source is not built yet)")
-    }
     let request = ExportJob.Request(
       range: MediaRange(startMilliseconds: start, endMilliseconds: end),
       videoTrack: TrackID(.video, channel: UInt8(videoChannel)),
       audioTrack: audioChannel.map { TrackID(.audio, channel: UInt8($0)) }, output: out)
+    return (request, try libraryDirectory(endpoint))
+  }
 
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(arguments, known: Self.flags)
+    let (request, library) = try request(from: flags)
+    let out = request.output
+    let reportPath = flags.string("--report")
+    let quiet = flags.has("--quiet")
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
     // Machine-readable progress on stderr, one JSON object per line (for scripts and tests).
     let progressLines = flags.has("--progress-lines")
     let job = try ExportJob(
       request: request,
-      source: LocalLibrarySource(
-        directory: URL(fileURLWithPath: url.path), range: request.range, prefetchBytes: 8 << 20),
+      source: LocalLibrarySource(directory: library, range: request.range, prefetchBytes: 8 << 20),
       progress: { fraction, covered in
         if progressLines {
           FileHandle.standardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
@@ -131,6 +133,15 @@ enum ExportCommand {
     }
     return 0
   }
+}
+
+/// The directory of a `file://` endpoint.
+func libraryDirectory(_ endpoint: String) throws -> URL {
+  guard let url = URL(string: endpoint), url.scheme == "file" else {
+    throw TiError(
+      .invalidArgument, "only file:// endpoints are supported by this build (the cloud source is not built yet)")
+  }
+  return URL(fileURLWithPath: url.path)
 }
 
 /// `path` as an output of `flag`: a usage error when it is empty or must not be replaced.

@@ -19,6 +19,7 @@ let commands: [(name: String, command: Command)] = [
   ("demo", Command(summary: DemoCommand.summary, usage: DemoCommand.usage, run: { try DemoCommand.run($0) })),
   ("synth", Command(summary: SynthCommand.summary, usage: SynthCommand.usage, run: { try SynthCommand.run($0) })),
   ("export", Command(summary: ExportCommand.summary, usage: ExportCommand.usage, run: { try ExportCommand.run($0) })),
+  ("bench", Command(summary: BenchCommand.summary, usage: BenchCommand.usage, run: { try BenchCommand.run($0) })),
 ]
 
 @MainActor func generalUsage() -> String {

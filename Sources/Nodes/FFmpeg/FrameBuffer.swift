@@ -100,7 +100,8 @@ public final class FrameBuffer: @unchecked Sendable {
       planes.append(UnsafeRawBufferPointer(start: base, count: count * bytes * (planar ? 1 : channels)))
     }
     return try body(
-      AudioSamples(layout: layout, channels: channels, count: count, sampleRate: Int(frame.sample_rate), planes: planes))
+      AudioSamples(layout: layout, channels: channels, count: count, sampleRate: Int(frame.sample_rate), planes: planes)
+    )
   }
 
   /// A picture of `width` × `height` in `format` with its buffers allocated (zeroed), for writers and

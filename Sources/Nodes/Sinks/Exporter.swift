@@ -172,14 +172,16 @@ public final class Exporter: Node {
   // MARK: Results
 
   /// True once some media has been written.
-  public var hasMedia: Bool { (recording?.videoPackets ?? 0) > 0 }
+  public var hasMedia: Bool { writtenVideoPackets > 0 }
 
   /// Packets written, by track kind (for tests and statistics).
-  public var writtenVideoPackets: Int { recording?.videoPackets ?? 0 }
+  public var writtenVideoPackets: Int { recording?.videoPackets ?? closed.video }
   /// Audio packets written.
-  public var writtenAudioPackets: Int { recording?.audioPackets ?? 0 }
+  public var writtenAudioPackets: Int { recording?.audioPackets ?? closed.audio }
   /// Video packets left out because their decode time did not follow the previous one's.
-  public var skippedVideoPackets: Int { recording?.skippedVideoPackets ?? 0 }
+  public var skippedVideoPackets: Int { recording?.skippedVideoPackets ?? closed.skipped }
+  /// The counts of the recording once it is finished or abandoned.
+  private var closed = (video: 0, audio: 0, skipped: 0)
 
   /// Source duration written, in milliseconds.
   public var coveredDurationMs: Int64 { timeline.coveredMilliseconds(open: recording?.openRange) }
@@ -194,13 +196,15 @@ public final class Exporter: Node {
       throw TiError(.noRecordableMedia, "the range has no video that can be written")
     }
     keepOpenStretch()
-    try recording.finalize(installingAt: URL(fileURLWithPath: destination))
+    closed = (recording.videoPackets, recording.audioPackets, recording.skippedVideoPackets)
     self.recording = nil
+    try recording.finalize(installingAt: URL(fileURLWithPath: destination))
   }
 
   /// Closes the unfinished file (cancel, stop, failure) and removes it.
   public func abandonFile() {
     keepOpenStretch()
+    if let recording { closed = (recording.videoPackets, recording.audioPackets, recording.skippedVideoPackets) }
     recording?.abandon()
     recording = nil
   }

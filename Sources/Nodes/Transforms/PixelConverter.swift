@@ -24,6 +24,7 @@ public final class PixelConverter: Node {
     guard input.track.kind == .video else { return context.emit(input) }
     if input.pixelFormat == scaler.format && scaler.width == nil && scaler.height == nil { return context.emit(input) }
     context.emit(
-      DecodedFrame(track: input.track, time: input.time, duration: input.duration, frame: try scaler.convert(input.frame)))
+      DecodedFrame(
+        track: input.track, time: input.time, duration: input.duration, frame: try scaler.convert(input.frame)))
   }
 }

@@ -208,6 +208,12 @@ public final class SegmentDemuxer: SteppingNode {
     case .packet(let packet) where packet.track.kind == .video:
       if packet.time >= trimBefore {
         self.trimBefore = nil
+        // A keyframe at (or after) the start begins decoding by itself: media held from before it is not
+        // needed (audio at its time or later, held because video leaves a frame late, is).
+        if packet.isKeyframe {
+          held.removeAll { if case .packet(let earlier) = $0 { earlier.time < packet.time } else { false } }
+          return endTrimming(with: entry, context)
+        }
         // Held video that stops long before this frame does not reach the start: it is not the range's.
         let lastHeld = held.last { if case .packet(let p) = $0 { p.track.kind == .video } else { false } }
         if case .packet(let earlier) = lastHeld,

@@ -1,0 +1,161 @@
+import Foundation
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+
+/// `tipipe bench` (`spec/cli.md`): decode or export as fast as possible and print what it cost, for
+/// benchmark suites.
+enum BenchCommand {
+  static let summary = "decode (or export) as fast as possible and print frames/s, CPU and per-node statistics"
+  static let usage = """
+    usage: tipipe bench decode (--endpoint file:///DIR [--token K] --start T --end T --video-channel N
+                                | --input FILE) [--threads N] [--keyframes-only] [--json]
+           tipipe bench export <export's flags> [--json]
+
+    decode: every video frame of [start, end) of a library (or of a media file) goes through
+    source → verify → demux → decode (or file source → decode) as fast as the machine allows.
+    export: an export as `tipipe export` makes it. Both print frames, seconds, frames/s, CPU seconds
+    (user + sys of the process) and each node's items in/out and busy time; --json prints one JSON
+    object instead. --threads sets libavcodec's decoding threads (default: one per core).
+    Exit 0 when it ran, 1 when it failed, 2 for a usage error.
+    """
+
+  struct Figures: Encodable {
+    struct NodeFigures: Encodable {
+      var name: String
+      var itemsIn: Int
+      var itemsOut: Int
+      var busyMs: Double
+      enum CodingKeys: String, CodingKey {
+        case name
+        case itemsIn = "items_in"
+        case itemsOut = "items_out"
+        case busyMs = "busy_ms"
+      }
+    }
+    var frames: Int
+    var seconds: Double
+    var framesPerSecond: Double
+    var cpuSeconds: Double
+    var nodes: [NodeFigures]
+    enum CodingKeys: String, CodingKey {
+      case frames, seconds, nodes
+      case framesPerSecond = "frames_per_second"
+      case cpuSeconds = "cpu_seconds"
+    }
+  }
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    guard let mode = arguments.first, ["decode", "export"].contains(mode) else {
+      throw UsageError(message: "bench needs decode or export")
+    }
+    let rest = Array(arguments.dropFirst())
+    let began = (Date(), cpuSeconds())
+    let frames: Int
+    let statistics: PipelineStatistics
+    let json: Bool
+    if mode == "decode" {
+      let flags = try FlagParser(
+        rest,
+        known: [
+          "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--video-channel": .value,
+          "--input": .value, "--threads": .value, "--keyframes-only": .boolean, "--json": .boolean,
+        ])
+      json = flags.has("--json")
+      (frames, statistics) = try decode(flags)
+    } else {
+      var known = ExportCommand.flags
+      known["--json"] = .boolean
+      let flags = try FlagParser(rest, known: known)
+      json = flags.has("--json")
+      let (request, library) = try ExportCommand.request(from: flags)
+      let job = try ExportJob(
+        request: request, source: LocalLibrarySource(directory: library, range: request.range, prefetchBytes: 8 << 20),
+        completion: { _ in })
+      let result = job.waitForResult()
+      guard result.code == .ok else {
+        throw TiError(result.code, result.message ?? "the export ended \(result.report.termination)")
+      }
+      frames = job.writtenVideoFrames
+      statistics = job.statistics()
+    }
+    let seconds = Date().timeIntervalSince(began.0)
+    let figures = Figures(
+      frames: frames, seconds: seconds, framesPerSecond: Double(frames) / max(seconds, 1e-9),
+      cpuSeconds: cpuSeconds() - began.1,
+      nodes: statistics.nodes.map {
+        .init(name: $0.name, itemsIn: $0.itemsIn, itemsOut: $0.itemsOut, busyMs: Double($0.busyNanoseconds) / 1e6)
+      })
+    if json {
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.sortedKeys]
+      FileHandle.standardOutput.write(try encoder.encode(figures) + Data("\n".utf8))
+    } else {
+      print(
+        String(
+          format: "%d frames in %.3f s = %.1f frames/s, %.3f CPU s", figures.frames, figures.seconds,
+          figures.framesPerSecond, figures.cpuSeconds))
+      print("  node                     items in  items out   busy ms")
+      for node in figures.nodes {
+        let name = node.name.padding(toLength: 24, withPad: " ", startingAt: 0)
+        print("  " + name + String(format: " %9d %10d %9.1f", node.itemsIn, node.itemsOut, node.busyMs))
+      }
+    }
+    return 0
+  }
+
+  /// Decodes every video frame of the range or file; returns the frames decoded and the statistics.
+  private static func decode(_ flags: FlagParser) throws -> (Int, PipelineStatistics) {
+    let threads = try flags.integer(
+      "--threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...64)
+    let executor = ThreadExecutor(name: "tipipe.bench")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let sink = FrameCount()
+    if let input = flags.string("--input") {
+      guard flags.string("--endpoint") == nil else { throw UsageError(message: "give --input or --endpoint, not both") }
+      let decoder = try FrameDecoder(
+        track: TrackID(.video, channel: 0), threads: threads, keyframesOnly: flags.has("--keyframes-only"))
+      pipeline.connect(MediaFileSource(path: input, startTime: MediaTime(microseconds: 0)), to: decoder)
+      pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
+    } else {
+      let library = try libraryDirectory(try flags.required("--endpoint"))
+      guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+      guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+      guard start < end else { throw TiError(.invalidArgument, "--start must be before --end") }
+      guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+      let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
+      let range = MediaRange(startMilliseconds: start, endMilliseconds: end)
+      let verifier = try SegmentVerifier()
+      let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
+      let decoder = try FrameDecoder(
+        track: TrackID(.video, channel: UInt8(channel)), threads: threads, keyframesOnly: flags.has("--keyframes-only"))
+      let source = LocalLibrarySource(directory: library, range: range)
+      pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
+      pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
+      pipeline.connect(demuxer, to: decoder, limits: EdgeLimits(items: 64))
+      pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
+    }
+    let outcome = try pipeline.runToCompletion()
+    if let failure = outcome.failures.first { throw TiError(failure.error) }
+    return (sink.frames.load(ordering: .relaxed), pipeline.statistics())
+  }
+
+  /// User + system CPU seconds of this process so far.
+  private static func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    return user + system
+  }
+}
+
+/// Counts the frames that reach it.
+final class FrameCount: Node, Sendable {
+  typealias Input = DecodedFrame
+  typealias Output = Never
+  let frames = Atomic(0)
+  func process(_ input: DecodedFrame, context: NodeContext<Never>) throws { frames.add(1, ordering: .relaxed) }
+}
