@@ -13,7 +13,8 @@ struct PixelViewTests {
     let directory = try TemporaryDirectory()
     try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: directory.url)
     let run = try decode(
-      library: directory.url, range: MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000))
+      library: directory.url,
+      range: MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000))
     let picture = try #require(run.videoFrames.first)
     #expect(picture.pixelFormat == .yuv420p)
     let yuv = picture.withPlanes { planes in planes.map { [$0.bytesPerLine, $0.height] } }
@@ -45,7 +46,8 @@ struct PixelViewTests {
     let directory = try TemporaryDirectory()
     try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: directory.url)
     let run = try decode(
-      library: directory.url, range: MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000))
+      library: directory.url,
+      range: MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000))
     let audio = try #require(run.audioFrames.first)
     #expect(audio.pixelFormat == nil)
     try audio.withSamples { samples in
