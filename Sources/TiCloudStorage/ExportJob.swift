@@ -1,6 +1,7 @@
 import Foundation
 import Nodes
 import PipelineGraph
+import Synchronization
 
 /// Export as a graph configuration: `source → SegmentVerifier → SegmentDemuxer → TrackRouter →
 /// AudioTranscoder → GapDetector → Exporter`, on its own executor thread and a free-running clock.
@@ -45,6 +46,8 @@ public final class ExportJob: @unchecked Sendable {
   private var completed = false
   private let completion: @Sendable (ExportResult) -> Void
   private let outcome = Outcome()
+  /// The first cancel or stop asked for, from any thread.
+  private let requested = Mutex<TiErrorCode?>(nil)
 
   /// The export's graph as `branches` sees it before it starts: connect extra nodes to `packets` (a
   /// fan-out: they get every packet of the exported tracks, in order, with the in-band events) with
@@ -104,15 +107,17 @@ public final class ExportJob: @unchecked Sendable {
   }
 
   /// Requests cancellation: no file, termination `cancelled`, code `cancelled` (6115). Non-blocking.
-  public func cancel() {
-    exporter.requestStop()
-    end(.cancelled(.cancelled))
-  }
+  public func cancel() { request(.cancelled) }
 
   /// Requests a stop: no file, termination `cancelled`, code `stopped` (6124). Non-blocking.
-  public func stop() {
+  public func stop() { request(.stopped) }
+
+  /// The exporter stops taking input at once; the ending is noted first, so that a graph that reaches its
+  /// end in between still ends as requested (its file may lack what the exporter ignored).
+  private func request(_ code: TiErrorCode) {
+    requested.withLock { if $0 == nil { $0 = code } }
     exporter.requestStop()
-    end(.cancelled(.stopped))
+    end(.cancelled(code))
   }
 
   private func end(_ reason: Ending) {
@@ -143,6 +148,7 @@ public final class ExportJob: @unchecked Sendable {
     guard !completed else { return }
     completed = true
     pipeline.stop()
+    if ending == nil, let code = requested.withLock({ $0 }) { ending = .cancelled(code) }
     let ending = self.ending
     pipeline.workers.execute { [self, executor] in
       let result = conclude(ending)

@@ -66,9 +66,14 @@ struct ExportPropertyTests {
     let library = try damagedLibrary(in: directory.url, audio: audio)
     var generator = SeededGenerator(seed: fuzzSeed(0x7072_6F70) &+ UInt64(audio.rawValue))
     let output = directory.url.appendingPathComponent("out.mp4")
+    // Starts on, just before and just after keyframes first (where the start rules change), then random.
+    let edges = library.keyframes.prefix(4).flatMap { [$0 - 1, $0, $0 + 1] }.map { ($0, $0 + 2_500) }
+    var cases = edges
     for _ in 0..<fuzzCases(40) {
       let from = Int64(generator.next() % 33_000) - 1_500
-      let to = from + 1 + Int64(generator.next() % UInt64(33_000 - max(0, from)))
+      cases.append((from, from + 1 + Int64(generator.next() % UInt64(33_000 - max(0, from)))))
+    }
+    for (from, to) in cases {
       let request = range(from, to)
       let (result, _) = try export(library: library.url, range: request, to: output)
       let label = "[\(from), \(to)) \(audio)"

@@ -169,6 +169,28 @@ struct GapDetectorTests {
     #expect(trace(harness) == ["rangeStart([0, 3000))", "f0/2960", "f2960"])
   }
 
+  @Test("a fact refuted by media (an object listed twice, one copy failed) is no gap; a 1 ms hole a fact explains is")
+  func refutedFacts() throws {
+    let harness = try harness(r(0, 6000), audio: true)
+    harness.push(event: .rangeStart(r(0, 6000)))
+    // The failed copy's fact, then the good copy's media over the same stretch.
+    harness.push(event: .gap(RecordingGap(range: r(3000, 6000), tracks: [video, audio], reasons: [.integrityFailed])))
+    harness.push(contentsOf: [frame(0, key: true, lasting: 3000), sound(0)])
+    for ms in stride(from: Int64(64), to: 6000, by: 64) { harness.push(sound(ms)) }
+    harness.push(contentsOf: [frame(3000, lasting: 3000)])
+    harness.endInput()
+    harness.runUntilIdle()
+    #expect(trace(harness).filter { $0.hasPrefix("gap") }.isEmpty, "\(trace(harness).filter { $0.hasPrefix("gap") })")
+
+    let edge = try self.harness(r(999, 3000))
+    edge.push(event: .gap(RecordingGap(range: r(0, 1000), tracks: [], reasons: [.noRecording])))
+    edge.push(event: .rangeStart(r(1000, 3000)))
+    edge.push(contentsOf: [frame(1000, key: true, lasting: 2000)])
+    edge.endInput()
+    edge.runUntilIdle()
+    #expect(trace(edge) == ["rangeStart([1000, 3000))", "gap video:0 [999, 1000) noRecording", "f1000/2000"])
+  }
+
   @Test("packets of other tracks and format changes pass; a gap of an unknown payload type is a failure")
   func typedEvents() throws {
     struct Foreign: EventPayload { var description: String { "foreign" } }

@@ -17,8 +17,7 @@ final class InputFormatContext {
     pointer = context
     let found = avformat_find_stream_info(context, nil)
     if found < 0 {
-      var closing: UnsafeMutablePointer<AVFormatContext>? = context
-      avformat_close_input(&closing)
+      // Every stored property is set: throwing releases the object, and `deinit` closes the context.
       throw TiError.gap(.mediaUnreadable, "cannot read the streams of \(path): \(FFmpeg.message(for: found))")
     }
   }

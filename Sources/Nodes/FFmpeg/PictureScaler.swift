@@ -12,7 +12,7 @@ final class PictureScaler {
 
   init(to format: PixelFormat, width: Int?, height: Int?) throws {
     target = av_get_pix_fmt(format.description)
-    guard target != AV_PIX_FMT_NONE, (width ?? 1) > 0, (height ?? 1) > 0 else {
+    guard target != AV_PIX_FMT_NONE, (1...16_384).contains(width ?? 1), (1...16_384).contains(height ?? 1) else {
       throw TiError(.invalidArgument, "libswscale cannot make \(format) pictures of that size")
     }
     self.format = format

@@ -46,6 +46,8 @@ final class SampleConverter {
   }
 
   private func configure(for source: UnsafeMutablePointer<AVFrame>) throws {
+    // A failed configuration leaves no context: the next frame must configure again.
+    inputKey = nil
     swr_free(&context)
     var outputLayout = AVChannelLayout()
     av_channel_layout_default(&outputLayout, Int32(format.channels))

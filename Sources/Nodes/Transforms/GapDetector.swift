@@ -61,8 +61,13 @@ public final class GapDetector: Node {
     var range: MediaRange
     var tracks: [TrackID]
     var reasons: [GapReason]
+    /// Tracks whose media came inside the range after all (the index listed the object twice and the
+    /// other copy was good): the fact no longer says anything of them.
+    var refuted: Set<TrackID> = []
 
-    func concerns(_ track: TrackID) -> Bool { tracks.isEmpty || tracks.contains(track) }
+    func concerns(_ track: TrackID) -> Bool {
+      (tracks.isEmpty || tracks.contains(track)) && !refuted.contains(track)
+    }
   }
 
   /// What is known of one track.
@@ -128,7 +133,12 @@ public final class GapDetector: Node {
       end(&video, at: range.end, tolerance: Self.videoTolerance, context)
       return context.emit(packet)
     }
-    let afterHole = packet.time > ((try? video.through + Self.videoTolerance) ?? video.through)
+    refute(at: packet.time, for: video.track)
+    // A hole is longer than the tolerance of millisecond record times, or any silence a fact explains (a
+    // range that starts a millisecond before its first frame).
+    let afterHole =
+      packet.time > ((try? video.through + Self.videoTolerance) ?? video.through)
+      || (packet.time > video.through && explained(MediaRange(start: video.through, end: packet.time), video.track))
     if configuration.writesFile {
       if let format = video.format, !Self.sameVideo(packet.format, format) {
         video.needsKeyframe = true
@@ -155,6 +165,17 @@ public final class GapDetector: Node {
     context.emit(passed)
   }
 
+  /// Media of `track` at `time` came: facts over that instant do not apply to the track.
+  private func refute(at time: MediaTime, for track: TrackID) {
+    for index in facts.indices where facts[index].concerns(track) && facts[index].range.contains(time) {
+      facts[index].refuted.insert(track)
+    }
+  }
+
+  private func explained(_ range: MediaRange, _ track: TrackID) -> Bool {
+    facts.contains { $0.concerns(track) && $0.range.overlaps(range) }
+  }
+
   private func audioPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
     guard var account = audio else { return context.emit(packet) }
     defer { audio = account }
@@ -169,6 +190,7 @@ public final class GapDetector: Node {
       }
     }
     closeDroppedRun(&account, at: packet.time)
+    refute(at: packet.time, for: account.track)
     if packet.time > ((try? account.through + Self.audioTolerance) ?? account.through) {
       sendGap(&account, until: packet.time, context)
     } else {
@@ -202,30 +224,45 @@ public final class GapDetector: Node {
     _ account: inout Account, at time: MediaTime, tolerance: MediaDuration, _ context: NodeContext<EncodedPacket>
   ) {
     closeDroppedRun(&account, at: time)
-    if time > ((try? account.through + tolerance) ?? account.through) {
+    let silence = MediaRange(start: account.through, end: time)
+    if time > ((try? account.through + tolerance) ?? account.through)
+      || (time > account.through && explained(silence, account.track))
+    {
       sendGap(&account, until: time, context)
-    } else {
+    } else if account.track.kind == .audio {
       sendFactGaps(&account, before: time, context)
     }
     account.through = max(account.through, time)
   }
 
-  /// A silence too short to be a gap by itself is one where a fact says media was lost (an audio
-  /// record that could not be decoded): the facts' stretch is sent, with their reasons.
+  /// Audio silent for less than the tolerance where a fact says a record was lost (one that could not be
+  /// decoded; the encoder padded the frame before it) has a gap over each such fact's stretch, with its
+  /// reasons; facts that overlap are one gap.
   private func sendFactGaps(_ account: inout Account, before time: MediaTime, _ context: NodeContext<EncodedPacket>) {
     let sent = account.factsSent
     let track = account.track
     let pending = facts.filter { $0.concerns(track) && $0.range.end > sent && $0.range.start < time }
-    guard let first = pending.min(by: { $0.range.start < $1.range.start }) else { return }
-    let start = max(first.range.start, sent)
-    let end = min(pending.map(\.range.end).max() ?? time, time)
-    account.factsSent = max(sent, end)
-    guard let range = MediaRange(start: start, end: end).clamped(to: configuration.range) else { return }
-    var reasons: [GapReason] = []
-    for fact in pending { for reason in fact.reasons where !reasons.contains(reason) { reasons.append(reason) } }
-    let gap = RecordingGap(range: range, tracks: [track], reasons: reasons)
-    gaps.append(gap)
-    context.send(.gap(gap))
+      .sorted { $0.range.start < $1.range.start }
+    var groups: [(range: MediaRange, reasons: [GapReason])] = []
+    for fact in pending {
+      let range = MediaRange(start: max(fact.range.start, sent), end: min(fact.range.end, time))
+      guard !range.isEmpty else { continue }
+      if let last = groups.last, range.start <= last.range.end {
+        groups[groups.count - 1].range.end = max(last.range.end, range.end)
+        for reason in fact.reasons where !last.reasons.contains(reason) {
+          groups[groups.count - 1].reasons.append(reason)
+        }
+      } else {
+        groups.append((range, fact.reasons))
+      }
+    }
+    account.factsSent = max(sent, groups.last?.range.end ?? sent)
+    for group in groups {
+      guard let range = group.range.clamped(to: configuration.range) else { continue }
+      let gap = RecordingGap(range: range, tracks: [track], reasons: group.reasons)
+      gaps.append(gap)
+      context.send(.gap(gap))
+    }
   }
 
   /// Sends the gap of `account`'s track from where it is accounted for to `end`, with its reasons.

@@ -13,7 +13,8 @@ public final class PixelConverter: Node {
   private let scaler: PictureScaler
 
   /// Converts pictures to `format`, scaled to `width` × `height` when given.
-  /// - Throws: ``TiError`` `invalidArgument` for a format libswscale cannot write or a size below 1.
+  /// - Throws: ``TiError`` `invalidArgument` for a format libswscale cannot write or a size outside
+  ///   1…16384.
   public init(name: String = "PixelConverter", to format: PixelFormat, width: Int? = nil, height: Int? = nil) throws {
     self.name = name
     scaler = try PictureScaler(to: format, width: width, height: height)

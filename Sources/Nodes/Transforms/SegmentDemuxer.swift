@@ -208,9 +208,10 @@ public final class SegmentDemuxer: SteppingNode {
     case .packet(let packet) where packet.track.kind == .video:
       if packet.time >= trimBefore {
         self.trimBefore = nil
-        // A keyframe at (or after) the start begins decoding by itself: media held from before it is not
-        // needed (audio at its time or later, held because video leaves a frame late, is).
-        if packet.isKeyframe {
+        // A keyframe exactly at the start begins decoding by itself: media held from before it is not
+        // needed (audio at its time or later, held because video leaves a frame late, is). A keyframe after
+        // the start does not: the held GOP covers the start.
+        if packet.isKeyframe && packet.time == trimBefore {
           held.removeAll { if case .packet(let earlier) = $0 { earlier.time < packet.time } else { false } }
           return endTrimming(with: entry, context)
         }

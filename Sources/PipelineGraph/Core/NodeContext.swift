@@ -106,11 +106,13 @@ public final class NodeContext<Output> {
     let core = self.core
     let generation = core.generation
     let executor = core.executor
+    // The partition is held by the delivery: a worker may answer after the pipeline is gone (it finds the
+    // partition inactive), and `NodeCore.partition` does not keep it alive.
+    let partition = core.partition
     return { value in
       let transfer = ExecutorConfined(value)
       executor.execute {
-        guard let partition = core.partition, partition.isActive, partition.generation == generation,
-          core.phase != .stopped
+        guard let partition, partition.isActive, partition.generation == generation, core.phase != .stopped
         else { return }
         core.sourceWaiting = false
         body(transfer.value)
