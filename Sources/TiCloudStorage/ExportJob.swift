@@ -45,7 +45,7 @@ public final class ExportJob: @unchecked Sendable {
   private var ending: Ending?
   private var completed = false
   private let completion: @Sendable (ExportResult) -> Void
-  private let outcome = Outcome()
+  private let outcome = OneShot<ExportResult>()
   /// The first cancel or stop asked for, from any thread.
   private let requested = Mutex<TiErrorCode?>(nil)
 
@@ -217,41 +217,5 @@ public final class ExportJob: @unchecked Sendable {
 
   private func removeWorkingFile() {
     try? FileManager.default.removeItem(atPath: workingPath)
-  }
-}
-
-/// The result of an export, set once, waited for by blocking and async callers.
-private final class Outcome: @unchecked Sendable {
-  private let condition = NSCondition()
-  // Guarded by `condition`.
-  private var result: ExportResult?
-  private var waiters: [CheckedContinuation<ExportResult, Never>] = []
-
-  func set(_ value: ExportResult) {
-    let waiting = condition.withLock { () -> [CheckedContinuation<ExportResult, Never>] in
-      result = value
-      condition.broadcast()
-      defer { waiters = [] }
-      return waiters
-    }
-    for waiter in waiting { waiter.resume(returning: value) }
-  }
-
-  func wait() -> ExportResult {
-    condition.withLock {
-      while result == nil { condition.wait() }
-      return result!
-    }
-  }
-
-  func value() async -> ExportResult {
-    await withCheckedContinuation { continuation in
-      let ready = condition.withLock { () -> ExportResult? in
-        if let result { return result }
-        waiters.append(continuation)
-        return nil
-      }
-      if let ready { continuation.resume(returning: ready) }
-    }
   }
 }

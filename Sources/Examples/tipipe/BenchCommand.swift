@@ -109,34 +109,61 @@ enum BenchCommand {
   private static func decode(_ flags: FlagParser) throws -> (Int, PipelineStatistics) {
     let threads = try flags.integer(
       "--threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...64)
-    let executor = ThreadExecutor(name: "tipipe.bench")
-    defer { executor.shutdown() }
-    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-    let sink = FrameCount()
+    let keyframesOnly = flags.has("--keyframes-only")
     if let input = flags.string("--input") {
       guard flags.string("--endpoint") == nil else { throw UsageError(message: "give --input or --endpoint, not both") }
-      let decoder = try FrameDecoder(
-        track: TrackID(.video, channel: 0), threads: threads, keyframesOnly: flags.has("--keyframes-only"))
-      pipeline.connect(MediaFileSource(path: input, startTime: MediaTime(microseconds: 0)), to: decoder)
-      pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
-    } else {
-      let library = try libraryDirectory(try flags.required("--endpoint"))
-      guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
-      guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
-      guard start < end else { throw TiError(.invalidArgument, "--start must be before --end") }
-      guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
-      let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
-      let range = MediaRange(startMilliseconds: start, endMilliseconds: end)
-      let verifier = try SegmentVerifier()
-      let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
-      let decoder = try FrameDecoder(
-        track: TrackID(.video, channel: UInt8(channel)), threads: threads, keyframesOnly: flags.has("--keyframes-only"))
-      let source = LocalLibrarySource(directory: library, range: range)
+      let decoder = try FrameDecoder(track: TrackID(.video, channel: 0), threads: threads, keyframesOnly: keyframesOnly)
+      return try countFrames(from: MediaFileSource(path: input, startTime: MediaTime(microseconds: 0)), decoder)
+    }
+    let library = try libraryDirectory(try flags.required("--endpoint"))
+    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+    guard start < end else { throw TiError(.invalidArgument, "--start must be before --end") }
+    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+    let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
+    return try decode(
+      library: library, range: MediaRange(startMilliseconds: start, endMilliseconds: end), channel: UInt8(channel),
+      threads: threads, keyframesOnly: keyframesOnly)
+  }
+
+  /// `LocalLibrarySource → SegmentVerifier → SegmentDemuxer → FrameDecoder → count` over `range`, on
+  /// its own thread; returns the frames decoded and the graph's statistics.
+  static func decode(
+    library: URL, range: MediaRange, channel: UInt8, threads: Int, keyframesOnly: Bool = false
+  ) throws -> (Int, PipelineStatistics) {
+    let decoder = try FrameDecoder(
+      track: TrackID(.video, channel: channel), threads: threads, keyframesOnly: keyframesOnly)
+    return try countFrames(
+      from: LocalLibrarySource(directory: library, range: range), try SegmentVerifier(),
+      SegmentDemuxer(startingAt: range.start, endingAt: range.end), decoder)
+  }
+
+  private static func countFrames(
+    from source: LocalLibrarySource, _ verifier: SegmentVerifier, _ demuxer: SegmentDemuxer, _ decoder: FrameDecoder
+  ) throws -> (Int, PipelineStatistics) {
+    try run(decoder) { pipeline in
       pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
       pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
       pipeline.connect(demuxer, to: decoder, limits: EdgeLimits(items: 64))
-      pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
     }
+  }
+
+  private static func countFrames(from source: MediaFileSource, _ decoder: FrameDecoder) throws -> (
+    Int, PipelineStatistics
+  ) {
+    try run(decoder) { pipeline in pipeline.connect(source, to: decoder) }
+  }
+
+  /// Builds the graph up to `decoder` with `connect`, counts the decoder's frames, runs it to the end.
+  private static func run(
+    _ decoder: FrameDecoder, connect: (Pipeline) -> Void
+  ) throws -> (Int, PipelineStatistics) {
+    let executor = ThreadExecutor(name: "tipipe.decode")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let sink = FrameCount()
+    connect(pipeline)
+    pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
     let outcome = try pipeline.runToCompletion()
     if let failure = outcome.failures.first { throw TiError(failure.error) }
     return (sink.frames.load(ordering: .relaxed), pipeline.statistics())

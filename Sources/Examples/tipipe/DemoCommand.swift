@@ -87,26 +87,14 @@ enum DemoCommand {
   /// Decodes the first minute's video through `source → verify → demux → decoder → sink` and prints
   /// what the graph did.
   static func decodeMinute(of library: URL, from start: Int64) throws {
-    let executor = ThreadExecutor(name: "tipipe.demo")
-    defer { executor.shutdown() }
-    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-    let range = MediaRange(startMilliseconds: start, endMilliseconds: start + 60_000)
-    let source = LocalLibrarySource(directory: library, range: range)
-    let verifier = try SegmentVerifier()
-    let demuxer = SegmentDemuxer()
-    let decoder = try FrameDecoder(track: TrackID(.video, channel: 0))
-    let sink = FrameCounter()
-    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
-    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
-    pipeline.connect(demuxer, to: decoder, limits: EdgeLimits(items: 64))
-    pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
     let began = Date()
-    let outcome = try pipeline.runToCompletion()
+    let (frames, statistics) = try BenchCommand.decode(
+      library: library, range: MediaRange(startMilliseconds: start, endMilliseconds: start + 60_000), channel: 0,
+      threads: 1)
     let seconds = Date().timeIntervalSince(began)
-    if let failure = outcome.failures.first { throw TiError(failure.error) }
-    print("decoded the first minute through the graph: \(sink.frames) frames in \(String(format: "%.2f", seconds)) s")
+    print("decoded the first minute through the graph: \(frames) frames in \(String(format: "%.2f", seconds)) s")
     print("  node                     items in  items out  busy ms")
-    for node in pipeline.statistics().nodes {
+    for node in statistics.nodes {
       let name = node.name.padding(toLength: 24, withPad: " ", startingAt: 0)
       print(
         "  \(name) \(pad(node.itemsIn, 9)) \(pad(node.itemsOut, 10)) \(pad(Int(node.busyNanoseconds / 1_000_000), 8))")
@@ -149,12 +137,4 @@ enum DemoCommand {
     let text = String(value)
     return String(repeating: " ", count: max(0, width - text.count)) + text
   }
-}
-
-/// Counts decoded frames; read after the end of stream.
-final class FrameCounter: Node, @unchecked Sendable {
-  typealias Input = DecodedFrame
-  typealias Output = Never
-  var frames = 0
-  func process(_ input: DecodedFrame, context: NodeContext<Never>) throws { frames += 1 }
 }

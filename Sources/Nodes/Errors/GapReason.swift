@@ -21,3 +21,16 @@ public enum GapReason: String, Sendable, Hashable, CaseIterable, Codable {
   /// The requested track does not occur.
   case trackUnavailable
 }
+
+extension Array where Element == GapReason {
+  /// The reasons of every item, each once, in the order they first appear.
+  init<Items: Sequence>(unionOf items: Items, _ reasons: (Items.Element) -> [GapReason]) {
+    self = []
+    for item in items { appendNew(reasons(item)) }
+  }
+
+  /// Appends the reasons not already here.
+  mutating func appendNew(_ reasons: [GapReason]) {
+    for reason in reasons where !contains(reason) { append(reason) }
+  }
+}

@@ -138,10 +138,7 @@ public struct ExportTimeline: Sendable {
 
   /// The reasons of the video gap events over `hole`, in the order they came.
   private func videoReasons(over hole: MediaRange) -> [GapReason] {
-    var reasons: [GapReason] = []
-    for gap in videoGaps where gap.range.overlaps(hole) {
-      for reason in gap.reasons where !reasons.contains(reason) { reasons.append(reason) }
-    }
+    let reasons = [GapReason](unionOf: videoGaps.filter { $0.range.overlaps(hole) }, \.reasons)
     return reasons.isEmpty ? [.unknown] : reasons
   }
 
@@ -149,10 +146,7 @@ public struct ExportTimeline: Sendable {
   private func audioPieces(over covered: [MediaRange]) -> [(range: MediaRange, reasons: [GapReason])] {
     guard fileHasAudio else {
       return covered.map { stretch in
-        var reasons: [GapReason] = []
-        for gap in audioGaps where gap.range.overlaps(stretch) {
-          for reason in gap.reasons where !reasons.contains(reason) { reasons.append(reason) }
-        }
+        let reasons = [GapReason](unionOf: audioGaps.filter { $0.range.overlaps(stretch) }, \.reasons)
         return (stretch, reasons.isEmpty ? [.trackUnavailable] : reasons)
       }
     }

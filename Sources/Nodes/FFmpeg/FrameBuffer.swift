@@ -32,8 +32,6 @@ public final class FrameBuffer: @unchecked Sendable {
   public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
   /// Samples per second (audio; 0 for video).
   public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
-  /// The frame's timestamp in its time base.
-  var pts: Int64 { pointer.pointee.pts }
 
   /// The picture's pixel format; nil for audio.
   public var pixelFormat: PixelFormat? {

@@ -129,9 +129,7 @@ final class MP4File {
       isKeyframe: true)
   }
 
-  private func checked<Value>(_ body: () throws -> Value) throws -> Value {
-    do { return try body() } catch { throw TiError(.fileWriteFailed, "\(path): \(error)") }
-  }
+  private func checked<Value>(_ body: () throws -> Value) throws -> Value { try writing(path, body) }
 
   private func write(
     _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: MediaDuration, decodeTime: MediaDuration,
@@ -241,4 +239,9 @@ final class MP4File {
     }
     try FFmpeg.check(av_write_trailer(output), "finishing \(destination)", code: .fileWriteFailed)
   }
+}
+
+/// `body`'s result; a time that does not fit (or any other error) is `fileWriteFailed` for `path`.
+func writing<Value>(_ path: String, _ body: () throws -> Value) throws -> Value {
+  do { return try body() } catch { throw TiError(.fileWriteFailed, "\(path): \(error)") }
 }

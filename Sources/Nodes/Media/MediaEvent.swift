@@ -34,10 +34,4 @@ public enum MediaEvent {
       throw TiError(.invalidArgument, "endOfStream is the engine's, not a node's event")
     }
   }
-
-  /// The gap, when the event is one.
-  public var gap: RecordingGap? {
-    if case .gap(let gap) = self { return gap }
-    return nil
-  }
 }

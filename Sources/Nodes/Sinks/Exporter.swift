@@ -152,9 +152,7 @@ public final class Exporter: Node {
     }
     if gap.tracks.isEmpty || gap.tracks.contains(configuration.videoTrack) {
       try openFile(force: true)
-      // Video already written is never cut (a gap cannot start inside it).
-      let written = recording?.openRange?.end ?? gap.range.start
-      try endStretch(at: max(gap.range.start, written), keepAudioFrom: gap.range.end)
+      try endStretch(at: gap.range.start, keepAudioFrom: gap.range.end)
     }
     scan(through: min(gap.range.end, rangeEnd))
   }

@@ -75,7 +75,7 @@ public final class MP4Writer: Node {
     self.recording = nil
     context.holdEndOfStream()
     // The recording is handed whole to the worker: nothing here touches it any more.
-    let handoff = Handoff(recording)
+    let handoff = ExecutorConfined(recording)
     let destination = self.destination
     context.runOnWorker {
       Result { try handoff.value.finalize(installingAt: destination) }.mapError { TiError($0) }

@@ -249,9 +249,7 @@ public final class GapDetector: Node {
       guard !range.isEmpty else { continue }
       if let last = groups.last, range.start <= last.range.end {
         groups[groups.count - 1].range.end = max(last.range.end, range.end)
-        for reason in fact.reasons where !last.reasons.contains(reason) {
-          groups[groups.count - 1].reasons.append(reason)
-        }
+        groups[groups.count - 1].reasons.appendNew(fact.reasons)
       } else {
         groups.append((range, fact.reasons))
       }
@@ -279,15 +277,13 @@ public final class GapDetector: Node {
   /// The facts that overlap `hole`; where none does, `trackUnavailable` where objects were read and
   /// `noRecording` where none was.
   private func reasons(for hole: MediaRange, of track: TrackID) -> [GapReason] {
-    var reasons: [GapReason] = []
-    func add(_ reason: GapReason) { if !reasons.contains(reason) { reasons.append(reason) } }
     let explaining = facts.filter { $0.concerns(track) && $0.range.overlaps(hole) }
-    for fact in explaining { fact.reasons.forEach(add) }
+    var reasons = [GapReason](unionOf: explaining, \.reasons)
     for part in Self.subtract(explaining.map(\.range), from: hole) {
       let unread = Self.subtract(objects, from: part)
       let unreadLength = unread.reduce(0) { $0 + $1.duration.microseconds }
-      if unreadLength < part.duration.microseconds { add(.trackUnavailable) }
-      if !unread.isEmpty { add(.noRecording) }
+      if unreadLength < part.duration.microseconds { reasons.appendNew([.trackUnavailable]) }
+      if !unread.isEmpty { reasons.appendNew([.noRecording]) }
     }
     return reasons.isEmpty ? [.unknown] : reasons
   }
@@ -307,6 +303,7 @@ public final class GapDetector: Node {
 
   /// Facts and objects wholly before `time` (less a frame's longest span) can explain nothing more.
   private func forgetBefore(_ time: MediaTime) {
+    guard facts.count > 64 || objects.count > 64 else { return }
     let horizon = (try? time - SegmentDemuxer.maximumFrameDuration) ?? time
     if facts.count > 64 { facts.removeAll { $0.range.end < horizon } }
     if objects.count > 64, let keep = objects.firstIndex(where: { $0.end >= horizon }), keep > 0 {

@@ -81,66 +81,22 @@ extension Pipeline {
 }
 
 /// What one run has seen so far: filled from the executors, waited for by the caller.
-private final class RunObserver: @unchecked Sendable {
-  private let condition = NSCondition()
-  // Guarded by `condition`.
-  private var _failures: [NodeFailure] = []
-  private var _ended = false
-  private var _reachedEndOfStream = false
-  private var _stopped = false
-  private var endWaiters: [CheckedContinuation<Void, Never>] = []
-  private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+private final class RunObserver: Sendable {
+  /// Whether every sink ended (true) or the pipeline stopped first (false): the first to happen.
+  let end = OneShot<Bool>()
+  let stop = OneShot<Void>()
+  private let recorded = Locked<[NodeFailure]>([])
 
-  func record(_ failure: NodeFailure) { condition.withLock { _failures.append(failure) } }
+  func record(_ failure: NodeFailure) { recorded.withLock { $0.append(failure) } }
+  func end(reachedEndOfStream: Bool) { end.set(reachedEndOfStream) }
+  func markStopped() { stop.set(()) }
 
-  func end(reachedEndOfStream: Bool) {
-    let waiters = condition.withLock { () -> [CheckedContinuation<Void, Never>] in
-      guard !_ended else { return [] }
-      _ended = true
-      _reachedEndOfStream = reachedEndOfStream
-      condition.broadcast()
-      defer { endWaiters = [] }
-      return endWaiters
-    }
-    for waiter in waiters { waiter.resume() }
-  }
+  var hasEnded: Bool { end.current != nil }
+  var reachedEndOfStream: Bool { end.current ?? false }
+  var failures: [NodeFailure] { recorded.withLock { $0 } }
 
-  func markStopped() {
-    let waiters = condition.withLock { () -> [CheckedContinuation<Void, Never>] in
-      _stopped = true
-      condition.broadcast()
-      defer { stopWaiters = [] }
-      return stopWaiters
-    }
-    for waiter in waiters { waiter.resume() }
-  }
-
-  var hasEnded: Bool { condition.withLock { _ended } }
-  var reachedEndOfStream: Bool { condition.withLock { _reachedEndOfStream } }
-  var failures: [NodeFailure] { condition.withLock { _failures } }
-
-  func waitUntilEnded() { condition.withLock { while !_ended { condition.wait() } } }
-  func waitUntilStopped() { condition.withLock { while !_stopped { condition.wait() } } }
-
-  func ended() async {
-    await withCheckedContinuation { continuation in
-      let now = condition.withLock { () -> Bool in
-        if _ended { return true }
-        endWaiters.append(continuation)
-        return false
-      }
-      if now { continuation.resume() }
-    }
-  }
-
-  func stopped() async {
-    await withCheckedContinuation { continuation in
-      let now = condition.withLock { () -> Bool in
-        if _stopped { return true }
-        stopWaiters.append(continuation)
-        return false
-      }
-      if now { continuation.resume() }
-    }
-  }
+  func waitUntilEnded() { _ = end.wait() }
+  func waitUntilStopped() { stop.wait() }
+  func ended() async { _ = await end.value() }
+  func stopped() async { await stop.value() }
 }

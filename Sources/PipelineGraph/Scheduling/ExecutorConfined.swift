@@ -1,8 +1,11 @@
-/// Carries a non-`Sendable` value to a job that runs on the executor the value is confined to.
+/// Carries a non-`Sendable` value through a `@Sendable` closure to the one thread that uses it: a job
+/// on the executor the value is confined to, or a worker job the value is handed to whole.
 ///
-/// The invariant that makes the unchecked conformance sound: the value is created on, and only ever
-/// used on, one executor; the wrapper only moves it through a `@Sendable` closure's capture list.
-struct ExecutorConfined<Value>: @unchecked Sendable {
-  let value: Value
-  init(_ value: Value) { self.value = value }
+/// The invariant that makes the unchecked conformance sound: at any time one thread uses the value; the
+/// sender keeps no reference it would use afterwards.
+package struct ExecutorConfined<Value>: @unchecked Sendable {
+  /// The value carried.
+  package let value: Value
+  /// Wraps `value`.
+  package init(_ value: Value) { self.value = value }
 }

@@ -12,9 +12,6 @@ public struct TimeBase: Hashable, Sendable, CustomStringConvertible {
     self.denominator = denominator
   }
 
-  /// Microseconds: the unit of ``MediaTime``.
-  public static let microseconds = TimeBase(numerator: 1, denominator: 1_000_000)!
-
   /// `1/90000`.
   public var description: String { "\(numerator)/\(denominator)" }
 }

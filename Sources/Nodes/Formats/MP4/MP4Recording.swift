@@ -107,12 +107,13 @@ final class MP4Recording {
     }
   }
 
-  /// Closes the open stretch: its last frame lasts until `end` at most; audio up to 20 ms past the
-  /// video's end is written. Waiting audio from `keepAudioFrom` on stays for the next stretch.
-  /// Returns the source range written.
+  /// Closes the open stretch: its last frame lasts until `end` at most (never less than the video
+  /// already written); audio up to 20 ms past the video's end is written. Waiting audio from
+  /// `keepAudioFrom` on stays for the next stretch. Returns the source range written.
   @discardableResult
   func end(at end: MediaTime, keepAudioFrom: MediaTime? = nil) throws -> MediaRange? {
     if let pending = pendingVideo {
+      let end = max(end, stretch?.videoEnd ?? end)
       let stop = pending.time.advanced(by: pending.duration, notAfter: min(end, limit))
       try emitVideo(pending, lasting: try checked { try stop - pending.time })
       pendingVideo = nil
@@ -207,7 +208,5 @@ final class MP4Recording {
     file = nil
   }
 
-  private func checked<Value>(_ body: () throws -> Value) throws -> Value {
-    do { return try body() } catch { throw TiError(.fileWriteFailed, "\(workingPath): \(error)") }
-  }
+  private func checked<Value>(_ body: () throws -> Value) throws -> Value { try writing(workingPath, body) }
 }
