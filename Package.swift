@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "Nodes", targets: ["Nodes"]),
     .library(name: "MediaSynthesis", targets: ["MediaSynthesis"]),
     .library(name: "TiCloudStorage", targets: ["TiCloudStorage"]),
+    .library(name: "CloudServer", targets: ["CloudServer"]),
     .executable(name: "tipipe", targets: ["tipipe"]),
   ],
   targets: [
@@ -25,6 +26,9 @@ let package = Package(
     ),
     .systemLibrary(
       name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .systemLibrary(
+      name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+      providers: [.apt(["libmicrohttpd-dev"])]),
     .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),
@@ -35,9 +39,11 @@ let package = Package(
     ),
     .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
+    // The reference server of spec/cloud-api.md (`tipipe serve`), for development, tests and benchmarks.
+    .target(name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD"], swiftSettings: strict),
     .executableTarget(
       name: "tipipe",
-      dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph"],
+      dependencies: ["TiCloudStorage", "CloudServer", "MediaSynthesis", "Nodes", "PipelineGraph"],
       path: "Sources/Examples/tipipe",
       swiftSettings: strict
     ),

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   pkg-config
   libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libswscale-dev
-  libcurl4-openssl-dev libssl-dev zlib1g-dev
+  libcurl4-openssl-dev libssl-dev zlib1g-dev libmicrohttpd-dev
   ffmpeg
   gstreamer1.0-tools gstreamer1.0-plugins-good
   time

@@ -69,9 +69,9 @@ enum BenchCommand {
       known["--json"] = .boolean
       let flags = try FlagParser(rest, known: known)
       json = flags.has("--json")
-      let (request, library) = try ExportCommand.request(from: flags)
+      let (request, endpoint) = try ExportCommand.request(from: flags)
       let job = try ExportJob(
-        request: request, source: LocalLibrarySource(directory: library, range: request.range, prefetchBytes: 8 << 20),
+        request: request, source: endpoint.source(for: request.range),
         completion: { _ in })
       let result = job.waitForResult()
       guard result.code == .ok else {
@@ -115,32 +115,33 @@ enum BenchCommand {
       let decoder = try FrameDecoder(track: TrackID(.video, channel: 0), threads: threads, keyframesOnly: keyframesOnly)
       return try countFrames(from: MediaFileSource(path: input, startTime: MediaTime(microseconds: 0)), decoder)
     }
-    let library = try libraryDirectory(try flags.required("--endpoint"))
+    let endpoint = try Endpoint(flags)
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
     guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
     guard start < end else { throw TiError(.invalidArgument, "--start must be before --end") }
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
     let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
+    let range = MediaRange(startMilliseconds: start, endMilliseconds: end)
     return try decode(
-      library: library, range: MediaRange(startMilliseconds: start, endMilliseconds: end), channel: UInt8(channel),
-      threads: threads, keyframesOnly: keyframesOnly)
+      source: endpoint.source(for: range), range: range, channel: UInt8(channel), threads: threads,
+      keyframesOnly: keyframesOnly)
   }
 
-  /// `LocalLibrarySource → SegmentVerifier → SegmentDemuxer → FrameDecoder → count` over `range`, on
-  /// its own thread; returns the frames decoded and the graph's statistics.
-  static func decode(
-    library: URL, range: MediaRange, channel: UInt8, threads: Int, keyframesOnly: Bool = false
-  ) throws -> (Int, PipelineStatistics) {
+  /// `source → SegmentVerifier → SegmentDemuxer → FrameDecoder → count` over `range`, on its own
+  /// thread; returns the frames decoded and the graph's statistics.
+  static func decode<Source: SourceNode>(
+    source: Source, range: MediaRange, channel: UInt8, threads: Int, keyframesOnly: Bool = false
+  ) throws -> (Int, PipelineStatistics) where Source.Output == FetchedObject {
     let decoder = try FrameDecoder(
       track: TrackID(.video, channel: channel), threads: threads, keyframesOnly: keyframesOnly)
     return try countFrames(
-      from: LocalLibrarySource(directory: library, range: range), try SegmentVerifier(),
+      from: source, try SegmentVerifier(),
       SegmentDemuxer(startingAt: range.start, endingAt: range.end), decoder)
   }
 
-  private static func countFrames(
-    from source: LocalLibrarySource, _ verifier: SegmentVerifier, _ demuxer: SegmentDemuxer, _ decoder: FrameDecoder
-  ) throws -> (Int, PipelineStatistics) {
+  private static func countFrames<Source: SourceNode>(
+    from source: Source, _ verifier: SegmentVerifier, _ demuxer: SegmentDemuxer, _ decoder: FrameDecoder
+  ) throws -> (Int, PipelineStatistics) where Source.Output == FetchedObject {
     try run(decoder) { pipeline in
       pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
       pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))

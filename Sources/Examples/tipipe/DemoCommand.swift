@@ -88,9 +88,9 @@ enum DemoCommand {
   /// what the graph did.
   static func decodeMinute(of library: URL, from start: Int64) throws {
     let began = Date()
+    let range = MediaRange(startMilliseconds: start, endMilliseconds: start + 60_000)
     let (frames, statistics) = try BenchCommand.decode(
-      library: library, range: MediaRange(startMilliseconds: start, endMilliseconds: start + 60_000), channel: 0,
-      threads: 1)
+      source: LocalLibrarySource(directory: library, range: range), range: range, channel: 0, threads: 1)
     let seconds = Date().timeIntervalSince(began)
     print("decoded the first minute through the graph: \(frames) frames in \(String(format: "%.2f", seconds)) s")
     print("  node                     items in  items out  busy ms")

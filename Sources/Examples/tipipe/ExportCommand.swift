@@ -30,11 +30,12 @@ enum ExportCommand {
 
   static let summary = "export [start, end) of a library to one MP4 (gaps cut out) with its report"
   static let usage = """
-    usage: tipipe export --endpoint file:///DIR [--token K] --start T --end T --video-channel N
+    usage: tipipe export --endpoint E [--token K] --start T --end T --video-channel N
                          [--audio-channel N] --out FILE.mp4 [--report FILE.json|-] [--quiet]
                          [--progress-lines] [--verbose]
 
-    Exports [start, end) (at most 10 days) into one MP4 whose timeline cuts the gaps out, and writes
+    Exports [start, end) (at most 10 days) of the recordings at E (http(s)://… the cloud API, with
+    --token; file:///DIR a local library) into one MP4 whose timeline cuts the gaps out, and writes
     the report (spec/cli.md) to --report (- for stdout). The MP4 and the report are written under
     temporary names and renamed into place when complete; --out and --report must not name a
     directory or each other. SIGINT, SIGTERM and SIGHUP cancel: no file is left behind.
@@ -49,9 +50,9 @@ enum ExportCommand {
     "--progress-lines": .boolean,
   ]
 
-  /// The request the flags describe and the library's directory.
-  static func request(from flags: FlagParser) throws -> (ExportJob.Request, library: URL) {
-    let endpoint = try flags.required("--endpoint")
+  /// The request the flags describe and where its recordings come from.
+  static func request(from flags: FlagParser) throws -> (ExportJob.Request, Endpoint) {
+    let endpoint = try Endpoint(flags)
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
     guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
     let videoChannel = try flags.integer("--video-channel", default: -1, range: 0...255)
@@ -73,12 +74,12 @@ enum ExportCommand {
       range: MediaRange(startMilliseconds: start, endMilliseconds: end),
       videoTrack: TrackID(.video, channel: UInt8(videoChannel)),
       audioTrack: audioChannel.map { TrackID(.audio, channel: UInt8($0)) }, output: out)
-    return (request, try libraryDirectory(endpoint))
+    return (request, endpoint)
   }
 
   static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(arguments, known: Self.flags)
-    let (request, library) = try request(from: flags)
+    let (request, endpoint) = try request(from: flags)
     let out = request.output
     let reportPath = flags.string("--report")
     let quiet = flags.has("--quiet")
@@ -87,7 +88,7 @@ enum ExportCommand {
     let progressLines = flags.has("--progress-lines")
     let job = try ExportJob(
       request: request,
-      source: LocalLibrarySource(directory: library, range: request.range, prefetchBytes: 8 << 20),
+      source: endpoint.source(for: request.range),
       progress: { fraction, covered in
         if progressLines {
           FileHandle.standardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
@@ -135,13 +136,28 @@ enum ExportCommand {
   }
 }
 
-/// The directory of a `file://` endpoint.
-func libraryDirectory(_ endpoint: String) throws -> URL {
-  guard let url = URL(string: endpoint), url.scheme == "file" else {
-    throw TiError(
-      .invalidArgument, "only file:// endpoints are supported by this build (the cloud source is not built yet)")
+/// The recordings `--endpoint` and `--token` name: the cloud API over HTTP, or a local library, which
+/// accepts any token (`local` when none is given).
+struct Endpoint {
+  var service: any RecordingService
+  var token: String
+
+  init(_ flags: FlagParser) throws {
+    let endpoint = try flags.required("--endpoint")
+    service = try recordingService(endpoint: endpoint)
+    if let token = flags.string("--token") {
+      guard !token.isEmpty else { throw UsageError(message: "--token must not be empty") }
+      self.token = token
+    } else {
+      guard service is LocalLibraryService else { throw UsageError(message: "--token is required for \(endpoint)") }
+      token = "local"
+    }
   }
-  return URL(fileURLWithPath: url.path)
+
+  /// The source of a graph over `range` (the token fixed now, as the seed wants for an operation).
+  func source(for range: MediaRange) -> CloudSegmentSource {
+    CloudSegmentSource(service: service, range: range, token: token, prefetchBytes: 8 << 20)
+  }
 }
 
 /// `path` as an output of `flag`: a usage error when it is empty or must not be replaced.

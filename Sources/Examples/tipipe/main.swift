@@ -19,6 +19,10 @@ let commands: [(name: String, command: Command)] = [
   ("demo", Command(summary: DemoCommand.summary, usage: DemoCommand.usage, run: { try DemoCommand.run($0) })),
   ("synth", Command(summary: SynthCommand.summary, usage: SynthCommand.usage, run: { try SynthCommand.run($0) })),
   ("export", Command(summary: ExportCommand.summary, usage: ExportCommand.usage, run: { try ExportCommand.run($0) })),
+  ("serve", Command(summary: ServeCommand.summary, usage: ServeCommand.usage, run: { try ServeCommand.run($0) })),
+  ("token", Command(summary: TokenCommand.summary, usage: TokenCommand.usage, run: { try TokenCommand.run($0) })),
+  ("list", Command(summary: ListCommand.summary, usage: ListCommand.usage, run: { try ListCommand.run($0) })),
+  ("days", Command(summary: DaysCommand.summary, usage: DaysCommand.usage, run: { try DaysCommand.run($0) })),
   ("bench", Command(summary: BenchCommand.summary, usage: BenchCommand.usage, run: { try BenchCommand.run($0) })),
 ]
 
@@ -29,8 +33,8 @@ let commands: [(name: String, command: Command)] = [
   }
   text += "  help     this text, or a command's\n\n"
   text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
-  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: serve, token, list, days,\n"
-  text += "snapshot, play, bench, graph (see the project's open issues)."
+  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: snapshot, play, graph\n"
+  text += "(see the project's open issues)."
   return text
 }
 
@@ -69,7 +73,7 @@ if arguments.contains("--help") || arguments.contains("-h") {
 let verbose = arguments.contains("--verbose")
 arguments.removeAll { $0 == "--verbose" }
 LibraryLogging.setVerbose(verbose)
-if name != "export" {
+if !["export", "list", "days", "serve"].contains(name) {
   // Commands without a cancellable task stop where they are; what they wrote is kept.
   Interruption.shared.onSignal { signal in
     FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))

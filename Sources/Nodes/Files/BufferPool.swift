@@ -34,6 +34,51 @@ final class BufferPool: @unchecked Sendable {
     return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { [self] pointer, _ in give(pointer, rounded) })
   }
 
+  /// A pooled buffer of at least `capacity` bytes that a download fills piece by piece.
+  func filling(capacity: Int) -> FillingBuffer {
+    let rounded = Self.capacity(for: max(capacity, 1))
+    return FillingBuffer(pool: self, pointer: take(rounded), capacity: rounded)
+  }
+
+  /// A buffer being filled: its bytes become `Data` once (``data()``), or it returns to the pool unused.
+  final class FillingBuffer {
+    private let pool: BufferPool
+    private let pointer: UnsafeMutableRawPointer
+    private let capacity: Int
+    private var handedOff = false
+    /// Bytes written so far.
+    private(set) var count = 0
+
+    fileprivate init(pool: BufferPool, pointer: UnsafeMutableRawPointer, capacity: Int) {
+      self.pool = pool
+      self.pointer = pointer
+      self.capacity = capacity
+    }
+
+    /// Appends `bytes`; false (and nothing written) when they do not fit.
+    func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+      guard !handedOff, bytes.count <= capacity - count else { return false }
+      if let base = bytes.baseAddress { (pointer + count).copyMemory(from: base, byteCount: bytes.count) }
+      count += bytes.count
+      return true
+    }
+
+    /// Forgets what was written (a transfer that restarts from byte 0).
+    func reset() { count = 0 }
+
+    /// The bytes written, as `Data` that returns the buffer to the pool when released.
+    func data() -> Data {
+      precondition(!handedOff, "a filled buffer is handed off once")
+      handedOff = true
+      let pool = self.pool
+      let capacity = self.capacity
+      return Data(
+        bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, _ in pool.give(pointer, capacity) })
+    }
+
+    deinit { if !handedOff { pool.give(pointer, capacity) } }
+  }
+
   deinit {
     for (capacity, buffers) in idle { for buffer in buffers { munmap(buffer, capacity) } }
   }

@@ -23,6 +23,7 @@ public final class LocalLibrarySource: SourceNode {
   private var arrived: [Int: FetchedObject] = [:]
   private var bytesInFlight = 0
 
+  /// One step of a read plan: an object, or a stretch no object covers.
   enum Step {
     case object(RecordingIndex.Segment)
     case hole(MediaRange)
@@ -38,18 +39,8 @@ public final class LocalLibrarySource: SourceNode {
 
   /// Loads the index and plans the reads.
   public func start(context: NodeContext<FetchedObject>) throws {
-    let indexPath = directory.appendingPathComponent("index.json").path
-    let data: Data
-    do {
-      data = try RegularFile.contents(atPath: indexPath, maximumSize: Self.maximumIndexSize)
-    } catch {
-      throw TiError(.cloudStorageUnavailable, "cannot read the index \(indexPath): it \(error)")
-    }
-    plan = Self.plan(index: try RecordingIndex.decode(data, source: indexPath), range: range)
+    plan = Self.plan(index: try RecordingIndex.load(library: directory), range: range)
   }
-
-  /// The largest `index.json` read (256 MB: about a million entries).
-  static let maximumIndexSize = 256 << 20
 
   static func plan(index: RecordingIndex, range: MediaRange) -> [Step] {
     var steps: [Step] = []
@@ -98,9 +89,9 @@ public final class LocalLibrarySource: SourceNode {
       bytesInFlight += size
       let position = nextToRequest
       nextToRequest += 1
-      let url = Self.resolve(segment.url, against: directory)
+      let url = segment.fileURL(in: directory)
       context.runOnWorker {
-        FetchedObject(segment: segment, result: Self.read(url, segment: segment))
+        FetchedObject(segment: segment, result: LocalLibraryService.read(url, segment: segment))
       } then: { [unowned self] object in
         arrived[position] = object
       }
@@ -111,31 +102,6 @@ public final class LocalLibrarySource: SourceNode {
   private static func budgetedSize(_ segment: RecordingIndex.Segment) -> Int {
     segment.size <= RecordingIndex.maximumObjectSize ? segment.size : 0
   }
-
-  static func resolve(_ reference: String, against directory: URL) -> URL {
-    if let url = URL(string: reference), url.scheme == "file" { return url }
-    if reference.hasPrefix("/") { return URL(fileURLWithPath: reference) }
-    return directory.appendingPathComponent(reference)
-  }
-
-  private static func read(_ url: URL, segment: RecordingIndex.Segment) -> Result<Data, TiError> {
-    let name = url.lastPathComponent
-    guard segment.size <= RecordingIndex.maximumObjectSize else {
-      return .failure(TiError.gap(.mediaUnreadable, "the index gives \(name) an implausible size of \(segment.size)"))
-    }
-    do {
-      return .success(try buffers.read(path: url.path, expectedSize: segment.size))
-    } catch .missing {
-      return .failure(TiError.gap(.notFound, "\(name) does not exist"))
-    } catch .sizeMismatch(let actual, let expected) {
-      return .failure(TiError.gap(.integrityFailed, "\(name) has \(actual) bytes, the index says \(expected)"))
-    } catch {
-      return .failure(TiError.gap(.downloadFailed, "cannot read \(name): it \(error)"))
-    }
-  }
-
-  /// Read buffers shared by every library source of the process (see ``BufferPool``).
-  private static var buffers: BufferPool { .shared }
 
   /// Restarts from the beginning of the range (a new range needs a new source).
   public func flush(context: NodeContext<FetchedObject>) {

@@ -67,6 +67,14 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
       self.tracks = tracks
     }
 
+    /// Where the object of a local library lies: its `url` as a `file:` URL, an absolute path, or a path
+    /// relative to the library's `directory`.
+    public func fileURL(in directory: URL) -> URL {
+      if let url = URL(string: url), url.scheme == "file" { return url }
+      if url.hasPrefix("/") { return URL(fileURLWithPath: url) }
+      return directory.appendingPathComponent(url)
+    }
+
     /// The covered range.
     public var range: MediaRange { MediaRange(startMilliseconds: startMs, endMilliseconds: endMs) }
 
@@ -143,6 +151,19 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
       guard segment.size >= 0 else { throw malformed(source, "\(entry): negative size \(segment.size)") }
     }
     return index
+  }
+
+  /// The index of the local library in `directory` (its `index.json`, at most 256 MB: about a million
+  /// entries); an unreadable or malformed index is `cloudStorageUnavailable`.
+  public static func load(library directory: URL) throws -> RecordingIndex {
+    let path = directory.appendingPathComponent("index.json").path
+    let data: Data
+    do {
+      data = try RegularFile.contents(atPath: path, maximumSize: 256 << 20)
+    } catch {
+      throw TiError(.cloudStorageUnavailable, "cannot read the index \(path): it \(error)")
+    }
+    return try decode(data, source: path)
   }
 
   private static func malformed(_ source: String, _ what: String) -> TiError {

@@ -1,0 +1,84 @@
+internal import CMicroHTTPD
+import Foundation
+import Nodes
+import Synchronization
+
+/// The reference cloud server of `spec/cloud-api.md` on libmicrohttpd: listing with HMAC tokens,
+/// presigned object URLs, `Range` answers, JSON errors and injected faults (``ServerFaults``).
+///
+/// It serves one library directory (as `tipipe synth` writes it) for development, demos, tests and
+/// benchmarks. Objects are sent from their file descriptors without copying unless a fault needs to
+/// shape the body.
+///
+/// ```swift
+/// var configuration = ServerConfiguration(root: library, secret: "s3cret")
+/// configuration.port = 0
+/// let server = try ReferenceServer(configuration)
+/// print("http://127.0.0.1:\(server.port)")
+/// ```
+public final class ReferenceServer: Sendable {
+  /// The port the server listens on (the one chosen when the configuration asked for 0).
+  public let port: UInt16
+  /// The endpoint URL clients use: `http://host:port`.
+  public let endpoint: String
+  private let daemon: Mutex<Daemon?>
+  private let handler: Unmanaged<RequestHandler>
+
+  /// Loads the library's index and starts listening; throws when the index is unreadable or the address
+  /// cannot be bound.
+  public init(_ configuration: ServerConfiguration) throws {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = configuration.port.bigEndian
+    let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+    guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+      throw TiError(.invalidArgument, "--host must be an IPv4 address, not '\(configuration.host)'")
+    }
+    let handler = Unmanaged.passRetained(try RequestHandler(configuration))
+    let started = withUnsafePointer(to: &address) { address in
+      cmhd_start(
+        address, configuration.faults.sleeps ? 0 : UInt32(max(1, configuration.threads)),
+        UInt32(configuration.connectionLimit),
+        { context, connection, url, method, _, _, _, state in
+          guard let context, let connection, let url, let method, let state else { return .NO }
+          // Answer on the second call: the first one only announces the headers.
+          guard state.pointee != nil else {
+            state.pointee = UnsafeMutableRawPointer(bitPattern: 1)
+            return .YES
+          }
+          return Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
+            .handle(connection, path: String(cString: url), method: String(cString: method))
+        }, handler.toOpaque(), nil, nil)
+    }
+    guard let started else {
+      handler.release()
+      throw TiError(
+        .ioFailed, "cannot listen on \(host):\(configuration.port) (in use, or not an address of this host)")
+    }
+    self.handler = handler
+    daemon = Mutex(Daemon(pointer: started))
+    port = cmhd_bound_port(started)
+    endpoint = "http://\(host):\(port)"
+  }
+
+  /// Stops listening and closes every connection; idempotent.
+  public func stop() {
+    let running = daemon.withLock { daemon -> Daemon? in
+      defer { daemon = nil }
+      return daemon
+    }
+    guard let running else { return }
+    MHD_stop_daemon(running.pointer)
+    handler.release()
+  }
+
+  /// Requests answered so far, per object id (what the "first N requests" faults count).
+  public func objectRequests() -> [String: Int] { handler.takeUnretainedValue().objectRequestCounts() }
+
+  deinit { stop() }
+}
+
+/// The running daemon: libmicrohttpd's handle may be stopped from any thread, once.
+private struct Daemon: @unchecked Sendable {
+  let pointer: OpaquePointer
+}

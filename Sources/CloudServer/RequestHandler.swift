@@ -1,0 +1,289 @@
+internal import CMicroHTTPD
+import Foundation
+import Nodes
+import PipelineGraph
+import Synchronization
+
+/// Answers the requests of `spec/cloud-api.md` on libmicrohttpd's threads: everything it touches is
+/// immutable or behind a mutex.
+final class RequestHandler: Sendable {
+  private let configuration: ServerConfiguration
+  private let index: RecordingIndex
+  private let files: [String: URL]
+  private let objectRequests = Mutex<[String: Int]>([:])
+  private let listingRequests = Mutex(0)
+  private let random: Mutex<SplitMix>
+
+  init(_ configuration: ServerConfiguration) throws {
+    self.configuration = configuration
+    let loaded = try RecordingIndex.load(library: configuration.root)
+    index = RecordingIndex(deviceId: loaded.deviceId, segments: loaded.segments.sorted { $0.startMs < $1.startMs })
+    var files: [String: URL] = [:]
+    for segment in index.segments { files[segment.id] = segment.fileURL(in: configuration.root) }
+    self.files = files
+    random = Mutex(SplitMix(state: configuration.faults.seed))
+  }
+
+  func objectRequestCounts() -> [String: Int] { objectRequests.withLock { $0 } }
+
+  func handle(_ connection: OpaquePointer, path: String, method: String) -> MHD_Result {
+    let faults = configuration.faults
+    if faults.latencyMilliseconds > 0 { usleep(UInt32(min(faults.latencyMilliseconds, 60_000)) * 1000) }
+    let answer: Answer
+    if method != "GET" && method != "HEAD" {
+      answer = .error(405, "method_not_allowed", "only GET is served")
+    } else if path == "/v1/recordings" {
+      answer = listing(connection)
+    } else if path.hasPrefix("/v1/objects/") {
+      answer = object(String(path.dropFirst("/v1/objects/".count)), connection)
+    } else {
+      answer = .error(404, "not_found", "no such resource")
+    }
+    return send(answer, on: connection, method: method, path: path)
+  }
+
+  // MARK: Listing
+
+  private func listing(_ connection: OpaquePointer) -> Answer {
+    let faults = configuration.faults
+    if let status = faults.listingStatus {
+      return .error(status, status == 429 ? "rate_limited" : "internal", "injected listing failure")
+    }
+    guard let authorization = value(connection, .HEADER_KIND, "Authorization"),
+      authorization.hasPrefix("Bearer ")
+    else { return .error(401, "token_invalid", "an Authorization: Bearer token is required") }
+    let token: CloudToken
+    do {
+      token = try CloudToken.verify(
+        String(authorization.dropFirst("Bearer ".count)), secret: configuration.secret, now: configuration.now())
+    } catch CloudToken.Refusal.expired {
+      return .error(401, "token_expired", "the token has expired")
+    } catch {
+      return .error(401, "token_invalid", "the token is not valid")
+    }
+    guard token.deviceId == index.deviceId else {
+      return .error(403, "permission_denied", "the token is for another device")
+    }
+    if let allowed = faults.tokenRequests {
+      let count = listingRequests.withLock { count in
+        count += 1
+        return count
+      }
+      if count > allowed { return .error(401, "token_expired", "the token has expired (injected)") }
+    }
+    if faults.malformedListing { return .body(200, "application/json", Data("{\"segments\": [".utf8)) }
+    guard let startText = value(connection, .GET_ARGUMENT_KIND, "start_ms"),
+      let endText = value(connection, .GET_ARGUMENT_KIND, "end_ms"),
+      let start = Int64(startText), let end = Int64(endText)
+    else { return .error(400, "invalid_argument", "start_ms and end_ms must be integers") }
+    let span = end.subtractingReportingOverflow(start)
+    guard start < end, !span.overflow, span.partialValue <= 864_000_000 else {
+      return .error(400, "invalid_argument", "start_ms < end_ms and a span of at most 10 days are required")
+    }
+    let expires = configuration.now() &+ configuration.urlLifetimeSeconds
+    var segments: [RecordingIndex.Segment] = []
+    for var segment in index.segments where segment.startMs < end && segment.endMs > start {
+      segment.url = "objects/\(Self.pathComponent(segment.id))?expires=\(expires)&sig=\(signature(segment.id, expires))"
+      segments.append(segment)
+    }
+    do {
+      return .body(200, "application/json", try RecordingIndex(deviceId: index.deviceId, segments: segments).encoded())
+    } catch {
+      return .error(500, "internal", "cannot encode the listing")
+    }
+  }
+
+  private func signature(_ id: String, _ expires: Int64) -> String {
+    HMACSHA256.hex("\(id).\(expires)", key: configuration.secret)
+  }
+
+  private static func pathComponent(_ id: String) -> String {
+    id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? id
+  }
+
+  // MARK: Objects
+
+  private func object(_ id: String, _ connection: OpaquePointer) -> Answer {
+    guard let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires"), let expires = Int64(expiresText),
+      let sig = value(connection, .GET_ARGUMENT_KIND, "sig"), HMACSHA256.matches(sig, signature(id, expires))
+    else { return .error(403, "signature_invalid", "the URL's signature is not valid") }
+    guard expires >= configuration.now() else { return .error(403, "signature_expired", "the URL has expired") }
+    let faults = configuration.faults
+    let attempt = objectRequests.withLock { counts in
+      counts[id, default: 0] += 1
+      return counts[id]!
+    }
+    if attempt <= faults.expireSignaturesFirst {
+      return .error(403, "signature_expired", "the URL has expired (injected)")
+    }
+    if attempt <= faults.resetFirst { return .reset }
+    if attempt <= faults.failFirst || chance(faults.failRate) {
+      return .error(faults.failStatus, faults.failStatus == 429 ? "rate_limited" : "internal", "injected failure")
+    }
+    guard let url = files[id] else { return .error(404, "not_found", "no object \(id)") }
+    let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return .error(404, "not_found", "no object \(id)") }
+    var status = stat()
+    guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      close(descriptor)
+      return .error(404, "not_found", "no object \(id)")
+    }
+    let size = Int64(status.st_size)
+    var offset: Int64 = 0
+    var length = size
+    var partial = false
+    if let range = value(connection, .HEADER_KIND, "Range") {
+      guard let bytes = Self.byteRange(range, size: size) else {
+        close(descriptor)
+        return .unsatisfiable(size)
+      }
+      offset = bytes.first
+      length = bytes.last - bytes.first + 1
+      partial = true
+    }
+    let truncate = attempt <= faults.truncateFirst || chance(faults.truncateRate)
+    return .file(
+      descriptor: descriptor, offset: offset, length: length, size: size, partial: partial,
+      cutAt: truncate ? length / 2 : nil)
+  }
+
+  /// `bytes=N-` or `bytes=N-M` inside a body of `size` bytes, as (first, last) inclusive; nil when the
+  /// header is malformed, names several ranges or starts past the end (416).
+  static func byteRange(_ header: String, size: Int64) -> (first: Int64, last: Int64)? {
+    guard header.hasPrefix("bytes=") else { return nil }
+    let spec = header.dropFirst("bytes=".count)
+    let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+    guard parts.count == 2, parts[0].allSatisfy(\.isASCII), let first = Int64(parts[0]), first >= 0, first < size
+    else { return nil }
+    if parts[1].isEmpty { return (first, size - 1) }
+    guard let last = Int64(parts[1]), last >= first else { return nil }
+    return (first, min(last, size - 1))
+  }
+
+  private func chance(_ probability: Double) -> Bool {
+    guard probability > 0 else { return false }
+    return random.withLock { $0.nextUnit() } < probability
+  }
+
+  private func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ key: String) -> String? {
+    MHD_lookup_connection_value(connection, kind, key).map { String(cString: $0) }
+  }
+
+  // MARK: Answers
+
+  enum Answer {
+    case error(Int, String, String)
+    case body(Int, String, Data)
+    case file(descriptor: Int32, offset: Int64, length: Int64, size: Int64, partial: Bool, cutAt: Int64?)
+    case unsatisfiable(Int64)
+    case reset
+  }
+
+  private func send(_ answer: Answer, on connection: OpaquePointer, method: String, path: String) -> MHD_Result {
+    let status: Int
+    let response: OpaquePointer?
+    var bytes: Int64 = 0
+    switch answer {
+    case .reset:
+      configuration.log?("\(method) \(path) reset (injected)")
+      return .NO
+    case .error(let code, let error, let message):
+      let body = (try? JSONSerialization.data(withJSONObject: ["error": error, "message": message])) ?? Data()
+      status = code
+      response = Self.buffer(body, type: "application/json")
+    case .body(let code, let type, let body):
+      status = code
+      bytes = Int64(body.count)
+      response = Self.buffer(body, type: type)
+    case .unsatisfiable(let size):
+      status = 416
+      response = Self.buffer(
+        Data("{\"error\":\"range_not_satisfiable\",\"message\":\"bad Range\"}".utf8), type: "application/json")
+      if let response { MHD_add_response_header(response, "Content-Range", "bytes */\(size)") }
+    case .file(let descriptor, let offset, let length, let size, let partial, let cutAt):
+      status = partial ? 206 : 200
+      bytes = cutAt ?? length
+      if cutAt != nil || configuration.faults.bytesPerSecond > 0 {
+        let body = ShapedBody(
+          descriptor: descriptor, offset: offset, length: length, cutAt: cutAt,
+          bytesPerSecond: configuration.faults.bytesPerSecond)
+        response = MHD_create_response_from_callback(
+          UInt64(length), 64 * 1024,
+          { context, position, buffer, maximum in
+            Unmanaged<ShapedBody>.fromOpaque(context!).takeUnretainedValue().read(
+              at: Int64(position), into: buffer!, maximum: maximum)
+          }, Unmanaged.passRetained(body).toOpaque(),
+          { context in Unmanaged<ShapedBody>.fromOpaque(context!).release() })
+      } else {
+        // libmicrohttpd sends the file with sendfile() and closes the descriptor with the response.
+        response = MHD_create_response_from_fd_at_offset64(UInt64(length), descriptor, UInt64(offset))
+        if response == nil { close(descriptor) }
+      }
+      if let response {
+        MHD_add_response_header(response, "Content-Type", "application/octet-stream")
+        MHD_add_response_header(response, "Accept-Ranges", "bytes")
+        if partial {
+          MHD_add_response_header(response, "Content-Range", "bytes \(offset)-\(offset + length - 1)/\(size)")
+        }
+      }
+    }
+    guard let response else { return .NO }
+    defer { MHD_destroy_response(response) }
+    configuration.log?("\(method) \(path) \(status) \(bytes)")
+    return MHD_queue_response(connection, UInt32(status), response)
+  }
+
+  private static func buffer(_ body: Data, type: String) -> OpaquePointer? {
+    let response = body.withUnsafeBytes { raw in
+      MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+    }
+    if let response { MHD_add_response_header(response, "Content-Type", type) }
+    return response
+  }
+}
+
+/// A body sent through a callback: cut short (a truncation fault) or paced (a bandwidth limit).
+private final class ShapedBody: Sendable {
+  let descriptor: Int32
+  let offset: Int64
+  let length: Int64
+  let cutAt: Int64?
+  let bytesPerSecond: Int
+
+  init(descriptor: Int32, offset: Int64, length: Int64, cutAt: Int64?, bytesPerSecond: Int) {
+    self.descriptor = descriptor
+    self.offset = offset
+    self.length = length
+    self.cutAt = cutAt
+    self.bytesPerSecond = bytesPerSecond
+  }
+
+  func read(at position: Int64, into buffer: UnsafeMutablePointer<CChar>, maximum: Int) -> Int {
+    let end = cutAt ?? length
+    if position >= end { return cutAt == nil ? cmhd_reader_end_of_stream : cmhd_reader_end_with_error }
+    var count = Int(min(Int64(maximum), end - position))
+    if bytesPerSecond > 0 {
+      // Slices of 1/50 s, so a cancelled client is noticed quickly.
+      count = min(count, max(1, bytesPerSecond / 50))
+      usleep(UInt32(min(Int64(count) * 1_000_000 / Int64(bytesPerSecond), 1_000_000)))
+    }
+    let got = pread(descriptor, buffer, count, off_t(offset + position))
+    return got > 0 ? got : cmhd_reader_end_with_error
+  }
+
+  deinit { close(descriptor) }
+}
+
+/// A small seeded generator for the random faults (reproducible runs).
+struct SplitMix {
+  var state: UInt64
+
+  mutating func nextUnit() -> Double {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    z ^= z >> 31
+    return Double(z >> 11) / Double(1 << 53)
+  }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// What a ``ReferenceServer`` serves and how.
+public struct ServerConfiguration: Sendable {
+  /// The library directory (`index.json` and its objects, as `tipipe synth` writes them).
+  public var root: URL
+  /// The address to bind: loopback unless the caller says otherwise.
+  public var host = "127.0.0.1"
+  /// The port; 0 picks a free one (read ``ReferenceServer/port``).
+  public var port: UInt16 = 8080
+  /// The HMAC secret of tokens and presigned URLs.
+  public var secret: String
+  /// How long a presigned object URL stays valid, in seconds.
+  public var urlLifetimeSeconds: Int64 = 300
+  /// Threads of the epoll pool (a thread per connection instead while latency or bandwidth faults sleep).
+  public var threads = 4
+  /// The most connections served at once.
+  public var connectionLimit = 1024
+  /// Injected faults.
+  public var faults = ServerFaults()
+  /// Receives one line per request (method, path without query, status, bytes): never tokens or
+  /// signatures. Nil: no log.
+  public var log: (@Sendable (String) -> Void)?
+  /// The clock of token and signature expiry, in Unix seconds (tests move it).
+  public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+
+  /// Serves `root` with `secret`.
+  public init(root: URL, secret: String) {
+    self.root = root
+    self.secret = secret
+  }
+}

@@ -1,0 +1,119 @@
+import CloudServer
+import Foundation
+import Nodes
+
+/// `tipipe serve` and `tipipe token` (`spec/cli.md`): the reference cloud server and its tokens.
+enum ServeCommand {
+  static let summary = "serve a library over the cloud API (spec/cloud-api.md), with fault injection"
+  static let usage = """
+    usage: tipipe serve --root DIR [--host 127.0.0.1] [--port 8080] [--secret S] [--url-ttl SECONDS]
+                        [--threads N] [--quiet] [fault flags]
+
+    Serves the library in DIR (index.json and its objects, as `tipipe synth` writes them) per
+    spec/cloud-api.md: GET /v1/recordings with a bearer token (`tipipe token`), presigned object URLs,
+    Range answers (206; 416 for a bad range), JSON error bodies. Binds 127.0.0.1 by default; --port 0
+    picks a free port. Prints `listening on http://HOST:PORT` on stdout, then one line per request on
+    stderr (never tokens or signatures) unless --quiet. SIGINT, SIGTERM or SIGHUP stop it (exit 0).
+    --secret defaults to "tipipe-dev-secret"; --url-ttl (300) is how long object URLs stay valid.
+
+    Fault flags (per object id, "first N" counts that object's requests):
+      --fail-first N               the first N requests of each object answer --fail-status
+      --fail-rate P                each object request answers --fail-status with probability P
+      --fail-status CODE           status of injected failures (default 500; 429 too)
+      --truncate-first N           the first N requests of each object send half the body, then close
+      --truncate-rate P            each object request is truncated with probability P
+      --reset-first N              the first N requests of each object close the connection unanswered
+      --expire-signatures-first N  the first N requests of each object answer 403 signature_expired
+      --latency-ms MS              wait MS before every answer
+      --bandwidth BYTES            send object bodies at most BYTES per second
+      --token-requests N           after N listing requests, every token counts as expired (401)
+      --listing-status CODE        every listing answers CODE (e.g. 429, 500, 503)
+      --malformed-listing          every listing answers 200 with a body that is not JSON
+      --seed N                     seed of the random faults (default 1)
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(
+      arguments,
+      known: [
+        "--root": .value, "--host": .value, "--port": .value, "--secret": .value, "--url-ttl": .value,
+        "--threads": .value, "--quiet": .boolean, "--fail-first": .value, "--fail-rate": .value,
+        "--fail-status": .value, "--truncate-first": .value, "--truncate-rate": .value, "--reset-first": .value,
+        "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value,
+        "--token-requests": .value, "--listing-status": .value, "--malformed-listing": .boolean, "--seed": .value,
+      ])
+    let root = try flags.required("--root")
+    guard !root.isEmpty else { throw UsageError(message: "--root must not be empty") }
+    var configuration = ServerConfiguration(
+      root: URL(fileURLWithPath: root), secret: flags.string("--secret") ?? "tipipe-dev-secret")
+    guard !configuration.secret.isEmpty else { throw UsageError(message: "--secret must not be empty") }
+    configuration.host = flags.string("--host") ?? "127.0.0.1"
+    configuration.port = UInt16(try flags.integer("--port", default: 8080, range: 0...65535))
+    configuration.urlLifetimeSeconds = Int64(try flags.integer("--url-ttl", default: 300, range: 0...604_800))
+    configuration.threads = try flags.integer("--threads", default: 4, range: 1...256)
+    var faults = ServerFaults()
+    faults.failFirst = try flags.integer("--fail-first", default: 0, range: 0...1_000_000)
+    faults.failRate = try probability(flags, "--fail-rate")
+    faults.failStatus = try flags.integer("--fail-status", default: 500, range: 400...599)
+    faults.truncateFirst = try flags.integer("--truncate-first", default: 0, range: 0...1_000_000)
+    faults.truncateRate = try probability(flags, "--truncate-rate")
+    faults.resetFirst = try flags.integer("--reset-first", default: 0, range: 0...1_000_000)
+    faults.expireSignaturesFirst = try flags.integer("--expire-signatures-first", default: 0, range: 0...1_000_000)
+    faults.latencyMilliseconds = try flags.integer("--latency-ms", default: 0, range: 0...60_000)
+    faults.bytesPerSecond = try flags.integer("--bandwidth", default: 0, range: 0...(1 << 40))
+    if flags.string("--token-requests") != nil {
+      faults.tokenRequests = try flags.integer("--token-requests", default: 0, range: 0...1_000_000_000)
+    }
+    if flags.string("--listing-status") != nil {
+      faults.listingStatus = try flags.integer("--listing-status", default: 500, range: 400...599)
+    }
+    faults.malformedListing = flags.has("--malformed-listing")
+    faults.seed = UInt64(try flags.integer("--seed", default: 1, range: 0...Int.max))
+    configuration.faults = faults
+    if !flags.has("--quiet") {
+      configuration.log = { line in FileHandle.standardError.write(Data("\(line)\n".utf8)) }
+    }
+
+    let server = try ReferenceServer(configuration)
+    FileHandle.standardOutput.write(Data("listening on \(server.endpoint)\n".utf8))
+    Interruption.shared.onSignal { _ in
+      server.stop()
+      _exit(0)
+    }
+    while true { pause() }
+  }
+
+  private static func probability(_ flags: FlagParser, _ flag: String) throws -> Double {
+    guard let text = flags.string(flag) else { return 0 }
+    guard let value = Double(text), (0...1).contains(value) else {
+      throw UsageError(message: "\(flag) must be a probability in 0...1")
+    }
+    return value
+  }
+}
+
+/// `tipipe token`: a device token for the reference server.
+enum TokenCommand {
+  static let summary = "print a device token for tipipe serve"
+  static let usage = """
+    usage: tipipe token --device-id ID [--secret S] [--ttl SECONDS]
+
+    Prints v1.<device_id>.<expires>.<hex(HMAC-SHA256(secret, "v1.<device_id>.<expires>"))>, valid for
+    --ttl seconds (default 3600; 0 gives a token that has already expired). --secret defaults to
+    "tipipe-dev-secret", as for tipipe serve.
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(arguments, known: ["--device-id": .value, "--secret": .value, "--ttl": .value])
+    let device = try flags.required("--device-id")
+    guard !device.isEmpty, !device.contains(where: { $0.isWhitespace }) else {
+      throw UsageError(message: "--device-id must be non-empty, without spaces")
+    }
+    let secret = flags.string("--secret") ?? "tipipe-dev-secret"
+    guard !secret.isEmpty else { throw UsageError(message: "--secret must not be empty") }
+    let ttl = try flags.integer("--ttl", default: 3600, range: 0...315_360_000)
+    let now = Int64(Date().timeIntervalSince1970)
+    print(CloudToken(deviceId: device, expires: now + Int64(ttl)).signed(secret: secret))
+    return 0
+  }
+}

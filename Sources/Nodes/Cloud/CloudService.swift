@@ -1,0 +1,130 @@
+import Foundation
+import PipelineGraph
+
+/// The cloud API of `spec/cloud-api.md` over libcurl: listing with a bearer token, objects through
+/// their presigned URLs with retries and `Range` resumption, and the error table's mapping to the
+/// seed's codes.
+public final class CloudService: RecordingService {
+  /// The endpoint, e.g. `http://127.0.0.1:8080`.
+  public let endpoint: String
+  private let base: URL
+  private let policy: TransferPolicy
+  private let transport: HTTPTransport
+
+  /// A client of the service at `endpoint` whose transfers follow `policy`.
+  public init(endpoint: URL, policy: TransferPolicy = TransferPolicy()) {
+    self.endpoint = endpoint.absoluteString
+    // The listing URL `{endpoint}/v1/recordings`: relative object URLs resolve against it.
+    base = endpoint.absoluteString.hasSuffix("/") ? endpoint : URL(string: endpoint.absoluteString + "/")!
+    self.policy = policy
+    transport = .shared
+  }
+
+  /// Lists `[range)` with `token`: `GET {endpoint}/v1/recordings?start_ms=…&end_ms=…`.
+  @discardableResult
+  public func listSegments(
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+  ) -> ServiceRequest {
+    let listing = URL(string: "v1/recordings", relativeTo: base)!.absoluteURL
+    let url = "\(listing.absoluteString)?start_ms=\(range.start.milliseconds)&end_ms=\(range.end.milliseconds)"
+    let endpoint = self.endpoint
+    // A token with a line break would add headers of its own.
+    guard !token.contains(where: { $0.isNewline }) else {
+      let refusal = TiError(.permissionDenied, "the token contains a line break")
+      DispatchQueue.global().async { completion(.failure(refusal)) }
+      return ServiceRequest {}
+    }
+    var request = HTTPExchange.Request(url: url, headers: ["Authorization: Bearer \(token)"])
+    request.policy = policy
+    let exchange = HTTPExchange(request) { outcome in
+      completion(Self.listing(outcome, listing: listing, endpoint: endpoint))
+    }
+    transport.submit(exchange)
+    return ServiceRequest { [transport] in transport.cancel(exchange) }
+  }
+
+  /// Fetches an object through its presigned URL, resuming broken transfers with `Range`.
+  @discardableResult
+  public func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
+    -> ServiceRequest
+  {
+    let name = segment.id.prefix(64)
+    guard segment.size <= RecordingIndex.maximumObjectSize else {
+      let failure = TiError.gap(.mediaUnreadable, "the listing gives \(name) an implausible size of \(segment.size)")
+      DispatchQueue.global().async { completion(.failed(failure)) }
+      return ServiceRequest {}
+    }
+    var request = HTTPExchange.Request(url: segment.url, expectedSize: segment.size, resumable: true)
+    request.policy = policy
+    let exchange = HTTPExchange(request) { outcome in
+      completion(Self.object(outcome, name: String(name)))
+    }
+    transport.submit(exchange)
+    return ServiceRequest { [transport] in transport.cancel(exchange) }
+  }
+
+  // MARK: The error table
+
+  static func listing(_ outcome: HTTPOutcome, listing: URL, endpoint: String) -> Result<RecordingIndex, TiError> {
+    switch outcome {
+    case .success(_, let body):
+      do {
+        var index = try RecordingIndex.decode(body, source: "the listing of \(endpoint)")
+        for position in index.segments.indices {
+          let reference = index.segments[position].url
+          guard let absolute = URL(string: reference, relativeTo: listing)?.absoluteURL,
+            ["http", "https"].contains(absolute.scheme?.lowercased() ?? "")
+          else {
+            return .failure(
+              TiError(
+                .cloudStorageUnavailable, "the listing of \(endpoint) gives a bad object URL '\(reference.prefix(80))'")
+            )
+          }
+          index.segments[position].url = absolute.absoluteString
+        }
+        return .success(index)
+      } catch {
+        return .failure(TiError(error))
+      }
+    case .refused(let status, let error, let message):
+      let detail = message.map { ": \($0)" } ?? ""
+      switch (status, error) {
+      case (400, _): return .failure(TiError(.invalidArgument, "the service refused the query\(detail)"))
+      case (401, "token_expired"): return .failure(TiError(.tokenExpired, "the token has expired\(detail)"))
+      case (401, _), (403, _):
+        return .failure(TiError(.permissionDenied, "the token is invalid or has no access to the device\(detail)"))
+      default:
+        return .failure(TiError(.cloudStorageUnavailable, "the listing answered HTTP \(status)\(detail)"))
+      }
+    case .unresolvedHost(let message):
+      return .failure(TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(message)"))
+    case .unreachable(let message):
+      return .failure(TiError(.networkUnavailable, "cannot reach \(endpoint): \(message)"))
+    case .exhausted(let message):
+      return .failure(TiError(.cloudStorageUnavailable, "the listing of \(endpoint) failed: \(message)"))
+    case .oversized(let count):
+      return .failure(TiError(.cloudStorageUnavailable, "the listing of \(endpoint) is larger than \(count) bytes"))
+    case .cancelled:
+      return .failure(TiError(.cancelled, "the listing was cancelled"))
+    }
+  }
+
+  static func object(_ outcome: HTTPOutcome, name: String) -> ObjectFetch {
+    switch outcome {
+    case .success(_, let body): return .fetched(body)
+    case .refused(404, _, _): return .failed(TiError.gap(.notFound, "\(name) does not exist (HTTP 404)"))
+    case .refused(403, let error, _):
+      return .urlRefused(TiError.gap(.downloadFailed, "the URL of \(name) was refused (\(error ?? "HTTP 403"))"))
+    case .refused(let status, let error, _):
+      return .failed(TiError.gap(.downloadFailed, "\(name): HTTP \(status) (\(error ?? "no error code"))"))
+    case .unresolvedHost(let message):
+      return .failed(TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(name)'s URL: \(message)"))
+    case .unreachable(let message):
+      return .failed(TiError(.networkUnavailable, "cannot reach the host of \(name): \(message)"))
+    case .exhausted(let message): return .failed(TiError.gap(.downloadFailed, "\(name): \(message)"))
+    case .oversized(let count):
+      return .failed(TiError.gap(.integrityFailed, "\(name) is longer than listed (\(count) bytes and more)"))
+    case .cancelled: return .failed(TiError(.cancelled, "the download of \(name) was cancelled"))
+    }
+  }
+}

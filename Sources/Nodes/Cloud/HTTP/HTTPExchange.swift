@@ -1,0 +1,210 @@
+internal import CCurl
+import Foundation
+import Synchronization
+
+/// One HTTP GET as the ``HTTPTransport`` runs it: its attempts, resumption and the retry rules of
+/// ``TransferPolicy``. Everything but ``cancel()`` happens on the network thread.
+final class HTTPExchange: @unchecked Sendable {
+  struct Request: Sendable {
+    var url: String
+    var headers: [String] = []
+    /// The exact body size when known (an object): more is `oversized`, less is a short body.
+    var expectedSize: Int?
+    /// A broken transfer continues with `Range: bytes=N-` rather than from byte 0.
+    var resumable = false
+    var policy = TransferPolicy()
+  }
+
+  let request: Request
+  private let completion: @Sendable (HTTPOutcome) -> Void
+  private let cancelRequested = Atomic<Bool>(false)
+
+  // Network-thread state.
+  private var body: BufferPool.FillingBuffer?
+  private var growingBody = Data()
+  private var errorBody = Data()
+  private var attemptStartCount = 0
+  private var fruitlessAttempts = 0
+  private var lastFailure = ""
+  private var everConnected = false
+  private var overflowed = false
+  private var finished = false
+  private(set) var deadline: ContinuousClock.Instant = .now
+  private(set) var notBefore: ContinuousClock.Instant = .now
+  private(set) var easy: UnsafeMutableRawPointer?
+  private var headerList: UnsafeMutablePointer<curl_slist>?
+
+  /// The largest body kept when no size is expected (a listing).
+  static let maximumUnsizedBody = 256 << 20
+
+  init(_ request: Request, completion: @escaping @Sendable (HTTPOutcome) -> Void) {
+    self.request = request
+    self.completion = completion
+  }
+
+  /// Asks the transport to stop the exchange; the completion then reports `cancelled` (unless it
+  /// already reported something else).
+  func cancel() { cancelRequested.store(true, ordering: .releasing) }
+
+  var isCancelled: Bool { cancelRequested.load(ordering: .acquiring) }
+
+  private var received: Int { body?.count ?? growingBody.count }
+
+  // MARK: Attempts (network thread)
+
+  func begin(now: ContinuousClock.Instant) {
+    deadline = now + request.policy.deadline
+    if let size = request.expectedSize { body = BufferPool.shared.filling(capacity: size) }
+  }
+
+  /// A new easy handle for the next attempt, resuming after the bytes already received.
+  func makeAttempt(now: ContinuousClock.Instant) -> UnsafeMutableRawPointer? {
+    guard let handle = curl_easy_init() else { return nil }
+    easy = handle
+    if !request.resumable { resetBody() }
+    attemptStartCount = received
+    errorBody.removeAll(keepingCapacity: true)
+    let policy = request.policy
+    _ = ccurl_setopt_string(handle, CURLOPT_URL, request.url)
+    _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+    _ = ccurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+    _ = ccurl_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
+    // Wait for a connection that can multiplex (HTTP/2) rather than open a second one.
+    _ = ccurl_setopt_long(handle, CURLOPT_PIPEWAIT, 1)
+    _ = ccurl_setopt_string(handle, CURLOPT_USERAGENT, "tipipe/0.1")
+    _ = ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(policy.connectTimeout))
+    _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+    _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Self.milliseconds(policy.stallTimeout) / 1000))
+    _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Self.milliseconds(deadline - now)))
+    if received > 0 { _ = ccurl_setopt_string(handle, CURLOPT_RANGE, "\(received)-") }
+    var list: UnsafeMutablePointer<curl_slist>?
+    for header in request.headers { list = curl_slist_append(list, header) }
+    headerList = list
+    if let list { _ = ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list) }
+    _ = ccurl_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+      guard let data, let context else { return 0 }
+      let exchange = Unmanaged<HTTPExchange>.fromOpaque(context).takeUnretainedValue()
+      return exchange.write(UnsafeRawBufferPointer(start: data, count: size * count))
+    }
+    _ = ccurl_setopt_pointer(handle, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque())
+    return handle
+  }
+
+  private func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+    guard !isCancelled, let easy else { return 0 }
+    var status = 0
+    _ = ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+    guard (200..<300).contains(status) else {
+      if errorBody.count < 64 * 1024 { errorBody.append(bytes.bindMemory(to: UInt8.self)) }
+      return bytes.count
+    }
+    // A server that ignores `Range` sends the whole body again.
+    if status == 200 && attemptStartCount > 0 && received == attemptStartCount {
+      resetBody()
+      attemptStartCount = 0
+    }
+    if let expected = request.expectedSize, received + bytes.count > expected {
+      overflowed = true
+      return 0
+    }
+    if let body {
+      guard body.append(bytes) else {
+        overflowed = true
+        return 0
+      }
+    } else {
+      guard growingBody.count + bytes.count <= Self.maximumUnsizedBody else {
+        overflowed = true
+        return 0
+      }
+      growingBody.append(bytes.bindMemory(to: UInt8.self))
+    }
+    return bytes.count
+  }
+
+  private func resetBody() {
+    body?.reset()
+    growingBody.removeAll(keepingCapacity: true)
+  }
+
+  /// Ends the current attempt: the outcome when the exchange is over, nil when it retries (at
+  /// ``notBefore``).
+  func attemptEnded(_ code: CURLcode, now: ContinuousClock.Instant) -> HTTPOutcome? {
+    var status = 0
+    if let easy { _ = ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) }
+    releaseHandle()
+    if isCancelled { return .cancelled }
+    if status > 0 { everConnected = true }
+    if overflowed { return .oversized(received) }
+    let transient: String
+    if code == CURLE_OK {
+      if (200..<300).contains(status) {
+        if let expected = request.expectedSize, received < expected {
+          transient = "short body: \(received) of \(expected) bytes"
+        } else {
+          return .success(status: status, body: takeBody())
+        }
+      } else if status == 429 || status >= 500 {
+        transient = "HTTP \(status)"
+      } else {
+        let json = (try? JSONSerialization.jsonObject(with: errorBody)) as? [String: Any]
+        return .refused(status: status, error: json?["error"] as? String, message: json?["message"] as? String)
+      }
+    } else if code == CURLE_COULDNT_RESOLVE_HOST {
+      return .unresolvedHost(Self.describe(code))
+    } else {
+      transient = Self.describe(code)
+    }
+    lastFailure = transient
+    let progressed = request.resumable && received > attemptStartCount
+    fruitlessAttempts = progressed ? 0 : fruitlessAttempts + 1
+    let wait =
+      progressed
+      ? Duration.zero
+      : min(request.policy.maximumBackoff, request.policy.backoff * (1 << min(fruitlessAttempts - 1, 20)))
+    if fruitlessAttempts >= request.policy.attemptsWithoutProgress || now + wait >= deadline {
+      if !everConnected && code == CURLE_COULDNT_CONNECT { return .unreachable(transient) }
+      let reason =
+        fruitlessAttempts >= request.policy.attemptsWithoutProgress ? "attempts without progress" : "deadline"
+      return .exhausted("\(transient) (gave up: \(reason), \(received) bytes received)")
+    }
+    notBefore = now + wait
+    return nil
+  }
+
+  /// Delivers the outcome, once.
+  func finish(_ outcome: HTTPOutcome) {
+    guard !finished else { return }
+    finished = true
+    releaseHandle()
+    body = nil
+    completion(outcome)
+  }
+
+  private func takeBody() -> Data {
+    if let body {
+      self.body = nil
+      return body.data()
+    }
+    defer { growingBody = Data() }
+    return growingBody
+  }
+
+  private func releaseHandle() {
+    if let easy { curl_easy_cleanup(easy) }
+    easy = nil
+    if let headerList { curl_slist_free_all(headerList) }
+    headerList = nil
+  }
+
+  deinit { releaseHandle() }
+
+  private static func describe(_ code: CURLcode) -> String {
+    curl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
+  }
+
+  private static func milliseconds(_ duration: Duration) -> Int {
+    let (seconds, attoseconds) = duration.components
+    return Int(clamping: seconds) &* 1000 &+ Int(attoseconds / 1_000_000_000_000_000)
+  }
+}

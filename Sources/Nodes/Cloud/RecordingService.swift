@@ -1,0 +1,65 @@
+import Foundation
+import PipelineGraph
+
+/// Where recordings come from: the cloud API over HTTP (``CloudService``) or a local library
+/// (``LocalLibraryService``). Listing queries and ``CloudSegmentSource`` work on either, so every flow
+/// runs against `file://` and `http(s)://` endpoints alike.
+///
+/// Completions are called exactly once, on a thread of the service's choosing, never inside the call
+/// that started the request.
+public protocol RecordingService: AnyObject, Sendable {
+  /// The endpoint, for messages.
+  var endpoint: String { get }
+
+  /// Lists the segments that intersect `range` (at most 10 days) with `token`; their `url`s are
+  /// absolute (or paths of a local library).
+  @discardableResult
+  func listSegments(
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+  ) -> ServiceRequest
+
+  /// Fetches one object of a listing.
+  @discardableResult
+  func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
+    -> ServiceRequest
+}
+
+/// What fetching an object gave.
+public enum ObjectFetch: Sendable {
+  /// The object's bytes (exactly the listed size; the verifier checks the digest).
+  case fetched(Data)
+  /// The object's URL was refused as expired or invalid (403): list again for a fresh one.
+  case urlRefused(TiError)
+  /// The object could not be had: a gap reason (`notFound`, `downloadFailed`, `integrityFailed`) or, when
+  /// ``TiError/gapReason`` is nil, a failure that ends the operation (network, DNS, cancellation).
+  case failed(TiError)
+}
+
+/// A request in progress; ``cancel()`` stops it promptly (its completion then reports `cancelled`).
+public final class ServiceRequest: Sendable {
+  private let onCancel: @Sendable () -> Void
+
+  /// A request that `onCancel` stops.
+  public init(onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+
+  /// Stops the request; idempotent, harmless after it finished.
+  public func cancel() { onCancel() }
+}
+
+/// The service an endpoint names: `file:///dir` a local library, `http(s)://host[:port][/prefix]` the
+/// cloud API.
+public func recordingService(endpoint: String) throws -> any RecordingService {
+  guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
+    throw TiError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
+  }
+  switch scheme {
+  case "file":
+    guard !url.path.isEmpty else { throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names no directory") }
+    return LocalLibraryService(directory: URL(fileURLWithPath: url.path))
+  case "http", "https":
+    guard url.host != nil else { throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names no host") }
+    return CloudService(endpoint: url)
+  default:
+    throw TiError(.invalidArgument, "the endpoint must be http(s):// or file://, not '\(endpoint)'")
+  }
+}

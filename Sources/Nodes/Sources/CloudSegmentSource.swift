@@ -1,0 +1,230 @@
+import Foundation
+import PipelineGraph
+
+/// The cloud segment fetcher: lists a range through a ``RecordingService`` in windows of about an hour
+/// as it goes, downloads the objects ahead of what downstream takes (bounded in bytes), and emits them
+/// in order as ``FetchedObject``s, with a `noRecording` gap event for every stretch no object covers.
+///
+/// - The token is the one given at creation: the operation keeps it whatever the caller later holds.
+/// - An object whose presigned URL is refused (403, e.g. expired) is listed again once and fetched
+///   with the fresh URL; a second refusal makes it a `downloadFailed` gap.
+/// - Per-object failures (`notFound`, `downloadFailed`, `integrityFailed`) travel as failed objects and
+///   become gaps downstream; a listing failure (token expired, permission, service, network) or a
+///   network failure fails the source, which ends the operation with what was fetched so far.
+/// - Flushing or stopping cancels every listing and transfer in flight at once.
+///
+/// As with ``LocalLibrarySource``, the object before the range is included when it abuts the first
+/// one: the keyframe at or before the range start may lie there.
+public final class CloudSegmentSource: SourceNode {
+  /// Emits fetched objects.
+  public typealias Output = FetchedObject
+
+  /// The node's name.
+  public let name = "CloudSegmentSource"
+  private let service: any RecordingService
+  private let range: MediaRange
+  private let token: String
+  private let prefetchBytes: Int
+  private let window: MediaDuration
+
+  private var plan: [LocalLibrarySource.Step] = []
+  private var seen: Set<String> = []
+  private var covered: MediaTime
+  private var listedUntil: MediaTime
+  private var listing: ServiceRequest?
+  private var lookedBack = false
+  private var nextToRequest = 0
+  private var nextToEmit = 0
+  private var arrived: [Int: FetchedObject] = [:]
+  private var transfers: [Int: ServiceRequest] = [:]
+  private var relisted: Set<Int> = []
+  private var bytesInFlight = 0
+
+  /// Fetches `[range.start, range.end)` from `service` with `token`, keeping at most `prefetchBytes`
+  /// of objects ahead of downstream and listing `window` of recording at a time.
+  public init(
+    service: any RecordingService, range: MediaRange, token: String, prefetchBytes: Int = 32 << 20,
+    window: MediaDuration = .microseconds(3_600_000_000)
+  ) {
+    self.service = service
+    self.range = range
+    self.token = token
+    self.prefetchBytes = prefetchBytes
+    self.window = window
+    covered = range.start
+    listedUntil = range.start
+  }
+
+  /// Lists the first window.
+  public func start(context: NodeContext<FetchedObject>) throws {
+    listNextWindow(context: context)
+  }
+
+  /// Emits the next step in order, listing and fetching ahead.
+  public func produce(context: NodeContext<FetchedObject>) throws -> ProduceResult {
+    requestAhead(context: context)
+    guard nextToEmit < plan.count else {
+      return listedUntil >= range.end && listing == nil ? .finished : .waiting
+    }
+    switch plan[nextToEmit] {
+    case .hole(let hole):
+      context.send(.gap(RecordingGap(range: hole, tracks: [], reasons: [.noRecording])))
+    case .object:
+      guard let object = arrived.removeValue(forKey: nextToEmit) else { return .waiting }
+      bytesInFlight -= Self.budgetedSize(object.segment)
+      context.emit(object)
+    }
+    nextToEmit += 1
+    return .produced
+  }
+
+  // MARK: Listing
+
+  private func listNextWindow(context: NodeContext<FetchedObject>) {
+    guard listing == nil, listedUntil < range.end else { return }
+    let end = listedUntil.advanced(by: window, notAfter: range.end)
+    let slice = MediaRange(start: listedUntil, end: end)
+    let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
+      listing = nil
+      switch result {
+      case .failure(let error): context.fail(error)
+      case .success(let index): listed(index.segments, through: slice.end, context: context)
+      }
+    }
+    listing = service.listSegments(in: slice, token: token) { completion($0) }
+  }
+
+  private func listed(_ segments: [RecordingIndex.Segment], through end: MediaTime, context: NodeContext<FetchedObject>)
+  {
+    let sorted = segments.sorted { $0.startMs < $1.startMs }
+    if !lookedBack, let first = sorted.first(where: { $0.range.overlaps(range) }), first.range.start <= range.start,
+      first.startMs > MediaTime.validMilliseconds.lowerBound
+    {
+      // Look for the object that ends where the first one starts before planning anything.
+      lookedBack = true
+      let before = MediaRange(startMilliseconds: first.startMs - 1, endMilliseconds: first.startMs)
+      let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
+        listing = nil
+        switch result {
+        case .failure(let error): context.fail(error)
+        case .success(let index):
+          if let previous = index.segments.first(where: { $0.endMs == first.startMs && $0.id != first.id }) {
+            seen.insert(previous.id)
+            plan.append(.object(previous))
+          }
+          listed(sorted, through: end, context: context)
+        }
+      }
+      listing = service.listSegments(in: before, token: token) { completion($0) }
+      return
+    }
+    lookedBack = true
+    for segment in sorted where segment.range.overlaps(range) && !seen.contains(segment.id) {
+      seen.insert(segment.id)
+      if segment.range.start > covered { plan.append(.hole(MediaRange(start: covered, end: segment.range.start))) }
+      plan.append(.object(segment))
+      covered = max(covered, segment.range.end)
+    }
+    if covered < end {
+      plan.append(.hole(MediaRange(start: covered, end: end)))
+      covered = end
+    }
+    listedUntil = end
+    context.wake()
+  }
+
+  // MARK: Fetching
+
+  private func requestAhead(context: NodeContext<FetchedObject>) {
+    while nextToRequest < plan.count {
+      guard case .object(let segment) = plan[nextToRequest] else {
+        nextToRequest += 1
+        continue
+      }
+      // Always allow one fetch, so an object larger than the budget still gets through.
+      let size = Self.budgetedSize(segment)
+      guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes else { return }
+      bytesInFlight += size
+      fetch(segment, at: nextToRequest, context: context)
+      nextToRequest += 1
+    }
+    // Everything planned is on its way: list the next window (at most one ahead of the fetches).
+    listNextWindow(context: context)
+  }
+
+  private func fetch(_ segment: RecordingIndex.Segment, at position: Int, context: NodeContext<FetchedObject>) {
+    let completion = context.makeCompletion { [unowned self] (fetch: ObjectFetch) in
+      transfers[position] = nil
+      switch fetch {
+      case .fetched(let data):
+        arrived[position] = FetchedObject(segment: segment, result: .success(data))
+      case .urlRefused(let error):
+        if relisted.contains(position) {
+          arrived[position] = FetchedObject(segment: segment, result: .failure(error))
+        } else {
+          relist(segment, at: position, context: context)
+          return
+        }
+      case .failed(let error):
+        guard error.gapReason != nil else {
+          if error.code != .cancelled { context.fail(error) }
+          return
+        }
+        arrived[position] = FetchedObject(segment: segment, result: .failure(error))
+      }
+      context.wake()
+    }
+    transfers[position] = service.fetchObject(segment) { completion($0) }
+  }
+
+  /// Lists the object's own span again for a fresh URL, then fetches it once more.
+  private func relist(_ segment: RecordingIndex.Segment, at position: Int, context: NodeContext<FetchedObject>) {
+    relisted.insert(position)
+    let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
+      transfers[position] = nil
+      switch result {
+      case .failure(let error): context.fail(error)
+      case .success(let index):
+        guard let fresh = index.segments.first(where: { $0.id == segment.id }) else {
+          arrived[position] = FetchedObject(
+            segment: segment,
+            result: .failure(TiError.gap(.notFound, "\(segment.id.prefix(64)) is no longer listed")))
+          context.wake()
+          return
+        }
+        fetch(fresh, at: position, context: context)
+      }
+    }
+    transfers[position] = service.listSegments(in: segment.range, token: token) { completion($0) }
+  }
+
+  private static func budgetedSize(_ segment: RecordingIndex.Segment) -> Int {
+    segment.size <= RecordingIndex.maximumObjectSize ? segment.size : 0
+  }
+
+  private func cancelAll() {
+    listing?.cancel()
+    listing = nil
+    for request in transfers.values { request.cancel() }
+    transfers.removeAll()
+  }
+
+  /// Cancels what is in flight and starts again from the beginning of the range.
+  public func flush(context: NodeContext<FetchedObject>) {
+    cancelAll()
+    plan.removeAll()
+    seen.removeAll()
+    relisted.removeAll()
+    arrived.removeAll()
+    covered = range.start
+    listedUntil = range.start
+    lookedBack = false
+    nextToRequest = 0
+    nextToEmit = 0
+    bytesInFlight = 0
+    listNextWindow(context: context)
+  }
+
+  /// Cancels every listing and transfer in flight.
+  public func stop(context: NodeContext<FetchedObject>) { cancelAll() }
+}
