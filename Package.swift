@@ -66,6 +66,13 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "CloudTests",
+      dependencies: [
+        "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
+      ],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "NodesTests",
       dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict

@@ -1,0 +1,109 @@
+import CloudServer
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+
+let secret = "test-secret"
+
+/// Transfers that give up quickly: the tests inject failures on loopback, where nothing is slow.
+let fastPolicy: TransferPolicy = {
+  var policy = TransferPolicy()
+  policy.connectTimeout = .seconds(2)
+  policy.stallTimeout = .seconds(3)
+  policy.deadline = .seconds(30)
+  policy.backoff = .milliseconds(5)
+  policy.maximumBackoff = .milliseconds(20)
+  return policy
+}()
+
+/// A synthetic library served by a ``ReferenceServer`` on a free loopback port, stopped on release.
+final class ServedLibrary: @unchecked Sendable {  // the directory is only removed in deinit
+  let directory: TemporaryDirectory
+  let server: ReferenceServer
+  let service: CloudService
+  let deviceId: String
+  let log = RequestLog()
+
+  /// `seconds` of the small test recording (3 s objects), served with `faults`.
+  convenience init(seconds: Int = 12, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 300) throws {
+    let directory = try TemporaryDirectory("tipipe-cloud")
+    try LibrarySynthesizer(options: smallOptions(seconds: seconds)).write(to: directory.url)
+    try self.init(directory: directory, faults: faults, urlLifetime: urlLifetime)
+  }
+
+  /// Serves the library already in `directory`.
+  init(directory: TemporaryDirectory, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 300) throws {
+    self.directory = directory
+    deviceId = try RecordingIndex.load(library: directory.url).deviceId
+    var configuration = ServerConfiguration(root: directory.url, secret: secret)
+    configuration.port = 0
+    configuration.faults = faults
+    configuration.urlLifetimeSeconds = urlLifetime
+    let log = self.log
+    configuration.log = { line in log.append(line) }
+    server = try ReferenceServer(configuration)
+    service = CloudService(endpoint: URL(string: server.endpoint)!, policy: fastPolicy)
+  }
+
+  /// A token for the library's device, valid for an hour.
+  var token: String { CloudToken(deviceId: deviceId, expires: now() + 3600).signed(secret: secret) }
+
+  var library: URL { directory.url }
+
+  /// Logged requests whose line starts with `prefix` (`GET /v1/recordings`, `GET /v1/objects/`).
+  func requests(_ prefix: String) -> [String] { log.lines.filter { $0.hasPrefix(prefix) } }
+
+  deinit { server.stop() }
+}
+
+/// The server's request lines, in order.
+final class RequestLog: Sendable {
+  private let storage = Mutex<[String]>([])
+  func append(_ line: String) { storage.withLock { $0.append(line) } }
+  var lines: [String] { storage.withLock { $0 } }
+}
+
+func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+/// Waits for a completion-form call's one result.
+func wait<Value: Sendable>(
+  _ start: (@escaping @Sendable (Value) -> Void) -> ServiceRequest
+) async -> Value {
+  await withCheckedContinuation { continuation in
+    _ = start { continuation.resume(returning: $0) }
+  }
+}
+
+/// A library directory whose index lists `ranges` (milliseconds) as objects that do not exist: enough
+/// for listing queries.
+func indexOnlyLibrary(_ ranges: [(Int64, Int64)], device: String = "cam-q") throws -> TemporaryDirectory {
+  let directory = try TemporaryDirectory("tipipe-listing")
+  let segments = ranges.enumerated().map { position, range in
+    RecordingIndex.Segment(
+      id: "s\(position)", startMs: range.0, endMs: range.1, url: "objects/s\(position).tseg", size: 1,
+      sha256: String(repeating: "0", count: 64), key: nil, tracks: [])
+  }
+  try RecordingIndex(deviceId: device, segments: segments).encoded().write(
+    to: directory.url.appendingPathComponent("index.json"))
+  return directory
+}
+
+/// Exports `range` of the recordings behind `source` and waits for the result.
+func export<Source: SourceNode>(_ source: Source, range: MediaRange, to output: URL, audio: Bool = true) throws
+  -> ExportResult where Source.Output == FetchedObject
+{
+  try ExportJob(
+    request: .init(
+      range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: audio ? TrackID(.audio, channel: 1) : nil,
+      output: output),
+    source: source, completion: { _ in }
+  ).waitForResult()
+}
+
+func span(_ from: Int64, _ to: Int64) -> MediaRange {
+  MediaRange(startMilliseconds: recordingStart + from, endMilliseconds: recordingStart + to)
+}

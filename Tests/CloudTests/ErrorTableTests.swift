@@ -1,0 +1,161 @@
+import CloudServer
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+import TiCloudStorage
+
+/// Every row of the error table of `spec/cloud-api.md`, against the reference server on loopback.
+@Suite struct ErrorTableTests {
+  let window = span(0, 12_000)
+
+  private func listing(_ served: ServedLibrary, token: String, range: MediaRange? = nil) async -> Result<
+    RecordingIndex, TiError
+  > {
+    await wait { served.service.listSegments(in: range ?? window, token: token, completion: $0) }
+  }
+
+  @Test func listing400IsInvalidArgument() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    // Eleven days: the server refuses it (the queries refuse it before asking; this asks directly).
+    let eleven = MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 950_400_000)
+    let result = await listing(served, token: served.token, range: eleven)
+    #expect(result.failure?.code == .invalidArgument)
+  }
+
+  @Test func listing401ExpiredIsTokenExpired() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    let expired = CloudToken(deviceId: served.deviceId, expires: now() - 10).signed(secret: secret)
+    #expect(await listing(served, token: expired).failure?.code == .tokenExpired)
+  }
+
+  @Test func listing401InvalidIsPermissionDenied() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    let forged = CloudToken(deviceId: served.deviceId, expires: now() + 60).signed(secret: "another secret")
+    #expect(await listing(served, token: forged).failure?.code == .permissionDenied)
+    #expect(await listing(served, token: "garbage").failure?.code == .permissionDenied)
+    #expect(await listing(served, token: "").failure?.code == .permissionDenied)
+  }
+
+  @Test func listing403OtherDeviceIsPermissionDenied() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    let other = CloudToken(deviceId: "another-device", expires: now() + 60).signed(secret: secret)
+    #expect(await listing(served, token: other).failure?.code == .permissionDenied)
+  }
+
+  @Test(arguments: [429, 500, 503])
+  func listingOverloadIsCloudStorageUnavailable(status: Int) async throws {
+    var faults = ServerFaults()
+    faults.listingStatus = status
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    #expect(await listing(served, token: served.token).failure?.code == .cloudStorageUnavailable)
+    // Retried: three attempts without progress, then the answer.
+    #expect(served.requests("GET /v1/recordings").count == 3)
+  }
+
+  @Test func malformedListingIsCloudStorageUnavailable() async throws {
+    var faults = ServerFaults()
+    faults.malformedListing = true
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    #expect(await listing(served, token: served.token).failure?.code == .cloudStorageUnavailable)
+  }
+
+  @Test func object404IsRecordingNotFoundGap() async throws {
+    let served = try ServedLibrary(seconds: 6)
+    let index = try await listing(served, token: served.token).get()
+    let object = index.segments[1]
+    let stored = try RecordingIndex.load(library: served.library).segments.first { $0.id == object.id }!
+    try FileManager.default.removeItem(at: stored.fileURL(in: served.library))
+    guard case .failed(let error) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("a missing object was fetched")
+      return
+    }
+    #expect(error.code == .recordingNotFound)
+    #expect(error.gapReason == .notFound)
+  }
+
+  @Test func object403IsRefusedForRelisting() async throws {
+    var faults = ServerFaults()
+    faults.expireSignaturesFirst = 1
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await listing(served, token: served.token).get().segments[0]
+    guard case .urlRefused(let error) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("an expired URL was not refused")
+      return
+    }
+    #expect(error.code == .recordingDownloadFailed)
+    // A forged signature is refused the same way.
+    var forged = object
+    forged.url = object.url.replacingOccurrences(of: "sig=", with: "sig=00")
+    guard case .urlRefused = await wait({ served.service.fetchObject(forged, completion: $0) }) else {
+      Issue.record("a forged URL was not refused")
+      return
+    }
+  }
+
+  @Test(arguments: [500, 503, 429])
+  func objectServerErrorsAfterRetriesAreDownloadFailed(status: Int) async throws {
+    var faults = ServerFaults()
+    faults.failFirst = 3
+    faults.failStatus = status
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await listing(served, token: served.token).get().segments[0]
+    guard case .failed(let error) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("three failures in a row did not fail the fetch")
+      return
+    }
+    #expect(error.code == .recordingDownloadFailed)
+    #expect(error.gapReason == .downloadFailed)
+    #expect(served.server.objectRequests()[object.id] == 3)
+  }
+
+  @Test func objectTimeoutIsDownloadFailed() async throws {
+    var faults = ServerFaults()
+    faults.latencyMilliseconds = 400
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await listing(served, token: served.token).get().segments[0]
+    var policy = fastPolicy
+    policy.deadline = .milliseconds(300)
+    let impatient = CloudService(endpoint: URL(string: served.server.endpoint)!, policy: policy)
+    guard case .failed(let error) = await wait({ impatient.fetchObject(object, completion: $0) }) else {
+      Issue.record("a transfer past its deadline did not fail")
+      return
+    }
+    #expect(error.code == .recordingDownloadFailed)
+  }
+
+  @Test func objectLongerThanListedIsIntegrityFailed() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    var object = try await listing(served, token: served.token).get().segments[0]
+    object.size -= 100
+    guard case .failed(let error) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("an object longer than listed was accepted")
+      return
+    }
+    #expect(error.gapReason == .integrityFailed)
+  }
+
+  @Test func unresolvableHostIsEndpointDnsResolutionFailed() async throws {
+    let service = CloudService(endpoint: URL(string: "http://no-such-host.invalid")!, policy: fastPolicy)
+    let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }
+    #expect(result.failure?.code == .endpointDnsResolutionFailed)
+  }
+
+  @Test func refusedConnectionIsNetworkUnavailable() async throws {
+    // A port that was just free: connections to it are refused.
+    let served = try ServedLibrary(seconds: 3)
+    let endpoint = served.server.endpoint
+    served.server.stop()
+    let service = CloudService(endpoint: URL(string: endpoint)!, policy: fastPolicy)
+    let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }
+    #expect(result.failure?.code == .networkUnavailable)
+  }
+}
+
+extension Result {
+  var failure: Failure? {
+    if case .failure(let error) = self { return error }
+    return nil
+  }
+}

@@ -1,0 +1,240 @@
+import CloudServer
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+import TiCloudStorage
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// Retries, `Range` resumption, cancellation, windowed listing and re-listing against the real server.
+@Suite struct TransferTests {
+  /// The export of `range` from the local library, the reference the cloud exports must equal byte for byte.
+  private func localExport(_ served: ServedLibrary, _ range: MediaRange, _ directory: TemporaryDirectory) throws
+    -> Data
+  {
+    let output = directory.url.appendingPathComponent("local.mp4")
+    let result = try export(
+      LocalLibrarySource(directory: served.library, range: range, prefetchBytes: 1 << 20), range: range, to: output)
+    #expect(result.code == .ok)
+    return try Data(contentsOf: output)
+  }
+
+  private func cloudExport(
+    _ served: ServedLibrary, _ range: MediaRange, _ directory: TemporaryDirectory, window: Int64 = 3_600_000,
+    token: String? = nil
+  ) throws -> (ExportResult, Data?) {
+    let output = directory.url.appendingPathComponent("cloud-\(UUID().uuidString).mp4")
+    let source = CloudSegmentSource(
+      service: served.service, range: range, token: token ?? served.token, prefetchBytes: 1 << 20,
+      window: .microseconds(window * 1000))
+    let result = try export(source, range: range, to: output)
+    return (result, result.file.flatMap { try? Data(contentsOf: $0) })
+  }
+
+  enum Fault: String, CaseIterable, Sendable {
+    case serverError, tooManyRequests, reset, truncated, random
+
+    var faults: ServerFaults {
+      var faults = ServerFaults()
+      switch self {
+      case .serverError: faults.failFirst = 2
+      case .tooManyRequests:
+        faults.failFirst = 2
+        faults.failStatus = 429
+      case .reset: faults.resetFirst = 2
+      case .truncated: faults.truncateFirst = 5
+      case .random:
+        faults.failRate = 0.3
+        faults.truncateRate = 0.3
+      }
+      return faults
+    }
+  }
+
+  @Test(arguments: Fault.allCases)
+  func retriesAndResumeGiveByteIdenticalExports(_ fault: Fault) throws {
+    let name = fault.rawValue
+    let faults = fault.faults
+    let served = try ServedLibrary(seconds: 12, faults: faults)
+    let directory = try TemporaryDirectory()
+    let range = span(1_000, 11_000)
+    let reference = try localExport(served, range, directory)
+    let (result, bytes) = try cloudExport(served, range, directory)
+    #expect(result.code == .ok, "\(name): \(result.message ?? "")")
+    #expect(result.report.complete)
+    #expect(bytes == reference, "\(name): the cloud export differs from the local one")
+    if fault == .truncated {
+      // Every object came in pieces: each retry asked for the rest with Range (206).
+      #expect(served.requests("GET /v1/objects/").contains { $0.contains(" 206 ") })
+      #expect(served.server.objectRequests().values.allSatisfy { $0 == 6 })
+    }
+  }
+
+  @Test func progressResetsTheAttemptCount() async throws {
+    // Eight truncated answers in a row, each bringing new bytes: more than three attempts, still a success.
+    var faults = ServerFaults()
+    faults.truncateFirst = 8
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
+      .get().segments[0]
+    guard case .fetched(let data) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("a transfer that kept making progress gave up")
+      return
+    }
+    #expect(data.count == object.size)
+    #expect(SHA256Digest.hexHash(data) == object.sha256)
+    #expect(served.server.objectRequests()[object.id] == 9)
+  }
+
+  @Test func cancellingASlowTransferReturnsWithin100Milliseconds() async throws {
+    var faults = ServerFaults()
+    faults.bytesPerSecond = 20_000
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
+      .get().segments[0]
+    let finished = AsyncStream<(ObjectFetch, ContinuousClock.Instant)>.makeStream()
+    let request = served.service.fetchObject(object) { finished.continuation.yield(($0, .now)) }
+    // Let the transfer get going (a body of hundreds of KB at 20 KB/s takes many seconds).
+    try await Task.sleep(for: .milliseconds(300))
+    let cancelledAt = ContinuousClock.now
+    request.cancel()
+    var iterator = finished.stream.makeAsyncIterator()
+    let (fetch, at) = await iterator.next()!
+    guard case .failed(let error) = fetch else {
+      Issue.record("a cancelled transfer delivered \(fetch)")
+      return
+    }
+    #expect(error.code == .cancelled)
+    #expect(at - cancelledAt < .milliseconds(100), "cancel took \(at - cancelledAt)")
+  }
+
+  @Test func cancellingAnExportDuringASlowTransferEndsItPromptly() throws {
+    var faults = ServerFaults()
+    faults.bytesPerSecond = 50_000
+    let served = try ServedLibrary(seconds: 6, faults: faults)
+    let directory = try TemporaryDirectory()
+    let range = span(0, 6000)
+    let output = directory.url.appendingPathComponent("cancelled.mp4")
+    let job = try ExportJob(
+      request: .init(
+        range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: nil, output: output),
+      source: CloudSegmentSource(service: served.service, range: range, token: served.token),
+      completion: { _ in })
+    while served.log.lines.isEmpty { usleep(1000) }
+    usleep(200_000)
+    let cancelledAt = ContinuousClock.now
+    job.cancel()
+    let result = job.waitForResult()
+    let elapsed = ContinuousClock.now - cancelledAt
+    #expect(result.code == .cancelled)
+    #expect(result.file == nil)
+    #expect(!FileManager.default.fileExists(atPath: output.path))
+    #expect(elapsed < .milliseconds(100), "cancel took \(elapsed)")
+  }
+
+  @Test func listsInWindowsAsItGoes() throws {
+    let served = try ServedLibrary(seconds: 12)
+    let directory = try TemporaryDirectory()
+    let range = span(0, 12_000)
+    let reference = try localExport(served, range, directory)
+    let (result, bytes) = try cloudExport(served, range, directory, window: 3000)
+    #expect(result.code == .ok)
+    #expect(bytes == reference)
+    // Four windows of 3 s, each listed once, and one look back for an object abutting the first.
+    #expect(served.requests("GET /v1/recordings").count == 4 + 1)
+  }
+
+  @Test func relistsAnObjectWhoseURLExpired() throws {
+    var faults = ServerFaults()
+    faults.expireSignaturesFirst = 1
+    let served = try ServedLibrary(seconds: 9, faults: faults)
+    let directory = try TemporaryDirectory()
+    let range = span(0, 9000)
+    let reference = try localExport(served, range, directory)
+    let (result, bytes) = try cloudExport(served, range, directory)
+    #expect(result.code == .ok)
+    #expect(result.report.complete)
+    #expect(bytes == reference)
+    // One listing for the range, one look back, one re-listing per object.
+    #expect(served.requests("GET /v1/recordings").count == 1 + 1 + 3)
+  }
+
+  @Test func anObjectRefusedAfterRelistingIsADownloadFailedGap() throws {
+    var faults = ServerFaults()
+    faults.expireSignaturesFirst = 2
+    let served = try ServedLibrary(seconds: 9, faults: faults)
+    let directory = try TemporaryDirectory()
+    let (result, _) = try cloudExport(served, span(0, 9000), directory)
+    #expect(result.code == .noRecordableMedia)
+    #expect(result.report.gaps.contains { $0.reasons.contains(.downloadFailed) })
+  }
+
+  @Test func aTokenThatExpiresMidExportInterruptsIt() throws {
+    // Listing windows of 3 s; the token runs out after two listings.
+    var faults = ServerFaults()
+    faults.tokenRequests = 2
+    let served = try ServedLibrary(seconds: 12, faults: faults)
+    let directory = try TemporaryDirectory()
+    let (result, bytes) = try cloudExport(served, span(0, 12_000), directory, window: 3000)
+    #expect(result.code == .ok)
+    #expect(result.report.termination == .interrupted)
+    #expect(result.report.cause == TiErrorCode.tokenExpired.rawValue)
+    #expect(!result.report.unprocessedRanges.isEmpty)
+    #expect(result.report.coveredDurationMs > 0)
+    #expect(bytes != nil)
+    let last = result.report.unprocessedRanges.last!
+    #expect(last.endMs == recordingStart + 12_000)
+  }
+
+  @Test func aTokenExpiredFromTheStartFailsTheExport() throws {
+    let served = try ServedLibrary(seconds: 3)
+    let directory = try TemporaryDirectory()
+    let expired = CloudToken(deviceId: served.deviceId, expires: now() - 1).signed(secret: secret)
+    let (result, bytes) = try cloudExport(served, span(0, 3000), directory, token: expired)
+    #expect(result.code == .tokenExpired)
+    #expect(result.report.termination == .failed)
+    #expect(bytes == nil)
+  }
+
+  @Test func theServerAnswersRanges() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
+      .get().segments[0]
+    let whole = try Data(contentsOf: try RecordingIndex.load(library: served.library).segments[0].fileURL(in: served.library))
+    func get(_ range: String?) async throws -> (Int, Data, String?) {
+      var request = URLRequest(url: URL(string: object.url)!)
+      if let range { request.setValue(range, forHTTPHeaderField: "Range") }
+      let (data, response) = try await URLSession.shared.data(for: request)
+      let http = response as! HTTPURLResponse
+      return (http.statusCode, data, http.value(forHTTPHeaderField: "Content-Range"))
+    }
+    let (status, data, _) = try await get(nil)
+    #expect(status == 200 && data == whole)
+    let (partial, tail, contentRange) = try await get("bytes=100-")
+    #expect(partial == 206 && tail == whole.dropFirst(100))
+    #expect(contentRange == "bytes 100-\(whole.count - 1)/\(whole.count)")
+    let (middle, slice, _) = try await get("bytes=10-19")
+    #expect(middle == 206 && slice == whole[10..<20])
+    for bad in ["bytes=\(whole.count)-", "bytes=5-2", "bytes=x-", "items=0-"] {
+      let (refused, _, unsatisfied) = try await get(bad)
+      #expect(refused == 416, "\(bad)")
+      #expect(unsatisfied == "bytes */\(whole.count)")
+    }
+  }
+
+  @Test func theLogHasNoTokensOrSignatures() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    let token = served.token
+    let object = try await wait { served.service.listSegments(in: span(0, 3000), token: token, completion: $0) }
+      .get().segments[0]
+    _ = await wait { served.service.fetchObject(object, completion: $0) }
+    let lines = served.log.lines
+    #expect(lines.count == 2)
+    let signature = String(object.url.split(separator: "=").last!)
+    #expect(!lines.contains { $0.contains(token) || $0.contains(signature) || $0.contains("sig") })
+  }
+}
