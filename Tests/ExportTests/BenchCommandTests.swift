@@ -35,7 +35,7 @@ struct BenchCommandTests {
     #expect(decoded.seconds > 0 && decoded.cpu_seconds > 0 && decoded.frames_per_second > 0)
     #expect(
       decoded.nodes.map(\.name) == [
-        "LocalLibrarySource", "SegmentVerifier", "SegmentDemuxer", "FrameDecoder", "FrameCount",
+        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "FrameDecoder", "FrameCount",
       ])
     #expect(decoded.nodes.last?.items_in == 75)
 

@@ -37,7 +37,9 @@ public final class CloudService: RecordingService {
     var request = HTTPExchange.Request(url: url, headers: ["Authorization: Bearer \(token)"])
     request.policy = policy
     let exchange = HTTPExchange(request) { outcome in
-      completion(Self.listing(outcome, listing: listing, endpoint: endpoint))
+      // Decoding a listing takes time (10,000 entries): not on the network thread, whose other transfers
+      // and cancellations must not wait for it.
+      DispatchQueue.global().async { completion(Self.listing(outcome, listing: listing, endpoint: endpoint)) }
     }
     transport.submit(exchange)
     return ServiceRequest { [transport] in transport.cancel(exchange) }

@@ -1,0 +1,146 @@
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import Testing
+
+/// `tipipe serve` as a child process on a free port, stopped by SIGTERM when released.
+final class ServeProcess {
+  let process: Process
+  let endpoint: String
+
+  init(root: URL, flags: [String] = []) throws {
+    process = try tipipeProcess()
+    process.arguments = ["serve", "--root", root.path, "--port", "0", "--secret", "cli-secret", "--quiet"] + flags
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    // The first line says where it listens.
+    var line = Data()
+    while !line.contains(0x0A) {
+      let chunk = output.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      line.append(chunk)
+    }
+    let text = String(decoding: line, as: UTF8.self)
+    guard text.hasPrefix("listening on "), let last = text.split(separator: " ").last else {
+      process.terminate()
+      throw TiError(.ioFailed, "tipipe serve said '\(text)'")
+    }
+    endpoint = last.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  /// Stops the server as an operator would (SIGTERM) and returns its exit status.
+  func stop() -> Int32 {
+    guard process.isRunning else { return process.terminationStatus }
+    kill(process.processIdentifier, SIGTERM)
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+
+  deinit {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  }
+}
+
+@Suite("tipipe serve, token, list, days and export from http:// as processes")
+struct CloudCommandTests {
+  func library() throws -> TemporaryDirectory {
+    let directory = try TemporaryDirectory()
+    var options = smallOptions(seconds: 12)
+    options.gaps = [(offset: 6, length: 3)]
+    try LibrarySynthesizer(options: options).write(to: directory.url)
+    return directory
+  }
+
+  func token(_ library: URL, ttl: Int = 3600) throws -> String {
+    let device = try RecordingIndex.load(library: library).deviceId
+    let result = try tipipe(["token", "--device-id", device, "--secret", "cli-secret", "--ttl", String(ttl)])
+    #expect(result.status == 0)
+    return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  @Test func listAndDaysAgreeOnBothEndpointKinds() throws {
+    let directory = try library()
+    let server = try ServeProcess(root: directory.url)
+    let token = try token(directory.url)
+    let range = ["--start", String(recordingStart), "--end", String(recordingStart + 20_000)]
+    let cloud = try tipipe(["list", "--endpoint", server.endpoint, "--token", token] + range)
+    let local = try tipipe(["list", "--endpoint", "file://\(directory.url.path)", "--token", "x"] + range)
+    #expect(cloud.status == 0)
+    let expected =
+      "{\"code\":0,\"recordings\":[{\"start_ms\":\(recordingStart),\"end_ms\":\(recordingStart + 6000)},"
+      + "{\"start_ms\":\(recordingStart + 9000),\"end_ms\":\(recordingStart + 12_000)}]}\n"
+    #expect(cloud.stdout == expected)
+    #expect(local.stdout == expected)
+    let days = ["--start-date", "2026-11-29", "--end-date", "2026-12-01", "--time-zone", "UTC"]
+    let cloudDays = try tipipe(["days", "--endpoint", server.endpoint, "--token", token] + days)
+    #expect(cloudDays.status == 0)
+    #expect(
+      cloudDays.stdout
+        == "{\"code\":0,\"days\":[{\"date\":\"2026-11-29\",\"has_recording\":false},"
+        + "{\"date\":\"2026-11-30\",\"has_recording\":true},{\"date\":\"2026-12-01\",\"has_recording\":false}]}\n")
+    let tooMany = try tipipe(
+      ["days", "--endpoint", server.endpoint, "--token", token, "--start-date", "2026-01-01", "--end-date", "2026-02-01"])
+    #expect(tooMany.status == 1)
+    #expect(tooMany.stdout == "{\"code\":6117,\"days\":[]}\n")
+    #expect(tooMany.stderr.hasPrefix("error: rangeTooLarge (6117): "))
+    let expired = try tipipe(["list", "--endpoint", server.endpoint, "--token", try self.token(directory.url, ttl: 0)] + range)
+    #expect(expired.status == 1)
+    #expect(expired.stdout == "{\"code\":6014,\"recordings\":[]}\n")
+    #expect(expired.stderr.hasPrefix("error: tokenExpired (6014): "))
+    #expect(server.stop() == 0)
+  }
+
+  @Test func exportFromTheServerEqualsTheLocalExport() throws {
+    let directory = try library()
+    let server = try ServeProcess(root: directory.url, flags: ["--fail-first", "1", "--truncate-rate", "0.3"])
+    let token = try token(directory.url)
+    let out = try TemporaryDirectoryPaths()
+    let common = [
+      "--start", String(recordingStart + 500), "--end", String(recordingStart + 11_500), "--video-channel", "0",
+      "--audio-channel", "1",
+    ]
+    let cloud = try tipipe(
+      ["export", "--endpoint", server.endpoint, "--token", token, "--out", out.cloud, "--report", out.cloudReport]
+        + common)
+    let local = try tipipe(
+      ["export", "--endpoint", "file://\(directory.url.path)", "--out", out.local, "--report", out.localReport] + common)
+    #expect(cloud.status == 0, "\(cloud.stderr)")
+    #expect(local.status == 0)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: out.cloud)) == Data(contentsOf: URL(fileURLWithPath: out.local)))
+    let report = try Data(contentsOf: URL(fileURLWithPath: out.cloudReport))
+    #expect(report == (try Data(contentsOf: URL(fileURLWithPath: out.localReport))).replacing(
+      Data(out.local.utf8), with: Data(out.cloud.utf8)))
+    #expect(server.stop() == 0)
+  }
+
+  @Test func serveRefusesBadArgumentsAndListsItsFaults() throws {
+    let help = try tipipe(["serve", "--help"])
+    #expect(help.status == 0)
+    for flag in [
+      "--fail-first", "--fail-rate", "--fail-status", "--truncate-first", "--truncate-rate", "--reset-first",
+      "--expire-signatures-first", "--latency-ms", "--bandwidth", "--token-requests", "--listing-status",
+      "--malformed-listing",
+    ] {
+      #expect(help.stdout.contains(flag), "\(flag) is not in --help")
+    }
+    #expect(try tipipe(["serve", "--root", "/nonexistent", "--port", "0"]).status == 1)
+    #expect(try tipipe(["serve", "--root", "/tmp", "--fail-rate", "2"]).status == 2)
+    #expect(try tipipe(["serve", "--root", "/tmp", "--port", "70000"]).status == 2)
+    #expect(try tipipe(["list", "--endpoint", "ftp://x", "--token", "t", "--start", "0", "--end", "1"]).status == 2)
+    #expect(try tipipe(["list", "--endpoint", "http://127.0.0.1:1", "--start", "0", "--end", "1"]).status == 2)
+  }
+}
+
+/// Output paths of one test, in a directory removed afterwards.
+final class TemporaryDirectoryPaths {
+  let directory: TemporaryDirectory
+  var cloud: String { directory.url.appendingPathComponent("cloud.mp4").path }
+  var local: String { directory.url.appendingPathComponent("local.mp4").path }
+  var cloudReport: String { directory.url.appendingPathComponent("cloud.json").path }
+  var localReport: String { directory.url.appendingPathComponent("local.json").path }
+
+  init() throws { directory = try TemporaryDirectory() }
+}
