@@ -19,13 +19,13 @@ echo "== tests under the thread sanitizer (the tipipe they launch is sanitized t
 swift build --sanitize=thread --build-path .build/tsan --product tipipe
 swift test --sanitize=thread --build-path .build/tsan
 
-# Memory errors anywhere in the media, export and fuzz tests; leaks in every tipipe process they launch.
+# Memory errors anywhere in the media, export, cloud and fuzz tests; leaks in every tipipe process they launch.
 # (The test process itself is not leak-checked: Foundation's Process and the test harnesses keep
 # allocations to the end.)
 echo "== media, export and fuzz tests under the address and leak sanitizers" >&2
 swift build --sanitize=address --build-path .build/asan --product tipipe
 ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
-  swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests"
+  swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests"
 
 # A user outside the project's targets: the consumer package builds with no C import, against the
 # project by path and against a tagged version of it (a local clone with a tag), its tests pass and its

@@ -164,7 +164,9 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
     #expect(await listing.list(b, b + 2000).failure?.code == .cloudStorageUnavailable)
     var malformed = ServerFaults()
     malformed.malformedListing = true
-    #expect(try await Listing(.cloud, [(b, b + 1000)], faults: malformed).list(b, b + 2000).failure?.code == .cloudStorageUnavailable)
+    #expect(
+      try await Listing(.cloud, [(b, b + 1000)], faults: malformed).list(b, b + 2000).failure?.code
+        == .cloudStorageUnavailable)
     // A local library whose index is not JSON is the same.
     let broken = try TemporaryDirectory()
     try Data("{".utf8).write(to: broken.url.appendingPathComponent("index.json"))
@@ -194,7 +196,9 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
     let service = listing.service
     let token = listing.token
     let started = ContinuousClock.now
-    let task = Task { await RecordingQueries.listRecordings(service: service, token: token, startMs: b, endMs: b + 2000) }
+    let task = Task {
+      await RecordingQueries.listRecordings(service: service, token: token, startMs: b, endMs: b + 2000)
+    }
     try await Task.sleep(for: .milliseconds(100))
     task.cancel()
     let result = await task.value
@@ -279,7 +283,8 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
     let listing = try Listing(kind, [(b, b + 1000)])
     for (start, end, zone) in [
       ("2026-2-3", "2026-02-04", "UTC"), ("2026-02-30", "2026-03-01", "UTC"), ("2026-03-02", "2026-03-01", "UTC"),
-      ("2026-03-01", "2026-03-01", "Mars/Olympus"), ("2026-13-01", "2026-13-02", "UTC"), ("２０２６-03-01", "2026-03-01", "UTC"),
+      ("2026-03-01", "2026-03-01", "Mars/Olympus"), ("2026-13-01", "2026-13-02", "UTC"),
+      ("２０２６-03-01", "2026-03-01", "UTC"),
       ("2026-03-01 ", "2026-03-01", "UTC"), ("", "", "UTC"), ("2026-03-01", "2026-03-01", ""),
     ] {
       #expect(await listing.days(start, end, zone: zone).failure?.code == .invalidArgument, "\(start) \(end) \(zone)")

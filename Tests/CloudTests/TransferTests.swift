@@ -204,7 +204,8 @@ import TiCloudStorage
     let served = try ServedLibrary(seconds: 3)
     let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
       .get().segments[0]
-    let whole = try Data(contentsOf: try RecordingIndex.load(library: served.library).segments[0].fileURL(in: served.library))
+    let whole = try Data(
+      contentsOf: try RecordingIndex.load(library: served.library).segments[0].fileURL(in: served.library))
     func get(_ range: String?) async throws -> (Int, Data, String?) {
       var request = URLRequest(url: URL(string: object.url)!)
       if let range { request.setValue(range, forHTTPHeaderField: "Range") }

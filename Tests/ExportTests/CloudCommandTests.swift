@@ -82,11 +82,15 @@ struct CloudCommandTests {
         == "{\"code\":0,\"days\":[{\"date\":\"2026-11-29\",\"has_recording\":false},"
         + "{\"date\":\"2026-11-30\",\"has_recording\":true},{\"date\":\"2026-12-01\",\"has_recording\":false}]}\n")
     let tooMany = try tipipe(
-      ["days", "--endpoint", server.endpoint, "--token", token, "--start-date", "2026-01-01", "--end-date", "2026-02-01"])
+      [
+        "days", "--endpoint", server.endpoint, "--token", token, "--start-date", "2026-01-01", "--end-date",
+        "2026-02-01",
+      ])
     #expect(tooMany.status == 1)
     #expect(tooMany.stdout == "{\"code\":6117,\"days\":[]}\n")
     #expect(tooMany.stderr.hasPrefix("error: rangeTooLarge (6117): "))
-    let expired = try tipipe(["list", "--endpoint", server.endpoint, "--token", try self.token(directory.url, ttl: 0)] + range)
+    let expired = try tipipe(
+      ["list", "--endpoint", server.endpoint, "--token", try self.token(directory.url, ttl: 0)] + range)
     #expect(expired.status == 1)
     #expect(expired.stdout == "{\"code\":6014,\"recordings\":[]}\n")
     #expect(expired.stderr.hasPrefix("error: tokenExpired (6014): "))
@@ -106,13 +110,16 @@ struct CloudCommandTests {
       ["export", "--endpoint", server.endpoint, "--token", token, "--out", out.cloud, "--report", out.cloudReport]
         + common)
     let local = try tipipe(
-      ["export", "--endpoint", "file://\(directory.url.path)", "--out", out.local, "--report", out.localReport] + common)
+      ["export", "--endpoint", "file://\(directory.url.path)", "--out", out.local, "--report", out.localReport] + common
+    )
     #expect(cloud.status == 0, "\(cloud.stderr)")
     #expect(local.status == 0)
     #expect(try Data(contentsOf: URL(fileURLWithPath: out.cloud)) == Data(contentsOf: URL(fileURLWithPath: out.local)))
     let report = try Data(contentsOf: URL(fileURLWithPath: out.cloudReport))
-    #expect(report == (try Data(contentsOf: URL(fileURLWithPath: out.localReport))).replacing(
-      Data(out.local.utf8), with: Data(out.cloud.utf8)))
+    #expect(
+      report
+        == (try Data(contentsOf: URL(fileURLWithPath: out.localReport))).replacing(
+          Data(out.local.utf8), with: Data(out.cloud.utf8)))
     #expect(server.stop() == 0)
   }
 

@@ -12,13 +12,17 @@ enum BenchCommand {
     usage: tipipe bench decode (--endpoint file:///DIR [--token K] --start T --end T --video-channel N
                                 | --input FILE) [--threads N] [--keyframes-only] [--json]
            tipipe bench export <export's flags> [--json]
+           tipipe bench fetch --endpoint E [--token K] --start T --end T [--transfers 4]
+                              [--prefetch-mb 32] [--json]
 
     decode: every video frame of [start, end) of a library (or of a media file) goes through
     source → verify → demux → decode (or file source → decode) as fast as the machine allows.
     export: an export as `tipipe export` makes it. Both print frames, seconds, frames/s, CPU seconds
     (user + sys of the process) and each node's items in/out and busy time; --json prints one JSON
     object instead. --threads sets libavcodec's decoding threads (default: one per core).
-    Exit 0 when it ran, 1 when it failed, 2 for a usage error.
+    fetch: lists and downloads every object of [start, end) (CloudSegmentSource with at most
+    --transfers at once) into a sink that only counts them: frames are objects, and bytes are printed.
+    Exit 0 when it ran, 1 when it failed (or an object could not be fetched), 2 for a usage error.
     """
 
   struct Figures: Encodable {
@@ -35,27 +39,41 @@ enum BenchCommand {
       }
     }
     var frames: Int
+    var bytes: Int?
     var seconds: Double
     var framesPerSecond: Double
     var cpuSeconds: Double
     var nodes: [NodeFigures]
     enum CodingKeys: String, CodingKey {
-      case frames, seconds, nodes
+      case frames, bytes, seconds, nodes
       case framesPerSecond = "frames_per_second"
       case cpuSeconds = "cpu_seconds"
     }
   }
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    guard let mode = arguments.first, ["decode", "export"].contains(mode) else {
-      throw UsageError(message: "bench needs decode or export")
+    guard let mode = arguments.first, ["decode", "export", "fetch"].contains(mode) else {
+      throw UsageError(message: "bench needs decode, export or fetch")
     }
     let rest = Array(arguments.dropFirst())
     let began = (Date(), cpuSeconds())
     let frames: Int
     let statistics: PipelineStatistics
     let json: Bool
-    if mode == "decode" {
+    var bytes: Int?
+    if mode == "fetch" {
+      let flags = try FlagParser(
+        rest,
+        known: [
+          "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--transfers": .value,
+          "--prefetch-mb": .value, "--json": .boolean,
+        ])
+      json = flags.has("--json")
+      let counted: ObjectCount
+      (counted, statistics) = try fetch(flags)
+      frames = counted.objects.load(ordering: .relaxed)
+      bytes = counted.bytes.load(ordering: .relaxed)
+    } else if mode == "decode" {
       let flags = try FlagParser(
         rest,
         known: [
@@ -82,7 +100,7 @@ enum BenchCommand {
     }
     let seconds = Date().timeIntervalSince(began.0)
     let figures = Figures(
-      frames: frames, seconds: seconds, framesPerSecond: Double(frames) / max(seconds, 1e-9),
+      frames: frames, bytes: bytes, seconds: seconds, framesPerSecond: Double(frames) / max(seconds, 1e-9),
       cpuSeconds: cpuSeconds() - began.1,
       nodes: statistics.nodes.map {
         .init(name: $0.name, itemsIn: $0.itemsIn, itemsOut: $0.itemsOut, busyMs: Double($0.busyNanoseconds) / 1e6)
@@ -94,8 +112,9 @@ enum BenchCommand {
     } else {
       print(
         String(
-          format: "%d frames in %.3f s = %.1f frames/s, %.3f CPU s", figures.frames, figures.seconds,
-          figures.framesPerSecond, figures.cpuSeconds))
+          format: "%d %@ in %.3f s = %.1f/s, %.3f CPU s", figures.frames, mode == "fetch" ? "objects" : "frames",
+          figures.seconds, figures.framesPerSecond, figures.cpuSeconds))
+      if let bytes { print(String(format: "%d bytes = %.1f MB/s", bytes, Double(bytes) / 1e6 / max(seconds, 1e-9))) }
       print("  node                     items in  items out   busy ms")
       for node in figures.nodes {
         let name = node.name.padding(toLength: 24, withPad: " ", startingAt: 0)
@@ -103,6 +122,28 @@ enum BenchCommand {
       }
     }
     return 0
+  }
+
+  /// Fetches every object of the range into a counting sink.
+  private static func fetch(_ flags: FlagParser) throws -> (ObjectCount, PipelineStatistics) {
+    let endpoint = try Endpoint(flags)
+    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+    guard start < end else { throw TiError(.invalidArgument, "--start must be before --end") }
+    let transfers = try flags.integer("--transfers", default: 4, range: 1...64)
+    let prefetch = try flags.integer("--prefetch-mb", default: 32, range: 1...4096)
+    let source = CloudSegmentSource(
+      service: endpoint.service, range: MediaRange(startMilliseconds: start, endMilliseconds: end),
+      token: endpoint.token, prefetchBytes: prefetch << 20, maximumTransfers: transfers)
+    let executor = ThreadExecutor(name: "tipipe.fetch")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let sink = ObjectCount()
+    pipeline.connect(source, to: sink, limits: EdgeLimits(items: 4))
+    let outcome = try pipeline.runToCompletion()
+    if let failure = outcome.failures.first { throw TiError(failure.error) }
+    if let failed = sink.firstFailure.withLock({ $0 }) { throw failed }
+    return (sink, pipeline.statistics())
   }
 
   /// Decodes every video frame of the range or file; returns the frames decoded and the statistics.
@@ -177,6 +218,24 @@ enum BenchCommand {
     let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
     let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     return user + system
+  }
+}
+
+/// Counts the objects and bytes that reach it; keeps the first failure.
+final class ObjectCount: Node, Sendable {
+  typealias Input = FetchedObject
+  typealias Output = Never
+  let objects = Atomic(0)
+  let bytes = Atomic(0)
+  let firstFailure = Mutex<TiError?>(nil)
+  func process(_ input: FetchedObject, context: NodeContext<Never>) throws {
+    switch input.result {
+    case .success(let data):
+      objects.add(1, ordering: .relaxed)
+      bytes.add(data.count, ordering: .relaxed)
+    case .failure(let error):
+      firstFailure.withLock { if $0 == nil { $0 = error } }
+    }
   }
 }
 

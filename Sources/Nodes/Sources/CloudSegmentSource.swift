@@ -26,6 +26,7 @@ public final class CloudSegmentSource: SourceNode {
   private let token: String
   private let prefetchBytes: Int
   private let window: MediaDuration
+  private let maximumTransfers: Int
 
   private var plan: [LocalLibrarySource.Step] = []
   private var seen: Set<String> = []
@@ -41,11 +42,13 @@ public final class CloudSegmentSource: SourceNode {
   private var bytesInFlight = 0
 
   /// Fetches `[range.start, range.end)` from `service` with `token`, keeping at most `prefetchBytes`
-  /// of objects ahead of downstream and listing `window` of recording at a time.
+  /// of objects ahead of downstream, with at most `maximumTransfers` transfers at once, and listing
+  /// `window` of recording at a time.
   public init(
     service: any RecordingService, range: MediaRange, token: String, prefetchBytes: Int = 32 << 20,
-    window: MediaDuration = .microseconds(3_600_000_000)
+    maximumTransfers: Int = 4, window: MediaDuration = .microseconds(3_600_000_000)
   ) {
+    self.maximumTransfers = max(1, maximumTransfers)
     self.service = service
     self.range = range
     self.token = token
@@ -143,7 +146,9 @@ public final class CloudSegmentSource: SourceNode {
       }
       // Always allow one fetch, so an object larger than the budget still gets through.
       let size = Self.budgetedSize(segment)
-      guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes else { return }
+      guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes, transfers.count < maximumTransfers else {
+        return
+      }
       bytesInFlight += size
       fetch(segment, at: nextToRequest, context: context)
       nextToRequest += 1
