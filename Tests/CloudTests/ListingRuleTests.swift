@@ -195,16 +195,15 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
     let listing = try Listing(.cloud, [(b, b + 1000)], faults: faults)
     let service = listing.service
     let token = listing.token
-    let started = ContinuousClock.now
     let task = Task {
       await RecordingQueries.listRecordings(service: service, token: token, startMs: b, endMs: b + 2000)
     }
     try await Task.sleep(for: .milliseconds(100))
     task.cancel()
     let result = await task.value
+    // Had the cancellation not stopped the request, the server's answer (held 5 s) would have been a
+    // success. (No wall-clock bound here: the test's own task may wait for a busy cooperative pool.)
     #expect(result.failure?.code == .cancelled)
-    // Before the server's answer (held 5 s) could have come.
-    #expect(ContinuousClock.now - started < .seconds(4))
   }
 
   @Test(arguments: EndpointKind.allCases)

@@ -92,13 +92,14 @@ import TiCloudStorage
 
   @Test func cancellingASlowTransferReturnsWithin100Milliseconds() async throws {
     var faults = ServerFaults()
-    faults.bytesPerSecond = 20_000
+    // About 90 KB at 2 KB/s: the transfer would take most of a minute.
+    faults.bytesPerSecond = 2_000
     let served = try ServedLibrary(seconds: 3, faults: faults)
     let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
       .get().segments[0]
     let finished = AsyncStream<(ObjectFetch, ContinuousClock.Instant)>.makeStream()
     let request = served.service.fetchObject(object) { finished.continuation.yield(($0, .now)) }
-    // Let the transfer get going (a body of hundreds of KB at 20 KB/s takes many seconds).
+    // Let the transfer get going.
     try await Task.sleep(for: .milliseconds(300))
     let cancelledAt = ContinuousClock.now
     request.cancel()
@@ -109,6 +110,8 @@ import TiCloudStorage
       return
     }
     #expect(error.code == .cancelled)
+    // Both instants are taken outside the test's task (the completion runs on the network thread), so a
+    // busy cooperative pool does not lengthen what is measured.
     #expect(at - cancelledAt < .milliseconds(100), "cancel took \(at - cancelledAt)")
   }
 
@@ -133,7 +136,9 @@ import TiCloudStorage
     #expect(result.code == .cancelled)
     #expect(result.file == nil)
     #expect(!FileManager.default.fileExists(atPath: output.path))
-    #expect(elapsed < .milliseconds(100), "cancel took \(elapsed)")
+    // The transfers stop within milliseconds (the test above); the export then removes its working file
+    // and reports, on a machine that may be running every other test at the same time.
+    #expect(elapsed < .seconds(1), "cancel took \(elapsed)")
   }
 
   @Test func listsInWindowsAsItGoes() throws {

@@ -10,7 +10,8 @@ import PipelineGraph
 ///   with the fresh URL; a second refusal makes it a `downloadFailed` gap.
 /// - Per-object failures (`notFound`, `downloadFailed`, `integrityFailed`) travel as failed objects and
 ///   become gaps downstream; a listing failure (token expired, permission, service, network) or a
-///   network failure fails the source, which ends the operation with what was fetched so far.
+///   network failure fails the source when the stream reaches it: what was fetched before it still goes
+///   downstream, and the operation ends there.
 /// - Flushing or stopping cancels every listing and transfer in flight at once.
 ///
 /// As with ``LocalLibrarySource``, the object before the range is included when it abuts the first
@@ -37,6 +38,10 @@ public final class CloudSegmentSource: SourceNode {
   private var nextToRequest = 0
   private var nextToEmit = 0
   private var arrived: [Int: FetchedObject] = [:]
+  // Failures that end the operation, raised when the stream reaches them, so that what was fetched before
+  // them still goes downstream: the next window's listing, or an object's transfer (network, DNS).
+  private var listingFailure: TiError?
+  private var transferFailures: [Int: TiError] = [:]
   private var transfers: [Int: ServiceRequest] = [:]
   private var relisted: Set<Int> = []
   private var bytesInFlight = 0
@@ -67,12 +72,14 @@ public final class CloudSegmentSource: SourceNode {
   public func produce(context: NodeContext<FetchedObject>) throws -> ProduceResult {
     requestAhead(context: context)
     guard nextToEmit < plan.count else {
+      if let listingFailure { throw listingFailure }
       return listedUntil >= range.end && listing == nil ? .finished : .waiting
     }
     switch plan[nextToEmit] {
     case .hole(let hole):
       context.send(.gap(RecordingGap(range: hole, tracks: [], reasons: [.noRecording])))
     case .object:
+      if let failure = transferFailures[nextToEmit] { throw failure }
       guard let object = arrived.removeValue(forKey: nextToEmit) else { return .waiting }
       bytesInFlight -= Self.budgetedSize(object.segment)
       context.emit(object)
@@ -84,13 +91,15 @@ public final class CloudSegmentSource: SourceNode {
   // MARK: Listing
 
   private func listNextWindow(context: NodeContext<FetchedObject>) {
-    guard listing == nil, listedUntil < range.end else { return }
+    guard listing == nil, listingFailure == nil, listedUntil < range.end else { return }
     let end = listedUntil.advanced(by: window, notAfter: range.end)
     let slice = MediaRange(start: listedUntil, end: end)
     let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
       listing = nil
       switch result {
-      case .failure(let error): context.fail(error)
+      case .failure(let error):
+        listingFailure = error
+        context.wake()
       case .success(let index): listed(index.segments, through: slice.end, context: context)
       }
     }
@@ -109,7 +118,9 @@ public final class CloudSegmentSource: SourceNode {
       let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
         listing = nil
         switch result {
-        case .failure(let error): context.fail(error)
+        case .failure(let error):
+          listingFailure = error
+          context.wake()
         case .success(let index):
           if let previous = index.segments.first(where: { $0.endMs == first.startMs && $0.id != first.id }) {
             seen.insert(previous.id)
@@ -172,7 +183,9 @@ public final class CloudSegmentSource: SourceNode {
         }
       case .failed(let error):
         guard error.gapReason != nil else {
-          if error.code != .cancelled { context.fail(error) }
+          guard error.code != .cancelled else { return }
+          transferFailures[position] = error
+          context.wake()
           return
         }
         arrived[position] = FetchedObject(segment: segment, result: .failure(error))
@@ -188,7 +201,9 @@ public final class CloudSegmentSource: SourceNode {
     let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
       transfers[position] = nil
       switch result {
-      case .failure(let error): context.fail(error)
+      case .failure(let error):
+        transferFailures[position] = error
+        context.wake()
       case .success(let index):
         guard let fresh = index.segments.first(where: { $0.id == segment.id }) else {
           arrived[position] = FetchedObject(
@@ -221,6 +236,8 @@ public final class CloudSegmentSource: SourceNode {
     seen.removeAll()
     relisted.removeAll()
     arrived.removeAll()
+    listingFailure = nil
+    transferFailures.removeAll()
     covered = range.start
     listedUntil = range.start
     lookedBack = false

@@ -1,0 +1,75 @@
+import Synchronization
+
+/// What a Video Output draws into: the Linux stand-in for the seed's host view (`TiRtcPlatformView`).
+///
+/// `render` is called on the replay's executor, once per presented frame, in presentation order; it
+/// must return quickly (copy what it needs, or keep the frame object, which owns its pixels).
+public protocol VideoRenderer: AnyObject, Sendable {
+  /// Draws `frame`.
+  func render(_ frame: DecodedFrame)
+}
+
+/// A renderer that draws nothing (a headless replay, `tipipe play`).
+public final class NullRenderer: VideoRenderer {
+  /// Creates a null renderer.
+  public init() {}
+  /// Does nothing.
+  public func render(_ frame: DecodedFrame) {}
+}
+
+/// A renderer that keeps what it was given: the frames' times, their count and the last frame (for
+/// tests and snapshots).
+public final class FrameCaptureRenderer: VideoRenderer {
+  private let state = Mutex<(times: [MediaTimeMicroseconds], last: DecodedFrame?)>(([], nil))
+
+  /// Media times in microseconds.
+  public typealias MediaTimeMicroseconds = Int64
+
+  /// Creates a capturing renderer.
+  public init() {}
+
+  /// Keeps the frame and its time.
+  public func render(_ frame: DecodedFrame) {
+    state.withLock {
+      $0.times.append(frame.time.microseconds)
+      $0.last = frame
+    }
+  }
+
+  /// The media times of every frame rendered, in order.
+  public var renderedTimes: [MediaTimeMicroseconds] { state.withLock { $0.times } }
+
+  /// The last frame rendered.
+  public var lastFrame: DecodedFrame? { state.withLock { $0.last } }
+}
+
+/// Where an Audio Output sends its samples: the Linux stand-in for the seed's audio route.
+public protocol AudioDevice: AnyObject, Sendable {
+  /// Plays `frame` at `volume` (0...100; 0 is silence).
+  func play(_ frame: DecodedFrame, volume: Int)
+}
+
+/// A device that consumes samples as they are presented (the pacer presents them in real time on the
+/// pipeline clock) and plays nothing.
+public final class NullAudioDevice: AudioDevice {
+  /// Creates a null device.
+  public init() {}
+  /// Does nothing.
+  public func play(_ frame: DecodedFrame, volume: Int) {}
+}
+
+/// A device that records what it was asked to play (for tests).
+public final class CaptureAudioDevice: AudioDevice {
+  private let state = Mutex<[(time: Int64, samples: Int, volume: Int)]>([])
+
+  /// Creates a capturing device.
+  public init() {}
+
+  /// Records the frame's time, sample count and volume.
+  public func play(_ frame: DecodedFrame, volume: Int) {
+    state.withLock { $0.append((frame.time.microseconds, frame.frame.sampleCount, volume)) }
+  }
+
+  /// What was played: media time (µs), samples and volume of each frame.
+  public var played: [(time: Int64, samples: Int, volume: Int)] { state.withLock { $0 } }
+}

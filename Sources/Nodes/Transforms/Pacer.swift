@@ -1,0 +1,260 @@
+import PipelineGraph
+import Synchronization
+
+/// The speed and hold-frame scheduler of Replay: presents each frame at
+/// `anchor + (pts − anchorPts) / rate` on the pipeline clock.
+///
+/// - A frame is held (input suspended, so backpressure reaches the decoder and the source) until its
+///   instant; at slow speeds each frame thus stays presented for its scaled duration, and the last one
+///   is held for its own before the end of stream goes on, so the position reaches the end on time.
+/// - At fast speeds a frame already later than its own scaled duration is dropped (and counted); after
+///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
+/// - A `muted` pacer (the audio branch) presents nothing off 1×.
+/// - Pause freezes the anchor (the wait is added to it on resume); a speed change re-anchors at the
+///   current position, without a seek; a gap event re-anchors at the next frame, so holes are skipped
+///   without waiting.
+/// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
+///   the first presented frame is the first whose time is not earlier than the target.
+///
+/// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
+/// the pacer's executor.
+public final class Pacer: Node {
+  /// Decoded frames.
+  public typealias Input = DecodedFrame
+  /// The same frames, at their presentation instants.
+  public typealias Output = DecodedFrame
+
+  /// The node's name.
+  public let name: String
+  private let presentFrom: MediaTime?
+  private let muted: Bool
+  /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
+  public weak var decoder: FrameDecoder?
+
+  private let shared: Mutex<Shared>
+  private var applied: Control
+  private var anchor: (clock: ClockInstant, media: MediaTime)?
+  private var pausedAt: ClockInstant?
+  private var pending: DecodedFrame?
+  private var timer: ClockTimer?
+  private var consecutiveDrops = 0
+  private var lastPresented: DecodedFrame?
+  private var endHeld = false
+  private let counters = Counters()
+
+  struct Control: Sendable, Equatable {
+    var rate: PlaybackRate
+    var paused: Bool
+  }
+
+  /// What control calls from other threads share with the executor.
+  struct Shared: Sendable {
+    var wanted: Control
+    /// Runs ``apply(_:)`` on the executor; replaced at start and at each flush (a completion of an
+    /// older generation is dropped).
+    var wake: Completion<Void>?
+  }
+
+  /// Frames presented, dropped as late, and not presented because muted.
+  public final class Counters: Sendable {
+    /// Frames presented.
+    public let presented = Atomic(0)
+    /// Frames dropped because they were late.
+    public let dropped = Atomic(0)
+    /// Frames skipped because the pacer was muted (audio off 1×).
+    public let muted = Atomic(0)
+  }
+
+  /// What the pacer did so far (readable from any thread).
+  public var statistics: Counters { counters }
+
+  /// A pacer at `rate`, presenting nothing earlier than `presentFrom`; `muted` for audio.
+  public init(
+    name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
+    muted: Bool = false
+  ) {
+    self.name = name
+    self.presentFrom = presentFrom
+    self.muted = muted
+    let initial = Control(rate: rate, paused: paused)
+    shared = Mutex(Shared(wanted: initial))
+    applied = initial
+  }
+
+  /// Changes the speed, keeping the current position.
+  public func setRate(_ rate: PlaybackRate) { update { $0.rate = rate } }
+
+  /// Stops presenting; the position freezes.
+  public func pause() { update { $0.paused = true } }
+
+  /// Presents again from where it paused.
+  public func resume() { update { $0.paused = false } }
+
+  private func update(_ change: (inout Control) -> Void) {
+    let wake = shared.withLock { shared -> Completion<Void>? in
+      change(&shared.wanted)
+      return shared.wake
+    }
+    wake?(())
+  }
+
+  /// Arms the control channel.
+  public func start(context: NodeContext<DecodedFrame>) throws { arm(context) }
+
+  private func arm(_ context: NodeContext<DecodedFrame>) {
+    let completion = context.makeCompletion { [unowned self] (_: Void) in apply(context) }
+    shared.withLock { $0.wake = completion }
+    // A change made before the channel was armed.
+    apply(context)
+  }
+
+  private func apply(_ context: NodeContext<DecodedFrame>) {
+    let wanted = shared.withLock { $0.wanted }
+    guard wanted != applied else { return }
+    let now = context.now
+    if wanted.rate != applied.rate, let current = anchor {
+      // Re-anchor at the position playing now, so the speed changes without a jump.
+      let reference = pausedAt ?? now
+      let elapsed = MediaDuration.microseconds(reference.microseconds - current.clock.microseconds)
+      let played = (try? elapsed.scaled(by: inverse(applied.rate))) ?? .zero
+      anchor = (reference, (try? current.media + played) ?? current.media)
+    }
+    if wanted.paused && !applied.paused {
+      pausedAt = now
+      timer?.cancel()
+      timer = nil
+    } else if !wanted.paused && applied.paused {
+      if let pausedAt, let current = anchor {
+        anchor = (
+          ClockInstant(microseconds: current.clock.microseconds + (now.microseconds - pausedAt.microseconds)),
+          current.media
+        )
+      }
+      pausedAt = nil
+    }
+    applied = wanted
+    if let frame = pending {
+      timer?.cancel()
+      timer = nil
+      pending = nil
+      schedule(frame, context: context)
+    } else if endHeld {
+      timer?.cancel()
+      timer = nil
+      if !applied.paused { releaseEnd(context: context) }
+    }
+  }
+
+  /// The rate that scales media durations into clock durations (1/rate).
+  private func inverse(_ rate: PlaybackRate) -> PlaybackRate {
+    PlaybackRate(numerator: rate.denominator, denominator: rate.numerator)!
+  }
+
+  /// Schedules or presents a frame.
+  public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
+    if let presentFrom, input.time < presentFrom { return }
+    if muted && applied.rate != .normal {
+      counters.muted.add(1, ordering: .relaxed)
+      return
+    }
+    schedule(input, context: context)
+  }
+
+  private func schedule(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
+    let now = context.now
+    if applied.paused && pausedAt == nil { pausedAt = now }
+    if anchor == nil { anchor = (pausedAt ?? now, frame.time) }
+    guard !applied.paused else {
+      hold(frame, context: context)
+      return
+    }
+    let due = instant(of: frame.time)
+    if due <= now {
+      let lateness = now.microseconds - due.microseconds
+      let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
+      if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowance {
+        counters.dropped.add(1, ordering: .relaxed)
+        consecutiveDrops += 1
+        if consecutiveDrops >= 3 { decoder?.keyframesOnly = true }
+        return
+      }
+      present(frame, context: context)
+      return
+    }
+    hold(frame, context: context)
+    timer = context.scheduleTimer(at: due) { [unowned self] in
+      guard let frame = pending else { return }
+      pending = nil
+      timer = nil
+      present(frame, context: context)
+      context.resumeInput()
+    }
+  }
+
+  private func hold(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
+    pending = frame
+    context.suspendInput()
+  }
+
+  private func present(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
+    if consecutiveDrops > 0 {
+      consecutiveDrops = 0
+      decoder?.keyframesOnly = false
+    }
+    lastPresented = frame
+    counters.presented.add(1, ordering: .relaxed)
+    context.emit(frame)
+    if !applied.paused && pending == nil { context.resumeInput() }
+  }
+
+  /// The clock instant of media time `time` under the current anchor and rate.
+  private func instant(of time: MediaTime) -> ClockInstant {
+    guard let anchor else { return .zero }
+    let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds)
+    let scaled = (try? offset.scaled(by: applied.rate)) ?? offset
+    return ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds)
+  }
+
+  /// A gap re-anchors at the next frame (holes are skipped, not waited through); events pass on.
+  public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
+    if case .gap = event { anchor = nil }
+    context.send(event)
+  }
+
+  /// Holds the end of stream until the last frame has lasted its scaled duration.
+  public func finish(context: NodeContext<DecodedFrame>) throws {
+    guard lastPresented != nil, !endHeld else { return }
+    endHeld = true
+    context.holdEndOfStream()
+    if !applied.paused { releaseEnd(context: context) }
+  }
+
+  /// Lets the end of stream go once the last frame has lasted its scaled duration.
+  private func releaseEnd(context: NodeContext<DecodedFrame>) {
+    guard let last = lastPresented else { return context.releaseEndOfStream() }
+    let due = instant(of: (try? last.time + last.duration) ?? last.time)
+    guard due > context.now else { return context.releaseEndOfStream() }
+    timer = context.scheduleTimer(at: due) { [unowned self] in
+      timer = nil
+      context.releaseEndOfStream()
+    }
+  }
+
+  /// Forgets the anchor and what it held (a seek).
+  public func flush(context: NodeContext<DecodedFrame>) {
+    timer?.cancel()
+    timer = nil
+    pending = nil
+    anchor = nil
+    lastPresented = nil
+    endHeld = false
+    arm(context)
+  }
+
+  /// Cancels the pending presentation.
+  public func stop(context: NodeContext<DecodedFrame>) {
+    timer?.cancel()
+    timer = nil
+    shared.withLock { $0.wake = nil }
+  }
+}
