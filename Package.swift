@@ -73,6 +73,11 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "ReplayTests",
+      dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "NodesTests",
       dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict

@@ -9,12 +9,14 @@ import TiCloudStorage
 
 let secret = "test-secret"
 
-/// Transfers that give up quickly: the tests inject failures on loopback, where nothing is slow.
+/// Transfers that retry quickly: the tests inject failures on loopback.
 let fastPolicy: TransferPolicy = {
   var policy = TransferPolicy()
-  policy.connectTimeout = .seconds(2)
-  policy.stallTimeout = .seconds(3)
-  policy.deadline = .seconds(30)
+  // Generous stall and deadline: under the sanitizers the in-process server takes seconds to sign a
+  // listing of 10,001 objects before it sends a byte.
+  policy.connectTimeout = .seconds(10)
+  policy.stallTimeout = .seconds(60)
+  policy.deadline = .seconds(120)
   policy.backoff = .milliseconds(5)
   policy.maximumBackoff = .milliseconds(20)
   return policy

@@ -23,6 +23,12 @@ let commands: [(name: String, command: Command)] = [
   ("token", Command(summary: TokenCommand.summary, usage: TokenCommand.usage, run: { try TokenCommand.run($0) })),
   ("list", Command(summary: ListCommand.summary, usage: ListCommand.usage, run: { try ListCommand.run($0) })),
   ("days", Command(summary: DaysCommand.summary, usage: DaysCommand.usage, run: { try DaysCommand.run($0) })),
+  ("play", Command(summary: PlayCommand.summary, usage: PlayCommand.usage, run: { try PlayCommand.run($0) })),
+  (
+    "snapshot",
+    Command(
+      summary: SnapshotCommand.summary, usage: SnapshotCommand.usage, run: { try SnapshotCommand.run($0) })
+  ),
   ("bench", Command(summary: BenchCommand.summary, usage: BenchCommand.usage, run: { try BenchCommand.run($0) })),
 ]
 
@@ -33,7 +39,7 @@ let commands: [(name: String, command: Command)] = [
   }
   text += "  help     this text, or a command's\n\n"
   text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
-  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: snapshot, play, graph\n"
+  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: graph, play --record\n"
   text += "(see the project's open issues)."
   return text
 }
@@ -73,7 +79,7 @@ if arguments.contains("--help") || arguments.contains("-h") {
 let verbose = arguments.contains("--verbose")
 arguments.removeAll { $0 == "--verbose" }
 LibraryLogging.setVerbose(verbose)
-if !["export", "list", "days", "serve"].contains(name) {
+if !["export", "list", "days", "serve", "play"].contains(name) {
   // Commands without a cancellable task stop where they are; what they wrote is kept.
   Interruption.shared.onSignal { signal in
     FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))

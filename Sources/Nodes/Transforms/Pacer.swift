@@ -137,7 +137,12 @@ public final class Pacer: Node {
       timer?.cancel()
       timer = nil
       pending = nil
-      schedule(frame, context: context)
+      if muted && applied.rate != .normal {
+        counters.muted.add(1, ordering: .relaxed)
+        if !applied.paused { context.resumeInput() }
+      } else {
+        schedule(frame, context: context)
+      }
     } else if endHeld {
       timer?.cancel()
       timer = nil

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+
+/// `tipipe play` (`spec/cli.md`): a Replay with null outputs, its events as JSON lines on stdout.
+enum PlayCommand {
+  static let summary = "replay [start, end) with null outputs; events as JSON lines"
+  static let usage = """
+    usage: tipipe play --endpoint E [--token K] --start T --end T [--initial T]
+                       [--speed 1/8|1/4|1/2|1|2|4|8] --video-channel N [--audio-channel N]
+                       [--pace realtime|fast]
+
+    Replays [start, end) of the recordings at E (http(s)://… with --token, or file:///DIR) from
+    --initial (default: start) into a null renderer and a null audio device, and prints one JSON
+    object per line: {"event":"time","ms":…} (at most one per 100 ms of media), {"event":"gap",…}
+    when the position crosses a gap, {"event":"completed"} or {"event":"error","code":…,"name":…},
+    and last {"event":"summary","video_frames":…,"audio_frames":…,"dropped_frames":…}.
+    --pace fast runs the same semantics on a free-running clock, as fast as the machine allows.
+    SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
+    Not built yet: --record (RecordingTask).
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(
+      arguments,
+      known: [
+        "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--initial": .value,
+        "--speed": .value, "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--quiet": .boolean,
+      ])
+    let endpoint = try Endpoint(flags)
+    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+    let initial = try flags.time("--initial")
+    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+    let videoChannel = try flags.integer("--video-channel", default: 0, range: 0...255)
+    let audioChannel =
+      flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
+    let speedText = flags.string("--speed") ?? "1"
+    guard let speed = ReplaySpeed(speedText) else {
+      throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
+    }
+    let pace = flags.string("--pace") ?? "realtime"
+    guard ["realtime", "fast"].contains(pace) else { throw UsageError(message: "--pace must be realtime or fast") }
+
+    let events = DispatchQueue(label: "tipipe.play.events")
+    let environment: ReplayEnvironment =
+      pace == "fast" ? .freeRunning(callbacks: events) : .realtime(callbacks: events)
+    let replay = Replay(service: endpoint.service, environment: environment)
+    replay.bindVideo(channel: UInt8(videoChannel), renderer: NullRenderer())
+    if let audioChannel { replay.bindAudio(channel: UInt8(audioChannel), device: NullAudioDevice()) }
+    replay.setSpeed(speed)
+    let finished = DispatchSemaphore(value: 0)
+    let status = Mutex<Int32>(0)
+    replay.onTimeChanged = { ms in line("{\"event\":\"time\",\"ms\":\(ms)}") }
+    replay.onRecordingGap = { gap in line(gapJSON(gap)) }
+    replay.onCompleted = {
+      line("{\"event\":\"completed\"}")
+      finished.signal()
+    }
+    replay.onError = { error in
+      line("{\"event\":\"error\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\"}")
+      reportError(error)
+      status.withLock { $0 = 1 }
+      finished.signal()
+    }
+    let code = replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: initial, token: endpoint.token)
+    guard code == .ok else {
+      throw TiError(code, code == .invalidArgument ? "--initial must lie in [--start, --end)" : "the play was refused")
+    }
+    Interruption.shared.onSignal { _ in
+      events.async {
+        replay.stop()
+        status.withLock { $0 = 1 }
+        finished.signal()
+      }
+    }
+    finished.wait()
+    Interruption.shared.removeHandler()
+    replay.stop()
+    let figures = replay.statistics
+    events.sync {
+      line(
+        "{\"event\":\"summary\",\"video_frames\":\(figures.videoFrames),\"audio_frames\":\(figures.audioFrames),"
+          + "\"dropped_frames\":\(figures.droppedFrames)}")
+    }
+    return status.withLock { $0 }
+  }
+
+  private static func line(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+  }
+
+  static func gapJSON(_ gap: RecordingGap) -> String {
+    let tracks = gap.tracks.map {
+      "{\"kind\":\"\($0.kind == .video ? "video" : "audio")\",\"channel_id\":\($0.channel)}"
+    }
+    let reasons = gap.reasons.map { "\"\($0.rawValue)\"" }
+    return
+      "{\"event\":\"gap\",\"range\":{\"start_ms\":\(gap.range.start.milliseconds),\"end_ms\":\(gap.range.end.milliseconds)},"
+      + "\"tracks\":[\(tracks.joined(separator: ","))],\"reasons\":[\(reasons.joined(separator: ","))]}"
+  }
+}
+
+/// `tipipe snapshot` (`spec/cli.md`): the first frame presented at `--at`, as a JPEG.
+enum SnapshotCommand {
+  static let summary = "the first frame presented at a time, as a JPEG of the frame's size"
+  static let usage = """
+    usage: tipipe snapshot --endpoint E [--token K] --at T --video-channel N --out FILE.jpg
+
+    Seeks to T as Replay does and writes the first frame presented there — the first playable frame
+    whose time is not earlier than T (inside a gap: the first frame after it) — as a JPEG of the
+    frame's own size. The file is written under a temporary name and renamed into place. Looks up to
+    24 hours past T; nothing there is noFrame (6118), exit 1.
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(
+      arguments,
+      known: ["--endpoint": .value, "--token": .value, "--at": .value, "--video-channel": .value, "--out": .value])
+    let endpoint = try Endpoint(flags)
+    guard let at = try flags.time("--at") else { throw UsageError(message: "--at is required") }
+    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+    let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
+    let out = try outputPath("--out", try flags.required("--out"))
+    let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
+
+    let events = DispatchQueue(label: "tipipe.snapshot.events")
+    let replay = Replay(service: endpoint.service, environment: .freeRunning(callbacks: events))
+    let renderer = FirstFrame()
+    replay.bindVideo(channel: UInt8(channel), renderer: renderer)
+    let failure = Mutex<TiError?>(nil)
+    replay.onError = { error in
+      failure.withLock { $0 = error }
+      renderer.finished.signal()
+    }
+    replay.onCompleted = { renderer.finished.signal() }
+    let code = replay.play(startTimeMs: at, endTimeMs: end, token: endpoint.token)
+    guard code == .ok else { throw TiError(code, "the replay was refused") }
+    renderer.finished.wait()
+    replay.stop()
+    if let error = failure.withLock({ $0 }) { throw error }
+    guard let frame = renderer.frame else {
+      throw TiError(.noFrame, "no frame is presented within 24 hours after \(at)")
+    }
+    do {
+      try OutputFile.write(try frame.jpegData(), to: out)
+    } catch let error as TiError where error.code != .unsupportedFormat {
+      throw TiError(.fileWriteFailed, error.message)
+    }
+    return 0
+  }
+
+  /// Keeps the first frame presented and says so.
+  final class FirstFrame: VideoRenderer, @unchecked Sendable {
+    let finished = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var first: DecodedFrame?
+    var frame: DecodedFrame? { lock.withLock { first } }
+
+    func render(_ frame: DecodedFrame) {
+      let isFirst = lock.withLock { () -> Bool in
+        guard first == nil else { return false }
+        first = frame
+        return true
+      }
+      if isFirst { finished.signal() }
+    }
+  }
+}

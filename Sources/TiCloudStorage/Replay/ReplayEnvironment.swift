@@ -1,0 +1,46 @@
+import Dispatch
+import PipelineGraph
+
+/// Where a ``Replay`` runs: its executor, its clock, its workers, and how its callbacks are delivered.
+///
+/// - ``realtime(callbacks:)``: a thread of its own and the monotonic clock (an application).
+/// - ``freeRunning(callbacks:)``: the same semantics on a clock that jumps to the next presentation
+///   as soon as the graph is idle (`tipipe play --pace fast`, snapshots, tests of whole runs).
+/// - ``init(executor:clock:workers:deliver:)`` with a ``ManualExecutor`` and a ``VirtualClock``: every
+///   job and every instant under a test's control.
+public struct ReplayEnvironment: Sendable {
+  /// Runs the graphs' nodes.
+  public var executor: any PipelineExecutor
+  /// Paces presentation.
+  public var clock: any PipelineClock
+  /// Runs blocking work (reads, hashing, decryption).
+  public var workers: any WorkerExecutor
+  /// Delivers one callback (on the main queue, the shared background queue, or as a test wishes);
+  /// never called inside a Replay method's own call stack.
+  public var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+  /// An environment of the caller's choosing.
+  public init(
+    executor: any PipelineExecutor, clock: any PipelineClock, workers: any WorkerExecutor,
+    deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+  ) {
+    self.executor = executor
+    self.clock = clock
+    self.workers = workers
+    self.deliver = deliver
+  }
+
+  /// Real time on a thread of the replay's own; callbacks on `callbacks` (the main queue by default).
+  public static func realtime(callbacks: DispatchQueue = .main) -> ReplayEnvironment {
+    ReplayEnvironment(
+      executor: ThreadExecutor(name: "tipipe.replay"), clock: MonotonicClock(), workers: WorkerPool.shared,
+      deliver: { callbacks.async(execute: $0) })
+  }
+
+  /// Replay semantics as fast as the machine allows; callbacks on `callbacks`.
+  public static func freeRunning(callbacks: DispatchQueue) -> ReplayEnvironment {
+    ReplayEnvironment(
+      executor: ThreadExecutor(name: "tipipe.replay"), clock: VirtualClock(freeRunning: true),
+      workers: WorkerPool.shared, deliver: { callbacks.async(execute: $0) })
+  }
+}

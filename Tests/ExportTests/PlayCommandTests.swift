@@ -1,0 +1,95 @@
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import Testing
+
+@Suite("tipipe play and snapshot as processes, on file:// and http:// endpoints")
+struct PlayCommandTests {
+  func library(gap: Bool = true) throws -> TemporaryDirectory {
+    let directory = try TemporaryDirectory()
+    var options = smallOptions(seconds: 9)
+    if gap { options.gaps = [(offset: 3, length: 3)] }
+    try LibrarySynthesizer(options: options).write(to: directory.url)
+    return directory
+  }
+
+  func lines(_ text: String) -> [[String: Any]] {
+    text.split(separator: "\n").compactMap {
+      try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+    }
+  }
+
+  @Test func playPrintsTimeGapCompletedAndSummaryLines() throws {
+    let directory = try library()
+    let server = try ServeProcess(root: directory.url)
+    let device = try RecordingIndex.load(library: directory.url).deviceId
+    let token = try tipipe(["token", "--device-id", device, "--secret", "cli-secret"]).stdout
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    let range = ["--start", String(recordingStart), "--end", String(recordingStart + 9000), "--video-channel", "0"]
+    var outputs: [String] = []
+    for endpoint in [
+      ["--endpoint", "file://\(directory.url.path)"], ["--endpoint", server.endpoint, "--token", token],
+    ] {
+      let result = try tipipe(["play", "--pace", "fast", "--audio-channel", "1"] + endpoint + range)
+      #expect(result.status == 0, "\(result.stderr)")
+      let events = lines(result.stdout)
+      let names = events.compactMap { $0["event"] as? String }
+      #expect(names.last == "summary")
+      #expect(names.dropLast().last == "completed")
+      // One gap per track (the audio one follows AAC's 64 ms frames), reported together, between the
+      // time events around the hole.
+      let gaps = events.filter { $0["event"] as? String == "gap" }
+      #expect(gaps.count == 2)
+      let first = try #require(names.firstIndex(of: "gap"))
+      #expect(names[first - 1] == "time" && names[first + 1] == "gap" && names[first + 2] == "time")
+      let video = try #require(gaps.first { ($0["tracks"] as? [[String: Any]])?.first?["kind"] as? String == "video" })
+      let range = try #require(video["range"] as? [String: Int64])
+      #expect(range == ["start_ms": recordingStart + 3000, "end_ms": recordingStart + 6000])
+      #expect(video["reasons"] as? [String] == ["noRecording"])
+      let times = events.compactMap { $0["ms"] as? Int64 }
+      #expect(times == times.sorted())
+      #expect(times.last == recordingStart + 9000)
+      let summary = try #require(events.last)
+      #expect(summary["video_frames"] as? Int == 150)
+      #expect((summary["audio_frames"] as? Int ?? 0) > 0)
+      outputs.append(result.stdout)
+    }
+    #expect(outputs[0] == outputs[1])
+    #expect(server.stop() == 0)
+  }
+
+  @Test func playRefusesBadArguments() throws {
+    let directory = try library(gap: false)
+    let endpoint = ["--endpoint", "file://\(directory.url.path)", "--video-channel", "0"]
+    #expect(try tipipe(["play", "--start", "10", "--end", "5"] + endpoint).status == 2)
+    #expect(try tipipe(["play", "--start", "0", "--end", "5", "--speed", "3"] + endpoint).status == 2)
+    #expect(try tipipe(["play", "--start", "0", "--end", "5", "--pace", "slow"] + endpoint).status == 2)
+    #expect(try tipipe(["play", "--start", "0", "--end", "5", "--initial", "7"] + endpoint).status == 2)
+  }
+
+  @Test func snapshotWritesTheFirstFrameNotEarlierThanTheTarget() throws {
+    let directory = try library()
+    let out = directory.url.appendingPathComponent("snap.jpg")
+    // Mid-GOP (GOPs start every 2 s), and inside the hole (the first frame after it, at 6 s).
+    for at in [recordingStart + 1010, recordingStart + 4500] {
+      let result = try tipipe(
+        [
+          "snapshot", "--endpoint", "file://\(directory.url.path)", "--at", String(at), "--video-channel", "0",
+          "--out", out.path,
+        ])
+      #expect(result.status == 0, "\(result.stderr)")
+      let probe = try run(
+        "/usr/bin/ffprobe",
+        ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", out.path])
+      #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,320,240")
+    }
+    let nothing = try tipipe(
+      [
+        "snapshot", "--endpoint", "file://\(directory.url.path)", "--at", String(recordingStart + 20_000),
+        "--video-channel", "0", "--out", out.path,
+      ])
+    #expect(nothing.status == 1)
+    #expect(nothing.stderr.hasPrefix("error: noFrame (6118)"))
+  }
+}

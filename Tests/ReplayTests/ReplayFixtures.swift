@@ -1,0 +1,108 @@
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+
+/// What a replay under test reported, in order.
+final class ReplayLog: Sendable {
+  enum Entry: Equatable {
+    case time(Int64)
+    case gap(RecordingGap)
+    case completed
+    case error(TiErrorCode)
+  }
+
+  private let storage = Mutex<[Entry]>([])
+  func append(_ entry: Entry) { storage.withLock { $0.append(entry) } }
+  var entries: [Entry] { storage.withLock { $0 } }
+  var times: [Int64] { entries.compactMap { if case .time(let ms) = $0 { ms } else { nil } } }
+  var gaps: [RecordingGap] { entries.compactMap { if case .gap(let gap) = $0 { gap } else { nil } } }
+  var completions: Int { entries.count { $0 == .completed } }
+  var errors: [TiErrorCode] { entries.compactMap { if case .error(let code) = $0 { code } else { nil } } }
+}
+
+/// A renderer that notes each frame's media time and the clock instant it was presented at.
+final class TimedRenderer: VideoRenderer, @unchecked Sendable {
+  private let clock: any PipelineClock
+  private let lock = NSLock()
+  private var presented: [(media: Int64, at: Int64)] = []
+
+  init(clock: any PipelineClock) { self.clock = clock }
+
+  func render(_ frame: DecodedFrame) {
+    let now = clock.now.microseconds
+    lock.withLock { presented.append((frame.time.microseconds, now)) }
+  }
+
+  /// (media µs, clock µs) of each presented frame, in order.
+  var frames: [(media: Int64, at: Int64)] { lock.withLock { presented } }
+}
+
+/// A replay of a synthetic library on the test's thread: a manual executor, a virtual clock that
+/// moves only when the test cranks it, the library read on the same executor.
+final class ReplayHarness {
+  let directory: TemporaryDirectory
+  let executor = ManualExecutor()
+  let clock = VirtualClock()
+  let replay: Replay
+  let log = ReplayLog()
+  let renderer: TimedRenderer
+  let audio = CaptureAudioDevice()
+
+  /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC) with `gaps`.
+  init(seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false) throws {
+    directory = try TemporaryDirectory("tipipe-replay")
+    var options = smallOptions(seconds: seconds)
+    options.gaps = gaps
+    try LibrarySynthesizer(options: options).write(to: directory.url)
+    let environment = ReplayEnvironment(
+      executor: executor, clock: clock, workers: executor, deliver: { $0() })
+    replay = Replay(service: LocalLibraryService(directory: directory.url, workers: executor), environment: environment)
+    renderer = TimedRenderer(clock: clock)
+    replay.bindVideo(channel: 0, renderer: renderer)
+    if audio { replay.bindAudio(channel: 1, device: self.audio) }
+    let log = self.log
+    replay.onTimeChanged = { log.append(.time($0)) }
+    replay.onRecordingGap = { log.append(.gap($0)) }
+    replay.onCompleted = { log.append(.completed) }
+    replay.onError = { log.append(.error($0.code)) }
+  }
+
+  /// Plays `[from, to)` ms after the recording's start.
+  @discardableResult
+  func play(_ from: Int64, _ to: Int64, initial: Int64? = nil) -> TiErrorCode {
+    replay.play(
+      startTimeMs: recordingStart + from, endTimeMs: recordingStart + to,
+      initialTimeMs: initial.map { recordingStart + $0 },
+      token: "test")
+  }
+
+  /// Runs every job, moving the clock from timer to timer, until nothing is left or `limit` of clock
+  /// time has passed.
+  func runToEnd(limit: Duration = .seconds(3600)) {
+    let deadline = clock.now + limit
+    while true {
+      executor.runUntilIdle()
+      guard let next = clock.nextDeadline, next <= deadline else { break }
+      clock.crank()
+    }
+  }
+
+  /// Runs jobs and timers up to `duration` of clock time from now.
+  func run(for duration: Duration) {
+    let target = clock.now + duration
+    while true {
+      executor.runUntilIdle()
+      guard let next = clock.nextDeadline, next <= target else { break }
+      clock.crank()
+    }
+    clock.advance(to: target)
+    executor.runUntilIdle()
+  }
+}
+
+/// Media time `ms` after the recording's start, in µs.
+func media(_ ms: Int64) -> Int64 { (recordingStart + ms) * 1000 }

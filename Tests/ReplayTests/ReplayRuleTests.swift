@@ -1,0 +1,270 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+import TiCloudStorage
+
+/// Replay on a manual executor and a virtual clock: frame-exact pacing and the rules of rules.md
+/// group R that the Replay engine carries (the SDK object's lifecycle rules come with the facade).
+@Suite struct ReplayRuleTests {
+  @Test func atNormalSpeedEveryFrameIsPresentedOnceAtItsTime() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    #expect(harness.play(0, 6000) == .ok)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.map(\.media) == (0..<150).map { media(Int64($0) * 40) })
+    let origin = frames[0].at
+    for frame in frames { #expect(frame.at - origin == frame.media - frames[0].media) }
+    // The last frame lasts its 40 ms before the play completes (R63).
+    #expect(harness.log.completions == 1)
+    #expect(harness.clock.now.microseconds - origin == 6_000_000)
+    #expect(harness.replay.currentTimeMs == recordingStart + 6000)
+  }
+
+  @Test func R42_atOneEighthEachFrameIsHeldEightTimesItsDuration() throws {
+    let harness = try ReplayHarness(seconds: 3)
+    harness.replay.setSpeed(.x0_125)
+    harness.play(0, 1000)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.count == 25)
+    for (earlier, later) in zip(frames, frames.dropFirst()) { #expect(later.at - earlier.at == 320_000) }
+  }
+
+  @Test func R39_R43_atEightTimesFramesAreInOrderAndTheEndComesOnTime() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    harness.replay.setSpeed(.x8)
+    harness.play(0, 8000)
+    let began = harness.clock.now.microseconds
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.map(\.media) == frames.map(\.media).sorted())
+    #expect(frames.count + harness.replay.statistics.droppedFrames == 200)
+    #expect(harness.log.completions == 1)
+    // 8 s of media at 8x: 1 s of clock from the first frame.
+    #expect(harness.clock.now.microseconds - frames[0].at == 1_000_000)
+    #expect(frames[0].at == began)
+  }
+
+  @Test func R22_R24_R27_pauseFreezesThePositionAndResumeContinues() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(1000))
+    #expect(harness.replay.pause() == .ok)
+    #expect(harness.replay.pause() == .ok)  // R23
+    let frozen = harness.replay.currentTimeMs
+    let seen = harness.renderer.frames.count
+    let reports = harness.log.times.count
+    harness.run(for: .seconds(10))
+    #expect(harness.replay.currentTimeMs == frozen)
+    #expect(harness.renderer.frames.count == seen)
+    #expect(harness.log.times.count == reports)
+    let resumedAt = harness.clock.now.microseconds
+    #expect(harness.replay.resume() == .ok)
+    #expect(harness.replay.resume() == .ok)  // R25
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.map(\.media) == (0..<150).map { media(Int64($0) * 40) })
+    // The frame after the pause comes when its remaining time has passed after the resume, not earlier.
+    #expect(frames[seen].at >= resumedAt)
+    #expect(frames[seen].at - resumedAt <= 40_000)
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func R37_R39_aSpeedChangeKeepsThePosition() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(1000))
+    let before = harness.renderer.frames.count
+    #expect(harness.replay.setSpeed(.x2) == .ok)
+    #expect(harness.replay.speed == .x2)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.map(\.media) == (0..<150).map { media(Int64($0) * 40) })
+    // After the change frames come every 20 ms.
+    for (earlier, later) in zip(frames[(before + 1)...], frames[(before + 2)...]) {
+      #expect(later.at - earlier.at == 20_000)
+    }
+  }
+
+  @Test func R33_R34_aSeekPresentsTheFirstFrameNotEarlierThanTheTarget() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    harness.play(0, 9000)
+    harness.run(for: .milliseconds(500))
+    // Mid-GOP and between frames: 3,010 ms (GOPs start at 0, 2 s, 4 s…).
+    #expect(harness.replay.seek(toTimeMs: recordingStart + 3010) == .ok)
+    let seen = harness.renderer.frames.count
+    harness.run(for: .milliseconds(200))
+    let first = harness.renderer.frames[seen]
+    #expect(first.media == media(3040))
+    #expect(harness.log.times.last.map { $0 >= recordingStart + 3040 } == true)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func R32_ofSeveralSeeksTheLastWins() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    harness.play(0, 9000)
+    harness.run(for: .milliseconds(200))
+    let seen = harness.renderer.frames.count
+    harness.replay.seek(toTimeMs: recordingStart + 2000)
+    harness.replay.seek(toTimeMs: recordingStart + 7000)
+    harness.run(for: .milliseconds(100))
+    #expect(harness.renderer.frames[seen].media == media(7000))
+    harness.runToEnd()
+    #expect(harness.renderer.frames[seen...].allSatisfy { $0.media >= media(7000) })
+  }
+
+  @Test func R31_aSeekKeepsThePause() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(300))
+    harness.replay.pause()
+    let seen = harness.renderer.frames.count
+    harness.replay.seek(toTimeMs: recordingStart + 4000)
+    harness.run(for: .seconds(5))
+    #expect(harness.renderer.frames.count == seen)
+    harness.replay.resume()
+    harness.run(for: .milliseconds(100))
+    #expect(harness.renderer.frames[seen].media == media(4000))
+  }
+
+  @Test func R16_R74_aStartInAHolePlaysTheNextRecordingAndReportsTheHoleOnce() throws {
+    // Recording 0–3 s, hole 3–6 s, recording 6–9 s.
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 3)])
+    harness.play(0, 9000, initial: 4000)
+    harness.runToEnd()
+    #expect(harness.renderer.frames.first?.media == media(6000))
+    let gaps = harness.log.gaps
+    #expect(gaps.count == 1)
+    #expect(
+      gaps.first?.range == MediaRange(startMilliseconds: recordingStart + 4000, endMilliseconds: recordingStart + 6000))
+    #expect(gaps.first?.reasons == [.noRecording])
+    // The hole is skipped without waiting: 3 s of recording take 3 s of clock.
+    #expect(harness.clock.now.microseconds - harness.renderer.frames[0].at == 3_000_000)
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func R71_aGapIsReportedBetweenTheTimeEventsAroundIt() throws {
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 3)])
+    harness.play(0, 9000)
+    harness.runToEnd()
+    let entries = harness.log.entries
+    guard let index = entries.firstIndex(where: { if case .gap = $0 { true } else { false } }) else {
+      Issue.record("no gap reported")
+      return
+    }
+    guard case .time(let before) = entries[index - 1], case .time(let after) = entries[index + 1] else {
+      Issue.record("the gap is not between time events: \(entries)")
+      return
+    }
+    #expect(before < recordingStart + 3000)
+    #expect(after >= recordingStart + 6000)
+    #expect(harness.log.gaps.count == 1)
+  }
+
+  @Test func R17_R36_R49_nothingAfterTheStartCompletesAtTheEnd() throws {
+    let harness = try ReplayHarness(seconds: 3)
+    #expect(harness.play(0, 10_000, initial: 5000) == .ok)
+    harness.runToEnd()
+    #expect(harness.renderer.frames.isEmpty)
+    #expect(harness.log.completions == 1)
+    #expect(harness.replay.currentTimeMs == recordingStart + 10_000)
+    #expect(harness.log.times.last == recordingStart + 10_000)
+  }
+
+  @Test func R53_R54_timeEventsAtMostEvery100MsAndIncreasing() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.runToEnd()
+    let times = harness.log.times
+    #expect(times == times.sorted())
+    for (earlier, later) in zip(times, times.dropFirst()) { #expect(later - earlier >= 100) }
+    #expect(times.count >= 50)
+    #expect(times.allSatisfy { (recordingStart...recordingStart + 6000).contains($0) })  // R50
+  }
+
+  @Test func R11_R12_R13_R14_rejectedPlaysChangeNothing() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(500))
+    let position = harness.replay.currentTimeMs
+    #expect(harness.play(3000, 3000) == .invalidArgument)
+    #expect(harness.play(0, 3000, initial: 3000) == .invalidArgument)
+    #expect(harness.play(0, 3000, initial: -1) == .invalidArgument)
+    #expect(harness.replay.currentTimeMs == position)
+    harness.runToEnd()
+    #expect(harness.renderer.frames.count == 150)
+    #expect(harness.log.completions == 1)
+    let unbound = Replay(
+      service: LocalLibraryService(directory: harness.directory.url),
+      environment: .init(
+        executor: harness.executor, clock: harness.clock, workers: harness.executor, deliver: { $0() }))
+    #expect(unbound.play(startTimeMs: 0, endTimeMs: 1, token: "t") == .notBound)
+  }
+
+  @Test func R19_R44_R45_stopAndReplacementFireNoCallbacks() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(500))
+    #expect(harness.replay.stop() == .ok)
+    #expect(harness.replay.stop() == .ok)  // R46
+    #expect(harness.replay.currentTimeMs == nil)
+    harness.runToEnd()
+    #expect(harness.log.completions == 0)
+    #expect(harness.log.errors.isEmpty)
+    #expect(harness.replay.pause() == .notStarted)  // R26
+    #expect(harness.replay.seek(toTimeMs: recordingStart) == .notStarted)  // R28
+    // A new play replacing a running one: only the new one completes.
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(500))
+    harness.play(3000, 4000)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    #expect(harness.replay.currentTimeMs == recordingStart + 4000)
+  }
+
+  @Test func R29_aSeekOutsideTheRangeIsRefused() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(1000, 5000)
+    harness.run(for: .milliseconds(100))
+    #expect(harness.replay.seek(toTimeMs: recordingStart + 5000) == .invalidArgument)
+    #expect(harness.replay.seek(toTimeMs: recordingStart + 999) == .invalidArgument)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func R40_audioIsMutedOffNormalSpeed() throws {
+    let harness = try ReplayHarness(seconds: 6, audio: true)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(2000))
+    let atNormal = harness.audio.played.count
+    #expect(atNormal > 0)
+    harness.replay.setSpeed(.x2)
+    harness.run(for: .milliseconds(1000))
+    #expect(harness.audio.played.count == atNormal)
+    harness.replay.setSpeed(.x1)
+    harness.runToEnd()
+    #expect(harness.audio.played.count > atNormal)
+    #expect(harness.audio.played.allSatisfy { $0.volume == 100 })
+  }
+
+  @Test func S1_S14_aSnapshotIsAJPEGOfTheFramesSize() throws {
+    let harness = try ReplayHarness(seconds: 3)
+    harness.play(0, 3000)
+    harness.run(for: .milliseconds(400))
+    let frame = try #require(harness.replay.lastPresentedFrame)
+    let jpeg = try frame.jpegData()
+    #expect(jpeg.starts(with: [0xFF, 0xD8]))
+    let file = harness.directory.url.appendingPathComponent("snapshot.jpg")
+    try jpeg.write(to: file)
+    let probe = try run(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0",
+        file.path,
+      ])
+    #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,320,240")
+  }
+}
