@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Foundation
 import Nodes
+import PipelineGraph
 import Synchronization
 
 /// The reference cloud server of `spec/cloud-api.md` on libmicrohttpd: listing with HMAC tokens,
@@ -21,7 +22,7 @@ public final class ReferenceServer: Sendable {
   public let port: UInt16
   /// The endpoint URL clients use: `http://host:port`.
   public let endpoint: String
-  private let daemon: Mutex<Daemon?>
+  private let daemon: Locked<Daemon?>
   private let handler: Unmanaged<RequestHandler>
 
   /// Loads the library's index and starts listening; throws when the index is unreadable or the address
@@ -56,7 +57,7 @@ public final class ReferenceServer: Sendable {
         .ioFailed, "cannot listen on \(host):\(configuration.port) (in use, or not an address of this host)")
     }
     self.handler = handler
-    daemon = Mutex(Daemon(pointer: started))
+    daemon = Locked(Daemon(pointer: started))
     port = cmhd_bound_port(started)
     endpoint = "http://\(host):\(port)"
   }

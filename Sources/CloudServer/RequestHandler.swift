@@ -10,9 +10,9 @@ final class RequestHandler: Sendable {
   private let configuration: ServerConfiguration
   private let index: RecordingIndex
   private let files: [String: URL]
-  private let objectRequests = Mutex<[String: Int]>([:])
-  private let listingRequests = Mutex(0)
-  private let random: Mutex<SplitMix>
+  private let objectRequests = Locked<[String: Int]>([:])
+  private let listingRequests = Locked(0)
+  private let random: Locked<SplitMix>
 
   init(_ configuration: ServerConfiguration) throws {
     self.configuration = configuration
@@ -21,7 +21,7 @@ final class RequestHandler: Sendable {
     var files: [String: URL] = [:]
     for segment in index.segments { files[segment.id] = segment.fileURL(in: configuration.root) }
     self.files = files
-    random = Mutex(SplitMix(state: configuration.faults.seed))
+    random = Locked(SplitMix(state: configuration.faults.seed))
   }
 
   func objectRequestCounts() -> [String: Int] { objectRequests.withLock { $0 } }

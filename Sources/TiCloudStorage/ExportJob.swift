@@ -47,7 +47,7 @@ public final class ExportJob: @unchecked Sendable {
   private let completion: @Sendable (ExportResult) -> Void
   private let outcome = OneShot<ExportResult>()
   /// The first cancel or stop asked for, from any thread.
-  private let requested = Mutex<TiErrorCode?>(nil)
+  private let requested = Locked<TiErrorCode?>(nil)
 
   /// The export's graph as `branches` sees it before it starts: connect extra nodes to `packets` (a
   /// fan-out: they get every packet of the exported tracks, in order, with the in-band events) with
@@ -80,18 +80,7 @@ public final class ExportJob: @unchecked Sendable {
         workingPath: workingPath))
     exporter.onProgress = progress
     exporter.onGap = gap
-    let verifier = try SegmentVerifier()
-    let demuxer = SegmentDemuxer(startingAt: request.range.start, endingAt: request.range.end)
-    let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
-    let transcoder = try AudioTranscoder()
-    // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
-    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 8 << 20))
-    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
-    pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-    pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-    let detector = GapDetector(configuration: exporter.configuration.gapDetector)
-    pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-    pipeline.connect(detector, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    let router = try Self.connect(source, to: exporter, request: request, in: pipeline)
     let sourceID = ObjectIdentifier(source)
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
@@ -104,6 +93,39 @@ public final class ExportJob: @unchecked Sendable {
     pipeline.onStop = { [unowned self] in executor.execute { self.complete() } }
     try branches?(Graph(pipeline: pipeline, packets: router))
     try pipeline.start()
+  }
+
+  /// The graph an export of `request` over `source` runs, built but not started (for
+  /// `tipipe graph export`: nodes, typed edges and their bounds).
+  public static func configuration<Source: SourceNode>(request: Request, source: Source) throws -> Pipeline
+  where Source.Output == FetchedObject {
+    let pipeline = Pipeline(executor: ManualExecutor(), clock: VirtualClock(freeRunning: true))
+    let exporter = Exporter(
+      configuration: .init(
+        range: request.range, videoTrack: request.videoTrack, audioTrack: request.audioTrack,
+        workingPath: OutputFile.workingPath(for: request.output)))
+    _ = try connect(source, to: exporter, request: request, in: pipeline)
+    return pipeline
+  }
+
+  /// Connects `source → SegmentVerifier → SegmentDemuxer → TrackRouter → AudioTranscoder → GapDetector →
+  /// exporter` in `pipeline`; returns the router (the fan-out point of `branches`).
+  private static func connect<Source: SourceNode>(
+    _ source: Source, to exporter: Exporter, request: Request, in pipeline: Pipeline
+  ) throws -> TrackRouter where Source.Output == FetchedObject {
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer(startingAt: request.range.start, endingAt: request.range.end)
+    let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
+    let transcoder = try AudioTranscoder()
+    // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
+    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 8 << 20))
+    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
+    pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    let detector = GapDetector(configuration: exporter.configuration.gapDetector)
+    pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    pipeline.connect(detector, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    return router
   }
 
   /// Requests cancellation: no file, termination `cancelled`, code `cancelled` (6115). Non-blocking.

@@ -64,7 +64,7 @@ final class ServedLibrary: @unchecked Sendable {  // the directory is only remov
 
 /// The server's request lines, in order.
 final class RequestLog: Sendable {
-  private let storage = Mutex<[String]>([])
+  private let storage = Locked<[String]>([])
   func append(_ line: String) { storage.withLock { $0.append(line) } }
   var lines: [String] { storage.withLock { $0 } }
 }

@@ -32,7 +32,7 @@ import TiCloudStorage
 
   @Test func listing401InvalidIsPermissionDenied() async throws {
     let served = try ServedLibrary(seconds: 3)
-    let forged = CloudToken(deviceId: served.deviceId, expires: now() + 60).signed(secret: "another secret")
+    let forged = CloudToken(deviceId: served.deviceId, expires: now() + 3600).signed(secret: "another secret")
     #expect(await listing(served, token: forged).failure?.code == .permissionDenied)
     #expect(await listing(served, token: "garbage").failure?.code == .permissionDenied)
     #expect(await listing(served, token: "").failure?.code == .permissionDenied)
@@ -40,7 +40,7 @@ import TiCloudStorage
 
   @Test func listing403OtherDeviceIsPermissionDenied() async throws {
     let served = try ServedLibrary(seconds: 3)
-    let other = CloudToken(deviceId: "another-device", expires: now() + 60).signed(secret: secret)
+    let other = CloudToken(deviceId: "another-device", expires: now() + 3600).signed(secret: secret)
     #expect(await listing(served, token: other).failure?.code == .permissionDenied)
   }
 

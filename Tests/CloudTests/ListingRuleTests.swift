@@ -150,7 +150,7 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
     let listing = try Listing(.cloud, [(b, b + 1000)])
     let served = try #require(listing.served)
     let expired = CloudToken(deviceId: served.deviceId, expires: now() - 5).signed(secret: secret)
-    let otherDevice = CloudToken(deviceId: "other", expires: now() + 60).signed(secret: secret)
+    let otherDevice = CloudToken(deviceId: "other", expires: now() + 3600).signed(secret: secret)
     #expect(await listing.list(b, b + 2000, token: expired).failure?.code == .tokenExpired)
     #expect(await listing.list(b, b + 2000, token: "v1.x.1.00").failure?.code == .permissionDenied)
     #expect(await listing.list(b, b + 2000, token: otherDevice).failure?.code == .permissionDenied)

@@ -92,4 +92,38 @@ struct PlayCommandTests {
     #expect(nothing.status == 1)
     #expect(nothing.stderr.hasPrefix("error: noFrame (6118)"))
   }
+
+  @Test func graphPrintsTheConfigurations() throws {
+    let replay = try tipipe(["graph", "replay", "--format", "json"])
+    #expect(replay.status == 0)
+    let json = try #require(try JSONSerialization.jsonObject(with: Data(replay.stdout.utf8)) as? [String: Any])
+    let nodes = (json["nodes"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+    #expect(
+      nodes == [
+        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "VideoDecoder",
+        "VideoPacer", "VideoOutput", "AudioDecoder", "AudioPacer", "AudioOutput",
+      ])
+    let edges = json["edges"] as? [[String: Any]] ?? []
+    #expect(edges.contains { $0["from"] as? String == "VideoPacer" && $0["type"] as? String == "DecodedFrame" })
+    let export = try tipipe(["graph", "export"])
+    #expect(export.status == 0)
+    #expect(export.stdout.hasPrefix("digraph pipeline {"))
+    #expect(export.stdout.contains("Exporter"))
+    #expect(try tipipe(["graph", "play"]).status == 2)
+    #expect(try tipipe(["graph", "replay", "--format", "png"]).status == 2)
+  }
+
+  @Test func demoReplaysSnapshotsAndExports() throws {
+    let cache = try TemporaryDirectory()
+    let result = try tipipe(["demo", "--cache", cache.url.path])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stdout.contains("gap crossed: 2026-11-30T00:01:15Z – 2026-11-30T00:01:25Z noRecording"))
+    #expect(result.stdout.contains("completed at 2026-11-30T00:01:30Z"))
+    let snapshot = cache.url.appendingPathComponent("demo/snapshot.jpg")
+    let probe = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", snapshot.path])
+    #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,640,360")
+    #expect(FileManager.default.fileExists(atPath: cache.url.appendingPathComponent("demo/export.mp4").path))
+  }
 }

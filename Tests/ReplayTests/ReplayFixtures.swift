@@ -15,7 +15,7 @@ final class ReplayLog: Sendable {
     case error(TiErrorCode)
   }
 
-  private let storage = Mutex<[Entry]>([])
+  private let storage = Locked<[Entry]>([])
   func append(_ entry: Entry) { storage.withLock { $0.append(entry) } }
   var entries: [Entry] { storage.withLock { $0 } }
   var times: [Int64] { entries.compactMap { if case .time(let ms) = $0 { ms } else { nil } } }

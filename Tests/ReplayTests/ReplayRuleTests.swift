@@ -267,4 +267,15 @@ import TiCloudStorage
       ])
     #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,320,240")
   }
+
+  @Test func anAudioGapBetweenAKeyframeAndItsFramesDoesNotResetTheVideoDecoder() throws {
+    // Video resumes at 7 s with a keyframe; the audio gap is sent before the first audio packet after
+    // the hole, between that keyframe and the frames that refer to it (found by `tipipe demo`).
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 4)], audio: true)
+    harness.play(0, 9000, initial: 4000)
+    harness.runToEnd()
+    #expect(harness.log.errors.isEmpty)
+    #expect(harness.renderer.frames.map(\.media) == (175..<225).map { media(Int64($0) * 40) })
+    #expect(harness.log.completions == 1)
+  }
 }

@@ -8,13 +8,14 @@ import TiCloudStorage
 /// `tipipe demo`: the main job on the embedded default. Synthesizes a library under the cache directory
 /// (once), lists it, decodes a minute of it through the graph, and exports a range that contains a gap.
 enum DemoCommand {
-  static let summary = "the main job on an embedded library: synthesize, list, decode, export"
+  static let summary = "the main job on an embedded library: synthesize, list, decode, replay, export"
   static let usage = """
     usage: tipipe demo [--cache DIR] [--verbose]
 
     Synthesizes a 2-minute encrypted library under the cache directory (once; default
-    $XDG_CACHE_HOME/tipipe or ~/.cache/tipipe), lists its recordings, decodes a minute through the
-    graph and exports a range with a gap, printing where the files are.
+    $XDG_CACHE_HOME/tirtc or ~/.cache/tirtc), lists its recordings, decodes a minute through the
+    graph, replays a stretch at several speeds with a seek and takes a snapshot, and exports a range
+    with a gap, printing where the files are.
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -52,6 +53,7 @@ enum DemoCommand {
     }
 
     try decodeMinute(of: library, from: options.startMilliseconds)
+    try replay(library: library, from: options.startMilliseconds, into: demo)
 
     let exportRange = MediaRange(
       startMilliseconds: options.startMilliseconds + 45_500, endMilliseconds: options.startMilliseconds + 105_000)
@@ -99,6 +101,53 @@ enum DemoCommand {
       print(
         "  \(name) \(pad(node.itemsIn, 9)) \(pad(node.itemsOut, 10)) \(pad(Int(node.busyNanoseconds / 1_000_000), 8))")
     }
+  }
+
+  /// Replays 00:00:55–00:01:30 in real time through the Replay graph: at 4×, then 1/2×, then a seek
+  /// into the hole at 00:01:15 at 8× (the play goes on at the first frame after it); then a snapshot of
+  /// the last frame presented.
+  static func replay(library: URL, from start: Int64, into demo: URL) throws {
+    let events = DispatchQueue(label: "tipipe.demo.replay")
+    let replay = Replay(service: LocalLibraryService(directory: library), environment: .realtime(callbacks: events))
+    replay.bindVideo(channel: 0, renderer: NullRenderer())
+    replay.bindAudio(channel: 1, device: NullAudioDevice())
+    let done = DispatchSemaphore(value: 0)
+    replay.onRecordingGap = { gap in
+      print(
+        "  gap crossed: \(iso(gap.range.start.milliseconds)) – \(iso(gap.range.end.milliseconds)) "
+          + gap.reasons.map(\.rawValue).joined(separator: ", "))
+    }
+    replay.onCompleted = { done.signal() }
+    replay.onError = { error in
+      print("  replay failed: \(error)")
+      done.signal()
+    }
+    func position() -> String { replay.currentTimeMs.map(iso) ?? "–" }
+    print("replay \(iso(start + 55_000)) – \(iso(start + 90_000)) in real time:")
+    let began = Date()
+    replay.setSpeed(.x4)
+    guard replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000, token: "demo") == .ok else {
+      throw TiError(.invalidArgument, "the demo's replay was refused")
+    }
+    Thread.sleep(forTimeInterval: 1)
+    print("  4x for 1 s: at \(position())")
+    replay.setSpeed(.x0_5)
+    Thread.sleep(forTimeInterval: 1)
+    print("  1/2x for 1 s: at \(position())")
+    replay.setSpeed(.x8)
+    replay.seek(toTimeMs: start + 75_000)
+    print("  seek to \(iso(start + 75_000)) (inside the hole) at 8x")
+    done.wait()
+    let figures = replay.statistics
+    print(
+      "  completed at \(position()) after \(String(format: "%.1f", Date().timeIntervalSince(began))) s: "
+        + "\(figures.videoFrames) video frames presented, \(figures.droppedFrames) dropped as late")
+    if let frame = replay.lastPresentedFrame {
+      let snapshot = demo.appendingPathComponent("snapshot.jpg")
+      try OutputFile.write(try frame.jpegData(), to: snapshot)
+      print("  snapshot of the last frame (\(iso(frame.time.milliseconds))): \(snapshot.path)")
+    }
+    replay.stop()
   }
 
   static func export(library: URL, range: MediaRange, to output: URL) throws -> ExportResult {

@@ -53,7 +53,7 @@ enum PlayCommand {
     if let audioChannel { replay.bindAudio(channel: UInt8(audioChannel), device: NullAudioDevice()) }
     replay.setSpeed(speed)
     let finished = DispatchSemaphore(value: 0)
-    let status = Mutex<Int32>(0)
+    let status = Locked<Int32>(0)
     replay.onTimeChanged = { ms in line("{\"event\":\"time\",\"ms\":\(ms)}") }
     replay.onRecordingGap = { gap in line(gapJSON(gap)) }
     replay.onCompleted = {
@@ -131,7 +131,7 @@ enum SnapshotCommand {
     let replay = Replay(service: endpoint.service, environment: .freeRunning(callbacks: events))
     let renderer = FirstFrame()
     replay.bindVideo(channel: UInt8(channel), renderer: renderer)
-    let failure = Mutex<TiError?>(nil)
+    let failure = Locked<TiError?>(nil)
     replay.onError = { error in
       failure.withLock { $0 = error }
       renderer.finished.signal()

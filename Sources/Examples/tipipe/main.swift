@@ -29,6 +29,7 @@ let commands: [(name: String, command: Command)] = [
     Command(
       summary: SnapshotCommand.summary, usage: SnapshotCommand.usage, run: { try SnapshotCommand.run($0) })
   ),
+  ("graph", Command(summary: GraphCommand.summary, usage: GraphCommand.usage, run: { try GraphCommand.run($0) })),
   ("bench", Command(summary: BenchCommand.summary, usage: BenchCommand.usage, run: { try BenchCommand.run($0) })),
 ]
 
@@ -39,7 +40,7 @@ let commands: [(name: String, command: Command)] = [
   }
   text += "  help     this text, or a command's\n\n"
   text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
-  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: graph, play --record\n"
+  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: play --record\n"
   text += "(see the project's open issues)."
   return text
 }

@@ -11,7 +11,7 @@ public final class LocalLibraryService: RecordingService {
   public let endpoint: String
   private let directory: URL
   private let workers: any WorkerExecutor
-  private let index = Mutex<RecordingIndex?>(nil)
+  private let index = Locked<RecordingIndex?>(nil)
 
   /// The library in `directory`; reads on `workers`.
   public init(directory: URL, workers: any WorkerExecutor = WorkerPool.shared) {

@@ -1,3 +1,4 @@
+import PipelineGraph
 import Synchronization
 
 /// What a Video Output draws into: the Linux stand-in for the seed's host view (`TiRtcPlatformView`).
@@ -20,7 +21,7 @@ public final class NullRenderer: VideoRenderer {
 /// A renderer that keeps what it was given: the frames' times, their count and the last frame (for
 /// tests and snapshots).
 public final class FrameCaptureRenderer: VideoRenderer {
-  private let state = Mutex<(times: [MediaTimeMicroseconds], last: DecodedFrame?)>(([], nil))
+  private let state = Locked<(times: [MediaTimeMicroseconds], last: DecodedFrame?)>(([], nil))
 
   /// Media times in microseconds.
   public typealias MediaTimeMicroseconds = Int64
@@ -60,7 +61,7 @@ public final class NullAudioDevice: AudioDevice {
 
 /// A device that records what it was asked to play (for tests).
 public final class CaptureAudioDevice: AudioDevice {
-  private let state = Mutex<[(time: Int64, samples: Int, volume: Int)]>([])
+  private let state = Locked<[(time: Int64, samples: Int, volume: Int)]>([])
 
   /// Creates a capturing device.
   public init() {}

@@ -25,6 +25,7 @@ public final class FrameDecoder: Node {
   private var decoder: MediaDecoder?
   /// Frames decoded so far.
   public private(set) var framesDecoded = 0
+  private var skipping = false
 
   /// Creates a decoder for `track`.
   public init(name: String = "FrameDecoder", track: TrackID, threads: Int = 1, keyframesOnly: Bool = false) throws {
@@ -36,7 +37,14 @@ public final class FrameDecoder: Node {
 
   /// Decodes one packet and emits the frames it completes.
   public func process(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
-    guard input.track == track, !keyframesOnly || input.isKeyframe else { return }
+    guard input.track == track else { return }
+    // A frame after a skipped one may refer to it: once frames are skipped, decoding resumes only at a
+    // keyframe (also when keyframes-only mode ends).
+    guard input.isKeyframe || (!keyframesOnly && !skipping) else {
+      skipping = true
+      return
+    }
+    skipping = false
     let open = decoder?.format
     if open?.codec != input.format.codec || open?.sampleRate != input.format.sampleRate
       || open?.channels != input.format.channels
@@ -70,7 +78,9 @@ public final class FrameDecoder: Node {
     switch try MediaEvent(event) {
     case .formatChange(let change) where change.track == track:
       try drain(context: context)
-    case .gap:
+    case .gap(let gap) where gap.tracks.isEmpty || gap.tracks.contains(track):
+      // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
+      // reset the video decoder.
       try drain(context: context)
     default:
       break

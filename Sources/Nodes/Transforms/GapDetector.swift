@@ -18,10 +18,11 @@ import PipelineGraph
 ///   ``SegmentDemuxer/maximumFrameDuration``); audio may be silent for up to ``audioTolerance``
 ///   without a gap (encoder padding, millisecond record times).
 ///
-/// For media that goes to one file (``Configuration/writesFile``), video must keep the format of the
-/// first keyframe (codec and picture size) and audio must be AAC in the format of the first packet;
-/// other media is dropped and its stretch is a gap `unsupportedMedia`; after any video gap, frames are
-/// dropped until a keyframe (`noKeyFrame` when nothing else explains them).
+/// Video frames are dropped until the first keyframe and after any video gap until the next one
+/// (`noKeyFrame` when nothing else explains them): nothing before a keyframe can be decoded. For media
+/// that goes to one file (``Configuration/writesFile``), video must also keep the format of the first
+/// keyframe (codec and picture size) and audio must be AAC in the format of the first packet; other
+/// media is dropped and its stretch is a gap `unsupportedMedia`.
 ///
 /// Packets of other tracks pass unchanged; `objectStart` and `formatChange` events pass on.
 public final class GapDetector: Node {
@@ -108,7 +109,7 @@ public final class GapDetector: Node {
 
   private static func account(_ track: TrackID, _ configuration: Configuration, isVideo: Bool) -> Account {
     let start = configuration.range.start
-    return Account(track: track, through: start, needsKeyframe: isVideo && configuration.writesFile, factsSent: start)
+    return Account(track: track, through: start, needsKeyframe: isVideo, factsSent: start)
   }
 
   // MARK: Media
@@ -139,18 +140,17 @@ public final class GapDetector: Node {
     let afterHole =
       packet.time > ((try? video.through + Self.videoTolerance) ?? video.through)
       || (packet.time > video.through && explained(MediaRange(start: video.through, end: packet.time), video.track))
-    if configuration.writesFile {
-      if let format = video.format, !Self.sameVideo(packet.format, format) {
-        video.needsKeyframe = true
-        return drop(&video, at: packet.time, reason: .unsupportedMedia)
-      }
-      if (video.needsKeyframe || afterHole) && !packet.isKeyframe {
-        video.needsKeyframe = true
-        return drop(&video, at: packet.time, reason: .noKeyFrame)
-      }
-      video.needsKeyframe = false
-      if video.format == nil { video.format = packet.format }
+    if configuration.writesFile, let format = video.format, !Self.sameVideo(packet.format, format) {
+      video.needsKeyframe = true
+      return drop(&video, at: packet.time, reason: .unsupportedMedia)
     }
+    // Nothing before a keyframe can be decoded, in a file or on a screen.
+    if (video.needsKeyframe || afterHole) && !packet.isKeyframe {
+      video.needsKeyframe = true
+      return drop(&video, at: packet.time, reason: .noKeyFrame)
+    }
+    video.needsKeyframe = false
+    if configuration.writesFile && video.format == nil { video.format = packet.format }
     closeDroppedRun(&video, at: packet.time)
     if afterHole { sendGap(&video, until: packet.time, context) }
     // A frame lasts until the next one, but not over an object that holds no frame of the track.

@@ -31,7 +31,7 @@ public final class Pacer: Node {
   /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
   public weak var decoder: FrameDecoder?
 
-  private let shared: Mutex<Shared>
+  private let shared: Locked<Shared>
   private var applied: Control
   private var anchor: (clock: ClockInstant, media: MediaTime)?
   private var pausedAt: ClockInstant?
@@ -77,7 +77,7 @@ public final class Pacer: Node {
     self.presentFrom = presentFrom
     self.muted = muted
     let initial = Control(rate: rate, paused: paused)
-    shared = Mutex(Shared(wanted: initial))
+    shared = Locked(Shared(wanted: initial))
     applied = initial
   }
 

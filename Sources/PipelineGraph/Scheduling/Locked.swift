@@ -1,13 +1,14 @@
 import Glibc
 
-/// A value guarded by a ``Lock``.
-final class Locked<Value>: @unchecked Sendable {
+/// A value guarded by a ``Lock`` (a pthread mutex, which the thread sanitizer sees, unlike
+/// `Synchronization.Mutex`): the package's lock for state shared between threads.
+package final class Locked<Value>: @unchecked Sendable {
   private let lock = Lock()
   private var value: Value
 
-  init(_ value: Value) { self.value = value }
+  package init(_ value: Value) { self.value = value }
 
-  func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+  package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
     try lock.withLock { try body(&value) }
   }
 }

@@ -67,7 +67,7 @@ public enum RecordingQueries {
       start = end
     }
     let chunks = spans
-    let current = Mutex<ServiceRequest?>(nil)
+    let current = Locked<ServiceRequest?>(nil)
     let cancelled = Atomic<Bool>(false)
     @Sendable func list(_ position: Int, _ found: [MediaRange]) {
       guard position < chunks.count else {
@@ -139,8 +139,8 @@ public enum RecordingQueries {
   private static func cancellable<Value: Sendable>(
     _ start: (@escaping @Sendable (Result<Value, TiError>) -> Void) -> ServiceRequest
   ) async -> Result<Value, TiError> {
-    let request = Mutex<ServiceRequest?>(nil)
-    let delivered = Mutex<(CheckedContinuation<Result<Value, TiError>, Never>?, done: Bool)>((nil, false))
+    let request = Locked<ServiceRequest?>(nil)
+    let delivered = Locked<(CheckedContinuation<Result<Value, TiError>, Never>?, done: Bool)>((nil, false))
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         delivered.withLock { $0.0 = continuation }

@@ -45,7 +45,7 @@ public final class Replay: @unchecked Sendable {
 
   private let service: any RecordingService
   private let environment: ReplayEnvironment
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   struct VideoBinding {
     var channel: UInt8
@@ -250,6 +250,19 @@ public final class Replay: @unchecked Sendable {
   }
 
   // MARK: The graph
+
+  /// The graph a play of `[startTimeMs, endTimeMs)` runs with the current bindings, built but not
+  /// started (for `tipipe graph replay`: nodes, typed edges and their bounds); `notBound` without a video
+  /// binding.
+  public func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
+    let (video, audio, speed) = state.withLock { ($0.video, $0.audio, $0.speed) }
+    guard let video else { throw TiError(.notBound, "a replay needs a video binding") }
+    let play = Play(start: startTimeMs, end: endTimeMs, token: "")
+    return try build(
+      range: MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs), play: play, video: video,
+      audio: audio, speed: speed, paused: false, generation: -1
+    ).pipeline
+  }
 
   private func start(from position: Int64) {
     let (generation, play, video, audio, speed, paused) = state.withLock {

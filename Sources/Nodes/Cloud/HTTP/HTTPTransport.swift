@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import PipelineGraph
 import Synchronization
 
 /// The network thread: one libcurl multi handle that runs every HTTP exchange of the process, with
@@ -13,7 +14,7 @@ final class HTTPTransport: @unchecked Sendable {
   static let shared = HTTPTransport()
 
   private let multi: UnsafeMutableRawPointer
-  private let incoming = Mutex<[HTTPExchange]>([])
+  private let incoming = Locked<[HTTPExchange]>([])
   // Network-thread state.
   private var inFlight: [UnsafeMutableRawPointer: HTTPExchange] = [:]
   private var waiting: [HTTPExchange] = []
