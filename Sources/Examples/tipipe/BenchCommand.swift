@@ -14,6 +14,7 @@ enum BenchCommand {
            tipipe bench export <export's flags> [--json]
            tipipe bench fetch --endpoint E [--token K] --start T --end T [--transfers 4]
                               [--prefetch-mb 32] [--json]
+           tipipe bench seek --endpoint E [--token K] --start T --end T --video-channel N [--seeks 20]
 
     decode: every video frame of [start, end) of a library (or of a media file) goes through
     source → verify → demux → decode (or file source → decode) as fast as the machine allows.
@@ -22,6 +23,8 @@ enum BenchCommand {
     object instead. --threads sets libavcodec's decoding threads (default: one per core).
     fetch: lists and downloads every object of [start, end) (CloudSegmentSource with at most
     --transfers at once) into a sink that only counts them: frames are objects, and bytes are printed.
+    seek: a Replay in real time seeks to --seeks random targets of the range; prints the median, min and
+    max time from `seek` to the first frame at the target being presented.
     Exit 0 when it ran, 1 when it failed (or an object could not be fetched), 2 for a usage error.
     """
 
@@ -52,10 +55,19 @@ enum BenchCommand {
   }
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    guard let mode = arguments.first, ["decode", "export", "fetch"].contains(mode) else {
-      throw UsageError(message: "bench needs decode, export or fetch")
+    guard let mode = arguments.first, ["decode", "export", "fetch", "seek"].contains(mode) else {
+      throw UsageError(message: "bench needs decode, export, fetch or seek")
     }
     let rest = Array(arguments.dropFirst())
+    if mode == "seek" {
+      return try SeekBenchmark.run(
+        try FlagParser(
+          rest,
+          known: [
+            "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--video-channel": .value,
+            "--seeks": .value,
+          ]))
+    }
     let began = (Date(), cpuSeconds())
     let frames: Int
     let statistics: PipelineStatistics
