@@ -117,7 +117,7 @@ struct PlayCommandTests {
     let cache = try TemporaryDirectory()
     let result = try tipipe(["demo", "--cache", cache.url.path])
     #expect(result.status == 0, "\(result.stderr)")
-    #expect(result.stdout.contains("gap crossed: 2026-11-30T00:01:15Z – 2026-11-30T00:01:25Z noRecording"))
+    #expect(result.stdout.contains("gap crossed: 2026-11-30T00:01:15Z – 2026-11-30T00:01:25Z (video 0): noRecording"))
     #expect(result.stdout.contains("completed at 2026-11-30T00:01:30Z"))
     let snapshot = cache.url.appendingPathComponent("demo/snapshot.jpg")
     let probe = try run(

@@ -113,9 +113,10 @@ enum DemoCommand {
     replay.bindAudio(channel: 1, device: NullAudioDevice())
     let done = DispatchSemaphore(value: 0)
     replay.onRecordingGap = { gap in
+      let tracks = gap.tracks.map { "\($0.kind == .video ? "video" : "audio") \($0.channel)" }
       print(
         "  gap crossed: \(iso(gap.range.start.milliseconds)) – \(iso(gap.range.end.milliseconds)) "
-          + gap.reasons.map(\.rawValue).joined(separator: ", "))
+          + "(\(tracks.joined(separator: ", "))): " + gap.reasons.map(\.rawValue).joined(separator: ", "))
     }
     replay.onCompleted = { done.signal() }
     replay.onError = { error in
