@@ -74,7 +74,9 @@ let package = Package(
     ),
     .testTarget(
       name: "ReplayTests",
-      dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport"],
+      dependencies: [
+        "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
+      ],
       swiftSettings: strict
     ),
     .testTarget(

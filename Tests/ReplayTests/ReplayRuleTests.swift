@@ -116,18 +116,26 @@ import TiCloudStorage
     #expect(harness.renderer.frames[seen...].allSatisfy { $0.media >= media(7000) })
   }
 
-  @Test func R31_aSeekKeepsThePause() throws {
+  @Test func R31_R35_aSeekKeepsThePauseAndShowsItsFrame() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)
     harness.run(for: .milliseconds(300))
     harness.replay.pause()
     let seen = harness.renderer.frames.count
-    harness.replay.seek(toTimeMs: recordingStart + 4000)
+    harness.replay.seek(toTimeMs: recordingStart + 4010)
     harness.run(for: .seconds(5))
-    #expect(harness.renderer.frames.count == seen)
+    // Still paused: the target's frame is shown and the position moves to it, nothing more.
+    #expect(harness.renderer.frames.count == seen + 1)
+    #expect(harness.renderer.frames[seen].media == media(4040))
+    #expect(harness.replay.currentTimeMs == recordingStart + 4040)
+    #expect(harness.log.times.last == recordingStart + 4040)
+    let resumedAt = harness.clock.now.microseconds
     harness.replay.resume()
-    harness.run(for: .milliseconds(100))
-    #expect(harness.renderer.frames[seen].media == media(4000))
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames[(seen + 1)...].map(\.media) == (102..<150).map { media(Int64($0) * 40) })
+    #expect(frames[seen + 1].at == resumedAt + 40_000)
+    #expect(harness.log.completions == 1)
   }
 
   @Test func R16_R74_aStartInAHolePlaysTheNextRecordingAndReportsTheHoleOnce() throws {
@@ -276,6 +284,64 @@ import TiCloudStorage
     harness.runToEnd()
     #expect(harness.log.errors.isEmpty)
     #expect(harness.renderer.frames.map(\.media) == (175..<225).map { media(Int64($0) * 40) })
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func R1_speedRawValuesAndSpellings() {
+    #expect(ReplaySpeed.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
+    #expect(ReplaySpeed.allCases.map(\.description) == ["1", "2", "4", "8", "1/2", "1/4", "1/8"])
+    #expect(ReplaySpeed.x0_125.rate == PlaybackRate(numerator: 1, denominator: 8))
+    #expect(ReplaySpeed("1/8") == .x0_125)
+    #expect(ReplaySpeed("3") == nil)
+  }
+
+  @Test func R8_R9_R38_aNewReplayIsAtNormalSpeedWithoutAPosition() throws {
+    let harness = try ReplayHarness(seconds: 3)
+    #expect(harness.replay.speed == .x1)
+    #expect(harness.replay.currentTimeMs == nil)
+    // A speed set before any play applies to it.
+    #expect(harness.replay.setSpeed(.x2) == .ok)
+    harness.play(0, 2000)
+    #expect(harness.replay.currentTimeMs == nil)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames[1].at - frames[0].at == 20_000)
+  }
+
+  @Test func R20_aNewPlayStartsUnpaused() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(300))
+    harness.replay.pause()
+    harness.play(3000, 6000)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    #expect(harness.renderer.frames.last?.media == media(5960))
+  }
+
+  @Test func R52_R69_handlersSetLateGetNoEarlierEvents() throws {
+    let harness = try ReplayHarness(seconds: 3)
+    harness.replay.onTimeChanged = nil
+    harness.replay.onCompleted = nil
+    harness.play(0, 3000)
+    harness.run(for: .milliseconds(1000))
+    let log = harness.log
+    harness.replay.onTimeChanged = { log.append(.time($0)) }
+    harness.replay.onCompleted = { log.append(.completed) }
+    harness.runToEnd()
+    #expect(log.times.allSatisfy { $0 >= recordingStart + 1000 })
+    #expect(log.completions == 1)
+  }
+
+  @Test func R70_eventsOfAReplacedPlayAreDropped() throws {
+    let harness = try ReplayHarness(seconds: 6)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(500))
+    harness.play(4000, 5000)
+    harness.runToEnd()
+    let afterReplacement = harness.log.times.drop { $0 < recordingStart + 4000 }
+    #expect(afterReplacement.allSatisfy { (recordingStart + 4000...recordingStart + 5000).contains($0) })
+    #expect(harness.log.times.last == recordingStart + 5000)
     #expect(harness.log.completions == 1)
   }
 }

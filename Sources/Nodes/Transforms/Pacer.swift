@@ -14,7 +14,9 @@ import Synchronization
 ///   current position, without a seek; a gap event re-anchors at the next frame, so holes are skipped
 ///   without waiting.
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
-///   the first presented frame is the first whose time is not earlier than the target.
+///   the first presented frame is the first whose time is not earlier than the target. With
+///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
+///   pacer holds the next one until it resumes.
 ///
 /// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
 /// the pacer's executor.
@@ -28,6 +30,7 @@ public final class Pacer: Node {
   public let name: String
   private let presentFrom: MediaTime?
   private let muted: Bool
+  private let showsFirstFrameWhilePaused: Bool
   /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
   public weak var decoder: FrameDecoder?
 
@@ -68,14 +71,16 @@ public final class Pacer: Node {
   /// What the pacer did so far (readable from any thread).
   public var statistics: Counters { counters }
 
-  /// A pacer at `rate`, presenting nothing earlier than `presentFrom`; `muted` for audio.
+  /// A pacer at `rate`, presenting nothing earlier than `presentFrom`; `muted` for audio; presenting its
+  /// first frame even while paused when `showsFirstFrameWhilePaused`.
   public init(
     name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
-    muted: Bool = false
+    muted: Bool = false, showsFirstFrameWhilePaused: Bool = false
   ) {
     self.name = name
     self.presentFrom = presentFrom
     self.muted = muted
+    self.showsFirstFrameWhilePaused = showsFirstFrameWhilePaused
     let initial = Control(rate: rate, paused: paused)
     shared = Locked(Shared(wanted: initial))
     applied = initial
@@ -170,7 +175,11 @@ public final class Pacer: Node {
     if applied.paused && pausedAt == nil { pausedAt = now }
     if anchor == nil { anchor = (pausedAt ?? now, frame.time) }
     guard !applied.paused else {
-      hold(frame, context: context)
+      if showsFirstFrameWhilePaused && lastPresented == nil {
+        present(frame, context: context)
+      } else {
+        hold(frame, context: context)
+      }
       return
     }
     let due = instant(of: frame.time)

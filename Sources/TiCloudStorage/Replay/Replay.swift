@@ -204,7 +204,8 @@ public final class Replay: @unchecked Sendable {
   }
 
   /// Moves the play to `timeMs`: the first frame presented is the first whose time is not earlier than
-  /// it (inside a gap: the first after it). Keeps the speed and the pause. The latest seek wins.
+  /// it (inside a gap: the first after it). Keeps the speed and the pause (while paused, that first
+  /// frame is shown and `currentTimeMs` moves to it). The latest seek wins.
   /// `notStarted` without an active play, `invalidArgument` outside the play's range.
   @discardableResult
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
@@ -303,7 +304,9 @@ public final class Replay: @unchecked Sendable {
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
     let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: videoTrack)
-    let videoPacer = Pacer(name: "VideoPacer", rate: speed.rate, paused: paused, presentFrom: range.start)
+    // A seek while paused shows the target's frame (R35); a play never starts paused.
+    let videoPacer = Pacer(
+      name: "VideoPacer", rate: speed.rate, paused: paused, presentFrom: range.start, showsFirstFrameWhilePaused: true)
     videoPacer.decoder = videoDecoder
     let renderer = video.renderer
     let videoSink = PresentationSink(
