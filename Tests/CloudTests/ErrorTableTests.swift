@@ -136,6 +136,28 @@ import TiCloudStorage
     #expect(error.gapReason == .integrityFailed)
   }
 
+  @Test func objectNotMatchingItsDigestIsIntegrityFailed() async throws {
+    let served = try ServedLibrary(seconds: 3)
+    let object = try await listing(served, token: served.token).get().segments[0]
+    let stored = try RecordingIndex.load(library: served.library).segments.first { $0.id == object.id }!
+    var bytes = try Data(contentsOf: stored.fileURL(in: served.library))
+    bytes[bytes.count / 2] ^= 0xFF
+    try bytes.write(to: stored.fileURL(in: served.library))
+    guard case .failed(let error) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("an object that does not match its SHA-256 was accepted")
+      return
+    }
+    #expect(error.gapReason == .integrityFailed)
+    // Without hashing on arrival the bytes come through, unverified, for the verifier to refuse.
+    let plain = CloudService(
+      endpoint: URL(string: served.server.endpoint)!, policy: fastPolicy, verifiesWhileReceiving: false)
+    guard case .fetched(_, let verified) = await wait({ plain.fetchObject(object, completion: $0) }) else {
+      Issue.record("the unverified fetch failed")
+      return
+    }
+    #expect(!verified)
+  }
+
   @Test func unresolvableHostIsEndpointDnsResolutionFailed() async throws {
     let service = CloudService(endpoint: URL(string: "http://no-such-host.invalid")!, policy: fastPolicy)
     let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }

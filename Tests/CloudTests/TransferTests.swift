@@ -81,10 +81,13 @@ import TiCloudStorage
     let served = try ServedLibrary(seconds: 3, faults: faults)
     let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
       .get().segments[0]
-    guard case .fetched(let data) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+    guard case .fetched(let data, let verified) = await wait({ served.service.fetchObject(object, completion: $0) })
+    else {
       Issue.record("a transfer that kept making progress gave up")
       return
     }
+    // Hashed across the resumed pieces, and found to match.
+    #expect(verified)
     #expect(data.count == object.size)
     #expect(SHA256Digest.hexHash(data) == object.sha256)
     #expect(served.server.objectRequests()[object.id] == 9)

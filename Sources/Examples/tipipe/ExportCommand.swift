@@ -142,9 +142,10 @@ struct Endpoint {
   var service: any RecordingService
   var token: String
 
-  init(_ flags: FlagParser) throws {
+  /// `verifiesWhileReceiving: false` leaves the SHA-256 to the verifier (a fetch benchmark).
+  init(_ flags: FlagParser, verifiesWhileReceiving: Bool = true) throws {
     let endpoint = try flags.required("--endpoint")
-    service = try recordingService(endpoint: endpoint)
+    service = try recordingService(endpoint: endpoint, verifiesWhileReceiving: verifiesWhileReceiving)
     if let token = flags.string("--token") {
       guard !token.isEmpty else { throw UsageError(message: "--token must not be empty") }
       self.token = token

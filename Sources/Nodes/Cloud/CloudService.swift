@@ -10,9 +10,14 @@ public final class CloudService: RecordingService {
   private let base: URL
   private let policy: TransferPolicy
   private let transport: HTTPTransport
+  private let verifiesWhileReceiving: Bool
 
-  /// A client of the service at `endpoint` whose transfers follow `policy`.
-  public init(endpoint: URL, policy: TransferPolicy = TransferPolicy()) {
+  /// A client of the service at `endpoint` whose transfers follow `policy`. With
+  /// `verifiesWhileReceiving` (the default) an object's SHA-256 is computed as its bytes arrive and
+  /// checked against the listing, so the verifier does not read the object again; a fetch benchmark
+  /// turns it off to do what `curl` does.
+  public init(endpoint: URL, policy: TransferPolicy = TransferPolicy(), verifiesWhileReceiving: Bool = true) {
+    self.verifiesWhileReceiving = verifiesWhileReceiving
     self.endpoint = endpoint.absoluteString
     // The listing URL `{endpoint}/v1/recordings`: relative object URLs resolve against it.
     base = endpoint.absoluteString.hasSuffix("/") ? endpoint : URL(string: endpoint.absoluteString + "/")!
@@ -58,8 +63,10 @@ public final class CloudService: RecordingService {
     }
     var request = HTTPExchange.Request(url: segment.url, expectedSize: segment.size, resumable: true)
     request.policy = policy
+    request.hashesBody = verifiesWhileReceiving
+    let expected = segment.sha256.lowercased()
     let exchange = HTTPExchange(request) { outcome in
-      completion(Self.object(outcome, name: String(name)))
+      completion(Self.object(outcome, name: String(name), sha256: expected))
     }
     transport.submit(exchange)
     return ServiceRequest { [transport] in transport.cancel(exchange) }
@@ -69,7 +76,7 @@ public final class CloudService: RecordingService {
 
   static func listing(_ outcome: HTTPOutcome, listing: URL, endpoint: String) -> Result<RecordingIndex, TiError> {
     switch outcome {
-    case .success(_, let body):
+    case .success(_, let body, _):
       do {
         var index = try RecordingIndex.decode(body, source: "the listing of \(endpoint)")
         for position in index.segments.indices {
@@ -111,9 +118,14 @@ public final class CloudService: RecordingService {
     }
   }
 
-  static func object(_ outcome: HTTPOutcome, name: String) -> ObjectFetch {
+  static func object(_ outcome: HTTPOutcome, name: String, sha256 expected: String) -> ObjectFetch {
     switch outcome {
-    case .success(_, let body): return .fetched(body)
+    case .success(_, let body, nil): return .fetched(body, verified: false)
+    case .success(_, let body, let digest?):
+      guard digest == expected else {
+        return .failed(TiError.gap(.integrityFailed, "\(name) does not match its SHA-256"))
+      }
+      return .fetched(body, verified: true)
     case .refused(404, _, _): return .failed(TiError.gap(.notFound, "\(name) does not exist (HTTP 404)"))
     case .refused(403, let error, _):
       return .urlRefused(TiError.gap(.downloadFailed, "the URL of \(name) was refused (\(error ?? "HTTP 403"))"))

@@ -69,7 +69,7 @@ public final class LocalLibraryService: RecordingService {
         return completion(.failed(TiError(.cancelled, "the read of \(segment.id.prefix(64)) was cancelled")))
       }
       switch Self.read(url, segment: segment) {
-      case .success(let data): completion(.fetched(data))
+      case .success(let data): completion(.fetched(data, verified: false))
       case .failure(let error): completion(.failed(error))
       }
     }

@@ -26,8 +26,9 @@ public protocol RecordingService: AnyObject, Sendable {
 
 /// What fetching an object gave.
 public enum ObjectFetch: Sendable {
-  /// The object's bytes (exactly the listed size; the verifier checks the digest).
-  case fetched(Data)
+  /// The object's bytes (exactly the listed size); `verified` when their SHA-256 was already checked
+  /// against the listing while they arrived (else the verifier checks it).
+  case fetched(Data, verified: Bool)
   /// The object's URL was refused as expired or invalid (403): list again for a fresh one.
   case urlRefused(TiError)
   /// The object could not be had: a gap reason (`notFound`, `downloadFailed`, `integrityFailed`) or, when
@@ -47,8 +48,8 @@ public final class ServiceRequest: Sendable {
 }
 
 /// The service an endpoint names: `file:///dir` a local library, `http(s)://host[:port][/prefix]` the
-/// cloud API.
-public func recordingService(endpoint: String) throws -> any RecordingService {
+/// cloud API (see ``CloudService/init(endpoint:policy:verifiesWhileReceiving:)``).
+public func recordingService(endpoint: String, verifiesWhileReceiving: Bool = true) throws -> any RecordingService {
   guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
     throw TiError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
   }
@@ -58,7 +59,7 @@ public func recordingService(endpoint: String) throws -> any RecordingService {
     return LocalLibraryService(directory: URL(fileURLWithPath: url.path))
   case "http", "https":
     guard url.host != nil else { throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names no host") }
-    return CloudService(endpoint: url)
+    return CloudService(endpoint: url, verifiesWhileReceiving: verifiesWhileReceiving)
   default:
     throw TiError(.invalidArgument, "the endpoint must be http(s):// or file://, not '\(endpoint)'")
   }

@@ -7,11 +7,15 @@ public struct FetchedObject: Sendable, WeighedItem {
   public var segment: RecordingIndex.Segment
   /// The bytes, or the failure (`notFound`, `downloadFailed`…).
   public var result: Result<Data, TiError>
+  /// True when the bytes' SHA-256 was checked against the index as they arrived (the verifier then
+  /// skips its own pass).
+  public var digestVerified: Bool
 
   /// Creates a fetched object.
-  public init(segment: RecordingIndex.Segment, result: Result<Data, TiError>) {
+  public init(segment: RecordingIndex.Segment, result: Result<Data, TiError>, digestVerified: Bool = false) {
     self.segment = segment
     self.result = result
+    self.digestVerified = digestVerified
   }
 
   /// Bytes held.

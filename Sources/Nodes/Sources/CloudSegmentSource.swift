@@ -172,8 +172,8 @@ public final class CloudSegmentSource: SourceNode {
     let completion = context.makeCompletion { [unowned self] (fetch: ObjectFetch) in
       transfers[position] = nil
       switch fetch {
-      case .fetched(let data):
-        arrived[position] = FetchedObject(segment: segment, result: .success(data))
+      case .fetched(let data, let verified):
+        arrived[position] = FetchedObject(segment: segment, result: .success(data), digestVerified: verified)
       case .urlRefused(let error):
         if relisted.contains(position) {
           arrived[position] = FetchedObject(segment: segment, result: .failure(error))

@@ -83,11 +83,12 @@ public struct MediaDuration: Hashable, Comparable, Sendable, Codable, CustomStri
   }
 
   /// `value × multiplier ÷ divisor` rounded to the nearest (halves away from zero), without
-  /// intermediate overflow.
-  static func scale(_ value: Int64, by multiplier: Int64, over divisor: Int64, what: String) throws(MediaTimeOverflow)
-    -> Int64
-  {
-    guard divisor != 0 else { throw MediaTimeOverflow(what: "\(what) over a zero divisor") }
+  /// intermediate overflow. `what` names the value in the error, and is only built for one (this runs
+  /// per packet).
+  static func scale(
+    _ value: Int64, by multiplier: Int64, over divisor: Int64, what: @autoclosure () -> String
+  ) throws(MediaTimeOverflow) -> Int64 {
+    guard divisor != 0 else { throw MediaTimeOverflow(what: "\(what()) over a zero divisor") }
     var product = Int128(value) * Int128(multiplier)
     var divisor = Int128(divisor)
     if divisor < 0 {
@@ -97,7 +98,7 @@ public struct MediaDuration: Hashable, Comparable, Sendable, Codable, CustomStri
     // |product| + divisor/2, truncated, carries the sign back: halves go away from zero.
     let half = divisor / 2
     let quotient = product >= 0 ? (product + half) / divisor : -((-product + half) / divisor)
-    guard let result = Int64(exactly: quotient) else { throw MediaTimeOverflow(what: what) }
+    guard let result = Int64(exactly: quotient) else { throw MediaTimeOverflow(what: what()) }
     return result
   }
 

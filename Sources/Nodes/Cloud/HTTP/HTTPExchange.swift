@@ -12,6 +12,9 @@ final class HTTPExchange: @unchecked Sendable {
     var expectedSize: Int?
     /// A broken transfer continues with `Range: bytes=N-` rather than from byte 0.
     var resumable = false
+    /// The body's SHA-256 is computed as the bytes arrive (while they are in the cache), so that the
+    /// verifier need not read the object again.
+    var hashesBody = false
     var policy = TransferPolicy()
   }
 
@@ -21,6 +24,7 @@ final class HTTPExchange: @unchecked Sendable {
 
   // Network-thread state.
   private var body: BufferPool.FillingBuffer?
+  private var digest: SHA256Stream?
   private var growingBody = Data()
   private var errorBody = Data()
   private var attemptStartCount = 0
@@ -55,6 +59,7 @@ final class HTTPExchange: @unchecked Sendable {
   func begin(now: ContinuousClock.Instant) {
     deadline = now + request.policy.deadline
     if let size = request.expectedSize { body = BufferPool.shared.filling(capacity: size) }
+    if request.hashesBody { digest = SHA256Stream() }
   }
 
   /// A new easy handle for the next attempt, resuming after the bytes already received.
@@ -114,12 +119,14 @@ final class HTTPExchange: @unchecked Sendable {
         overflowed = true
         return 0
       }
+      digest?.update(bytes)
     } else {
       guard growingBody.count + bytes.count <= Self.maximumUnsizedBody else {
         overflowed = true
         return 0
       }
       growingBody.append(bytes.bindMemory(to: UInt8.self))
+      digest?.update(bytes)
     }
     return bytes.count
   }
@@ -127,6 +134,7 @@ final class HTTPExchange: @unchecked Sendable {
   private func resetBody() {
     body?.reset()
     growingBody.removeAll(keepingCapacity: true)
+    digest?.reset()
   }
 
   /// Ends the current attempt: the outcome when the exchange is over, nil when it retries (at
@@ -144,7 +152,7 @@ final class HTTPExchange: @unchecked Sendable {
         if let expected = request.expectedSize, received < expected {
           transient = "short body: \(received) of \(expected) bytes"
         } else {
-          return .success(status: status, body: takeBody())
+          return .success(status: status, body: takeBody(), sha256: digest?.finalHex())
         }
       } else if status == 429 || status >= 500 {
         transient = "HTTP \(status)"
