@@ -1,4 +1,5 @@
 import CloudServer
+import Dispatch
 import Foundation
 import MediaSynthesis
 import MediaTestSupport
@@ -63,10 +64,39 @@ final class ServedLibrary: @unchecked Sendable {  // the directory is only remov
 }
 
 /// The server's request lines, in order.
-final class RequestLog: Sendable {
-  private let storage = Locked<[String]>([])
-  func append(_ line: String) { storage.withLock { $0.append(line) } }
-  var lines: [String] { storage.withLock { $0 } }
+final class RequestLog: @unchecked Sendable {
+  private let condition = NSCondition()
+  private var storage: [String] = []
+
+  func append(_ line: String) {
+    condition.withLock {
+      storage.append(line)
+      condition.broadcast()
+    }
+  }
+
+  var lines: [String] { condition.withLock { storage } }
+
+  /// Blocks until the server has answered a request whose line starts with `prefix` (its headers are
+  /// sent; a slow body may still be on its way).
+  func waitForLine(startingWith prefix: String) {
+    condition.withLock {
+      while !storage.contains(where: { $0.hasPrefix(prefix) }) { condition.wait() }
+    }
+  }
+}
+
+/// Runs a completion-form call and blocks until its one result (for tests that must not depend on the
+/// cooperative pool).
+func blockingWait<Value: Sendable>(_ start: (@escaping @Sendable (Value) -> Void) -> ServiceRequest) -> Value {
+  let done = DispatchSemaphore(value: 0)
+  let box = Locked<Value?>(nil)
+  _ = start { value in
+    box.withLock { $0 = value }
+    done.signal()
+  }
+  done.wait()
+  return box.withLock { $0! }
 }
 
 func now() -> Int64 { Int64(Date().timeIntervalSince1970) }

@@ -198,7 +198,7 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
     let task = Task {
       await RecordingQueries.listRecordings(service: service, token: token, startMs: b, endMs: b + 2000)
     }
-    try await Task.sleep(for: .milliseconds(100))
+    // At once: the request may or may not be on the wire yet; either way the query must end cancelled.
     task.cancel()
     let result = await task.value
     // Had the cancellation not stopped the request, the server's answer (held 5 s) would have been a
