@@ -41,7 +41,7 @@ enum DemoCommand {
     }
     print("library: \(library.path)")
 
-    let index = try RecordingIndex.decode(try Data(contentsOf: library.appendingPathComponent("index.json")))
+    let index = try RecordingIndex.load(library: library)
     let day = MediaRange(
       startMilliseconds: options.startMilliseconds, endMilliseconds: options.startMilliseconds + 86_400_000)
     let ranges = index.mergedRanges(in: day)

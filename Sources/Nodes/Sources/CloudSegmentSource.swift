@@ -81,7 +81,7 @@ public final class CloudSegmentSource: SourceNode {
     case .object:
       if let failure = transferFailures[nextToEmit] { throw failure }
       guard let object = arrived.removeValue(forKey: nextToEmit) else { return .waiting }
-      bytesInFlight -= Self.budgetedSize(object.segment)
+      bytesInFlight -= object.segment.prefetchSize
       context.emit(object)
     }
     nextToEmit += 1
@@ -156,7 +156,7 @@ public final class CloudSegmentSource: SourceNode {
         continue
       }
       // Always allow one fetch, so an object larger than the budget still gets through.
-      let size = Self.budgetedSize(segment)
+      let size = segment.prefetchSize
       guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes, transfers.count < maximumTransfers else {
         return
       }
@@ -216,10 +216,6 @@ public final class CloudSegmentSource: SourceNode {
       }
     }
     transfers[position] = service.listSegments(in: segment.range, token: token) { completion($0) }
-  }
-
-  private static func budgetedSize(_ segment: RecordingIndex.Segment) -> Int {
-    segment.size <= RecordingIndex.maximumObjectSize ? segment.size : 0
   }
 
   private func cancelAll() {

@@ -70,7 +70,7 @@ public final class LocalLibrarySource: SourceNode {
       context.send(.gap(RecordingGap(range: hole, tracks: [], reasons: [.noRecording])))
     case .object:
       guard let object = arrived.removeValue(forKey: nextToEmit) else { return .waiting }
-      bytesInFlight -= Self.budgetedSize(object.segment)
+      bytesInFlight -= object.segment.prefetchSize
       context.emit(object)
     }
     nextToEmit += 1
@@ -84,7 +84,7 @@ public final class LocalLibrarySource: SourceNode {
         continue
       }
       // Always allow one read, so an object larger than the budget still gets through.
-      let size = Self.budgetedSize(segment)
+      let size = segment.prefetchSize
       guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes else { return }
       bytesInFlight += size
       let position = nextToRequest
@@ -96,11 +96,6 @@ public final class LocalLibrarySource: SourceNode {
         arrived[position] = object
       }
     }
-  }
-
-  /// The bytes a read of `segment` holds: an implausible size is refused without reading.
-  private static func budgetedSize(_ segment: RecordingIndex.Segment) -> Int {
-    segment.size <= RecordingIndex.maximumObjectSize ? segment.size : 0
   }
 
   /// Restarts from the beginning of the range (a new range needs a new source).

@@ -75,6 +75,10 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
       return directory.appendingPathComponent(url)
     }
 
+    /// The bytes a read-ahead of the object holds: an implausible `size` (above
+    /// ``RecordingIndex/maximumObjectSize``) counts as nothing, since it is refused without reading.
+    var prefetchSize: Int { size <= RecordingIndex.maximumObjectSize ? size : 0 }
+
     /// The covered range.
     public var range: MediaRange { MediaRange(startMilliseconds: startMs, endMilliseconds: endMs) }
 
