@@ -80,6 +80,13 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "SDKTests",
+      dependencies: [
+        "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
+      ],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "NodesTests",
       dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict

@@ -25,7 +25,7 @@ swift test --sanitize=thread --build-path .build/tsan
 echo "== media, export and fuzz tests under the address and leak sanitizers" >&2
 swift build --sanitize=address --build-path .build/asan --product tipipe
 ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
-  swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests|ReplayTests"
+  swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests|ReplayTests|SDKTests"
 
 # A user outside the project's targets: the consumer package builds with no C import, against the
 # project by path and against a tagged version of it (a local clone with a tag), its tests pass and its

@@ -100,11 +100,11 @@ struct PlayCommandTests {
     let nodes = (json["nodes"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
     #expect(
       nodes == [
-        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "VideoDecoder",
-        "VideoPacer", "VideoOutput", "AudioDecoder", "AudioPacer", "AudioOutput",
+        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "Video0Decoder",
+        "Video0Pacer", "Video0Output", "Audio1Decoder", "Audio1Pacer", "Audio1Output",
       ])
     let edges = json["edges"] as? [[String: Any]] ?? []
-    #expect(edges.contains { $0["from"] as? String == "VideoPacer" && $0["type"] as? String == "DecodedFrame" })
+    #expect(edges.contains { $0["from"] as? String == "Video0Pacer" && $0["type"] as? String == "DecodedFrame" })
     let export = try tipipe(["graph", "export"])
     #expect(export.status == 0)
     #expect(export.stdout.hasPrefix("digraph pipeline {"))

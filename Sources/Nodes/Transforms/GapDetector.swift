@@ -35,8 +35,8 @@ public final class GapDetector: Node {
   public struct Configuration: Sendable {
     /// The requested range: gaps are reported inside it.
     public var range: MediaRange
-    /// The video track.
-    public var videoTrack: TrackID
+    /// The video track, if any (an audio-only replay has none).
+    public var videoTrack: TrackID?
     /// The audio track, if any.
     public var audioTrack: TrackID?
     /// The media goes to one file: one video format, one AAC audio format, stretches that start at
@@ -44,7 +44,7 @@ public final class GapDetector: Node {
     public var writesFile: Bool
 
     /// Creates a configuration.
-    public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, writesFile: Bool = false) {
+    public init(range: MediaRange, videoTrack: TrackID?, audioTrack: TrackID?, writesFile: Bool = false) {
       self.range = range
       self.videoTrack = videoTrack
       self.audioTrack = audioTrack
@@ -88,7 +88,7 @@ public final class GapDetector: Node {
   public let name = "GapDetector"
   /// The configuration.
   public let configuration: Configuration
-  private var video: Account
+  private var video: Account?
   private var audio: Account?
   /// The objects read, by start (not merged: an object's own bounds tell where a track is missing).
   private var objects: [MediaRange] = []
@@ -102,7 +102,7 @@ public final class GapDetector: Node {
   /// Creates a detector.
   public init(configuration: Configuration) {
     self.configuration = configuration
-    video = Self.account(configuration.videoTrack, configuration, isVideo: true)
+    video = configuration.videoTrack.map { Self.account($0, configuration, isVideo: true) }
     audio = configuration.audioTrack.map { Self.account($0, configuration, isVideo: false) }
     horizon = configuration.range.start
   }
@@ -117,17 +117,19 @@ public final class GapDetector: Node {
   /// Accounts for a packet and passes it on (a gap first when one ends here); drops media a file cannot
   /// hold.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
-    if input.track == video.track {
+    if input.track == video?.track {
       videoPacket(input, context)
     } else if input.track == audio?.track {
       audioPacket(input, context)
     } else {
       context.emit(input)
     }
-    forgetBefore(min(video.through, audio?.through ?? video.through))
+    if let through = [video?.through, audio?.through].compactMap({ $0 }).min() { forgetBefore(through) }
   }
 
   private func videoPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
+    guard var video else { return context.emit(packet) }
+    defer { self.video = video }
     let range = configuration.range
     if packet.time >= range.end {
       // Past the range: it only tells how long the last frame inside lasts.
@@ -340,8 +342,11 @@ public final class GapDetector: Node {
   /// The stream ended: what is missing up to where upstream stated what there is (the range's end,
   /// unless the source failed) is a gap of each track.
   public func finish(context: NodeContext<EncodedPacket>) throws {
-    let end = max(horizon, min(video.through, configuration.range.end))
-    self.end(&video, at: end, tolerance: Self.videoTolerance, context)
+    let end = max(horizon, min(video?.through ?? horizon, configuration.range.end))
+    if var account = video {
+      self.end(&account, at: end, tolerance: Self.videoTolerance, context)
+      video = account
+    }
     if var account = audio {
       self.end(&account, at: end, tolerance: Self.audioTolerance, context)
       audio = account
@@ -350,7 +355,7 @@ public final class GapDetector: Node {
 
   /// Forgets everything (a seek): accounting starts again at the range's start.
   public func flush(context: NodeContext<EncodedPacket>) {
-    video = Self.account(configuration.videoTrack, configuration, isVideo: true)
+    video = configuration.videoTrack.map { Self.account($0, configuration, isVideo: true) }
     audio = configuration.audioTrack.map { Self.account($0, configuration, isVideo: false) }
     horizon = configuration.range.start
     objects.removeAll()

@@ -47,14 +47,47 @@ public final class Replay: @unchecked Sendable {
   private let environment: ReplayEnvironment
   private let state = Locked(State())
 
-  struct VideoBinding {
-    var channel: UInt8
-    var renderer: any VideoRenderer
+  /// Identifies one output bound to the replay.
+  public struct OutputID: Hashable, Sendable {
+    let value: Int
   }
 
-  struct AudioBinding {
-    var channel: UInt8
-    var device: any AudioDevice
+  /// What happens to one bound output, on the graph's executor.
+  public enum OutputEvent: Sendable {
+    /// The branch presented its first frame since the play, the seek or the binding.
+    case presenting
+    /// The play's range was exhausted and the branch has drained.
+    case completed
+    /// The branch's own decoding or presentation failed; the play and the other outputs go on.
+    case failed(TiError)
+  }
+
+  /// Where an output's branch presents: a renderer for video, a device for audio.
+  public enum OutputTarget {
+    /// Video frames go to the renderer.
+    case video(any VideoRenderer)
+    /// Audio frames go to the device.
+    case audio(any AudioDevice)
+  }
+
+  struct Binding {
+    let id: OutputID
+    let channel: UInt8
+    let target: OutputTarget
+    var volume = 100
+    let events: (@Sendable (OutputEvent) -> Void)?
+    /// Bound while a play was running: its branch starts at the next keyframe from here (ms).
+    var joinsAt: Int64?
+
+    var track: TrackID {
+      switch target {
+      case .video: TrackID(.video, channel: channel)
+      case .audio: TrackID(.audio, channel: channel)
+      }
+    }
+    var isVideo: Bool {
+      if case .video = target { true } else { false }
+    }
   }
 
   struct Play {
@@ -68,27 +101,32 @@ public final class Replay: @unchecked Sendable {
     var onError: ErrorHandler?
     var onCompleted: (@Sendable () -> Void)?
     var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
-    var video: VideoBinding?
-    var audio: AudioBinding?
-    var volume = 100
+    var bindings: [Binding] = []
+    var nextBinding = 0
     var speed = ReplaySpeed.x1
     var play: Play?
     /// True while the play is running or paused (not stopped, completed or failed).
     var active = false
     var paused = false
+    /// Where the play or the latest seek started (ms): a restart before any frame starts there again.
+    var target: Int64 = 0
     var position: Int64?
     var lastReported: Int64?
     var reportNext = true
-    /// Bumped by every play, seek and stop: events of an older graph are dropped.
+    /// Bumped by every play, seek, stop and binding change: events of an older graph are dropped.
     var generation = 0
+    /// Bumped by every play and stop: events of an older play not yet delivered are dropped (R70).
+    var playNumber = 0
     var graph: Graph?
     var lastFrame: DecodedFrame?
+    /// Outputs that presented a frame since the play, the seek or their binding.
+    var presentingOutputs: Set<OutputID> = []
     var videoFrames = 0
     var audioFrames = 0
     var droppedBefore = 0
   }
 
-  /// One graph: what a play or a seek started.
+  /// One graph: what a play, a seek or a binding change started.
   final class Graph: @unchecked Sendable {
     let pipeline: Pipeline
     let pacers: [Pacer]
@@ -111,21 +149,59 @@ public final class Replay: @unchecked Sendable {
 
   // MARK: Outputs
 
-  /// Presents the video of `channel` to `renderer` (from the next play or seek on).
-  public func bindVideo(channel: UInt8, renderer: any VideoRenderer) {
-    state.withLock { $0.video = VideoBinding(channel: channel, renderer: renderer) }
-  }
-
-  /// Plays the audio of `channel` on `device` (from the next play or seek on).
-  public func bindAudio(channel: UInt8, device: any AudioDevice) {
-    state.withLock { $0.audio = AudioBinding(channel: channel, device: device) }
-  }
-
-  /// Sets the audio volume, 0...100 (kept across plays); `invalidArgument` outside.
+  /// Presents the video of `channel` to `renderer`; `events` hears of the branch's first frame, its end
+  /// and its own failure. Bound while a play runs, the output starts at the next keyframe.
   @discardableResult
-  public func setVolume(_ volume: Int) -> TiErrorCode {
+  public func bindVideo(
+    channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
+  ) -> OutputID {
+    bind(channel: channel, target: .video(renderer), volume: 100, events: events)
+  }
+
+  /// Plays the audio of `channel` on `device` at `volume` (0...100); see ``bindVideo(channel:renderer:events:)``.
+  @discardableResult
+  public func bindAudio(
+    channel: UInt8, device: any AudioDevice, volume: Int = 100, events: (@Sendable (OutputEvent) -> Void)? = nil
+  ) -> OutputID {
+    bind(channel: channel, target: .audio(device), volume: min(max(volume, 0), 100), events: events)
+  }
+
+  /// Binds an output of `channel` presenting to `target`; see ``bindVideo(channel:renderer:events:)``.
+  @discardableResult
+  public func bind(
+    channel: UInt8, target: OutputTarget, volume: Int = 100, events: (@Sendable (OutputEvent) -> Void)? = nil
+  ) -> OutputID {
+    let (id, restart) = state.withLock { state -> (OutputID, Bool) in
+      let id = OutputID(value: state.nextBinding)
+      state.nextBinding += 1
+      let joinsAt = state.active ? (state.position ?? state.target) : nil
+      state.bindings.append(
+        Binding(id: id, channel: channel, target: target, volume: volume, events: events, joinsAt: joinsAt))
+      return (id, state.active)
+    }
+    if restart { self.restart() }
+    return id
+  }
+
+  /// Removes an output. The play goes on for the others; when none is left the replay stops reading
+  /// (no completion, the position frozen) until an output is bound again.
+  public func unbind(_ id: OutputID) {
+    let restart = state.withLock { state -> Bool in
+      guard let index = state.bindings.firstIndex(where: { $0.id == id }) else { return false }
+      state.bindings.remove(at: index)
+      state.presentingOutputs.remove(id)
+      return state.active
+    }
+    if restart { self.restart() }
+  }
+
+  /// Sets an audio output's volume, 0...100; `invalidArgument` outside (nothing changes).
+  @discardableResult
+  public func setVolume(_ volume: Int, of id: OutputID) -> TiErrorCode {
     guard (0...100).contains(volume) else { return .invalidArgument }
-    state.withLock { $0.volume = volume }
+    state.withLock { state in
+      if let index = state.bindings.firstIndex(where: { $0.id == id }) { state.bindings[index].volume = volume }
+    }
     return .ok
   }
 
@@ -147,29 +223,34 @@ public final class Replay: @unchecked Sendable {
 
   /// Plays `[startTimeMs, endTimeMs)` from `initialTimeMs` (or the start) with `token`.
   ///
-  /// `invalidArgument` for an empty range or an initial time outside it, `notBound` without a video
-  /// binding; either way the current play goes on untouched. Accepting a play stops the previous one
-  /// without its callbacks; the speed, bindings and volume are kept, a pause is not.
+  /// `invalidArgument` for an empty range or an initial time outside it, `notBound` without any output;
+  /// either way the current play goes on untouched. Accepting a play stops the previous one without its
+  /// callbacks; the speed, bindings and volumes are kept, a pause is not.
   @discardableResult
   public func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) -> TiErrorCode {
     guard MediaTime.validMilliseconds.contains(startTimeMs), MediaTime.validMilliseconds.contains(endTimeMs),
       startTimeMs < endTimeMs
     else { return .invalidArgument }
     if let initial = initialTimeMs, !(startTimeMs..<endTimeMs).contains(initial) { return .invalidArgument }
-    guard state.withLock({ $0.video != nil }) else { return .notBound }
-    let old = state.withLock { state -> Graph? in
+    let old = state.withLock { state -> Graph?? in
+      guard !state.bindings.isEmpty else { return nil }
       state.generation += 1
+      state.playNumber += 1
       state.play = Play(start: startTimeMs, end: endTimeMs, token: token)
       state.active = true
       state.paused = false
+      state.target = initialTimeMs ?? startTimeMs
       state.position = nil
       state.lastReported = nil
       state.reportNext = true
       state.lastFrame = nil
-      return retire(&state)
+      state.presentingOutputs = []
+      for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
+      return .some(retire(&state))
     }
+    guard let old else { return .notBound }
     old?.pipeline.stop()
-    start(from: initialTimeMs ?? startTimeMs)
+    start(restarting: false)
     return .ok
   }
 
@@ -180,6 +261,12 @@ public final class Replay: @unchecked Sendable {
   /// Continues from where playback paused; idempotent. `notStarted` without an active play.
   @discardableResult
   public func resume() -> TiErrorCode { setPaused(false) }
+
+  /// True while a play is running or paused.
+  public var isActive: Bool { state.withLock { $0.active } }
+
+  /// True while the active play is paused.
+  public var isPaused: Bool { state.withLock { $0.active && $0.paused } }
 
   private func setPaused(_ paused: Bool) -> TiErrorCode {
     let pacers = state.withLock { state -> [Pacer]? in
@@ -216,13 +303,16 @@ public final class Replay: @unchecked Sendable {
       }
       state.generation += 1
       state.reportNext = true
+      state.target = timeMs
+      state.presentingOutputs = []
+      for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       return .success(retire(&state))
     }
     switch outcome {
     case .failure(let error): return error.code
     case .success(let old):
       old?.pipeline.stop()
-      start(from: timeMs)
+      start(restarting: false)
       return .ok
     }
   }
@@ -233,6 +323,7 @@ public final class Replay: @unchecked Sendable {
   public func stop() -> TiErrorCode {
     let old = state.withLock { state -> Graph? in
       state.generation += 1
+      state.playNumber += 1
       state.active = false
       state.paused = false
       state.position = nil
@@ -240,6 +331,19 @@ public final class Replay: @unchecked Sendable {
     }
     old?.pipeline.stop()
     return .ok
+  }
+
+  /// The bindings changed while a play runs: a new graph from the current position, in which the
+  /// outputs already playing go on after their last frame and a new one starts at the next keyframe.
+  /// With no output left the play reads nothing until one is bound again.
+  private func restart() {
+    let old = state.withLock { state -> Graph? in
+      guard state.active else { return nil }
+      state.generation += 1
+      return retire(&state)
+    }
+    old?.pipeline.stop()
+    start(restarting: true)
   }
 
   /// Takes the current graph out of the state, keeping its drop count.
@@ -252,101 +356,100 @@ public final class Replay: @unchecked Sendable {
 
   // MARK: The graph
 
-  /// The graph a play of `[startTimeMs, endTimeMs)` runs with the current bindings, built but not
-  /// started (for `tipipe graph replay`: nodes, typed edges and their bounds); `notBound` without a video
-  /// binding.
-  public func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
-    let (video, audio, speed) = state.withLock { ($0.video, $0.audio, $0.speed) }
-    guard let video else { throw TiError(.notBound, "a replay needs a video binding") }
-    let play = Play(start: startTimeMs, end: endTimeMs, token: "")
-    return try build(
-      range: MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs), play: play, video: video,
-      audio: audio, speed: speed, paused: false, generation: -1
-    ).pipeline
+  /// What one graph is built from.
+  struct Plan {
+    var range: MediaRange
+    var play: Play
+    var bindings: [Binding]
+    var speed: ReplaySpeed
+    var paused: Bool
+    var generation: Int
+    /// Where outputs that were not joining start presenting (a seek's target, or just after the frame
+    /// presented last).
+    var presentFrom: MediaTime
+    /// The first frame is shown even while paused (a play or a seek), not for a restart.
+    var showsFirstFrameWhilePaused: Bool
   }
 
-  private func start(from position: Int64) {
-    let (generation, play, video, audio, speed, paused) = state.withLock {
-      ($0.generation, $0.play!, $0.video!, $0.audio, $0.speed, $0.paused)
+  /// The graph a play of `[startTimeMs, endTimeMs)` runs with the current bindings, built but not
+  /// started (for `tipipe graph replay`: nodes, typed edges and their bounds); `notBound` without any
+  /// output.
+  public func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
+    let (bindings, speed) = state.withLock { ($0.bindings, $0.speed) }
+    guard !bindings.isEmpty else { throw TiError(.notBound, "a replay needs an output") }
+    let range = MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs)
+    let plan = Plan(
+      range: range, play: Play(start: startTimeMs, end: endTimeMs, token: ""), bindings: bindings, speed: speed,
+      paused: false, generation: -1, presentFrom: range.start, showsFirstFrameWhilePaused: true)
+    return try build(plan).pipeline
+  }
+
+  /// Starts the graph of a play or a seek (from the target), or of a binding change (`restarting`:
+  /// from the position, the outputs already playing going on after the frame they presented last).
+  private func start(restarting: Bool) {
+    let plan = state.withLock { state -> Plan? in
+      guard state.active, let play = state.play, !state.bindings.isEmpty else { return nil }
+      let position = restarting ? state.position : nil
+      let from = position ?? state.target
+      var bindings = state.bindings
+      for index in bindings.indices {
+        if let joinsAt = bindings[index].joinsAt { bindings[index].joinsAt = max(joinsAt, from) }
+      }
+      return Plan(
+        range: MediaRange(startMilliseconds: from, endMilliseconds: play.end), play: play, bindings: bindings,
+        speed: state.speed, paused: state.paused, generation: state.generation,
+        presentFrom: MediaTime(milliseconds: position.map { $0 + 1 } ?? from),
+        showsFirstFrameWhilePaused: position == nil)
     }
-    let range = MediaRange(startMilliseconds: position, endMilliseconds: play.end)
+    guard let plan else { return }
     do {
-      let graph = try build(
-        range: range, play: play, video: video, audio: audio, speed: speed, paused: paused, generation: generation)
+      let graph = try build(plan)
       let current = state.withLock { state -> Bool in
-        guard state.generation == generation else { return false }
+        guard state.generation == plan.generation else { return false }
         state.graph = graph
         return true
       }
       guard current else { return }
       try graph.pipeline.start()
     } catch {
-      failed(TiError(error), generation: generation)
+      failed(TiError(error), generation: plan.generation)
     }
   }
 
-  private func build(
-    range: MediaRange, play: Play, video: VideoBinding, audio: AudioBinding?, speed: ReplaySpeed, paused: Bool,
-    generation: Int
-  ) throws -> Graph {
+  private func build(_ plan: Plan) throws -> Graph {
     let pipeline = Pipeline(executor: environment.executor, clock: environment.clock, workers: environment.workers)
-    let videoTrack = TrackID(.video, channel: video.channel)
-    let audioTrack = audio.map { TrackID(.audio, channel: $0.channel) }
-    let source = CloudSegmentSource(service: service, range: range, token: play.token, prefetchBytes: 16 << 20)
+    let range = plan.range
+    let generation = plan.generation
+    let primaryVideo = plan.bindings.first { $0.isVideo }
+    let primaryAudio = plan.bindings.first { !$0.isVideo }
+    // The position follows one branch: the first video output, else the first audio output.
+    let clockBinding = (primaryVideo ?? primaryAudio)!.id
+    let source = CloudSegmentSource(service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
-    let router = TrackRouter(tracks: Set([videoTrack] + (audioTrack.map { [$0] } ?? [])))
+    let router = TrackRouter(tracks: Set(plan.bindings.map(\.track)))
     let detector = GapDetector(
-      configuration: .init(range: range, videoTrack: videoTrack, audioTrack: audioTrack, writesFile: false))
+      configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 16 << 20))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 16 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
-    let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: videoTrack)
-    // A seek while paused shows the target's frame (R35); a play never starts paused.
-    let videoPacer = Pacer(
-      name: "VideoPacer", rate: speed.rate, paused: paused, presentFrom: range.start, showsFirstFrameWhilePaused: true)
-    videoPacer.decoder = videoDecoder
-    let renderer = video.renderer
-    let videoSink = PresentationSink(
-      name: "VideoOutput",
-      onFrame: { [weak self] frame in
-        renderer.render(frame)
-        self?.presented(frame, generation: generation)
-      },
-      onEvent: { [weak self] event in
-        if case .gap(let gap) = event { self?.crossed(gap, generation: generation) }
-      })
-    pipeline.connect(detector, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
-    // Few decoded pictures wait for their instant: memory stays small at any speed.
-    pipeline.connect(videoDecoder, to: videoPacer, limits: EdgeLimits(items: 4))
-    pipeline.connect(videoPacer, to: videoSink, limits: EdgeLimits(items: 2))
-    var pacers = [videoPacer]
-
-    if let audio, let audioTrack {
-      let audioDecoder = try FrameDecoder(name: "AudioDecoder", track: audioTrack)
-      let audioPacer = Pacer(
-        name: "AudioPacer", rate: speed.rate, paused: paused, presentFrom: range.start, muted: true)
-      let device = audio.device
-      let audioSink = PresentationSink(
-        name: "AudioOutput",
-        onFrame: { [weak self] frame in
-          guard let self else { return }
-          let volume = state.withLock { state -> Int? in
-            guard state.generation == generation else { return nil }
-            state.audioFrames += 1
-            return state.volume
-          }
-          if let volume { device.play(frame, volume: volume) }
-        })
-      pipeline.connect(detector, to: audioDecoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
-      pipeline.connect(audioDecoder, to: audioPacer, limits: EdgeLimits(items: 16))
-      pipeline.connect(audioPacer, to: audioSink, limits: EdgeLimits(items: 4))
-      pacers.append(audioPacer)
+    var pacers: [Pacer] = []
+    var owners: [ObjectIdentifier: OutputID] = [:]
+    for binding in plan.bindings {
+      let branch = try connectBranch(
+        for: binding, after: detector, plan: plan, clockBinding: clockBinding, in: pipeline)
+      pacers.append(branch.pacer)
+      for node in branch.nodes { owners[node] = binding.id }
     }
-
-    pipeline.errorHandler = { [weak self] failure in
+    pipeline.errorHandler = { [weak self, owners] failure in
+      // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
+      // the play.
+      if let owner = owners[failure.nodeID] {
+        self?.outputFailed(owner, TiError(failure.error), generation: generation)
+        return .endBranch
+      }
       self?.failed(TiError(failure.error), generation: generation)
       return .stopPipeline
     }
@@ -354,60 +457,170 @@ public final class Replay: @unchecked Sendable {
     return Graph(pipeline: pipeline, pacers: pacers)
   }
 
+  /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
+  private func connectBranch(
+    for binding: Binding, after detector: GapDetector, plan: Plan, clockBinding: OutputID, in pipeline: Pipeline
+  ) throws -> (pacer: Pacer, nodes: [ObjectIdentifier]) {
+    let generation = plan.generation
+    let id = binding.id
+    let name = binding.isVideo ? "Video\(binding.channel)" : "Audio\(binding.channel)"
+    let decoder = try FrameDecoder(name: "\(name)Decoder", track: binding.track)
+    let joining = binding.joinsAt.map { MediaTime(milliseconds: $0) }
+    let presentFrom = joining ?? plan.presentFrom
+    let pacer: Pacer
+    let sink: PresentationSink
+    let reportsPosition = id == clockBinding
+    switch binding.target {
+    case .video(let renderer):
+      // A seek while paused shows the target's frame (R35); a play never starts paused.
+      pacer = Pacer(
+        name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom,
+        showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil)
+      pacer.decoder = decoder
+      sink = PresentationSink(
+        name: "\(name)Output",
+        onFrame: { [weak self] frame in
+          guard let self,
+            self.presented(frame, by: id, video: true, reportsPosition: reportsPosition, generation: generation)
+          else { return }
+          renderer.render(frame)
+        },
+        onEvent: { [weak self] event in
+          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation) }
+        },
+        onEnd: { [weak self] in self?.drained(id, generation: generation) })
+    case .audio(let device):
+      // With video, audio is muted and not presented off 1×; alone it paces the position.
+      let audioOnly = !plan.bindings.contains { $0.isVideo }
+      pacer = Pacer(
+        name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom, muted: !audioOnly)
+      sink = PresentationSink(
+        name: "\(name)Output",
+        onFrame: { [weak self] frame in
+          guard let self,
+            self.presented(frame, by: id, video: false, reportsPosition: reportsPosition, generation: generation)
+          else { return }
+          let volume = self.state.withLock { state -> Int? in
+            guard state.speed == .x1 else { return nil }
+            return state.bindings.first { $0.id == id }?.volume
+          }
+          if let volume { device.play(frame, volume: volume) }
+        },
+        onEvent: { [weak self] event in
+          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation) }
+        },
+        onEnd: { [weak self] in self?.drained(id, generation: generation) })
+    }
+    var nodes = [ObjectIdentifier(decoder), ObjectIdentifier(pacer), ObjectIdentifier(sink)]
+    if let joining {
+      let gate = KeyframeGate(name: "\(name)Gate", track: binding.track, opensAt: joining)
+      pipeline.connect(detector, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+      pipeline.connect(gate, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+      nodes.append(ObjectIdentifier(gate))
+    } else {
+      pipeline.connect(detector, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+    }
+    // Few decoded pictures wait for their instant: memory stays small at any speed.
+    pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 4 : 16))
+    pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: binding.isVideo ? 2 : 4))
+    return (pacer, nodes)
+  }
+
   // MARK: Events of the graph (on its executor)
 
-  private func presented(_ frame: DecodedFrame, generation: Int) {
-    let report = state.withLock { state -> (@Sendable (Int64) -> Void, Int64)? in
-      guard state.generation == generation else { return nil }
-      state.videoFrames += 1
-      state.lastFrame = frame
+  /// Notes a presented frame; false when it belongs to a replaced graph or a removed output.
+  private func presented(
+    _ frame: DecodedFrame, by id: OutputID, video: Bool, reportsPosition: Bool, generation: Int
+  ) -> Bool {
+    let outcome = state.withLock {
+      state -> (
+        accepted: Bool, first: (@Sendable (OutputEvent) -> Void)?, report: (@Sendable (Int64) -> Void, Int64, Int)?
+      ) in
+      guard state.generation == generation, let index = state.bindings.firstIndex(where: { $0.id == id }) else {
+        return (false, nil, nil)
+      }
+      var first: (@Sendable (OutputEvent) -> Void)?
+      if !state.presentingOutputs.contains(id) {
+        state.presentingOutputs.insert(id)
+        state.bindings[index].joinsAt = nil
+        first = state.bindings[index].events
+      }
+      if video { state.videoFrames += 1 } else { state.audioFrames += 1 }
+      guard reportsPosition else { return (true, first, nil) }
+      if video { state.lastFrame = frame }
       let position = frame.time.milliseconds
       state.position = position
       let due = state.reportNext || state.lastReported.map { position - $0 >= 100 } ?? true
-      guard due, let handler = state.onTimeChanged else { return nil }
+      guard due, let handler = state.onTimeChanged else { return (true, first, nil) }
       state.reportNext = false
       state.lastReported = position
-      return (handler, position)
+      return (true, first, (handler, position, state.playNumber))
     }
-    if let (handler, position) = report { environment.deliver { handler(position) } }
+    outcome.first?(.presenting)
+    if let (handler, position, play) = outcome.report { deliver(play: play) { handler(position) } }
+    return outcome.accepted
+  }
+
+  private func drained(_ id: OutputID, generation: Int) {
+    let events = state.withLock { state -> (@Sendable (OutputEvent) -> Void)? in
+      guard state.generation == generation else { return nil }
+      return state.bindings.first { $0.id == id }?.events
+    }
+    events?(.completed)
+  }
+
+  private func outputFailed(_ id: OutputID, _ error: TiError, generation: Int) {
+    let events = state.withLock { state -> (@Sendable (OutputEvent) -> Void)? in
+      guard state.generation == generation else { return nil }
+      return state.bindings.first { $0.id == id }?.events
+    }
+    events?(.failed(error))
   }
 
   private func crossed(_ gap: RecordingGap, generation: Int) {
-    let handler = state.withLock { state -> (@Sendable (RecordingGap) -> Void)? in
+    let handler = state.withLock { state -> ((@Sendable (RecordingGap) -> Void), Int)? in
       guard state.generation == generation else { return nil }
       state.reportNext = true
-      return state.onRecordingGap
+      return state.onRecordingGap.map { ($0, state.playNumber) }
     }
-    if let handler { environment.deliver { handler(gap) } }
+    if let (handler, play) = handler { deliver(play: play) { handler(gap) } }
   }
 
   private func completed(generation: Int) {
-    let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64)? in
+    let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64, Int)? in
       guard state.generation == generation, state.active, let play = state.play else { return nil }
       state.active = false
       state.paused = false
       let moved = state.position != play.end
       state.position = play.end
       state.lastReported = play.end
-      return (moved ? state.onTimeChanged : nil, state.onCompleted, play.end)
+      return (moved ? state.onTimeChanged : nil, state.onCompleted, play.end, state.playNumber)
     }
-    guard let (time, done, end) = handlers else { return }
-    environment.deliver {
+    guard let (time, done, end, play) = handlers else { return }
+    deliver(play: play) {
       time?(end)
       done?()
     }
   }
 
   private func failed(_ error: TiError, generation: Int) {
-    let handler = state.withLock { state -> ErrorHandler?? in
+    let handler = state.withLock { state -> (ErrorHandler?, Int)? in
       guard state.generation == generation, state.active else { return nil }
       state.active = false
       state.paused = false
-      return .some(state.onError)
+      return (state.onError, state.playNumber)
     }
-    guard let handler else { return }
+    guard let (handler, play) = handler else { return }
     let graph = state.withLock { $0.generation == generation ? $0.graph : nil }
     graph?.pipeline.stop()
-    if let handler { environment.deliver { handler(error) } }
+    if let handler { deliver(play: play) { handler(error) } }
+  }
+
+  /// Delivers a play's callback, unless a stop or a new play came before it ran (R70).
+  private func deliver(play: Int, _ body: @escaping @Sendable () -> Void) {
+    environment.deliver { [weak self] in
+      guard let self, state.withLock({ $0.playNumber == play }) else { return }
+      body()
+    }
   }
 }

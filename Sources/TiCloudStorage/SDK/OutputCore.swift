@@ -1,0 +1,108 @@
+import Dispatch
+import Foundation
+import Nodes
+
+/// What an Audio and a Video Output share: the six states (rules.md O1–O9), the Replay binding, the
+/// lifecycle; the public classes add their kind's parts (volume; host view and snapshots).
+///
+/// Guarded by the runtime's lock. Delegate calls are queued under it and delivered on the main queue
+/// after it is released (rules.md L28), never to a disposed output (L35).
+final class OutputCore: @unchecked Sendable {
+  enum Kind {
+    case audio
+    case video
+  }
+
+  /// The shared raw values of both state enums (O1, O2): `.active` is `.playing` / `.rendering`.
+  enum State: Int {
+    case idle = 0
+    case buffering = 1
+    case active = 2
+    case failed = 3
+    case paused = 4
+    case completed = 5
+  }
+
+  /// What a Replay binding holds.
+  struct Binding {
+    let replay: TiCloudStorageReplay
+    let channel: UInt8
+    var engineID: Replay.OutputID?
+  }
+
+  let kind: Kind
+  /// The public object, for the delegate calls and the callback scope.
+  weak var owner: AnyObject?
+  var state = State.idle
+  var session: Int?
+  var used = false
+  var disposed = false
+  var binding: Binding?
+  /// Presented a frame since the play, the seek or the binding (resume goes back to `.active`).
+  var presenting = false
+  var volume = 100
+  /// The host view; guarded by `renderLock` (not the runtime's lock) so that once `detachView`
+  /// returns, no frame is being drawn into it (O37).
+  private var view: (any VideoRenderer)?
+  private let renderLock = NSLock()
+  /// The last frame of the current binding generation (S4, S7), and that generation.
+  var frame: DecodedFrame?
+  var frameGeneration = 0
+  var snapshotPending = false
+  /// Sends a state change or a failure to the delegate (set by the public class).
+  var notifyState: (@Sendable (State) -> Void)?
+  var notifyFailure: (@Sendable (Int32) -> Void)?
+
+  init(kind: Kind) { self.kind = kind }
+
+  /// True while a host view is bound.
+  var hasView: Bool { renderLock.withLock { view != nil } }
+
+  /// The bound host view.
+  var hostView: (any VideoRenderer)? { renderLock.withLock { view } }
+
+  /// Binds or unbinds the host view.
+  func setView(_ new: (any VideoRenderer)?) { renderLock.withLock { view = new } }
+
+  /// A frame this output's branch presents (on the graph's thread): kept for snapshots, drawn into the
+  /// host view if one is bound.
+  func render(_ frame: DecodedFrame) {
+    Runtime.shared.withLock { if binding != nil { self.frame = frame } }
+    renderLock.withLock { view?.render(frame) }
+  }
+
+  /// Checks the runtime and the disposal and marks the output as holding resources (under the lock).
+  func admit(_ runtime: Runtime) -> Int32 {
+    guard !disposed else { return TiCloudStorageErrorCode.notInitialized }
+    let code = runtime.admit(&session)
+    guard code == TiCloudStorageErrorCode.ok else { return code }
+    if !used, let owner {
+      used = true
+      runtime.hold(owner)
+    }
+    return code
+  }
+
+  /// Moves to `state` (no duplicate notifications, O12); returns the delegate call to make after the
+  /// lock is released.
+  func move(to new: State) -> (@Sendable () -> Void)? {
+    guard new != state else { return nil }
+    state = new
+    guard let notify = notifyState, !disposed else { return nil }
+    return { notify(new) }
+  }
+
+  /// A new binding generation: snapshots have no frame until the next one arrives (S7).
+  func forgetFrame() {
+    frame = nil
+    frameGeneration += 1
+  }
+}
+
+/// Delivers delegate calls on the main queue as callbacks of `objects`.
+func deliverOnMain(_ calls: [@Sendable () -> Void], for objects: [AnyObject]) {
+  guard !calls.isEmpty else { return }
+  Runtime.shared.deliver(on: .main, for: objects) {
+    for call in calls { call() }
+  }
+}

@@ -1,0 +1,251 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+
+/// A call the SDK refused, with the code it returns.
+struct Refusal: Error {
+  let code: Int32
+  init(_ code: Int32) { self.code = code }
+  init(code: Int32) { self.code = code }
+}
+
+/// The state every SDK object shares: the configuration, the work root, what is in use (for
+/// `shutdown`), the callback queues and which objects' callbacks run right now (rules.md L24).
+///
+/// One lock guards it and the facade objects' own state: the seed's rules relate objects to each other
+/// (bindings, `inUse`), and one lock keeps those relations consistent. Callbacks never run under it.
+final class Runtime: @unchecked Sendable {
+  static let shared = Runtime()
+
+  struct Configuration: Equatable {
+    var appId: String
+    var endpoint: String
+    var consoleLogEnabled: Bool
+    var workRoot: URL
+  }
+
+  private let lock = NSLock()
+  // Guarded by `lock`.
+  private(set) var configuration: Configuration?
+  /// Bumped by every successful `initialize`: an object used in an earlier session is shut down (L23).
+  private(set) var session = 0
+  /// Objects that hold resources: used and not disposed instances, Replays and Outputs (L21, L22).
+  private var holders: Set<ObjectIdentifier> = []
+  /// Queries, snapshots, tasks and uploads under way.
+  private var operations = 0
+  /// Snapshots being encoded and written.
+  private var snapshots = 0
+  /// The most snapshots encoded at once, SDK-wide (S10).
+  private var maximumSnapshots = TiCloudStorage.maximumConcurrentSnapshots
+  /// Objects whose callback runs on a thread now, by thread.
+  private var scopes: [UInt: Set<ObjectIdentifier>] = [:]
+  private(set) var service: (any RecordingService)?
+  private(set) var log: RuntimeLog?
+
+  /// The shared serial background queue (rules.md L27).
+  let background = DispatchQueue(label: "tirtc.cloudstorage.background")
+
+  /// Where each new Replay runs its graphs; tests put a manual executor and a virtual clock here.
+  var makeReplayEnvironment: @Sendable () -> ReplayEnvironment {
+    get { withLock { replayEnvironmentFactory } }
+    set { withLock { replayEnvironmentFactory = newValue } }
+  }
+  /// A new Replay's environment (under the lock).
+  func replayEnvironmentLocked() -> ReplayEnvironment { replayEnvironmentFactory() }
+  private var replayEnvironmentFactory: @Sendable () -> ReplayEnvironment = {
+    ReplayEnvironment(
+      executor: ThreadExecutor(name: "tirtc.replay"), clock: MonotonicClock(), workers: WorkerPool.shared,
+      deliver: { $0() })
+  }
+
+  /// Runs `body` under the SDK's lock.
+  func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body()
+  }
+
+  // MARK: Lifecycle
+
+  /// `initialize`: ok when it configured the runtime (or the same configuration was already running).
+  func initialize(appId: String, endpoint: String, consoleLogEnabled: Bool, cacheDirectory: String?) -> Int32 {
+    guard !appId.isEmpty else { return TiCloudStorageErrorCode.invalidArgument }
+    let workRoot = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Self.defaultWorkRoot()
+    let endpoint = endpoint.isEmpty ? Self.defaultEndpoint(workRoot: workRoot) : endpoint
+    let wanted = Configuration(
+      appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, workRoot: workRoot.standardizedFileURL)
+    if let running = withLock({ configuration }) {
+      return running == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized
+    }
+    let service: any RecordingService
+    do {
+      service = try withLock { serviceOverride } ?? recordingService(endpoint: endpoint)
+    } catch {
+      return TiCloudStorageErrorCode.invalidArgument
+    }
+    let log: RuntimeLog
+    do {
+      try Self.prepare(wanted.workRoot)
+      log = try RuntimeLog(directory: wanted.workRoot.appendingPathComponent("logs"), console: consoleLogEnabled)
+    } catch {
+      return TiErrorCode.workDirectoryUnavailable.rawValue
+    }
+    // Another thread may have initialized in between: the first configuration wins.
+    let raced = withLock { () -> Configuration? in
+      if let running = configuration { return running }
+      configuration = wanted
+      session += 1
+      self.service = service
+      self.log = log
+      return nil
+    }
+    if let raced {
+      return raced == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized
+    }
+    log.write("initialized: appId \(appId), endpoint \(Self.redacted(endpoint)), work root \(wanted.workRoot.path)")
+    return TiCloudStorageErrorCode.ok
+  }
+
+  /// Forgets everything (tests: one test's leftovers must not block the next one's `initialize`).
+  func reset() {
+    withLock {
+      configuration = nil
+      service = nil
+      log = nil
+      holders.removeAll()
+      operations = 0
+      snapshots = 0
+    }
+  }
+
+  /// `shutdown`: ok when nothing is in use (idempotent); `inUse` otherwise or inside a callback.
+  func shutdown() -> Int32 {
+    let outcome = withLock { () -> (Int32, RuntimeLog?) in
+      guard configuration != nil else { return (TiCloudStorageErrorCode.ok, nil) }
+      guard holders.isEmpty, operations == 0, scopes[Self.thread] == nil else {
+        return (TiCloudStorageErrorCode.inUse, nil)
+      }
+      configuration = nil
+      service = nil
+      let log = self.log
+      self.log = nil
+      return (TiCloudStorageErrorCode.ok, log)
+    }
+    outcome.1?.write("shut down")
+    return outcome.0
+  }
+
+  /// The work root of the running configuration.
+  var workRoot: URL? { withLock { configuration?.workRoot } }
+
+  /// Lets tests change the snapshot limit.
+  func setMaximumSnapshots(_ limit: Int) { withLock { maximumSnapshots = limit } }
+
+  /// A service that replaces the endpoint's at the next `initialize` (tests: a local library read on
+  /// a manual executor).
+  var serviceOverride: (any RecordingService)?
+
+  /// `$XDG_CACHE_HOME/tirtc`, else `~/.cache/tirtc` (the Linux place of the seed's `NSCachesDirectory/tirtc`).
+  static func defaultWorkRoot() -> URL {
+    if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+      return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("tirtc", isDirectory: true)
+    }
+    return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/tirtc", isDirectory: true)
+  }
+
+  /// The embedded default service: the local library `library/` under the work root.
+  static func defaultEndpoint(workRoot: URL) -> String {
+    workRoot.appendingPathComponent("library", isDirectory: true).absoluteString
+  }
+
+  /// Creates the work root and its folders (logs, media); throws when any cannot be created or opened.
+  private static func prepare(_ root: URL) throws {
+    for folder in ["", "logs", "media"] {
+      let url = folder.isEmpty ? root : root.appendingPathComponent(folder, isDirectory: true)
+      try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue,
+        access(url.path, R_OK | W_OK | X_OK) == 0
+      else { throw TiError(.workDirectoryUnavailable, "\(url.path) cannot be used") }
+    }
+  }
+
+  /// The endpoint without its query string (a presigned or token-bearing URL never reaches a log).
+  static func redacted(_ endpoint: String) -> String {
+    endpoint.split(separator: "?", maxSplits: 1).first.map(String.init) ?? endpoint
+  }
+
+  // MARK: Sessions and holders
+
+  /// ok when `object` may act in the running session (binding it to the session at its first use);
+  /// notInitialized before `initialize`, after `shutdown`, or when it was used before a `shutdown`.
+  /// Call under the lock.
+  func admit(_ session: inout Int?) -> Int32 {
+    guard configuration != nil else { return TiCloudStorageErrorCode.notInitialized }
+    if let bound = session, bound != self.session { return TiCloudStorageErrorCode.notInitialized }
+    session = self.session
+    return TiCloudStorageErrorCode.ok
+  }
+
+  /// Notes that `object` holds resources until ``release(_:)`` (under the lock).
+  func hold(_ object: AnyObject) { holders.insert(ObjectIdentifier(object)) }
+
+  /// `object` no longer holds resources (under the lock).
+  func release(_ object: AnyObject) { holders.remove(ObjectIdentifier(object)) }
+
+  /// An operation (query, snapshot, task, upload) starts; blocks `shutdown` until it ends (under the lock).
+  func beginOperation() { operations += 1 }
+
+  /// An operation ended (under the lock).
+  func endOperation() { operations -= 1 }
+
+  /// A snapshot starts, unless the SDK-wide limit is reached (under the lock); it counts as an
+  /// operation for `shutdown` (S11).
+  func beginSnapshot() -> Bool {
+    guard snapshots < maximumSnapshots else { return false }
+    snapshots += 1
+    operations += 1
+    return true
+  }
+
+  /// A snapshot ended (under the lock).
+  func endSnapshot() {
+    snapshots -= 1
+    operations -= 1
+  }
+
+  /// Where returned media files go: `media/` under the work root (under the lock).
+  var mediaDirectory: URL? { configuration?.workRoot.appendingPathComponent("media", isDirectory: true) }
+
+  // MARK: Callbacks
+
+  private static var thread: UInt { UInt(pthread_self()) }
+
+  /// True while a callback of one of `objects` runs on this thread (under the lock).
+  func insideCallback(of objects: [AnyObject]) -> Bool {
+    guard let scope = scopes[Self.thread] else { return false }
+    return objects.contains { scope.contains(ObjectIdentifier($0)) }
+  }
+
+  /// Runs `body` later on `queue`, as a callback of `objects` (their `stop`/`detach`/`dispose` and
+  /// `shutdown` are refused inside it).
+  func deliver(on queue: DispatchQueue, for objects: [AnyObject], _ body: @escaping @Sendable () -> Void) {
+    let identifiers = Set(objects.map(ObjectIdentifier.init))
+    queue.async { [self] in
+      let thread = Self.thread
+      let outer = withLock { () -> Set<ObjectIdentifier>? in
+        let outer = scopes[thread]
+        scopes[thread] = (outer ?? []).union(identifiers)
+        return outer
+      }
+      body()
+      withLock { scopes[thread] = outer }
+    }
+  }
+
+  /// The queue of `thread`.
+  func queue(_ thread: TiCloudStorageCallbackThread) -> DispatchQueue {
+    thread == .main ? .main : background
+  }
+}

@@ -1,0 +1,57 @@
+import Dispatch
+import Foundation
+import Nodes
+
+/// The result of a snapshot: a code and, exactly when it is ok, the file.
+public final class TiCloudStorageSnapshotResult: Sendable {
+  /// ok or the failure.
+  public let code: Int32
+  /// The JPEG, when `code` is ok.
+  public let file: TiCloudStorageSnapshotFile?
+
+  init(code: Int32, file: TiCloudStorageSnapshotFile? = nil) {
+    self.code = code
+    self.file = file
+  }
+}
+
+extension TiCloudStorageVideoOutput {
+  /// Takes the frame under the lock, encodes and writes it on a global queue, and calls `done` once,
+  /// never inside the caller's stack (L4).
+  func startSnapshot(_ done: @escaping @Sendable (TiCloudStorageSnapshotResult) -> Void) {
+    let runtime = Runtime.shared
+    let core = self.core
+    let taken = runtime.withLock { () -> Result<(DecodedFrame, URL), Refusal> in
+      let code = core.admit(runtime)
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code: code)) }
+      guard !core.snapshotPending else { return .failure(Refusal(code: TiCloudStorageErrorCode.inUse)) }
+      guard let frame = core.frame else { return .failure(Refusal(code: TiCloudStorageErrorCode.noFrame)) }
+      guard runtime.beginSnapshot() else {
+        return .failure(Refusal(code: TiCloudStorageErrorCode.resourceExhausted))
+      }
+      core.snapshotPending = true
+      let name = "snapshot-\(UUID().uuidString.lowercased()).jpg"
+      return .success((frame, runtime.mediaDirectory!.appendingPathComponent(name)))
+    }
+    DispatchQueue.global().async {
+      switch taken {
+      case .failure(let refusal):
+        done(TiCloudStorageSnapshotResult(code: refusal.code))
+      case .success(let (frame, url)):
+        let result: TiCloudStorageSnapshotResult
+        do {
+          try MediaFiles.writeNew(try frame.jpegData(), to: url)
+          result = TiCloudStorageSnapshotResult(
+            code: TiCloudStorageErrorCode.ok, file: TiCloudStorageSnapshotFile(path: url.path))
+        } catch {
+          result = TiCloudStorageSnapshotResult(code: TiCloudStorageErrorCode.fileWriteFailed)
+        }
+        runtime.withLock {
+          core.snapshotPending = false
+          runtime.endSnapshot()
+        }
+        done(result)
+      }
+    }
+  }
+}

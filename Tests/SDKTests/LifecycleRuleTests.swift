@@ -1,0 +1,335 @@
+import Dispatch
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+private let notInitialized = TiCloudStorageErrorCode.notInitialized
+private let inUse = TiCloudStorageErrorCode.inUse
+
+extension SDKRules {
+  /// Rules.md group L: the runtime and the conventions every object follows.
+  @Suite @MainActor struct Lifecycle {
+    @Test func L6_L7_constructorsNeverFailAndMethodsBeforeInitializeReportNotInitialized() async {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      #expect(TiCloudStorage.shutdown() == ok)
+      let storage = TiCloudStorage(token: "t")
+      let replay = storage.createReplay()
+      let video = TiCloudStorageVideoOutput()
+      let audio = TiCloudStorageAudioOutput()
+      #expect(storage.updateToken("u") == notInitialized)
+      #expect(replay.play(startTimeMs: 0, endTimeMs: 10) == notInitialized)
+      #expect(replay.pause() == notInitialized)
+      #expect(replay.setSpeed(.x2) == notInitialized)
+      #expect(video.attach(replay: replay, channelId: 0) == notInitialized)
+      #expect(video.attachView(NullRenderer()) == notInitialized)
+      #expect(audio.setVolume(10) == notInitialized)
+      #expect(await video.takeSnapshot().code == notInitialized)
+      #expect(await storage.listRecordings(startTimeMs: 0, endTimeMs: 10).code == notInitialized)
+      #expect(TiCloudStorage.errorToString(6001) == "notInitialized")
+      // Nothing was acquired: shutdown is still idempotent.
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L9_anEmptyAppIdIsRefusedAndLeavesTheSDKUninitialized() throws {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      let cache = try TemporaryDirectory("tipipe-sdk-cache")
+      #expect(
+        TiCloudStorage.initialize(appId: "", endpoint: "", consoleLogEnabled: false, cacheDirectory: cache.url.path)
+          == TiCloudStorageErrorCode.invalidArgument)
+      #expect(TiCloudStorage.cacheDirectory == nil)
+      #expect(TiCloudStorage(token: "t").updateToken("u") == notInitialized)
+    }
+
+    @Test func L8_L10_L13_anEmptyEndpointIsTheEmbeddedLibraryUnderTheWorkRoot() throws {
+      let cache = try TemporaryDirectory("tipipe-sdk-cache")
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      #expect(
+        TiCloudStorage.initialize(appId: "a", endpoint: "", consoleLogEnabled: false, cacheDirectory: cache.url.path)
+          == ok)
+      let configuration = try #require(Runtime.shared.configuration)
+      #expect(configuration.endpoint == cache.url.appendingPathComponent("library").absoluteString + "/")
+      // Logs and media live under the work root.
+      var isDirectory: ObjCBool = false
+      #expect(
+        FileManager.default.fileExists(atPath: cache.url.appendingPathComponent("logs").path, isDirectory: &isDirectory)
+      )
+      #expect(isDirectory.boolValue)
+      #expect(FileManager.default.fileExists(atPath: cache.url.appendingPathComponent("media").path))
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L8_initializeWithTheAppIdAloneUsesTheDefaultWorkRoot() throws {
+      let home = try TemporaryDirectory("tipipe-sdk-xdg")
+      let previous = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"]
+      setenv("XDG_CACHE_HOME", home.url.path, 1)
+      defer {
+        if let previous { setenv("XDG_CACHE_HOME", previous, 1) } else { unsetenv("XDG_CACHE_HOME") }
+      }
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      #expect(TiCloudStorage.initialize(appId: "a") == ok)
+      #expect(TiCloudStorage.cacheDirectory == home.url.appendingPathComponent("tirtc").path)
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L11_theLogFileIsWrittenAndTheConsoleOnlyWhenEnabled() throws {
+      for console in [false, true] {
+        TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+        let cache = try TemporaryDirectory("tipipe-sdk-cache")
+        let captured = cache.url.appendingPathComponent("stderr.txt")
+        #expect(FileManager.default.createFile(atPath: captured.path, contents: nil))
+        let saved = dup(2)
+        let file = open(captured.path, O_WRONLY)
+        dup2(file, 2)
+        let code = TiCloudStorage.initialize(
+          appId: "a", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: console, cacheDirectory: cache.url.path
+        )
+        _ = TiCloudStorage.shutdown()
+        dup2(saved, 2)
+        close(saved)
+        close(file)
+        #expect(code == ok)
+        let log = try String(contentsOf: cache.url.appendingPathComponent("logs/cloudstorage.log"), encoding: .utf8)
+        #expect(log.contains("initialized: appId a"))
+        #expect(log.contains("shut down"))
+        let written = try String(contentsOf: captured, encoding: .utf8)
+        #expect(written.contains("initialized: appId a") == console)
+        #expect(written.isEmpty == !console)
+      }
+    }
+
+    @Test func L12_aWorkRootThatCannotBeCreatedGives6044AndNoInitialization() throws {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      let cache = try TemporaryDirectory("tipipe-sdk-cache")
+      let blocker = cache.url.appendingPathComponent("file")
+      #expect(FileManager.default.createFile(atPath: blocker.path, contents: Data("x".utf8)))
+      let code = TiCloudStorage.initialize(
+        appId: "a", endpoint: "", consoleLogEnabled: false, cacheDirectory: blocker.appendingPathComponent("tirtc").path
+      )
+      #expect(code == 6044)
+      #expect(TiCloudStorage.cacheDirectory == nil)
+      // The regular file in the way is untouched.
+      #expect(try Data(contentsOf: blocker) == Data("x".utf8))
+    }
+
+    @Test func L14_L15_L16_reinitializingKeepsTheRunningConfiguration() async throws {
+      let session = try SDKSession()
+      let other = try TemporaryDirectory("tipipe-sdk-cache")
+      let endpoint = sharedLibrary.absoluteString
+      let root = session.cache.url.path
+      #expect(
+        TiCloudStorage.initialize(appId: "test-app", endpoint: endpoint, consoleLogEnabled: false, cacheDirectory: root)
+          == ok)
+      #expect(
+        TiCloudStorage.initialize(appId: "other", endpoint: endpoint, consoleLogEnabled: false, cacheDirectory: root)
+          == TiCloudStorageErrorCode.alreadyInitialized)
+      #expect(
+        TiCloudStorage.initialize(appId: "test-app", endpoint: endpoint, consoleLogEnabled: true, cacheDirectory: root)
+          == TiCloudStorageErrorCode.alreadyInitialized)
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "test-app", endpoint: endpoint, consoleLogEnabled: false, cacheDirectory: other.url.path)
+          == TiCloudStorageErrorCode.alreadyInitialized)
+      // The running configuration and its objects are unaffected.
+      #expect(TiCloudStorage.cacheDirectory == session.cache.url.path)
+      let storage = TiCloudStorage(token: "t")
+      let listed = await session.pump {
+        await storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
+      }
+      #expect(listed.recordings.count == 2)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "other", endpoint: endpoint, consoleLogEnabled: false, cacheDirectory: other.url.path) == ok)
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L20_shutdownIsIdempotent() {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      #expect(TiCloudStorage.shutdown() == ok)
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L21_L22_shutdownIsRefusedWhileAnythingUsedIsAlive() async throws {
+      let session = try SDKSession()
+      // Only constructed: nothing held (L22).
+      let storage = TiCloudStorage(token: "t")
+      let replay = storage.createReplay()
+      let video = TiCloudStorageVideoOutput()
+      _ = (replay, video)
+      #expect(session.close() == ok)
+      let second = try SDKSession()
+      #expect(video.attachView(NullRenderer()) == ok)
+      #expect(TiCloudStorage.shutdown() == inUse)
+      #expect(video.detachView() == ok)
+      #expect(TiCloudStorage.shutdown() == inUse)  // used, not disposed
+      #expect(video.dispose() == ok)
+      #expect(storage.updateToken("u") == ok)
+      #expect(TiCloudStorage.shutdown() == inUse)
+      // A pending query holds it too.
+      storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 1000) { _ in }
+      #expect(storage.dispose() == inUse)
+      await second.drainMain()
+      #expect(replay.dispose() == ok)
+      #expect(storage.dispose() == ok)
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L23_objectsUsedBeforeAShutdownStayShutDown() async throws {
+      var session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let video = TiCloudStorageVideoOutput()
+      #expect(video.attachView(NullRenderer()) == ok)
+      #expect(video.detachView() == ok)
+      #expect(video.dispose() == ok)
+      #expect(storage.updateToken("u") == ok)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+      session = try SDKSession()
+      let reused = TiCloudStorageAudioOutput()
+      #expect(reused.setVolume(5) == ok)
+      #expect(reused.dispose() == ok)
+      #expect(storage.updateToken("v") == notInitialized)
+      #expect(session.close() == ok)
+    }
+
+    @Test func L24_L25_L26_insideACallbackItsOwnObjectsCannotBeStoppedOrDisposed() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      let other = ReplayRig()
+      var codes: [String: Int32] = [:]
+      rig.replay.onTimeChanged = { [rig, other] _ in
+        guard codes.isEmpty else { return }
+        codes["stop"] = rig.replay.stop()
+        codes["detach"] = rig.video.detach()
+        codes["detachView"] = rig.video.detachView()
+        codes["dispose"] = rig.replay.dispose()
+        codes["shutdown"] = TiCloudStorage.shutdown()
+        codes["pause"] = rig.replay.pause()
+        codes["resume"] = rig.replay.resume()
+        codes["speed"] = rig.replay.setSpeed(.x2)
+        codes["volume"] = rig.audio.setVolume(50)
+        codes["otherStop"] = other.replay.stop()
+        codes["otherDetach"] = other.audio.detach()
+      }
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(200))
+      #expect(codes["stop"] == inUse)
+      #expect(codes["detach"] == inUse)
+      #expect(codes["detachView"] == inUse)
+      #expect(codes["dispose"] == inUse)
+      #expect(codes["shutdown"] == inUse)
+      #expect(codes["pause"] == ok)
+      #expect(codes["resume"] == ok)
+      #expect(codes["speed"] == ok)
+      #expect(codes["volume"] == ok)
+      #expect(codes["otherStop"] == ok)
+      #expect(codes["otherDetach"] == ok)
+      // Nothing changed for the refused calls.
+      #expect(rig.replay.currentTimeMs != nil)
+      #expect(rig.video.state == .rendering)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(other.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func L27_L28_backgroundCallbacksShareOneSerialQueueAndDelegatesStayOnMain() async throws {
+      let session = try SDKSession()
+      let first = ReplayRig(callbackThread: .background)
+      let second = ReplayRig(callbackThread: .background)
+      let running = Locked(0)
+      let overlapped = Locked(false)
+      let threads = Locked<[Bool]>([])
+      for rig in [first, second] {
+        rig.replay.onTimeChanged = { _ in
+          let now = running.withLock {
+            $0 += 1; return $0
+          }
+          if now > 1 { overlapped.withLock { $0 = true } }
+          threads.withLock { $0.append(onMainQueue) }
+          usleep(200)
+          running.withLock { $0 -= 1 }
+        }
+      }
+      #expect(first.play() == ok)
+      #expect(second.play() == ok)
+      await session.run(for: .seconds(2))
+      // Wait for the background queue to run what was queued.
+      Runtime.shared.background.sync {}
+      #expect(!overlapped.withLock { $0 })
+      #expect(threads.withLock { $0.count } > 4)
+      #expect(threads.withLock { $0.allSatisfy { !$0 } })
+      // The Outputs' delegates ran on the main queue.
+      #expect(first.log.videoStates.contains(.rendering))
+      #expect(first.log.delegatesOnMain)
+      #expect(first.tearDown().allSatisfy { $0 == ok })
+      #expect(second.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func L30_to_L35_disposeIsCheckedRetryableAndFinal() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.replay.setSpeed(.x4) == ok)
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(500))
+      // In use: nothing changes.
+      #expect(rig.replay.dispose() == inUse)
+      #expect(rig.video.dispose() == inUse)
+      #expect(rig.storage.dispose() == inUse)
+      #expect(rig.video.state == .rendering)
+      #expect(rig.replay.stop() == ok)
+      #expect(rig.replay.dispose() == inUse)  // Outputs still bound
+      #expect(rig.video.detach() == ok)
+      #expect(rig.audio.detach() == ok)
+      #expect(rig.video.dispose() == inUse)  // its view is still bound
+      #expect(rig.video.detachView() == ok)
+      let entriesBefore = rig.log.entries.count
+      #expect(rig.video.dispose() == ok)
+      #expect(rig.video.dispose() == ok)
+      #expect(rig.audio.dispose() == ok)
+      #expect(rig.replay.dispose() == ok)
+      #expect(rig.replay.dispose() == ok)
+      // After dispose: notInitialized, getters keep their values, no callbacks.
+      #expect(rig.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 10) == notInitialized)
+      #expect(rig.replay.speed == .x4)
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == notInitialized)
+      #expect(rig.video.state == .idle)
+      await session.run(for: .seconds(1))
+      #expect(rig.log.entries.count == entriesBefore)
+      #expect(rig.storage.dispose() == ok)
+      #expect(
+        await session.pump {
+          await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 10)
+        }.code == notInitialized)
+      #expect(session.close() == ok)
+    }
+
+    @Test func L36_L37_C1_errorNamesAreStableDistinctAndNeedNoInitialize() {
+      let codes: [Int32] = [
+        0, 6000, 6001, 6014, 6022, 6024, 6026, 6027, 6029, 6030, 6043, 6044, 6045, 6046, 6113, 6114, 6115, 6117, 6118,
+        6119, 6120, 6122, 6123, 6124, 6130, 6134, 6135, 6136, 6137,
+      ]
+      let names = codes.map(TiCloudStorage.errorToString)
+      #expect(Set(names).count == codes.count)
+      #expect(codes.map(TiCloudStorage.errorToString) == names)
+      #expect(TiCloudStorage.errorToString(6026) == "inUse")
+      #expect(TiCloudStorage.errorToString(6044) == "workDirectoryUnavailable")
+      #expect(TiCloudStorage.errorToString(4242).contains("4242"))
+    }
+
+    @Test func L38_theDocumentedTeardownSucceedsAtEveryStep() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .seconds(1))
+      #expect(rig.tearDown() == Array(repeating: ok, count: 8))
+      #expect(session.close() == ok)
+    }
+  }
+}

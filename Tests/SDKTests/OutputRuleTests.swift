@@ -1,0 +1,267 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+private let inUse = TiCloudStorageErrorCode.inUse
+
+extension SDKRules {
+  /// Rules.md group O: Audio and Video Output.
+  @Suite @MainActor struct Outputs {
+    @Test func O1_O2_O3_stateRawValuesAndANewOutputIsIdleAndUnbound() {
+      #expect(
+        [TiCloudStorageAudioOutputState.idle, .buffering, .playing, .failed, .paused, .completed].map(\.rawValue)
+          == [0, 1, 2, 3, 4, 5])
+      #expect(
+        [TiCloudStorageVideoOutputState.idle, .buffering, .rendering, .failed, .paused, .completed].map(\.rawValue)
+          == [0, 1, 2, 3, 4, 5])
+      let video = TiCloudStorageVideoOutput()
+      #expect(video.state == .idle)
+      #expect(video.core.binding == nil)
+      #expect(!video.core.hasView)
+      #expect(TiCloudStorageAudioOutput().state == .idle)
+    }
+
+    @Test func O5_O6_O7_O8_O11_O12_statesFollowThePlayWithoutDuplicates() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(500))
+      #expect(rig.replay.pause() == ok)
+      // The state is updated before the delegate hears of it (O12).
+      #expect(rig.video.state == .paused)
+      #expect(!rig.log.videoStates.contains(.paused))
+      #expect(rig.replay.pause() == ok)
+      await session.drainMain()
+      #expect(rig.log.videoStates.last == .paused)
+      #expect(rig.audio.state == .paused)
+      #expect(rig.replay.resume() == ok)
+      await session.run(for: .seconds(10))
+      #expect(rig.log.videoStates == [.buffering, .rendering, .paused, .rendering, .completed])
+      #expect(rig.log.audioStates == [.buffering, .playing, .paused, .playing, .completed])
+      // Stop never leads to completed (O8).
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.replay.stop() == ok)
+      await session.run(for: .seconds(10))
+      #expect(rig.video.state == .idle)
+      #expect(rig.log.videoStates.suffix(3) == [.buffering, .rendering, .idle])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O10_theDelegateIsHeldWeakly() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      weak var released: SDKLog?
+      do {
+        let delegate = SDKLog()
+        released = delegate
+        rig.video.delegate = delegate
+      }
+      #expect(released == nil)
+      #expect(rig.video.delegate == nil)
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.video.state == .rendering)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O13_O14_O15_O16_O17_bindingRules() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      let other = rig.storage.createReplay()
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == ok)
+      #expect(rig.video.attach(replay: rig.replay, channelId: 2) == inUse)
+      #expect(rig.video.attach(replay: other, channelId: 0) == inUse)
+      #expect(rig.video.core.binding?.channel == 0)
+      #expect(rig.video.core.binding?.replay === rig.replay)
+      let second = TiCloudStorageVideoOutput()
+      #expect(second.attach(replay: rig.replay, channelId: 0) == inUse)
+      #expect(second.core.binding == nil)
+      // Another kind, or another channel, may bind.
+      let audio = TiCloudStorageAudioOutput()
+      #expect(audio.attach(replay: rig.replay, channelId: 0) == ok)
+      #expect(second.attach(replay: rig.replay, channelId: 3) == ok)
+      #expect(second.detach() == ok)
+      #expect(audio.detach() == ok)
+      #expect(second.dispose() == ok)
+      #expect(audio.dispose() == ok)
+      #expect(other.dispose() == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O18_R47_R48_anOutputBoundWhileRunningStartsAtTheNextKeyframe() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(500))
+      #expect(rig.video.detach() == ok)
+      #expect(rig.video.state == .idle)
+      let before = rig.view.renderedTimes.count
+      await session.run(for: .milliseconds(100))
+      let position = try #require(rig.replay.currentTimeMs)
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == ok)
+      await session.run(for: .seconds(2))
+      let after = Array(rig.view.renderedTimes.dropFirst(before))
+      let first = try #require(after.first)
+      // The first keyframe after the position (2 s GOPs from the recording's start).
+      #expect(first >= position * 1000)
+      #expect(first == (recordingStart + 2000) * 1000)
+      #expect(rig.video.state == .rendering)
+      // The last Output leaving stops reading: the position freezes, nothing completes (R47, R48).
+      #expect(rig.video.detach() == ok)
+      #expect(rig.audio.detach() == ok)
+      await session.run(for: .milliseconds(50))
+      let frozen = rig.replay.currentTimeMs
+      await session.run(for: .seconds(20))
+      #expect(rig.replay.currentTimeMs == frozen)
+      #expect(!rig.log.entries.contains(.completed))
+      #expect(rig.replay.pause() == ok)
+      #expect(rig.replay.resume() == ok)
+      // Attaching again resumes from the position and completes.
+      #expect(rig.audio.attach(replay: rig.replay, channelId: 1) == ok)
+      await session.run(for: .seconds(20))
+      #expect(rig.log.entries.contains(.completed))
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O19_O20_O36_O38_detachAndDetachViewAreIndependentAndIdempotent() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.video.detach() == ok)
+      #expect(rig.video.detach() == ok)
+      #expect(rig.video.attachView(rig.view) == ok)  // the view is still bound
+      #expect(rig.video.detachView() == ok)
+      #expect(rig.video.detachView() == ok)
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == ok)
+      #expect(rig.video.attachView(rig.view) == ok)
+      #expect(rig.video.detachView() == ok)
+      #expect(rig.video.core.binding != nil)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O21_O27_O28_stopCompletionAndANewPlayKeepBindings() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(8000, 9000) == ok)
+      await session.run(for: .seconds(3))
+      #expect(rig.video.state == .completed)
+      #expect(rig.play(0, 1000) == ok)
+      #expect(rig.video.state == .buffering)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.replay.stop() == ok)
+      #expect(rig.video.state == .idle)
+      #expect(rig.audio.state == .idle)
+      #expect(rig.video.core.binding != nil)
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.video.state == .rendering)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O22_O23_disposeNeverUnbindsImplicitly() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.video.dispose() == inUse)
+      #expect(rig.audio.dispose() == inUse)
+      #expect(rig.video.core.binding != nil)
+      #expect(rig.video.detach() == ok)
+      #expect(rig.video.dispose() == inUse)  // the view
+      #expect(rig.video.detachView() == ok)
+      #expect(rig.video.dispose() == ok)
+      #expect(rig.video.attachView(rig.view) == TiCloudStorageErrorCode.notInitialized)
+      #expect(rig.video.detach() == TiCloudStorageErrorCode.notInitialized)
+      #expect(rig.audio.detach() == ok)
+      #expect(rig.audio.dispose() == ok)
+      #expect(rig.replay.dispose() == ok)
+      #expect(rig.storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func O25_O26_D8_D11_aReplayErrorFailsEveryOutputWithoutDidFail() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      session.service.failListings(with: .tokenExpired)
+      #expect(rig.play() == ok)
+      await session.run(for: .seconds(1))
+      #expect(
+        rig.log.entries.filter { if case .error = $0 { true } else { false } } == [
+          .error(TiCloudStorageErrorCode.tokenExpired)
+        ])
+      #expect(rig.video.state == .failed)
+      #expect(rig.audio.state == .failed)
+      #expect(!rig.log.entries.contains { if case .videoFailure = $0 { true } else { false } })
+      // The expiry is known: a new play with that token is refused at once; a new token plays again (D10).
+      #expect(rig.play() == TiCloudStorageErrorCode.tokenExpired)
+      #expect(rig.storage.updateToken("device-token") == ok)
+      #expect(rig.play() == TiCloudStorageErrorCode.tokenExpired)
+      session.service.failListings(with: nil)
+      #expect(rig.storage.updateToken("fresh-token") == ok)
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.video.state == .rendering)
+      #expect(session.service.tokens.withLock { $0.last } == "fresh-token")
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O29_to_O33_R40_volumeIsTheOutputsOwnAndKept() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig(bindAudio: false)
+      #expect(rig.audio.setVolume(30) == ok)  // before attach
+      #expect(rig.audio.setVolume(101) == TiCloudStorageErrorCode.invalidArgument)
+      #expect(rig.audio.attach(replay: rig.replay, channelId: 1) == ok)
+      #expect(rig.play(0, 2000) == ok)
+      await session.run(for: .milliseconds(500))
+      #expect(Set(rig.device.played.map(\.volume)) == [30])
+      #expect(rig.audio.setVolume(0) == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.device.played.last?.volume == 0)
+      #expect(rig.audio.detach() == ok)
+      #expect(rig.audio.attach(replay: rig.replay, channelId: 1) == ok)
+      #expect(rig.replay.stop() == ok)
+      #expect(rig.play(0, 2000) == ok)
+      let count = rig.device.played.count
+      await session.run(for: .milliseconds(300))
+      #expect(rig.device.played.dropFirst(count).allSatisfy { $0.volume == 0 })
+      // Off 1× the audio is muted (not played).
+      #expect(rig.replay.setSpeed(.x2) == ok)
+      let muted = rig.device.played.count
+      await session.run(for: .milliseconds(300))
+      #expect(rig.device.played.count == muted)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O34_O35_O37_O39_theViewIsBorrowedOnlyBetweenAttachAndDetach() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      let other = FrameCaptureRenderer()
+      #expect(rig.video.attachView(rig.view) == ok)
+      #expect(rig.video.attachView(other) == inUse)
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(400))
+      #expect(rig.video.detachView() == ok)
+      let drawn = rig.view.renderedTimes.count
+      #expect(drawn > 0)
+      await session.run(for: .milliseconds(400))
+      #expect(rig.view.renderedTimes.count == drawn)
+      #expect(other.renderedTimes.isEmpty)
+      // Without a view it still renders, and snapshots see its frames (O39).
+      #expect(rig.video.state == .rendering)
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+  }
+}

@@ -1,0 +1,243 @@
+import Dispatch
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+
+/// One synthetic library for the whole suite: 9 s from `recordingStart` with a hole at 3–4.5 s, video
+/// on channel 0, audio on channel 1.
+@MainActor let sharedLibrary: URL = {
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-sdk-library-\(getpid())")
+  try? FileManager.default.removeItem(at: directory)
+  try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  var options = smallOptions(seconds: 9)
+  options.gaps = [(offset: 3, length: 1)]
+  try! LibrarySynthesizer(options: options).write(to: directory)
+  return directory
+}()
+
+/// The SDK initialized on a fresh work root over the shared library, its Replays on a manual executor
+/// and a virtual clock the test cranks; shut down (after the test disposed what it made) on `close()`.
+@MainActor
+final class SDKSession {
+  let cache: TemporaryDirectory
+  let executor = ManualExecutor()
+  let clock = VirtualClock()
+  let initializeCode: Int32
+
+  let service: ScriptedService
+
+  init(maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots) throws {
+    _ = mainQueueKey
+    cache = try TemporaryDirectory("tipipe-sdk-cache")
+    let executor = self.executor
+    let clock = self.clock
+    service = ScriptedService(LocalLibraryService(directory: sharedLibrary, workers: executor), executor: executor)
+    TiCloudStorage.configureForTesting(
+      replayEnvironment: { ReplayEnvironment(executor: executor, clock: clock, workers: executor, deliver: { $0() }) },
+      service: service, maximumSnapshots: maximumSnapshots)
+    initializeCode = TiCloudStorage.initialize(
+      appId: "test-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+      cacheDirectory: cache.url.path)
+  }
+
+  /// The work root's `media` folder.
+  var media: URL { cache.url.appendingPathComponent("media") }
+
+  /// Runs graph jobs and timers for `duration` of clock time, then lets main-queue deliveries run.
+  func run(for duration: Duration) async {
+    let target = clock.now + duration
+    while true {
+      executor.runUntilIdle()
+      guard let next = clock.nextDeadline, next <= target else { break }
+      clock.crank()
+    }
+    clock.advance(to: target)
+    executor.runUntilIdle()
+    await drainMain()
+  }
+
+  /// Lets what was queued on the main queue run (callbacks queue further callbacks: a few rounds).
+  func drainMain() async {
+    for _ in 0..<4 {
+      await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume() } }
+      executor.runUntilIdle()
+    }
+  }
+
+  /// Awaits `body` while cranking the graphs' executor (the library is read on it).
+  func pump<Value: Sendable>(_ body: @escaping @MainActor () async -> Value) async -> Value {
+    let result = Locked<Value?>(nil)
+    let task = Task { @MainActor in
+      let value = await body()
+      result.withLock { $0 = value }
+    }
+    while result.withLock({ $0 == nil }) {
+      await drainMain()
+    }
+    await task.value
+    return result.withLock { $0! }
+  }
+
+  /// Shuts the SDK down; the test must have disposed everything it used.
+  func close() -> Int32 { TiCloudStorage.shutdown() }
+}
+
+/// Marks the main queue: on Linux its blocks may run on a worker thread once the main thread is in
+/// `dispatchMain()`, so `Thread.isMainThread` cannot tell.
+let mainQueueKey: DispatchSpecificKey<Bool> = {
+  let key = DispatchSpecificKey<Bool>()
+  DispatchQueue.main.setSpecific(key: key, value: true)
+  return key
+}()
+
+/// True on the main queue.
+var onMainQueue: Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+
+/// What a Replay and its Outputs reported, in order (from any queue).
+final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutputDelegate, Sendable {
+  enum Entry: Equatable, Sendable {
+    case time(Int64)
+    case gap(Int64, Int64)
+    case completed
+    case error(Int32)
+    case video(TiCloudStorageVideoOutputState)
+    case videoFailure(Int32)
+    case audio(TiCloudStorageAudioOutputState)
+    case audioFailure(Int32)
+  }
+  private let storage = Locked<[(entry: Entry, onMain: Bool)]>([])
+
+  func watch(_ replay: TiCloudStorageReplay) {
+    replay.onTimeChanged = { [self] ms in record(.time(ms)) }
+    replay.onRecordingGap = { [self] gap in record(.gap(gap.range.startTimeMs, gap.range.endTimeMs)) }
+    replay.onCompleted = { [self] in record(.completed) }
+    replay.onError = { [self] code in record(.error(code)) }
+  }
+
+  func record(_ entry: Entry) {
+    let main = onMainQueue
+    storage.withLock { $0.append((entry, main)) }
+  }
+
+  func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeState state: TiCloudStorageVideoOutputState) {
+    record(.video(state))
+  }
+  func videoOutput(_ output: TiCloudStorageVideoOutput, didFailWithCode code: Int32) {
+    record(.videoFailure(code))
+  }
+  func audioOutput(_ output: TiCloudStorageAudioOutput, didChangeState state: TiCloudStorageAudioOutputState) {
+    record(.audio(state))
+  }
+  func audioOutput(_ output: TiCloudStorageAudioOutput, didFailWithCode code: Int32) {
+    record(.audioFailure(code))
+  }
+
+  var entries: [Entry] { storage.withLock { $0.map(\.entry) } }
+  /// Whether each callback ran on the main queue.
+  var onMainThread: [Bool] { storage.withLock { $0.map(\.onMain) } }
+  var times: [Int64] { entries.compactMap { if case .time(let ms) = $0 { ms } else { nil } } }
+  var videoStates: [TiCloudStorageVideoOutputState] {
+    entries.compactMap { if case .video(let state) = $0 { state } else { nil } }
+  }
+  var audioStates: [TiCloudStorageAudioOutputState] {
+    entries.compactMap { if case .audio(let state) = $0 { state } else { nil } }
+  }
+  /// Entries from the Outputs' delegates.
+  var outputEntries: [Entry] {
+    storage.withLock { $0 }.filter {
+      switch $0.entry {
+      case .video, .videoFailure, .audio, .audioFailure: true
+      default: false
+      }
+    }.map(\.entry)
+  }
+  /// Whether every delegate call ran on the main queue.
+  var delegatesOnMain: Bool {
+    storage.withLock { $0 }.allSatisfy {
+      switch $0.entry {
+      case .video, .videoFailure, .audio, .audioFailure: $0.onMain
+      default: true
+      }
+    }
+  }
+}
+
+/// A device, a Replay, a Video Output (frame capture view) and an Audio Output, bound and watched.
+@MainActor
+final class ReplayRig {
+  let storage = TiCloudStorage(token: "device-token")
+  let replay: TiCloudStorageReplay
+  let video = TiCloudStorageVideoOutput()
+  let audio: TiCloudStorageAudioOutput
+  let device = CaptureAudioDevice()
+  let view = FrameCaptureRenderer()
+  let log = SDKLog()
+
+  init(callbackThread: TiCloudStorageCallbackThread = .main, bindAudio: Bool = true, bindVideo: Bool = true) {
+    replay = storage.createReplay(callbackThread: callbackThread)
+    audio = TiCloudStorageAudioOutput(device: device)
+    video.delegate = log
+    audio.delegate = log
+    log.watch(replay)
+    if bindVideo {
+      _ = video.attachView(view)
+      _ = video.attach(replay: replay, channelId: 0)
+    }
+    if bindAudio { _ = audio.attach(replay: replay, channelId: 1) }
+  }
+
+  /// Plays `[from, to)` ms after the recording's start.
+  func play(_ from: Int64 = 0, _ to: Int64 = 9000, initial: Int64? = nil) -> Int32 {
+    replay.play(
+      startTimeMs: recordingStart + from, endTimeMs: recordingStart + to,
+      initialTimeMs: initial.map { recordingStart + $0 })
+  }
+
+  /// The documented teardown (L38): every step's code.
+  func tearDown() -> [Int32] {
+    [
+      replay.stop(), video.detach(), audio.detach(), video.detachView(), video.dispose(), audio.dispose(),
+      replay.dispose(), storage.dispose(),
+    ]
+  }
+}
+
+/// The shared library, with listings that fail on demand (as the cloud does for an expired token).
+final class ScriptedService: RecordingService {
+  private let library: LocalLibraryService
+  private let executor: ManualExecutor
+  private let failure = Locked<TiErrorCode?>(nil)
+  /// The tokens the listings were asked with.
+  let tokens = Locked<[String]>([])
+
+  init(_ library: LocalLibraryService, executor: ManualExecutor) {
+    self.library = library
+    self.executor = executor
+  }
+
+  /// Every listing from now on fails with `code` (nil: none does).
+  func failListings(with code: TiErrorCode?) { failure.withLock { $0 = code } }
+
+  var endpoint: String { library.endpoint }
+
+  func listSegments(
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+  ) -> ServiceRequest {
+    tokens.withLock { $0.append(token) }
+    if let code = failure.withLock({ $0 }) {
+      executor.execute { completion(.failure(TiError(code, "scripted failure"))) }
+      return ServiceRequest {}
+    }
+    return library.listSegments(in: range, token: token, completion: completion)
+  }
+
+  func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
+    -> ServiceRequest
+  {
+    library.fetchObject(segment, completion: completion)
+  }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+private let noFrame = TiCloudStorageErrorCode.noFrame
+
+extension SDKRules {
+  /// Rules.md group S (snapshots) and F (the files the SDK returns).
+  @Suite @MainActor struct Snapshots {
+    @Test func S2_S3_F1_F2_F3_eachSnapshotIsANewJPEGInTheCacheDeliveredOnceOnMain() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(500))
+      let first = await rig.video.takeSnapshot()
+      var completions: [(Int32, String?, Bool)] = []
+      rig.video.takeSnapshot { result in completions.append((result.code, result.file?.path, onMainQueue)) }
+      while completions.isEmpty { await session.drainMain() }
+      await session.drainMain()
+      #expect(completions.count == 1)
+      #expect(completions[0].0 == ok && completions[0].2)
+      let paths = [try #require(first.file?.path), try #require(completions[0].1)]
+      #expect(Set(paths).count == 2)
+      for path in paths {
+        #expect(
+          URL(fileURLWithPath: path).deletingLastPathComponent().standardizedFileURL
+            == session.media.standardizedFileURL)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(data.prefix(2) == Data([0xFF, 0xD8]))
+      }
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func S4_S7_noFrameUntilTheBindingGenerationPresents() async throws {
+      let session = try SDKSession()
+      let never = TiCloudStorageVideoOutput()
+      let result = await never.takeSnapshot()
+      #expect(result.code == noFrame && result.file == nil)
+      #expect(never.dispose() == ok)
+      let rig = ReplayRig()
+      #expect(await rig.video.takeSnapshot().code == noFrame)
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.video.detachView() == ok)
+      #expect(await rig.video.takeSnapshot().code == noFrame)
+      await session.run(for: .milliseconds(100))
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.play() == ok)  // a new play
+      #expect(await rig.video.takeSnapshot().code == noFrame)
+      await session.run(for: .milliseconds(100))
+      #expect(rig.video.detach() == ok)
+      #expect(await rig.video.takeSnapshot().code == noFrame)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func S5_S6_S8_theLastFrameStaysAfterPauseCompletionStopAndSeek() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(7000, 9000) == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.replay.pause() == ok)
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 8000) == ok)
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.replay.resume() == ok)
+      await session.run(for: .seconds(5))
+      #expect(rig.log.entries.contains(.completed))
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.replay.stop() == ok)
+      #expect(await rig.video.takeSnapshot().code == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func S9_S10_S11_S12_oneSnapshotAtATimeAndALimitForAll() async throws {
+      let session = try SDKSession(maximumSnapshots: 1)
+      let rig = ReplayRig()
+      let second = ReplayRig(bindAudio: false)
+      #expect(rig.play() == ok)
+      #expect(second.play() == ok)
+      await session.run(for: .milliseconds(300))
+      var results: [String: Int32] = [:]
+      rig.video.takeSnapshot { results["first"] = $0.code }
+      rig.video.takeSnapshot { results["again"] = $0.code }
+      second.video.takeSnapshot { results["other"] = $0.code }
+      // While it is pending: dispose and shutdown refuse; detach works and the snapshot keeps its frame.
+      #expect(rig.video.detach() == ok)
+      #expect(rig.video.detachView() == ok)
+      #expect(rig.video.dispose() == TiCloudStorageErrorCode.inUse)
+      #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
+      while results.count < 3 { await session.drainMain() }
+      #expect(
+        results == [
+          "first": ok, "again": TiCloudStorageErrorCode.inUse, "other": TiCloudStorageErrorCode.resourceExhausted,
+        ])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(second.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func S13_aJPEGThatCannotBeWrittenIsFileWriteFailed() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      try FileManager.default.removeItem(at: session.media)
+      #expect(FileManager.default.createFile(atPath: session.media.path, contents: Data("not a folder".utf8)))
+      let result = await rig.video.takeSnapshot()
+      #expect(result.code == TiCloudStorageErrorCode.fileWriteFailed)
+      #expect(result.file == nil)
+      #expect(try Data(contentsOf: session.media) == Data("not a folder".utf8))
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func S14_theJPEGHasTheFramesSize() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      let file = try #require(await rig.video.takeSnapshot().file)
+      let probe = try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", file.path])
+      #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "320,240")
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func F4_F5_F6_F7_F8_F11_F12_deleteIsRestrictedIdempotentAndOutlivesTheSDK() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      let kept = try #require(await rig.video.takeSnapshot().file)
+      let deleted = try #require(await rig.video.takeSnapshot().file)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      // A pending delete does not block shutdown (F12); files outlive the SDK (F8).
+      var code: Int32?
+      deleted.delete { code = $0 }
+      #expect(session.close() == ok)
+      while code == nil { await session.drainMain() }
+      #expect(code == ok)
+      #expect(!FileManager.default.fileExists(atPath: deleted.path))
+      #expect(await deleted.delete() == ok)
+      // A later initialize removes nothing (F11).
+      let again = try SDKSession()
+      #expect(FileManager.default.fileExists(atPath: kept.path))
+      #expect(again.close() == ok)
+      #expect(await kept.delete() == ok)
+      #expect(!FileManager.default.fileExists(atPath: kept.path))
+      // Only its own file: a path outside a media folder, or something that is not a regular file, is 6045.
+      let outside = TiCloudStorageSnapshotFile(
+        path: session.cache.url.appendingPathComponent("logs/cloudstorage.log").path)
+      #expect(await outside.delete() == 6045)
+      #expect(FileManager.default.fileExists(atPath: outside.path))
+      let folder = session.media.appendingPathComponent("snapshot-folder.jpg")
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+      #expect(await TiCloudStorageSnapshotFile(path: folder.path).delete() == 6045)
+      #expect(FileManager.default.fileExists(atPath: folder.path))
+    }
+  }
+}
