@@ -104,6 +104,14 @@ public struct ExportReport: Sendable, Codable, Equatable {
   /// The error that ended it early (0 when none).
   public var cause: Int32
 
+  /// A report of nothing written: the whole range unprocessed, the task ended by `cause` before it
+  /// scanned anything.
+  public static func unscanned(_ range: Range, termination: ExportTermination, cause: Int32) -> ExportReport {
+    ExportReport(
+      requestedRange: range, coveredDurationMs: 0, segments: [], gaps: [], unprocessedRanges: [range],
+      complete: false, termination: termination, cause: cause)
+  }
+
   enum CodingKeys: String, CodingKey {
     case requestedRange = "requested_range"
     case coveredDurationMs = "covered_duration_ms"

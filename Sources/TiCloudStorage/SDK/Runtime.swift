@@ -36,6 +36,8 @@ final class Runtime: @unchecked Sendable {
   private var operations = 0
   /// Snapshots being encoded and written.
   private var snapshots = 0
+  /// Exports running or with a completion to deliver.
+  private var exports = 0
   /// The most snapshots encoded at once, SDK-wide (S10).
   private var maximumSnapshots = TiCloudStorage.maximumConcurrentSnapshots
   /// Objects whose callback runs on a thread now, by thread.
@@ -116,6 +118,7 @@ final class Runtime: @unchecked Sendable {
       holders.removeAll()
       operations = 0
       snapshots = 0
+      exports = 0
     }
   }
 
@@ -212,6 +215,20 @@ final class Runtime: @unchecked Sendable {
   /// A snapshot ended (under the lock).
   func endSnapshot() {
     snapshots -= 1
+    operations -= 1
+  }
+
+  /// An export starts, unless ``TiCloudStorage/maximumConcurrentExports`` run (under the lock).
+  func beginExport() -> Bool {
+    guard exports < TiCloudStorage.maximumConcurrentExports else { return false }
+    exports += 1
+    operations += 1
+    return true
+  }
+
+  /// An export ended, its completion delivered (under the lock).
+  func endExport() {
+    exports -= 1
     operations -= 1
   }
 

@@ -216,11 +216,9 @@ public final class TiCloudStorage: @unchecked Sendable {
     return .success(token)
   }
 
-  /// A play found the token it started with expired: new operations with it fail at once (D11).
-  func noteExpiredToken(ofPlayOn replay: TiCloudStorageReplay) { tokenExpired = true }
-
-  /// `token` was reported expired by an operation: remembered while it is still the instance's token.
-  private func noteExpired(_ token: String) {
+  /// `token` was reported expired by a List, Play or Export: while it is still the instance's token, new
+  /// operations with it fail at once (D11).
+  func noteExpired(_ token: String) {
     if token == self.token { tokenExpired = true }
   }
 

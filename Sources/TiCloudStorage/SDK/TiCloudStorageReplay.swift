@@ -24,6 +24,8 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   private var engine: Replay?
   private var lastSpeed = TiCloudStorageReplaySpeed.x1
   private var lastTimeMs: Int64?
+  /// The token the current play started with (R18).
+  private var playToken = ""
   var outputs: [OutputCore] = []
   private var handlers = Handlers()
 
@@ -140,6 +142,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
       guard !outputs.isEmpty else { return (TiCloudStorageErrorCode.notBound, nil, "", []) }
       let token = instance.tokenForNewOperation()
       guard case .success(let token) = token else { return (token.failureCode, nil, "", []) }
+      playToken = token
       var calls: [@Sendable () -> Void] = []
       for output in outputs {
         output.presenting = false
@@ -320,7 +323,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   /// The play ended with `code`: every bound Output fails (O25); an expired token is remembered (D11).
   private func playFailed(_ code: TiErrorCode) {
     let calls = runtime.withLock { () -> [@Sendable () -> Void] in
-      if code == .tokenExpired { instance.noteExpiredToken(ofPlayOn: self) }
+      if code == .tokenExpired { instance.noteExpired(playToken) }
       return outputs.compactMap { $0.move(to: .failed) }
     }
     deliverOnMain(calls, for: associatedUnlocked())

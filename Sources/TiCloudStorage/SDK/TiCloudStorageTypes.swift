@@ -88,6 +88,11 @@ public final class TiCloudStorageRecordingTrack: Sendable {
     kind = track.kind == .video ? .video : .audio
     channelId = track.channel
   }
+
+  init(kind: TiCloudStorageRecordingTrackKind, channelId: UInt8) {
+    self.kind = kind
+    self.channelId = channelId
+  }
 }
 
 /// A stretch the SDK confirmed it could not play or export, with the tracks it concerns and why.
@@ -103,6 +108,15 @@ public final class TiCloudStorageRecordingGap: Sendable {
     range = TiCloudStorageRecordingRange(gap.range)
     tracks = gap.tracks.map(TiCloudStorageRecordingTrack.init)
     reasons = gap.reasons.map(TiCloudStorageRecordingGapReason.init)
+  }
+
+  init(
+    range: TiCloudStorageRecordingRange, tracks: [TiCloudStorageRecordingTrack],
+    reasons: [TiCloudStorageRecordingGapReason]
+  ) {
+    self.range = range
+    self.tracks = tracks
+    self.reasons = reasons
   }
 }
 

@@ -1,0 +1,270 @@
+import Dispatch
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+
+/// Everything one export delivered, in order.
+final class ExportLog: @unchecked Sendable {
+  enum Event {
+    case progress(Double, onMain: Bool)
+    case detail(Double, Int64)
+    case gap(TiCloudStorageRecordingGap)
+    case completion(TiCloudStorageExportResult, onMain: Bool)
+  }
+  let lock = NSLock()
+  private var storage: [Event] = []
+  var returned = false
+  var calledBeforeReturn = false
+
+  func append(_ event: Event) {
+    lock.withLock {
+      if !returned { calledBeforeReturn = true }
+      storage.append(event)
+    }
+  }
+  var events: [Event] { lock.withLock { storage } }
+  var result: TiCloudStorageExportResult? {
+    events.compactMap { if case .completion(let result, _) = $0 { result } else { nil } }.first
+  }
+  var completions: Int { events.count { if case .completion = $0 { true } else { false } } }
+  var progress: [Double] { events.compactMap { if case .progress(let value, _) = $0 { value } else { nil } } }
+  var details: [(Double, Int64)] { events.compactMap { if case .detail(let f, let c) = $0 { (f, c) } else { nil } } }
+  var gaps: [TiCloudStorageRecordingGap] { events.compactMap { if case .gap(let gap) = $0 { gap } else { nil } } }
+}
+
+extension SDKSession {
+  /// Starts a detailed export and records what it delivers.
+  func startExport(
+    _ storage: TiCloudStorage, _ request: TiCloudStorageExportRequest, thread: TiCloudStorageCallbackThread = .main
+  ) -> (TiCloudStorageExportTaskStartResult, ExportLog) {
+    let log = ExportLog()
+    let start = storage.exportRecording(
+      request, progress: { log.append(.progress($0, onMain: onMainQueue)) },
+      progressDetail: { log.append(.detail($0.fraction, $0.coveredDurationMs)) },
+      onRecordingGap: { log.append(.gap($0)) }, callbackThread: thread,
+      completion: { log.append(.completion($0, onMain: onMainQueue)) })
+    log.lock.withLock { log.returned = true }
+    return (start, log)
+  }
+
+  /// Cranks the library's executor and the main queue until `log` has its completion.
+  func finish(_ log: ExportLog, thread: TiCloudStorageCallbackThread = .main) async {
+    while log.completions == 0 {
+      await drainMain()
+      if thread == .background { Runtime.shared.background.sync {} }
+    }
+    await drainMain()
+  }
+}
+
+private func request(_ from: Int64 = 0, _ to: Int64 = 9000, video: Int = 0, audio: Int? = 1)
+  -> TiCloudStorageExportRequest
+{
+  TiCloudStorageExportRequest(
+    startTimeMs: recordingStart + from, endTimeMs: recordingStart + to, videoChannelId: video, audioChannelId: audio)
+}
+
+extension SDKRules {
+  /// Rules.md group E: ExportTask.
+  @Suite @MainActor struct Exports {
+    @Test func E1_terminationRawValues() {
+      #expect(
+        [TiCloudStorageExportTermination.exhausted, .interrupted, .cancelled, .failed].map(\.rawValue) == [0, 1, 2, 3])
+    }
+
+    @Test func E3_E5_E8_E11_to_E27_E30_E41_aFullExportAndItsReport() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let (start, log) = session.startExport(storage, request())
+      #expect(start.code == ok)
+      let task = try #require(start.task)
+      #expect(task.report == nil)  // E45
+      #expect(storage.dispose() == TiCloudStorageErrorCode.inUse)  // E40
+      await session.finish(log)
+      #expect(!log.calledBeforeReturn)
+      #expect(log.completions == 1)
+      guard case .completion(let result, let onMain) = log.events.last else {
+        Issue.record("the completion is not the last callback")
+        return
+      }
+      #expect(onMain)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      let report = try #require(result.report)
+      // Progress: bounded, monotonic, 1.0 at the end of an exhausted scan; detail agrees.
+      #expect(log.progress.allSatisfy { (0...1).contains($0) })
+      #expect(log.progress == log.progress.sorted())
+      #expect(log.progress.last == 1.0)
+      #expect(log.details.map(\.0) == log.progress)
+      #expect(log.details.map(\.1) == log.details.map(\.1).sorted())
+      #expect(log.details.last?.1 == report.coveredDurationMs)
+      #expect(task.progress == 1.0)
+      #expect(task.report?.coveredDurationMs == report.coveredDurationMs)
+      // The report: the requested range, the hole as a gap, segments closed up, everything covered once.
+      #expect(
+        report.requestedRange.startTimeMs == recordingStart && report.requestedRange.endTimeMs == recordingStart + 9000)
+      #expect(report.termination == .exhausted && report.cause == ok)
+      #expect(!report.complete)
+      #expect(
+        report.gaps.contains { $0.reasons.contains(.noRecording) && $0.range.startTimeMs == recordingStart + 3000 })
+      #expect(report.segments.first?.outputStartMs == 0)
+      for (previous, next) in zip(report.segments, report.segments.dropFirst()) {
+        #expect(next.outputStartMs == previous.outputEndMs)
+      }
+      #expect(
+        report.segments.reduce(0) { $0 + $1.sourceRange.endTimeMs - $1.sourceRange.startTimeMs }
+          == report.coveredDurationMs)
+      var pieces = report.segments.map { ($0.sourceRange.startTimeMs, $0.sourceRange.endTimeMs) }
+      pieces += report.gaps.map { ($0.range.startTimeMs, $0.range.endTimeMs) }
+      pieces += report.unprocessedRanges.map { ($0.startTimeMs, $0.endTimeMs) }
+      pieces.sort { $0 < $1 }
+      #expect(pieces.first?.0 == recordingStart && pieces.last?.1 == recordingStart + 9000)
+      // Every gap of the report came through onRecordingGap first (E30).
+      #expect(log.gaps.map(\.range.description) == report.gaps.map(\.range.description))
+      // An independent judge opens the file (E18, F10).
+      let probe = try run(
+        "/usr/bin/ffprobe",
+        ["-v", "error", "-show_entries", "format=duration:stream=codec_name", "-of", "csv=p=0", file.path])
+      #expect(probe.contains("h264") && probe.contains("aac"))
+      #expect(
+        URL(fileURLWithPath: file.path).deletingLastPathComponent().standardizedFileURL
+          == session.media.standardizedFileURL)
+      #expect(abs(file.durationMs - report.coveredDurationMs) <= 40)
+      // A second export is its own file (E41); the simple overload reports the same outcome (E10).
+      var simple: TiCloudStorageRecordingResult?
+      let second = storage.exportRecording(request(), progress: nil) { simple = $0 }
+      #expect(second.code == ok)
+      while simple == nil { await session.drainMain() }
+      #expect(simple?.code == result.code)
+      #expect(simple?.file?.path != file.path)
+      #expect(simple?.file.map { FileManager.default.fileExists(atPath: $0.path) } == true)
+      // After the end, cancel and stop change nothing (E37, E38).
+      #expect(task.cancel() == ok && task.stop() == ok)
+      #expect(task.report?.termination == .exhausted)
+      #expect(storage.dispose() == ok)  // E39
+      #expect(session.close() == ok)
+    }
+
+    @Test func E4_E6_refusedStartsCallNothingBack() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      for bad in [request(9000, 0), request(video: 256), request(video: -1), request(audio: 300)] {
+        let (start, log) = session.startExport(storage, bad)
+        #expect(start.code == TiCloudStorageErrorCode.invalidArgument)
+        #expect(start.task == nil)
+        await session.drainMain()
+        #expect(log.events.isEmpty)
+      }
+      #expect(storage.dispose() == ok)
+      let (late, _) = session.startExport(storage, request())
+      #expect(late.code == TiCloudStorageErrorCode.notInitialized && late.task == nil)  // D16
+      #expect(session.close() == ok)
+    }
+
+    @Test func E7_beyondTheLimitAnExportIsRefusedAtStart() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      var logs: [ExportLog] = []
+      for _ in 0..<TiCloudStorage.maximumConcurrentExports {
+        let (start, log) = session.startExport(storage, request(0, 2000))
+        #expect(start.code == ok)
+        logs.append(log)
+      }
+      let (refused, refusedLog) = session.startExport(storage, request(0, 2000))
+      #expect(refused.code == TiCloudStorageErrorCode.resourceExhausted && refused.task == nil)
+      for log in logs { await session.finish(log) }
+      #expect(refusedLog.events.isEmpty)
+      #expect(session.startExport(storage, request(0, 1000)).0.code == ok)
+      _ = session.close()
+    }
+
+    @Test func E9_theDetailedOverloadCanUseTheBackgroundQueue() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let (start, log) = session.startExport(storage, request(0, 2000), thread: .background)
+      #expect(start.code == ok)
+      await session.finish(log, thread: .background)
+      #expect(
+        log.events.allSatisfy {
+          switch $0 {
+          case .progress(_, let main), .completion(_, let main): !main
+          default: true
+          }
+        })
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E32_E33_E34_E35_E36_cancelAndStopLeaveNoFile() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      for (stop, code) in [(false, TiCloudStorageErrorCode.cancelled), (true, TiCloudStorageErrorCode.stopped)] {
+        let (start, log) = session.startExport(storage, request())
+        let task = try #require(start.task)
+        #expect(stop ? task.stop() == ok : task.cancel() == ok)
+        #expect(task.cancel() == ok)
+        await session.finish(log)
+        let result = try #require(log.result)
+        #expect(result.code == code)
+        #expect(result.file == nil)
+        #expect(result.report?.termination == .cancelled)
+        #expect(log.completions == 1)
+      }
+      let leftovers = try FileManager.default.contentsOfDirectory(atPath: session.media.path)
+      #expect(leftovers.isEmpty)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E2_E42_D5_aTokenThatExpiresIsReportedByTheExport() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "first")
+      let (start, log) = session.startExport(storage, request(0, 2000))
+      #expect(start.code == ok)
+      #expect(storage.updateToken("second") == ok)
+      await session.finish(log)
+      #expect(session.service.tokens.withLock { Set($0) } == ["first"])
+      session.service.failListings(with: .tokenExpired)
+      let (expiring, expired) = session.startExport(storage, request(0, 2000))
+      #expect(expiring.code == ok)
+      await session.finish(expired)
+      #expect(expired.result?.code == TiCloudStorageErrorCode.tokenExpired)
+      #expect(expired.result?.file == nil)
+      // Known expired now: refused at once (D11).
+      #expect(session.startExport(storage, request(0, 2000)).0.code == TiCloudStorageErrorCode.tokenExpired)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E43_E44_E46_nothingWritableAnUnwritableCacheAndATooLargeRange() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let (none, noneLog) = session.startExport(storage, request(video: 7, audio: nil))
+      #expect(none.code == ok)
+      await session.finish(noneLog)
+      #expect(noneLog.result?.code == TiCloudStorageErrorCode.noRecordableMedia && noneLog.result?.file == nil)
+      let (large, largeLog) = session.startExport(
+        storage,
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 864_000_001, videoChannelId: 0))
+      #expect(large.code == ok)
+      await session.finish(largeLog)
+      #expect(largeLog.result?.code == TiCloudStorageErrorCode.rangeTooLarge && largeLog.result?.file == nil)
+      try FileManager.default.removeItem(at: session.media)
+      #expect(FileManager.default.createFile(atPath: session.media.path, contents: Data("x".utf8)))
+      let (unwritable, unwritableLog) = session.startExport(storage, request(0, 2000))
+      #expect(unwritable.code == ok)
+      await session.finish(unwritableLog)
+      #expect(unwritableLog.result?.code == TiCloudStorageErrorCode.fileWriteFailed)
+      #expect(try Data(contentsOf: session.media) == Data("x".utf8))
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+  }
+}
