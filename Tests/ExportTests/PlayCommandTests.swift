@@ -100,7 +100,8 @@ struct PlayCommandTests {
     let nodes = (json["nodes"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
     #expect(
       nodes == [
-        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "Video0Decoder",
+        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "RecorderTap",
+        "Video0Decoder",
         "Video0Pacer", "Video0Output", "Audio1Decoder", "Audio1Pacer", "Audio1Output",
       ])
     let edges = json["edges"] as? [[String: Any]] ?? []

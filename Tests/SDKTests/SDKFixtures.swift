@@ -30,7 +30,7 @@ final class SDKSession {
 
   let service: ScriptedService
 
-  init(maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots) throws {
+  init(maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20) throws {
     _ = mainQueueKey
     cache = try TemporaryDirectory("tipipe-sdk-cache")
     let executor = self.executor
@@ -38,7 +38,7 @@ final class SDKSession {
     service = ScriptedService(LocalLibraryService(directory: sharedLibrary, workers: executor), executor: executor)
     TiCloudStorage.configureForTesting(
       replayEnvironment: { ReplayEnvironment(executor: executor, clock: clock, workers: executor, deliver: { $0() }) },
-      service: service, maximumSnapshots: maximumSnapshots)
+      service: service, maximumSnapshots: maximumSnapshots, recorderPendingLimit: recorderPendingLimit)
     initializeCode = TiCloudStorage.initialize(
       appId: "test-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
       cacheDirectory: cache.url.path)

@@ -103,6 +103,8 @@ public final class Replay: @unchecked Sendable {
     var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
     var bindings: [Binding] = []
     var nextBinding = 0
+    /// The recording tasks of the play, and what to call when the play ends for them.
+    var recorders: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     var speed = ReplaySpeed.x1
     var play: Play?
     /// True while the play is running or paused (not stopped, completed or failed).
@@ -119,6 +121,9 @@ public final class Replay: @unchecked Sendable {
     var playNumber = 0
     var graph: Graph?
     var lastFrame: DecodedFrame?
+    /// The position was reached after the play's or the latest seek's target (else a restart starts at
+    /// the target).
+    var positionFollowsTarget = false
     /// Outputs that presented a frame since the play, the seek or their binding.
     var presentingOutputs: Set<OutputID> = []
     var videoFrames = 0
@@ -130,9 +135,12 @@ public final class Replay: @unchecked Sendable {
   final class Graph: @unchecked Sendable {
     let pipeline: Pipeline
     let pacers: [Pacer]
-    init(pipeline: Pipeline, pacers: [Pacer]) {
+    /// The tracks its router lets through.
+    let tracks: Set<TrackID>
+    init(pipeline: Pipeline, pacers: [Pacer], tracks: Set<TrackID>) {
       self.pipeline = pipeline
       self.pacers = pacers
+      self.tracks = tracks
     }
     var dropped: Int { pacers.first.map { $0.statistics.dropped.load(ordering: .relaxed) } ?? 0 }
   }
@@ -205,6 +213,51 @@ public final class Replay: @unchecked Sendable {
     return .ok
   }
 
+  // MARK: Recording
+
+  /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
+  /// even while no output is bound; the graph is rebuilt from the position, so what was read ahead is
+  /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion)
+  /// or ``removeRecorder(_:)`` is called. `notStarted` without an active play.
+  @discardableResult
+  public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
+    let added = state.withLock { state -> Bool in
+      guard state.active else { return false }
+      state.recorders.append((recorder, onEnd))
+      return true
+    }
+    guard added else { return .notStarted }
+    restart()
+    return .ok
+  }
+
+  /// Where the active play is (ms), or where it starts when nothing was presented yet.
+  public var recordingStart: MediaTime? {
+    state.withLock { state in
+      guard state.active else { return nil }
+      return MediaTime(milliseconds: state.positionFollowsTarget ? state.position ?? state.target : state.target)
+    }
+  }
+
+  /// Stops handing media to `recorder` (its task stopped) and calls its `onEnd`; with no output and no
+  /// other recorder left the replay stops reading.
+  public func removeRecorder(_ recorder: ReplayRecorder) {
+    let (ended, idle) = state.withLock { state -> ((@Sendable (Bool) -> Void)?, Bool) in
+      guard let index = state.recorders.firstIndex(where: { $0.recorder === recorder }) else { return (nil, false) }
+      let ended = state.recorders.remove(at: index).onEnd
+      return (ended, state.active && state.bindings.isEmpty && state.recorders.isEmpty)
+    }
+    if idle { restart() }
+    ended?(false)
+  }
+
+  /// The play ended (`naturally` at its range's end): every recorder's `onEnd` (T7, T17).
+  private func endRecorders(
+    _ ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)], naturally: Bool = false
+  ) {
+    for entry in ended { entry.onEnd(naturally) }
+  }
+
   // MARK: Playing
 
   /// The current speed (kept across plays).
@@ -232,14 +285,18 @@ public final class Replay: @unchecked Sendable {
       startTimeMs < endTimeMs
     else { return .invalidArgument }
     if let initial = initialTimeMs, !(startTimeMs..<endTimeMs).contains(initial) { return .invalidArgument }
+    var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     let old = state.withLock { state -> Graph?? in
       guard !state.bindings.isEmpty else { return nil }
+      ended = state.recorders
+      state.recorders = []
       state.generation += 1
       state.playNumber += 1
       state.play = Play(start: startTimeMs, end: endTimeMs, token: token)
       state.active = true
       state.paused = false
       state.target = initialTimeMs ?? startTimeMs
+      state.positionFollowsTarget = false
       state.position = nil
       state.lastReported = nil
       state.reportNext = true
@@ -250,6 +307,7 @@ public final class Replay: @unchecked Sendable {
     }
     guard let old else { return .notBound }
     old?.pipeline.stop()
+    endRecorders(ended)
     start(restarting: false)
     return .ok
   }
@@ -304,6 +362,7 @@ public final class Replay: @unchecked Sendable {
       state.generation += 1
       state.reportNext = true
       state.target = timeMs
+      state.positionFollowsTarget = false
       state.presentingOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       return .success(retire(&state))
@@ -312,6 +371,7 @@ public final class Replay: @unchecked Sendable {
     case .failure(let error): return error.code
     case .success(let old):
       old?.pipeline.stop()
+      for recorder in state.withLock({ $0.recorders.map(\.recorder) }) { recorder.discontinuity() }
       start(restarting: false)
       return .ok
     }
@@ -321,15 +381,19 @@ public final class Replay: @unchecked Sendable {
   /// idempotent.
   @discardableResult
   public func stop() -> TiErrorCode {
+    var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     let old = state.withLock { state -> Graph? in
       state.generation += 1
       state.playNumber += 1
       state.active = false
       state.paused = false
       state.position = nil
+      ended = state.recorders
+      state.recorders = []
       return retire(&state)
     }
     old?.pipeline.stop()
+    endRecorders(ended)
     return .ok
   }
 
@@ -337,12 +401,13 @@ public final class Replay: @unchecked Sendable {
   /// outputs already playing go on after their last frame and a new one starts at the next keyframe.
   /// With no output left the play reads nothing until one is bound again.
   private func restart() {
-    let old = state.withLock { state -> Graph? in
-      guard state.active else { return nil }
+    let (old, recorders) = state.withLock { state -> (Graph?, [ReplayRecorder]) in
+      guard state.active else { return (nil, []) }
       state.generation += 1
-      return retire(&state)
+      return (retire(&state), state.recorders.map(\.recorder))
     }
     old?.pipeline.stop()
+    for recorder in recorders { recorder.restarted() }
     start(restarting: true)
   }
 
@@ -361,6 +426,8 @@ public final class Replay: @unchecked Sendable {
     var range: MediaRange
     var play: Play
     var bindings: [Binding]
+    /// The tracks recorders need.
+    var recordedTracks: Set<TrackID> = []
     var speed: ReplaySpeed
     var paused: Bool
     var generation: Int
@@ -388,8 +455,8 @@ public final class Replay: @unchecked Sendable {
   /// from the position, the outputs already playing going on after the frame they presented last).
   private func start(restarting: Bool) {
     let plan = state.withLock { state -> Plan? in
-      guard state.active, let play = state.play, !state.bindings.isEmpty else { return nil }
-      let position = restarting ? state.position : nil
+      guard state.active, let play = state.play, !state.bindings.isEmpty || !state.recorders.isEmpty else { return nil }
+      let position = restarting && state.positionFollowsTarget ? state.position : nil
       let from = position ?? state.target
       var bindings = state.bindings
       for index in bindings.indices {
@@ -397,6 +464,7 @@ public final class Replay: @unchecked Sendable {
       }
       return Plan(
         range: MediaRange(startMilliseconds: from, endMilliseconds: play.end), play: play, bindings: bindings,
+        recordedTracks: state.recorders.reduce(into: Set<TrackID>()) { $0.formUnion($1.recorder.tracks) },
         speed: state.speed, paused: state.paused, generation: state.generation,
         presentFrom: MediaTime(milliseconds: position.map { $0 + 1 } ?? from),
         showsFirstFrameWhilePaused: position == nil)
@@ -423,23 +491,29 @@ public final class Replay: @unchecked Sendable {
     let primaryVideo = plan.bindings.first { $0.isVideo }
     let primaryAudio = plan.bindings.first { !$0.isVideo }
     // The position follows one branch: the first video output, else the first audio output.
-    let clockBinding = (primaryVideo ?? primaryAudio)!.id
+    let clockBinding = (primaryVideo ?? primaryAudio)?.id
     let source = CloudSegmentSource(service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
-    let router = TrackRouter(tracks: Set(plan.bindings.map(\.track)))
+    let tracks = Set(plan.bindings.map(\.track)).union(plan.recordedTracks)
+    let router = TrackRouter(tracks: tracks)
     let detector = GapDetector(
       configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 16 << 20))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 16 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    // Recording tasks get what the play reads (their tasks come and go while it runs).
+    let tap = RecorderTap(paced: clockBinding != nil) { [weak self] in
+      self?.state.withLock { $0.recorders.map(\.recorder) } ?? []
+    }
+    pipeline.connect(detector, to: tap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
     var pacers: [Pacer] = []
     var owners: [ObjectIdentifier: OutputID] = [:]
     for binding in plan.bindings {
       let branch = try connectBranch(
-        for: binding, after: detector, plan: plan, clockBinding: clockBinding, in: pipeline)
+        for: binding, after: detector, plan: plan, reportsPosition: binding.id == clockBinding, in: pipeline)
       pacers.append(branch.pacer)
       for node in branch.nodes { owners[node] = binding.id }
     }
@@ -454,12 +528,12 @@ public final class Replay: @unchecked Sendable {
       return .stopPipeline
     }
     pipeline.onEndOfStream = { [weak self] in self?.completed(generation: generation) }
-    return Graph(pipeline: pipeline, pacers: pacers)
+    return Graph(pipeline: pipeline, pacers: pacers, tracks: tracks)
   }
 
   /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
   private func connectBranch(
-    for binding: Binding, after detector: GapDetector, plan: Plan, clockBinding: OutputID, in pipeline: Pipeline
+    for binding: Binding, after detector: GapDetector, plan: Plan, reportsPosition: Bool, in pipeline: Pipeline
   ) throws -> (pacer: Pacer, nodes: [ObjectIdentifier]) {
     let generation = plan.generation
     let id = binding.id
@@ -469,7 +543,6 @@ public final class Replay: @unchecked Sendable {
     let presentFrom = joining ?? plan.presentFrom
     let pacer: Pacer
     let sink: PresentationSink
-    let reportsPosition = id == clockBinding
     switch binding.target {
     case .video(let renderer):
       // A seek while paused shows the target's frame (R35); a play never starts paused.
@@ -548,8 +621,10 @@ public final class Replay: @unchecked Sendable {
       if video { state.videoFrames += 1 } else { state.audioFrames += 1 }
       guard reportsPosition else { return (true, first, nil) }
       if video { state.lastFrame = frame }
+      for entry in state.recorders { entry.recorder.advance(to: frame.time) }
       let position = frame.time.milliseconds
       state.position = position
+      state.positionFollowsTarget = true
       let due = state.reportNext || state.lastReported.map { position - $0 >= 100 } ?? true
       guard due, let handler = state.onTimeChanged else { return (true, first, nil) }
       state.reportNext = false
@@ -587,6 +662,7 @@ public final class Replay: @unchecked Sendable {
   }
 
   private func completed(generation: Int) {
+    var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64, Int)? in
       guard state.generation == generation, state.active, let play = state.play else { return nil }
       state.active = false
@@ -594,8 +670,11 @@ public final class Replay: @unchecked Sendable {
       let moved = state.position != play.end
       state.position = play.end
       state.lastReported = play.end
+      ended = state.recorders
+      state.recorders = []
       return (moved ? state.onTimeChanged : nil, state.onCompleted, play.end, state.playNumber)
     }
+    endRecorders(ended, naturally: true)
     guard let (time, done, end, play) = handlers else { return }
     deliver(play: play) {
       time?(end)
@@ -604,12 +683,16 @@ public final class Replay: @unchecked Sendable {
   }
 
   private func failed(_ error: TiError, generation: Int) {
+    var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     let handler = state.withLock { state -> (ErrorHandler?, Int)? in
       guard state.generation == generation, state.active else { return nil }
       state.active = false
       state.paused = false
+      ended = state.recorders
+      state.recorders = []
       return (state.onError, state.playNumber)
     }
+    endRecorders(ended)
     guard let (handler, play) = handler else { return }
     let graph = state.withLock { $0.generation == generation ? $0.graph : nil }
     graph?.pipeline.stop()

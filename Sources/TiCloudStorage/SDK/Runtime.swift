@@ -145,6 +145,9 @@ final class Runtime: @unchecked Sendable {
   /// Lets tests change the snapshot limit.
   func setMaximumSnapshots(_ limit: Int) { withLock { maximumSnapshots = limit } }
 
+  /// The bytes a recording task may have waiting to be written before it is overrun (tests lower it).
+  var recorderPendingLimit = 64 << 20
+
   /// A service that replaces the endpoint's at the next `initialize` (tests: a local library read on
   /// a manual executor).
   var serviceOverride: (any RecordingService)?

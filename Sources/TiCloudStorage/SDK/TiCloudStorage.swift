@@ -305,12 +305,15 @@ extension TiCloudStorage {
   /// `initialize` uses instead of the endpoint's, and the snapshot limit.
   package static func configureForTesting(
     replayEnvironment: (@Sendable () -> ReplayEnvironment)?, service: (any RecordingService)?,
-    maximumSnapshots: Int = maximumConcurrentSnapshots
+    maximumSnapshots: Int = maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20
   ) {
     let runtime = Runtime.shared
     runtime.reset()
     if let replayEnvironment { runtime.makeReplayEnvironment = replayEnvironment }
-    runtime.withLock { runtime.serviceOverride = service }
+    runtime.withLock {
+      runtime.serviceOverride = service
+      runtime.recorderPendingLimit = recorderPendingLimit
+    }
     runtime.setMaximumSnapshots(maximumSnapshots)
   }
 }

@@ -27,6 +27,8 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   /// The token the current play started with (R18).
   private var playToken = ""
   var outputs: [OutputCore] = []
+  /// Recording tasks started on it (R75: an active one blocks dispose).
+  var recordingTasks: [TiCloudStorageRecordingTask] = []
   private var handlers = Handlers()
 
   struct Handlers {
@@ -260,7 +262,10 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     let outcome = runtime.withLock { () -> (Int32, Replay?) in
       guard !disposed else { return (TiCloudStorageErrorCode.ok, nil) }
       guard !runtime.insideCallback(of: associated()) else { return (TiCloudStorageErrorCode.inUse, nil) }
-      guard outputs.isEmpty, !(engine?.isActive ?? false) else { return (TiCloudStorageErrorCode.inUse, nil) }
+      recordingTasks.removeAll { !$0.isActive }
+      guard outputs.isEmpty, !(engine?.isActive ?? false), recordingTasks.isEmpty else {
+        return (TiCloudStorageErrorCode.inUse, nil)
+      }
       disposed = true
       lastTimeMs = engine?.currentTimeMs
       if let engine { lastSpeed = engine.speed }

@@ -1,0 +1,319 @@
+import Dispatch
+import Foundation
+import PipelineGraph
+
+/// Records what a replay plays into an MP4 (the seed's RecordingTask): stream copy of one video track
+/// and optionally its AAC audio, at source timing whatever the speed, through the recording path the
+/// export uses (``MP4Recording``).
+///
+/// - It records what plays, not what was read ahead: packets wait until the replay's position has
+///   passed them (``advance(to:)``); a seek drops what was read but never played.
+/// - It starts at the first video keyframe not earlier than ``startsAt`` (audio before it is dropped).
+/// - A seek (``discontinuity()``) or a hole in the video closes the stretch so far; the next one starts
+///   at the next keyframe where the file ends (no filler).
+/// - A change of the video's codec or picture size ends it with `unsupportedFormat`; packets arriving
+///   faster than the file is written (over ``maximumPendingBytes`` waiting) end it with
+///   `recordingOverrun`; a file that cannot be written ends it with `fileWriteFailed`. Any of these
+///   removes the unfinished file.
+///
+/// ``take(_:)`` and ``discontinuity()`` are called on the replay's executor, and hand the work to the
+/// recorder's own queue: disk writes never hold the replay up. ``finish(_:)`` may be called from any
+/// thread; its completion runs once, on that queue.
+public final class ReplayRecorder: @unchecked Sendable {
+  /// The final MP4's path.
+  public let destination: URL
+  /// The recorded video track.
+  public let videoTrack: TrackID
+  /// The recorded audio track (AAC only), if any.
+  public let audioTrack: TrackID?
+  /// The most bytes waiting to be written before the recorder gives up (`recordingOverrun`).
+  public let maximumPendingBytes: Int
+  /// Nothing earlier is recorded (where the replay was when the task started).
+  public let startsAt: MediaTime
+
+  private let queue = DispatchQueue(label: "tipipe.recorder")
+  private let pending = Locked(Pending())
+  // Confined to `queue`.
+  private var recording: MP4Recording?
+  private var audioFormat: TrackFormat?
+  /// Video from the first keyframe on, held until the audio format is known (or a second has passed).
+  private var held: [EncodedPacket] = []
+  private var needsKeyframe = true
+  private var lastVideo: EncodedPacket?
+  private var lastAudio: MediaTime?
+  /// After a restart: packets read again up to these times were written already.
+  private var skipVideoThrough: MediaTime?
+  private var skipAudioThrough: MediaTime?
+  private var failure: TiError?
+
+  struct Pending {
+    var bytes = 0
+    var overrun = false
+    var finished = false
+    /// Packets read but not played yet, in the order read.
+    var unplayed: [EncodedPacket] = []
+    /// The position played so far: packets up to it are written.
+    var played = MediaTime(microseconds: .min)
+  }
+
+  /// A recorder of `videoTrack` (and `audioTrack`) into `destination` from `startsAt` on.
+  public init(
+    destination: URL, videoTrack: TrackID, audioTrack: TrackID?, startsAt: MediaTime = MediaTime(microseconds: .min),
+    maximumPendingBytes: Int = 64 << 20
+  ) {
+    self.destination = destination
+    self.videoTrack = videoTrack
+    self.audioTrack = audioTrack
+    self.startsAt = startsAt
+    self.maximumPendingBytes = maximumPendingBytes
+  }
+
+  /// The tracks it records.
+  public var tracks: Set<TrackID> { Set([videoTrack] + (audioTrack.map { [$0] } ?? [])) }
+
+  /// Takes a packet the replay read (other tracks, and anything before ``startsAt``, are ignored): it
+  /// is written once the position has passed it.
+  public func take(_ packet: EncodedPacket) {
+    guard tracks.contains(packet.track), packet.time >= startsAt else { return }
+    let ready = pending.withLock { state -> [EncodedPacket] in
+      guard !state.finished, !state.overrun else { return [] }
+      state.bytes += packet.data.count
+      if state.bytes > maximumPendingBytes {
+        state.overrun = true
+        return []
+      }
+      guard packet.time <= state.played else {
+        state.unplayed.append(packet)
+        return []
+      }
+      return [packet]
+    }
+    send(ready)
+  }
+
+  /// The replay's position reached `position`: what was read up to it is written.
+  public func advance(to position: MediaTime) {
+    let ready = pending.withLock { state -> [EncodedPacket] in
+      state.played = max(state.played, position)
+      guard !state.finished, !state.overrun, !state.unplayed.isEmpty else { return [] }
+      let played = state.played
+      let ready = state.unplayed.filter { $0.time <= played }
+      state.unplayed.removeAll { $0.time <= played }
+      return ready
+    }
+    send(ready)
+  }
+
+  private func send(_ packets: [EncodedPacket]) {
+    guard !packets.isEmpty else { return }
+    queue.async { [self] in
+      for packet in packets {
+        pending.withLock { $0.bytes -= packet.data.count }
+        write(packet)
+      }
+    }
+  }
+
+  /// The replay jumped (seek, new graph, gap): what was read but not played is dropped, and the next
+  /// stretch starts at the next keyframe.
+  public func discontinuity() {
+    pending.withLock { state in
+      state.bytes -= state.unplayed.reduce(0) { $0 + $1.data.count }
+      state.unplayed = []
+      state.played = MediaTime(microseconds: .min)
+    }
+    queue.async { [self] in closeStretch() }
+  }
+
+  /// The replay rebuilt its graph at the position (an output came or went): what was read but not played
+  /// is dropped, and what is read again up to what was already written is skipped; the stretch goes on.
+  public func restarted() {
+    pending.withLock { state in
+      state.bytes -= state.unplayed.reduce(0) { $0 + $1.data.count }
+      state.unplayed = []
+    }
+    queue.async { [self] in
+      skipVideoThrough = lastVideo?.time
+      skipAudioThrough = lastAudio
+    }
+  }
+
+  /// Stops taking packets, writes what was played (and, when the replay `playedToTheEnd`, everything
+  /// read) and finishes the file: the duration in ms, or why there is no file (`noRecordableMedia` when
+  /// nothing could be written). Once only; later calls get nothing (the caller caches the result).
+  public func finish(playedToTheEnd: Bool, _ completion: @escaping @Sendable (Result<Int64, TiError>) -> Void) {
+    let (first, rest) = pending.withLock { state -> (Bool, [EncodedPacket]) in
+      defer {
+        state.finished = true
+        state.unplayed = []
+      }
+      return (!state.finished, playedToTheEnd ? state.unplayed : [])
+    }
+    guard first else { return }
+    queue.async { [self] in
+      for packet in rest where !pending.withLock({ $0.overrun }) { write(packet) }
+      completion(conclude())
+    }
+  }
+
+  // MARK: On the queue
+
+  private func write(_ packet: EncodedPacket) {
+    guard failure == nil else { return }
+    do {
+      if packet.track == audioTrack {
+        if let skip = skipAudioThrough {
+          guard packet.time > skip else { return }
+          skipAudioThrough = nil
+        }
+        lastAudio = packet.time
+        audioFormat = audioFormat ?? packet.format
+        if recording == nil {
+          try openIfReady(force: false)
+        } else if let recording, recording.isRecording {
+          try recording.writeAudio(packet)
+        }
+        return
+      }
+      if let skip = skipVideoThrough {
+        guard packet.time > skip else { return }
+        skipVideoThrough = nil
+      }
+      // Going back (a restart not yet told) or over a hole: the stretch ends; no filler (T18).
+      if let last = lastVideo,
+        packet.time < last.time
+          || packet.time > lastVideoEnd.advanced(by: .microseconds(1_000), notAfter: .init(microseconds: .max))
+      {
+        closeStretch()
+      }
+      if needsKeyframe {
+        guard packet.isKeyframe else { return }
+        needsKeyframe = false
+        if let recording {
+          guard GapDetector.sameVideo(packet.format, recording.video) else {
+            throw TiError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
+          }
+          recording.begin(at: packet.time)
+        }
+      }
+      lastVideo = packet
+      guard let recording else {
+        held.append(packet)
+        return try openIfReady(force: false)
+      }
+      guard GapDetector.sameVideo(packet.format, recording.video) else {
+        throw TiError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
+      }
+      try recording.writeVideo(packet)
+    } catch {
+      fail(TiError(error))
+    }
+  }
+
+  /// Creates the file once the audio format is known (or there is no audio, or a second of video waits).
+  private func openIfReady(force: Bool) throws {
+    guard recording == nil, let first = held.first else { return }
+    let waited = (try? (held.last!.time - first.time)) ?? .zero
+    let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
+    guard force || audioTrack == nil || audioFormat != nil || waited >= .microseconds(1_000_000) else { return }
+    do {
+      try OutputFile.validate(destination)
+      let recording = try MP4Recording(
+        workingPath: OutputFile.workingPath(for: destination), video: first.format, audio: audio,
+        reservedIndexBytes: 1 << 20)
+      recording.begin(at: first.time)
+      self.recording = recording
+    } catch {
+      throw TiError(.fileWriteFailed, "cannot create the recording beside \(destination.path): \(error)")
+    }
+    let waiting = held
+    held = []
+    for packet in waiting { try recording?.writeVideo(packet) }
+  }
+
+  /// Where the last video frame ends (the open stretch's end).
+  private var lastVideoEnd: MediaTime {
+    lastVideo.map { $0.time.advanced(by: $0.duration, notAfter: MediaTime(microseconds: .max)) }
+      ?? MediaTime(microseconds: 0)
+  }
+
+  private func closeStretch() {
+    needsKeyframe = true
+    guard failure == nil else { return }
+    if recording == nil {
+      held = []
+      return
+    }
+    do {
+      try recording?.end(at: lastVideoEnd)
+    } catch {
+      fail(TiError(error))
+    }
+  }
+
+  private func fail(_ error: TiError) {
+    guard failure == nil else { return }
+    failure = error.code == .ioFailed ? TiError(.fileWriteFailed, error.message) : error
+    recording?.abandon()
+    recording = nil
+    held = []
+  }
+
+  private func conclude() -> Result<Int64, TiError> {
+    if pending.withLock({ $0.overrun }) {
+      fail(TiError(.recordingOverrun, "writing fell behind the replay by more than \(maximumPendingBytes) bytes"))
+    }
+    if failure == nil, recording == nil, !held.isEmpty {
+      do { try openIfReady(force: true) } catch { fail(TiError(error)) }
+    }
+    if let failure { return .failure(failure) }
+    guard let recording else { return .failure(TiError(.noRecordableMedia, "no video keyframe was recorded")) }
+    do {
+      if recording.isRecording {
+        try recording.end(at: lastVideoEnd)
+      }
+      guard recording.videoPackets > 0 else {
+        recording.abandon()
+        return .failure(TiError(.noRecordableMedia, "no video was recorded"))
+      }
+      let duration = recording.outputEnd.microseconds / 1000
+      try recording.finalize(installingAt: destination)
+      self.recording = nil
+      return .success(duration)
+    } catch {
+      recording.abandon()
+      self.recording = nil
+      let failure = TiError(error)
+      return .failure(failure.code == .noRecordableMedia ? failure : TiError(.fileWriteFailed, failure.message))
+    }
+  }
+}
+
+/// The replay graph's tap for recorders: hands every packet to the recorders the replay holds now.
+public final class RecorderTap: Node {
+  /// Consumes packets.
+  public typealias Input = EncodedPacket
+  /// A sink.
+  public typealias Output = Never
+
+  /// The node's name.
+  public let name = "RecorderTap"
+  private let recorders: @Sendable () -> [ReplayRecorder]
+
+  private let paced: Bool
+
+  /// A tap that hands media to `recorders()` (read at each packet: tasks come and go while it runs);
+  /// unless `paced` (no output presents, so nothing tells the position) what is read counts as played.
+  public init(paced: Bool, recorders: @escaping @Sendable () -> [ReplayRecorder]) {
+    self.paced = paced
+    self.recorders = recorders
+  }
+
+  /// Hands the packet on.
+  public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
+    for recorder in recorders() {
+      recorder.take(input)
+      if !paced { recorder.advance(to: input.time) }
+    }
+  }
+}

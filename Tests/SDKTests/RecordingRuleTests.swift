@@ -1,0 +1,155 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+
+/// What ffprobe finds in an MP4: duration (s), video frames, first video pts (s), codecs.
+private func probe(_ path: String) throws -> (duration: Double, frames: Int, codecs: [String]) {
+  let format = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path])
+  let frames = try run(
+    "/usr/bin/ffprobe",
+    [
+      "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of",
+      "csv=p=0", path,
+    ])
+  let codecs = try run(
+    "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
+  return (
+    Double(format.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+    Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+    codecs.split(separator: "\n").map { String($0) }
+  )
+}
+
+extension SDKRules {
+  /// Rules.md group T: RecordingTask.
+  @Suite @MainActor struct Recording {
+    /// Waits (cranking the graphs) for a task's result.
+    private func stop(_ task: TiCloudStorageRecordingTask, _ session: SDKSession) async -> TiCloudStorageRecordingResult
+    {
+      await session.pump { await task.stop() }
+    }
+
+    @Test func T1_T2_T3_T4_startRecordingNeedsAnActivePlayAndValidChannels() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      let before = rig.replay.startRecording(videoChannelId: 0)
+      #expect(before.code == TiCloudStorageErrorCode.notStarted && before.task == nil)
+      #expect(rig.play() == ok)
+      for (video, audio) in [(256, nil), (-1, nil), (0, 300)] as [(Int, Int?)] {
+        let refused = rig.replay.startRecording(videoChannelId: video, audioChannelId: audio)
+        #expect(refused.code == TiCloudStorageErrorCode.invalidArgument && refused.task == nil)
+      }
+      #expect(rig.replay.pause() == ok)
+      let paused = rig.replay.startRecording(videoChannelId: 0)
+      #expect(paused.code == ok && paused.task != nil)  // a paused play counts (T2)
+      #expect(rig.replay.stop() == ok)
+      #expect(await stop(try #require(paused.task), session).code == TiCloudStorageErrorCode.noRecordableMedia)
+      #expect(rig.replay.startRecording(videoChannelId: 0).code == TiCloudStorageErrorCode.notStarted)
+      // No file was left by any of it.
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func T5_T6_T8_T9_T16_stopGivesAPlayableMP4ToEveryCaller() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 3000) == ok)
+      await session.run(for: .milliseconds(300))
+      let first = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      let second = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .milliseconds(2500))
+      var completions: [TiCloudStorageRecordingResult] = []
+      first.stop { completions.append($0) }
+      let a = await stop(first, session)
+      let b = await stop(first, session)
+      while completions.isEmpty { await session.drainMain() }
+      #expect(a.code == ok)
+      let file = try #require(a.file)
+      #expect(b.file?.path == file.path && completions[0].file?.path == file.path)
+      // From the keyframe at 2 s (the first after the start at ~0.3 s) to where the play was.
+      let probed = try probe(file.path)
+      #expect(probed.codecs == ["h264", "aac"])
+      #expect(probed.frames >= 1)
+      #expect(file.durationMs > 0 && file.durationMs <= 1000)
+      #expect(abs(probed.duration * 1000 - Double(file.durationMs)) <= 45)
+      #expect(
+        URL(fileURLWithPath: file.path).deletingLastPathComponent().standardizedFileURL
+          == session.media.standardizedFileURL)
+      // The second task records the same channel into its own file, video only.
+      let other = await stop(second, session)
+      #expect(other.code == ok && other.file?.path != file.path)
+      #expect(try probe(try #require(other.file).path).codecs == ["h264"])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func T7_T11_T18_R68_aNaturalCompletionFinishesTheTaskWithSeekAndSpeedClosedUp() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 9000) == ok)
+      await session.run(for: .milliseconds(40))
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      #expect(rig.replay.dispose() == TiCloudStorageErrorCode.inUse)  // R75
+      #expect(rig.replay.setSpeed(.x4) == ok)
+      await session.run(for: .milliseconds(700))
+      let before = try #require(rig.replay.currentTimeMs) - recordingStart
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 6000) == ok)
+      // No Output bound: the task keeps the replay reading (T11).
+      #expect(rig.video.detach() == ok)
+      #expect(rig.audio.detach() == ok)
+      await session.run(for: .seconds(20))
+      #expect(rig.log.entries.contains(.completed))
+      let result = await stop(task, session)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      // [2 s, where the seek came) then [6 s, 9 s): source timing, the seek closed up, no filler.
+      let probed = try probe(file.path)
+      let times = try run(
+        "/usr/bin/ffprobe",
+        ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", file.path])
+      #expect(before > 2000 && before < 3000)
+      let expected = Double(before - 2000 + 3000) / 1000
+      #expect(abs(probed.duration - expected) <= 0.1, "\(probed), \(times.split(separator: "\n").count) frames")
+      #expect(probed.codecs == ["h264", "aac"])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func T13_T14_T15_T17_failuresLeaveNoFile() async throws {
+      let session = try SDKSession(recorderPendingLimit: 1)
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      let overrun = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .milliseconds(500))
+      #expect(await stop(overrun, session).code == TiCloudStorageErrorCode.recordingOverrun)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+
+      let second = try SDKSession()
+      let rig2 = ReplayRig()
+      #expect(rig2.play() == ok)
+      // A channel without media records nothing; a new play finishes it (T17).
+      let empty = try #require(rig2.replay.startRecording(videoChannelId: 9).task)
+      await second.run(for: .milliseconds(500))
+      #expect(rig2.play() == ok)
+      #expect(await stop(empty, second).code == TiCloudStorageErrorCode.noRecordableMedia)
+      // The media folder cannot hold files.
+      try FileManager.default.removeItem(at: second.media)
+      #expect(FileManager.default.createFile(atPath: second.media.path, contents: Data("x".utf8)))
+      let unwritable = try #require(rig2.replay.startRecording(videoChannelId: 0).task)
+      await second.run(for: .seconds(3))
+      let failed = await stop(unwritable, second)
+      #expect(failed.code == TiCloudStorageErrorCode.fileWriteFailed && failed.file == nil)
+      #expect(try Data(contentsOf: second.media) == Data("x".utf8))
+      #expect(rig2.tearDown().allSatisfy { $0 == ok })
+      #expect(second.close() == ok)
+    }
+  }
+}
