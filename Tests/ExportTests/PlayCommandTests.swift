@@ -93,6 +93,41 @@ struct PlayCommandTests {
     #expect(nothing.stderr.hasPrefix("error: noFrame (6118)"))
   }
 
+  @Test func T5_T18_playRecordWritesWhatPlayedAtSourceTimingWithTheHoleClosedUp() throws {
+    let directory = try library()
+    let out = try TemporaryDirectory()
+    let record = out.url.appendingPathComponent("played.mp4")
+    let result = try tipipe([
+      "play", "--pace", "fast", "--speed", "8", "--endpoint", "file://\(directory.url.path)", "--start",
+      String(recordingStart), "--end", String(recordingStart + 9000), "--video-channel", "0", "--audio-channel", "1",
+      "--record", record.path,
+    ])
+    #expect(result.status == 0, "\(result.stderr)")
+    let recording = try #require(lines(result.stdout).first { $0["event"] as? String == "recording" })
+    #expect(recording["code"] as? Int == 0)
+    // [0, 3) and [6, 9): 6 s of media whatever the speed, the hole closed up.
+    #expect(recording["duration_ms"] as? Int == 6000)
+    let probe = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-show_entries", "format=duration:stream=codec_name", "-of", "csv=p=0", record.path])
+    #expect(probe.split(separator: "\n").map(String.init) == ["h264", "aac", "6.000000"])
+    // Nothing recordable: no file, the code said.
+    let empty = out.url.appendingPathComponent("none.mp4")
+    let nothing = try tipipe([
+      "play", "--pace", "fast", "--endpoint", "file://\(directory.url.path)", "--start", String(recordingStart + 3500),
+      "--end", String(recordingStart + 5000), "--video-channel", "0", "--record", empty.path,
+    ])
+    let refused = try #require(lines(nothing.stdout).first { $0["event"] as? String == "recording" })
+    #expect(refused["code"] as? Int == 6119)
+    #expect(!FileManager.default.fileExists(atPath: empty.path))
+    // A directory is not an output.
+    #expect(
+      try tipipe([
+        "play", "--endpoint", "file://\(directory.url.path)", "--start", "0", "--end", "1",
+        "--video-channel", "0", "--record", out.url.path,
+      ]).status == 2)
+  }
+
   @Test func graphPrintsTheConfigurations() throws {
     let replay = try tipipe(["graph", "replay", "--format", "json"])
     #expect(replay.status == 0)

@@ -3,6 +3,7 @@ import Foundation
 import MediaSynthesis
 import Nodes
 import PipelineGraph
+import Synchronization
 import TiCloudStorage
 
 /// `tipipe demo`: the main job on the embedded default. Synthesizes a library under the cache directory
@@ -21,6 +22,25 @@ enum DemoCommand {
   static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(arguments, known: ["--cache": .value])
     let cache = flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
+    // The SDK delivers list, snapshot and Output callbacks on the main queue: the main thread runs it
+    // (`dispatchMain`) while the demo works on a thread of its own and exits when done.
+    let work = Thread {
+      do {
+        let status = try demo(cache: cache)
+        fflush(nil)
+        exit(status)
+      } catch {
+        fflush(nil)
+        fail(TiError(error))
+      }
+    }
+    work.stackSize = 8 << 20
+    work.start()
+    dispatchMain()
+  }
+
+  /// The demo itself, on its own thread.
+  static func demo(cache: URL) throws -> Int32 {
     let demo = cache.appendingPathComponent("demo")
     let library = demo.appendingPathComponent("library")
 
@@ -41,49 +61,91 @@ enum DemoCommand {
     }
     print("library: \(library.path)")
 
-    let index = try RecordingIndex.load(library: library)
-    let day = MediaRange(
-      startMilliseconds: options.startMilliseconds, endMilliseconds: options.startMilliseconds + 86_400_000)
-    let ranges = index.mergedRanges(in: day)
-    print("recordings (\(index.segments.count) objects, \(ranges.count) ranges):")
-    for range in ranges {
+    // The SDK facade from here on: the runtime, one device, its days and ranges.
+    let sdkRoot = demo.appendingPathComponent("sdk")
+    let initialized = TiCloudStorage.initialize(
+      appId: "tipipe-demo", endpoint: library.absoluteString, consoleLogEnabled: false, cacheDirectory: sdkRoot.path)
+    guard initialized == TiCloudStorageErrorCode.ok else {
+      throw TiError(TiErrorCode(rawValue: initialized), "TiCloudStorage.initialize failed")
+    }
+    print("TiCloudStorage initialized (work root \(sdkRoot.path))")
+    let storage = TiCloudStorage(token: "demo-device-token")
+    let days = waitOnMain { done in
+      storage.listRecordingDays(startDate: "2026-11-29", endDate: "2026-12-01", timeZoneId: "UTC", completion: done)
+    }
+    try check(days.code, "listRecordingDays")
+    print("days: " + days.days.map { "\($0.date) \($0.hasRecording ? "recorded" : "empty")" }.joined(separator: ", "))
+    let start = options.startMilliseconds
+    let listed = waitOnMain { done in
+      storage.listRecordings(startTimeMs: start, endTimeMs: start + 86_400_000, completion: done)
+    }
+    try check(listed.code, "listRecordings")
+    print("recordings (\(listed.recordings.count) ranges):")
+    for range in listed.recordings {
       print(
-        "  \(iso(range.start.milliseconds)) – \(iso(range.end.milliseconds))  (\(range.duration.milliseconds / 1000) s)"
-      )
+        "  \(iso(range.startTimeMs)) – \(iso(range.endTimeMs))  (\((range.endTimeMs - range.startTimeMs) / 1000) s)")
     }
 
-    try decodeMinute(of: library, from: options.startMilliseconds)
-    try replay(library: library, from: options.startMilliseconds, into: demo)
+    try decodeMinute(of: library, from: start)
+    try replay(storage, from: start, into: demo)
 
-    let exportRange = MediaRange(
-      startMilliseconds: options.startMilliseconds + 45_500, endMilliseconds: options.startMilliseconds + 105_000)
-    let output = demo.appendingPathComponent("export.mp4")
-    print("export \(iso(exportRange.start.milliseconds)) – \(iso(exportRange.end.milliseconds)):")
-    let result = try export(library: library, range: exportRange, to: output)
-    let report = result.report
-    guard result.code == .ok, let file = result.file else {
-      throw TiError(result.code, "the export ended with \(result.report.termination)")
+    let exportStart = start + 45_500
+    let exportEnd = start + 105_000
+    print("export \(iso(exportStart)) – \(iso(exportEnd)):")
+    let result = try export(storage, from: exportStart, to: exportEnd)
+    guard result.code == TiCloudStorageErrorCode.ok, let file = result.file, let report = result.report else {
+      throw TiError(
+        TiErrorCode(rawValue: result.code),
+        "the export ended with \(result.report?.termination.description ?? "no report")")
     }
-    print("  file: \(file.path) (\(Double(result.durationMs) / 1000) s)")
+    let output = try keep(file.path, as: demo.appendingPathComponent("export.mp4"))
+    print("  file: \(output.path) (\(Double(file.durationMs) / 1000) s)")
     print(
       "  covered \(Double(report.coveredDurationMs) / 1000) s in \(report.segments.count) segment(s), complete: \(report.complete)"
     )
     for segment in report.segments {
       print(
-        "    source \(iso(segment.sourceRange.startMs)) – \(iso(segment.sourceRange.endMs)) → file "
+        "    source \(iso(segment.sourceRange.startTimeMs)) – \(iso(segment.sourceRange.endTimeMs)) → file "
           + "\(Double(segment.outputStartMs) / 1000)–\(Double(segment.outputEndMs) / 1000) s")
     }
     for gap in report.gaps {
       print(
-        "    gap \(iso(gap.range.startMs)) – \(iso(gap.range.endMs)): "
-          + gap.reasons.map(\.rawValue).joined(separator: ", "))
+        "    gap \(iso(gap.range.startTimeMs)) – \(iso(gap.range.endTimeMs)): "
+          + gap.reasons.map(\.name).joined(separator: ", "))
     }
-    let reportFile = demo.appendingPathComponent("export.json")
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    try encoder.encode(report).write(to: reportFile)
-    print("  report: \(reportFile.path)")
+    try check(storage.dispose(), "TiCloudStorage.dispose")
+    try check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
+    print("disposed the device and shut TiCloudStorage down")
     return 0
+  }
+
+  /// Runs `start` (which calls back on the main queue) and waits for its one result.
+  static func waitOnMain<Value: Sendable>(_ start: (@escaping @MainActor @Sendable (Value) -> Void) -> Void) -> Value {
+    let result = Locked<Value?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    start { value in
+      result.withLock { $0 = value }
+      done.signal()
+    }
+    done.wait()
+    return result.withLock { $0! }
+  }
+
+  static func check(_ code: Int32, _ what: String) throws {
+    guard code == TiCloudStorageErrorCode.ok else { throw TiError(TiErrorCode(rawValue: code), "\(what) failed") }
+  }
+
+  /// Moves a file the SDK returned out of its cache to `destination` (F9), replacing only a regular file.
+  static func keep(_ path: String, as destination: URL) throws -> URL {
+    var status = stat()
+    if lstat(destination.path, &status) == 0 {
+      guard status.st_mode & S_IFMT == S_IFREG else {
+        throw TiError(.fileWriteFailed, "\(destination.path) exists and is not a regular file")
+      }
+      try FileManager.default.removeItem(at: destination)
+    }
+    try FileManager.default.moveItem(atPath: path, toPath: destination.path)
+    return destination
   }
 
   /// Decodes the first minute's video through `source → verify → demux → decoder → sink` and prints
@@ -103,61 +165,83 @@ enum DemoCommand {
     }
   }
 
-  /// Replays 00:00:55–00:01:30 in real time through the Replay graph: at 4×, then 1/2×, then a seek
-  /// into the hole at 00:01:15 at 8× (the play goes on at the first frame after it); then a snapshot of
-  /// the last frame presented.
-  static func replay(library: URL, from start: Int64, into demo: URL) throws {
-    let events = DispatchQueue(label: "tipipe.demo.replay")
-    let replay = Replay(service: LocalLibraryService(directory: library), environment: .realtime(callbacks: events))
-    replay.bindVideo(channel: 0, renderer: NullRenderer())
-    replay.bindAudio(channel: 1, device: NullAudioDevice())
+  /// Replays 00:00:55–00:01:30 in real time through a TiCloudStorageReplay with a Video and an Audio
+  /// Output: at 4×, then 1/2× while a RecordingTask records, then a seek into the hole at 00:01:15 at 8×
+  /// (the play goes on at the first frame after it); then a snapshot of the last frame presented.
+  static func replay(_ storage: TiCloudStorage, from start: Int64, into demo: URL) throws {
+    let replay = storage.createReplay(callbackThread: .background)
+    let video = TiCloudStorageVideoOutput()
+    let audio = TiCloudStorageAudioOutput()
+    let view = FrameCounter()
+    try check(video.attachView(view), "attachView")
+    try check(video.attach(replay: replay, channelId: 0), "attach video")
+    try check(audio.attach(replay: replay, channelId: 1), "attach audio")
     let done = DispatchSemaphore(value: 0)
     replay.onRecordingGap = { gap in
-      let tracks = gap.tracks.map { "\($0.kind == .video ? "video" : "audio") \($0.channel)" }
+      let tracks = gap.tracks.map { "\($0.kind == .video ? "video" : "audio") \($0.channelId)" }
       print(
-        "  gap crossed: \(iso(gap.range.start.milliseconds)) – \(iso(gap.range.end.milliseconds)) "
-          + "(\(tracks.joined(separator: ", "))): " + gap.reasons.map(\.rawValue).joined(separator: ", "))
+        "  gap crossed: \(iso(gap.range.startTimeMs)) – \(iso(gap.range.endTimeMs)) "
+          + "(\(tracks.joined(separator: ", "))): " + gap.reasons.map(\.name).joined(separator: ", "))
     }
     replay.onCompleted = { done.signal() }
-    replay.onError = { error in
-      print("  replay failed: \(error)")
+    replay.onError = { code in
+      print("  replay failed: \(TiCloudStorage.errorToString(code)) (\(code))")
       done.signal()
     }
     func position() -> String { replay.currentTimeMs.map(iso) ?? "–" }
     print("replay \(iso(start + 55_000)) – \(iso(start + 90_000)) in real time:")
     let began = Date()
-    replay.setSpeed(.x4)
-    guard replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000, token: "demo") == .ok else {
-      throw TiError(.invalidArgument, "the demo's replay was refused")
-    }
+    try check(replay.setSpeed(.x4), "setSpeed")
+    try check(replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000), "play")
     Thread.sleep(forTimeInterval: 1)
-    print("  4x for 1 s: at \(position())")
-    replay.setSpeed(.x0_5)
+    print("  4x for 1 s: at \(position()); video output \(video.state), audio output \(audio.state)")
+    try check(replay.setSpeed(.x0_5), "setSpeed")
+    let recording = replay.startRecording(videoChannelId: 0, audioChannelId: 1)
+    try check(recording.code, "startRecording")
     Thread.sleep(forTimeInterval: 1)
     print("  1/2x for 1 s: at \(position())")
-    replay.setSpeed(.x8)
-    replay.seek(toTimeMs: start + 75_000)
+    try check(replay.setSpeed(.x8), "setSpeed")
+    try check(replay.seek(toTimeMs: start + 75_000), "seek")
     print("  seek to \(iso(start + 75_000)) (inside the hole) at 8x")
     done.wait()
-    let figures = replay.statistics
     print(
       "  completed at \(position()) after \(String(format: "%.1f", Date().timeIntervalSince(began))) s: "
-        + "\(figures.videoFrames) video frames presented, \(figures.droppedFrames) dropped as late")
-    if let frame = replay.lastPresentedFrame {
-      let snapshot = demo.appendingPathComponent("snapshot.jpg")
-      try OutputFile.write(try frame.jpegData(), to: snapshot)
-      print("  snapshot of the last frame (\(iso(frame.time.milliseconds))): \(snapshot.path)")
+        + "\(view.frames.load(ordering: .relaxed)) video frames rendered")
+    if let task = recording.task {
+      let recorded = waitOnMain { done in task.stop(completion: done) }
+      if let file = recorded.file {
+        let kept = try keep(file.path, as: demo.appendingPathComponent("recording.mp4"))
+        print(
+          "  recorded what played from the next keyframe, the seek closed up: \(kept.path) (\(Double(file.durationMs) / 1000) s)"
+        )
+      } else {
+        print("  the recording ended with \(TiCloudStorage.errorToString(recorded.code))")
+      }
     }
-    replay.stop()
+    let snapshot = waitOnMain { done in video.takeSnapshot(completion: done) }
+    try check(snapshot.code, "takeSnapshot")
+    if let file = snapshot.file {
+      let kept = try keep(file.path, as: demo.appendingPathComponent("snapshot.jpg"))
+      print("  snapshot of the last frame: \(kept.path)")
+    }
+    // The documented teardown: stop, detach, detachView, dispose the Outputs and the Replay.
+    for (code, what) in [
+      (replay.stop(), "stop"), (video.detach(), "detach"), (audio.detach(), "detach"),
+      (video.detachView(), "detachView"),
+      (video.dispose(), "dispose"), (audio.dispose(), "dispose"), (replay.dispose(), "dispose"),
+    ] {
+      try check(code, what)
+    }
   }
 
-  static func export(library: URL, range: MediaRange, to output: URL) throws -> ExportResult {
+  /// Exports `[start, end)` with a progress bar (on a terminal) and waits for its detailed result.
+  static func export(_ storage: TiCloudStorage, from start: Int64, to end: Int64) throws -> TiCloudStorageExportResult {
     let terminal = isatty(STDOUT_FILENO) == 1
-    let job = try ExportJob(
-      request: .init(
-        range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1), output: output),
-      source: LocalLibrarySource(directory: library, range: range),
-      progress: { fraction, _ in
+    let done = DispatchSemaphore(value: 0)
+    let result = Locked<TiCloudStorageExportResult?>(nil)
+    let started = storage.exportRecording(
+      TiCloudStorageExportRequest(startTimeMs: start, endTimeMs: end, videoChannelId: 0, audioChannelId: 1),
+      progress: { fraction in
         guard terminal else { return }
         let filled = Int(fraction * 40)
         print(
@@ -165,10 +249,21 @@ enum DemoCommand {
             + String(format: " %5.1f%%", fraction * 100), terminator: "")
         fflush(nil)
       },
-      completion: { _ in })
-    let result = job.waitForResult()
+      progressDetail: nil, onRecordingGap: nil, callbackThread: .background,
+      completion: { final in
+        result.withLock { $0 = final }
+        done.signal()
+      })
+    try check(started.code, "exportRecording")
+    done.wait()
     if terminal { print("") }
-    return result
+    return result.withLock { $0! }
+  }
+
+  /// Counts the frames a Video Output renders (the demo's host view).
+  final class FrameCounter: VideoRenderer {
+    let frames = Atomic(0)
+    func render(_ frame: DecodedFrame) { frames.add(1, ordering: .relaxed) }
   }
 
   static func defaultCacheDirectory() -> URL {

@@ -11,7 +11,7 @@ enum PlayCommand {
   static let usage = """
     usage: tipipe play --endpoint E [--token K] --start T --end T [--initial T]
                        [--speed 1/8|1/4|1/2|1|2|4|8] --video-channel N [--audio-channel N]
-                       [--pace realtime|fast]
+                       [--pace realtime|fast] [--record OUT.mp4]
 
     Replays [start, end) of the recordings at E (http(s)://… with --token, or file:///DIR) from
     --initial (default: start) into a null renderer and a null audio device, and prints one JSON
@@ -19,8 +19,10 @@ enum PlayCommand {
     when the position crosses a gap, {"event":"completed"} or {"event":"error","code":…,"name":…},
     and last {"event":"summary","video_frames":…,"audio_frames":…,"dropped_frames":…}.
     --pace fast runs the same semantics on a free-running clock, as fast as the machine allows.
+    --record OUT.mp4 records what plays (a RecordingTask: from the first keyframe, source timing, the
+    video channel and the audio channel's AAC) and prints {"event":"recording","code":…,"file":…,
+    "duration_ms":…} before the summary; nothing recordable is noRecordableMedia (6119) and no file.
     SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
-    Not built yet: --record (RecordingTask).
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -29,6 +31,7 @@ enum PlayCommand {
       known: [
         "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--initial": .value,
         "--speed": .value, "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--quiet": .boolean,
+        "--record": .value,
       ])
     let endpoint = try Endpoint(flags)
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
@@ -44,6 +47,7 @@ enum PlayCommand {
     }
     let pace = flags.string("--pace") ?? "realtime"
     guard ["realtime", "fast"].contains(pace) else { throw UsageError(message: "--pace must be realtime or fast") }
+    let record = try flags.string("--record").map { try outputPath("--record", $0) }
 
     let events = DispatchQueue(label: "tipipe.play.events")
     let environment: ReplayEnvironment =
@@ -70,6 +74,35 @@ enum PlayCommand {
     guard code == .ok else {
       throw TiError(code, code == .invalidArgument ? "--initial must lie in [--start, --end)" : "the play was refused")
     }
+    let recorded = DispatchSemaphore(value: 0)
+    let recording = Locked<String?>(nil)
+    if let record {
+      let recorder = ReplayRecorder(
+        destination: record, videoTrack: TrackID(.video, channel: UInt8(videoChannel)),
+        audioTrack: audioChannel.map { TrackID(.audio, channel: UInt8($0)) },
+        startsAt: MediaTime(milliseconds: initial ?? start))
+      let added = replay.addRecorder(recorder) { naturally in
+        recorder.finish(playedToTheEnd: naturally) { result in
+          let text: String
+          switch result {
+          case .success(let duration):
+            text =
+              "{\"event\":\"recording\",\"code\":0,\"file\":\(jsonString(record.path)),\"duration_ms\":\(duration)}"
+          case .failure(let error):
+            text =
+              "{\"event\":\"recording\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\",\"file\":null}"
+          }
+          recording.withLock { $0 = text }
+          recorded.signal()
+        }
+      }
+      if added != .ok {
+        recording.withLock {
+          $0 = "{\"event\":\"recording\",\"code\":\(added.rawValue),\"name\":\"\(added.name)\",\"file\":null}"
+        }
+        recorded.signal()
+      }
+    }
     Interruption.shared.onSignal { _ in
       events.async {
         replay.stop()
@@ -80,6 +113,10 @@ enum PlayCommand {
     finished.wait()
     Interruption.shared.removeHandler()
     replay.stop()
+    if record != nil {
+      recorded.wait()
+      events.sync { line(recording.withLock { $0 ?? "" }) }
+    }
     let figures = replay.statistics
     events.sync {
       line(
@@ -87,6 +124,12 @@ enum PlayCommand {
           + "\"dropped_frames\":\(figures.droppedFrames)}")
     }
     return status.withLock { $0 }
+  }
+
+  /// `text` as a JSON string literal.
+  static func jsonString(_ text: String) -> String {
+    let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
+    return String(decoding: data, as: UTF8.self)
   }
 
   private static func line(_ text: String) {

@@ -40,8 +40,7 @@ let commands: [(name: String, command: Command)] = [
   }
   text += "  help     this text, or a command's\n\n"
   text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
-  text += "Times are UTC milliseconds or ISO-8601 with a zone. Not built yet: play --record\n"
-  text += "(see the project's open issues)."
+  text += "Times are UTC milliseconds or ISO-8601 with a zone."
   return text
 }
 

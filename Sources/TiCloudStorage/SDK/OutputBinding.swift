@@ -86,6 +86,13 @@ extension OutputCore {
       case .presenting:
         presenting = true
         if state == .buffering, let call = move(to: .active) { calls.append(call) }
+        // Off 1× audio is muted and presents nothing: its outputs play silence (R41).
+        if kind == .video, binding.replay.speedLocked != .x1 {
+          for output in binding.replay.outputs where output.kind == .audio && output.state == .buffering {
+            output.presenting = true
+            if let call = output.move(to: .active) { calls.append(call) }
+          }
+        }
       case .completed:
         if state != .failed, let call = move(to: .completed) { calls.append(call) }
       case .failed(let error):

@@ -125,12 +125,14 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
         callbacks.progressDetail?(detail)
       }
       if let gap = callbacks.gap { report.gaps.forEach(gap) }
-      callbacks.completion(final)
+      // The task no longer holds its instance once its completion runs (E39); inside the completion,
+      // disposing the instance is still refused (L24).
       runtime.withLock {
         job = nil
         instance.exportEnded()
         runtime.endExport()
       }
+      callbacks.completion(final)
     }
   }
 

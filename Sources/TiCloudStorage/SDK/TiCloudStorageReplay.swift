@@ -301,6 +301,9 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
 
   var isDisposedLocked: Bool { disposed }
 
+  /// The speed (under the lock).
+  var speedLocked: TiCloudStorageReplaySpeed { engine?.speed ?? lastSpeed }
+
   /// The engine, created at the first use that needs it (constructors acquire nothing, L6).
   func engineIfNeeded() -> Replay {
     if let engine { return engine }

@@ -41,6 +41,9 @@ public enum TiCloudStorageRecordingGapReason: Int, Sendable, CaseIterable {
   /// The channel has no media here.
   case trackUnavailable = 9
 
+  /// The case's name (`noRecording`, …), as reports and logs spell it.
+  public var name: String { GapReason.allCases[rawValue].rawValue }
+
   init(_ reason: GapReason) {
     switch reason {
     case .unknown: self = .unknown
