@@ -14,6 +14,20 @@ swift build -c release -Xswiftc -warnings-as-errors
 echo "== tests" >&2
 swift test -Xswiftc -warnings-as-errors
 
+# The DocC catalogs of TiCloudStorage and PipelineGraph, from the debug build's modules; a warning fails.
+echo "== documentation (DocC, warnings are errors)" >&2
+modules="$(swift build --show-bin-path)/Modules"
+for module in TiCloudStorage PipelineGraph; do
+  docs=$(mktemp -d)
+  swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
+    -I Sources/CCrypto -I Sources/CMicroHTTPD -target "$(uname -m)-unknown-linux-gnu" \
+    -output-dir "$docs" -minimum-access-level public
+  docc convert "Sources/$module/Documentation.docc" --additional-symbol-graph-dir "$docs" \
+    --output-path "$docs/out" --fallback-display-name "$module" \
+    --fallback-bundle-identifier "org.tipipe.$module" --warnings-as-errors
+  rm -rf "$docs"
+done
+
 # The process tests launch the `tipipe` of the build they belong to, so each sanitized build makes its own.
 echo "== tests under the thread sanitizer (the tipipe they launch is sanitized too)" >&2
 swift build --sanitize=thread --build-path .build/tsan --product tipipe

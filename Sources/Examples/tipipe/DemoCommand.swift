@@ -20,10 +20,20 @@ enum DemoCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(arguments, known: ["--cache": .value])
-    let cache = flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
+    start(cache: try cacheDirectory(arguments))
     // The SDK delivers list, snapshot and Output callbacks on the main queue: the main thread runs it
-    // (`dispatchMain`) while the demo works on a thread of its own and exits when done.
+    // (`dispatchMain`, which never returns: nothing of this frame may be needed later) while the demo
+    // works on a thread of its own and exits when done.
+    dispatchMain()
+  }
+
+  static func cacheDirectory(_ arguments: [String]) throws -> URL {
+    let flags = try FlagParser(arguments, known: ["--cache": .value])
+    return flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
+  }
+
+  /// Starts the demo on a thread of its own.
+  static func start(cache: URL) {
     let work = Thread {
       do {
         let status = try demo(cache: cache)
@@ -36,7 +46,6 @@ enum DemoCommand {
     }
     work.stackSize = 8 << 20
     work.start()
-    dispatchMain()
   }
 
   /// The demo itself, on its own thread.

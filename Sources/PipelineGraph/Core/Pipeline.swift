@@ -2,7 +2,7 @@ import Synchronization
 
 /// A graph of typed nodes joined by bounded edges, run by executors against a clock.
 ///
-/// Build it on one thread (``connect(_:to:limits:threadBoundary:)``, the handlers), then ``start()``.
+/// Build it on one thread (`connect(_:to:limits:threadBoundary:)`, the handlers), then ``start()``.
 /// From then on its shape is fixed and it is driven only through ``flush()`` and ``stop()``, which are
 /// callable from any thread and take effect on the executors.
 ///
@@ -47,9 +47,12 @@ public final class Pipeline: @unchecked Sendable {
   /// Creates an empty pipeline whose nodes run on `executor`, read `clock` and hand blocking work to
   /// `workers`.
   ///
-  /// - Parameter workers: by default the process's ``WorkerPool/shared``; when `executor` is a
-  ///   ``ManualExecutor``, that executor itself, so that a test drives every job of the graph (worker
-  ///   jobs included) on its own thread.
+  /// - Parameters:
+  ///   - executor: runs the nodes (a ``ThreadExecutor``, or a ``ManualExecutor`` in tests).
+  ///   - clock: paces timed nodes (a ``VirtualClock`` in tests).
+  ///   - workers: by default the process's ``WorkerPool/shared``; when `executor` is a
+  ///     ``ManualExecutor``, that executor itself, so that a test drives every job of the graph (worker
+  ///     jobs included) on its own thread.
   public init(
     executor: any PipelineExecutor, clock: any PipelineClock = MonotonicClock(), workers: (any WorkerExecutor)? = nil
   ) {
@@ -62,7 +65,7 @@ public final class Pipeline: @unchecked Sendable {
 
   // MARK: Building
 
-  /// Adds `node` to run on `executor` (the pipeline's by default). ``connect(_:to:limits:threadBoundary:)``
+  /// Adds `node` to run on `executor` (the pipeline's by default). `connect(_:to:limits:threadBoundary:)`
   /// adds nodes it has not seen on the default executor, so call this first only to choose another one.
   @inlinable
   @discardableResult
@@ -74,6 +77,8 @@ public final class Pipeline: @unchecked Sendable {
   /// Connects `producer`'s output to `consumer`'s input. Compiles only when the types match.
   ///
   /// - Parameters:
+  ///   - producer: the node whose output feeds the edge.
+  ///   - consumer: the node that takes the edge's items.
   ///   - limits: the edge's bounds (backpressure).
   ///   - threadBoundary: declare this when the two nodes run on different executors; the edge then
   ///     locks and wakes the other side (GStreamer's `queue`).

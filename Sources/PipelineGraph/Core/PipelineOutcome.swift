@@ -1,6 +1,6 @@
 import Foundation
 
-/// How a run of a pipeline ended, as ``Pipeline/runToCompletion()`` and ``Pipeline/run()`` return it.
+/// How a run of a pipeline ended, as ``Pipeline/runToCompletion(patience:)`` and ``Pipeline/run()`` return it.
 public struct PipelineOutcome: Sendable {
   /// True when every sink received `endOfStream`; false when the pipeline stopped first.
   public var reachedEndOfStream: Bool

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Why ``Pipeline/runToCompletion()`` gave up.
+/// Why ``Pipeline/runToCompletion(patience:)`` gave up.
 public enum PipelineRunError: Error, Equatable, CustomStringConvertible {
   /// The pipeline is driven by ``ManualExecutor``s, none of them has a job left and no other thread
   /// posted one within the patience given: the graph can make no progress (a node waits for something

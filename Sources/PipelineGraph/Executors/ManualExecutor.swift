@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Jobs submitted from any thread are queued; ``runUntilIdle()`` runs them, and the jobs they submit, on
 /// the calling thread until the queue is empty and the idle handler (a free-running clock) adds nothing.
-/// When a node hands work to another thread (a worker pool, a network thread), ``waitForWork()`` blocks
+/// When a node hands work to another thread (a worker pool, a network thread), ``waitForWork(timeout:)`` blocks
 /// until that thread posts its completion — no sleeping, no timing.
 public final class ManualExecutor: PipelineExecutor {
   private struct State {

@@ -5,7 +5,7 @@ import PipelineGraph
 import Synchronization
 
 /// The listing queries of seed 000 (`listRecordings`, `listRecordingDays`; rules.md group Q) over any
-/// ``RecordingService``.
+/// `RecordingService`.
 ///
 /// Every outcome, argument errors included, arrives through the completion, exactly once and never
 /// inside the call; a failed query carries no ranges or days.

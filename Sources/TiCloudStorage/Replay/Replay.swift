@@ -9,7 +9,7 @@ import Synchronization
 /// Each play (and each seek) builds
 /// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer → TrackRouter → GapDetector ─┬→ FrameDecoder → Pacer → PresentationSink (video)`
 /// `                                                                                   └→ FrameDecoder → Pacer(muted off 1×) → PresentationSink (audio)`
-/// over any ``RecordingService`` (`file://` or `http(s)://`), on the environment's executor and clock.
+/// over any `RecordingService` (`file://` or `http(s)://`), on the environment's executor and clock.
 /// A seek replaces the graph by one that starts at the target: the latest seek wins, and the events of
 /// a replaced graph are dropped. The callbacks of one play follow the seed: `onTimeChanged` at most
 /// once per 100 ms of media (and at each seek, after each gap, and at the end), `onRecordingGap` once

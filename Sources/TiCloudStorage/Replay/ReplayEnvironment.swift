@@ -6,7 +6,7 @@ import PipelineGraph
 /// - ``realtime(callbacks:)``: a thread of its own and the monotonic clock (an application).
 /// - ``freeRunning(callbacks:)``: the same semantics on a clock that jumps to the next presentation
 ///   as soon as the graph is idle (`tipipe play --pace fast`, snapshots, tests of whole runs).
-/// - ``init(executor:clock:workers:deliver:)`` with a ``ManualExecutor`` and a ``VirtualClock``: every
+/// - ``init(executor:clock:workers:deliver:)`` with a `ManualExecutor` and a `VirtualClock`: every
 ///   job and every instant under a test's control.
 public struct ReplayEnvironment: Sendable {
   /// Runs the graphs' nodes.

@@ -36,8 +36,8 @@ extension TiCloudStorageAudioOutputDelegate {
 /// The seed's `TiCloudStorageAudioOutput`: plays one audio channel of a Replay on an audio route at its
 /// own volume (rules.md group O).
 ///
-/// On Linux the audio route is an ``AudioDevice`` given at creation (a ``NullAudioDevice`` that
-/// consumes in real time by default, a ``CaptureAudioDevice`` in tests). Methods may be called from any
+/// On Linux the audio route is an `AudioDevice` given at creation (a `NullAudioDevice` that
+/// consumes in real time by default, a `CaptureAudioDevice` in tests). Methods may be called from any
 /// thread and return at once; the delegate runs on the main queue.
 public final class TiCloudStorageAudioOutput: @unchecked Sendable {
   let core = OutputCore(kind: .audio)

@@ -36,8 +36,8 @@ extension TiCloudStorageVideoOutputDelegate {
 /// The seed's `TiCloudStorageVideoOutput`: renders one video channel of a Replay into a host view and
 /// takes snapshots of what it presents (rules.md groups O and S).
 ///
-/// On Linux the host view (`TiRtcPlatformView` in the seed) is any ``VideoRenderer``: a window, a
-/// ``FrameCaptureRenderer``, a ``NullRenderer``. Methods may be called from any thread and return at
+/// On Linux the host view (`TiRtcPlatformView` in the seed) is any `VideoRenderer`: a window, a
+/// `FrameCaptureRenderer`, a `NullRenderer`. Methods may be called from any thread and return at
 /// once; the delegate and the snapshot completion run on the main queue.
 public final class TiCloudStorageVideoOutput: @unchecked Sendable {
   let core = OutputCore(kind: .video)

@@ -1,0 +1,107 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+
+extension SDKRules {
+  /// Rules.md group R, the parts that belong to the SDK object (the engine's are in ReplayTests).
+  @Suite @MainActor struct ReplayObject {
+    @Test func R1_R2_R3_R4_rawValues() {
+      #expect(
+        [TiCloudStorageReplaySpeed.x1, .x2, .x4, .x8, .x0_5, .x0_25, .x0_125].map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
+      #expect([TiCloudStorageCallbackThread.main, .background].map(\.rawValue) == [0, 1])
+      #expect([TiCloudStorageRecordingTrackKind.video, .audio].map(\.rawValue) == [1, 2])
+      #expect(TiCloudStorageRecordingGapReason.allCases.map(\.rawValue) == Array(0...9))
+      #expect(
+        TiCloudStorageRecordingGapReason.allCases.map(\.name) == [
+          "unknown", "notFound", "downloadFailed", "integrityFailed", "mediaUnreadable", "noKeyFrame", "noRecording",
+          "decryptionFailed", "unsupportedMedia", "trackUnavailable",
+        ])
+    }
+
+    @Test func R5_R6_R7_R8_R9_aReplayBelongsToItsInstanceAndCallsBackOnItsQueue() async throws {
+      let session = try SDKSession()
+      let main = ReplayRig()
+      let background = ReplayRig(callbackThread: .background)
+      #expect(main.replay.instance === main.storage)
+      #expect(main.replay.speed == .x1)
+      #expect(main.replay.currentTimeMs == nil)
+      #expect(main.play(0, 2000) == ok)
+      #expect(background.play(0, 2000) == ok)
+      await session.run(for: .seconds(3))
+      Runtime.shared.background.sync {}
+      await session.drainMain()
+      let replayEvents = { (log: SDKLog) in
+        zip(log.entries, log.onMainThread).filter {
+          switch $0.0 {
+          case .time, .completed, .gap, .error: true
+          default: false
+          }
+        }.map(\.1)
+      }
+      #expect(!replayEvents(main.log).isEmpty && replayEvents(main.log).allSatisfy { $0 })
+      #expect(!replayEvents(background.log).isEmpty && replayEvents(background.log).allSatisfy { !$0 })
+      #expect(main.log.entries.contains(.completed) && background.log.entries.contains(.completed))
+      #expect(main.tearDown().allSatisfy { $0 == ok })
+      #expect(background.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R18_D5_aPlayKeepsItsTokenThroughSeeks() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      #expect(rig.storage.updateToken("later-token") == ok)
+      await session.run(for: .milliseconds(200))
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 7000) == ok)
+      await session.run(for: .milliseconds(200))
+      #expect(session.service.tokens.withLock { Set($0) } == ["device-token"])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R75_R76_disposeWaitsForThePlayTheOutputsAndTheTasks() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(200))
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      #expect(rig.replay.stop() == ok)
+      #expect(rig.video.detach() == ok && rig.audio.detach() == ok)
+      // The task finishes with the play's end, asynchronously: until then dispose waits.
+      _ = await session.pump { await task.stop() }
+      #expect(rig.replay.dispose() == ok)
+      #expect(
+        rig.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 10)
+          == TiCloudStorageErrorCode.notInitialized)
+      #expect(rig.replay.seek(toTimeMs: recordingStart) == TiCloudStorageErrorCode.notInitialized)
+      #expect(rig.replay.startRecording(videoChannelId: 0).code == TiCloudStorageErrorCode.notInitialized)
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == TiCloudStorageErrorCode.notInitialized)
+      #expect(rig.video.detachView() == ok && rig.video.dispose() == ok && rig.audio.dispose() == ok)
+      #expect(rig.storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func R55_R60_R61_R62_aListingFailureEndsThePlayOnceWithItsCode() async throws {
+      for code in [
+        TiErrorCode.tokenExpired, .permissionDenied, .cloudStorageUnavailable, .networkUnavailable,
+        .endpointDnsResolutionFailed,
+      ] {
+        let session = try SDKSession()
+        let rig = ReplayRig()
+        session.service.failListings(with: code)
+        #expect(rig.play() == ok)
+        await session.run(for: .seconds(1))
+        #expect(rig.log.entries.filter { if case .error = $0 { true } else { false } } == [.error(code.rawValue)])
+        #expect(rig.replay.pause() == TiCloudStorageErrorCode.notStarted)  // R26
+        #expect(rig.tearDown().allSatisfy { $0 == ok })
+        #expect(session.close() == ok)
+      }
+    }
+  }
+}
