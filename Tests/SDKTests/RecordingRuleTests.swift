@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -150,6 +151,25 @@ extension SDKRules {
       #expect(try Data(contentsOf: second.media) == Data("x".utf8))
       #expect(rig2.tearDown().allSatisfy { $0 == ok })
       #expect(second.close() == ok)
+    }
+
+    @Test func T12_aResolutionChangeEndsTheTaskWithUnsupportedFormatAndNoFile() async throws {
+      let library = try TemporaryDirectory("tipipe-sdk-change")
+      var options = smallOptions(seconds: 6)
+      options.videoChanges = [.init(offsetSeconds: 3, codec: .h264, width: 160, height: 120)]
+      try LibrarySynthesizer(options: options).write(to: library.url)
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig(bindAudio: false)
+      #expect(rig.play(0, 6000) == ok)
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .seconds(8))
+      #expect(rig.log.entries.contains(.completed))
+      let result = await stop(task, session)
+      #expect(result.code == TiCloudStorageErrorCode.unsupportedFormat)
+      #expect(result.file == nil)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
     }
   }
 }

@@ -30,15 +30,20 @@ final class SDKSession {
 
   let service: ScriptedService
 
-  init(maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20) throws {
+  init(
+    maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20,
+    library: URL? = nil, snapshotQueue: DispatchQueue = .global()
+  ) throws {
     _ = mainQueueKey
     cache = try TemporaryDirectory("tipipe-sdk-cache")
     let executor = self.executor
     let clock = self.clock
-    service = ScriptedService(LocalLibraryService(directory: sharedLibrary, workers: executor), executor: executor)
+    service = ScriptedService(
+      LocalLibraryService(directory: library ?? sharedLibrary, workers: executor), executor: executor)
     TiCloudStorage.configureForTesting(
       replayEnvironment: { ReplayEnvironment(executor: executor, clock: clock, workers: executor, deliver: { $0() }) },
-      service: service, maximumSnapshots: maximumSnapshots, recorderPendingLimit: recorderPendingLimit)
+      service: service, maximumSnapshots: maximumSnapshots, recorderPendingLimit: recorderPendingLimit,
+      snapshotQueue: snapshotQueue)
     initializeCode = TiCloudStorage.initialize(
       appId: "test-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
       cacheDirectory: cache.url.path)

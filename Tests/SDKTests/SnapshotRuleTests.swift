@@ -81,7 +81,10 @@ extension SDKRules {
     }
 
     @Test func S9_S10_S11_S12_oneSnapshotAtATimeAndALimitForAll() async throws {
-      let session = try SDKSession(maximumSnapshots: 1)
+      // Snapshots are encoded on a queue the test holds: the first one stays pending until it is let go.
+      let encoding = DispatchQueue(label: "held snapshots")
+      encoding.suspend()
+      let session = try SDKSession(maximumSnapshots: 1, snapshotQueue: encoding)
       let rig = ReplayRig()
       let second = ReplayRig(bindAudio: false)
       #expect(rig.play() == ok)
@@ -96,6 +99,7 @@ extension SDKRules {
       #expect(rig.video.detachView() == ok)
       #expect(rig.video.dispose() == TiCloudStorageErrorCode.inUse)
       #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
+      encoding.resume()
       while results.count < 3 { await session.drainMain() }
       #expect(
         results == [

@@ -145,6 +145,9 @@ final class Runtime: @unchecked Sendable {
   /// Lets tests change the snapshot limit.
   func setMaximumSnapshots(_ limit: Int) { withLock { maximumSnapshots = limit } }
 
+  /// Where snapshots are encoded and written (tests hold it to keep one pending).
+  var snapshotQueue: DispatchQueue = .global()
+
   /// The bytes a recording task may have waiting to be written before it is overrun (tests lower it).
   var recorderPendingLimit = 64 << 20
 

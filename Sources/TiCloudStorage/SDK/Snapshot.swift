@@ -33,25 +33,24 @@ extension TiCloudStorageVideoOutput {
       let name = "snapshot-\(UUID().uuidString.lowercased()).jpg"
       return .success((frame, runtime.mediaDirectory!.appendingPathComponent(name)))
     }
-    DispatchQueue.global().async {
-      switch taken {
-      case .failure(let refusal):
-        done(TiCloudStorageSnapshotResult(code: refusal.code))
-      case .success(let (frame, url)):
-        let result: TiCloudStorageSnapshotResult
-        do {
-          try MediaFiles.writeNew(try frame.jpegData(), to: url)
-          result = TiCloudStorageSnapshotResult(
-            code: TiCloudStorageErrorCode.ok, file: TiCloudStorageSnapshotFile(path: url.path))
-        } catch {
-          result = TiCloudStorageSnapshotResult(code: TiCloudStorageErrorCode.fileWriteFailed)
-        }
-        runtime.withLock {
-          core.snapshotPending = false
-          runtime.endSnapshot()
-        }
-        done(result)
+    guard case .success(let (frame, url)) = taken else {
+      let code = taken.failureCode
+      return DispatchQueue.global().async { done(TiCloudStorageSnapshotResult(code: code)) }
+    }
+    runtime.snapshotQueue.async {
+      let result: TiCloudStorageSnapshotResult
+      do {
+        try MediaFiles.writeNew(try frame.jpegData(), to: url)
+        result = TiCloudStorageSnapshotResult(
+          code: TiCloudStorageErrorCode.ok, file: TiCloudStorageSnapshotFile(path: url.path))
+      } catch {
+        result = TiCloudStorageSnapshotResult(code: TiCloudStorageErrorCode.fileWriteFailed)
       }
+      runtime.withLock {
+        core.snapshotPending = false
+        runtime.endSnapshot()
+      }
+      done(result)
     }
   }
 }

@@ -305,7 +305,8 @@ extension TiCloudStorage {
   /// `initialize` uses instead of the endpoint's, and the snapshot limit.
   package static func configureForTesting(
     replayEnvironment: (@Sendable () -> ReplayEnvironment)?, service: (any RecordingService)?,
-    maximumSnapshots: Int = maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20
+    maximumSnapshots: Int = maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20,
+    snapshotQueue: DispatchQueue = .global()
   ) {
     let runtime = Runtime.shared
     runtime.reset()
@@ -313,6 +314,7 @@ extension TiCloudStorage {
     runtime.withLock {
       runtime.serviceOverride = service
       runtime.recorderPendingLimit = recorderPendingLimit
+      runtime.snapshotQueue = snapshotQueue
     }
     runtime.setMaximumSnapshots(maximumSnapshots)
   }
