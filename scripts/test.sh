@@ -38,7 +38,7 @@ swift test --sanitize=thread --build-path .build/tsan
 # allocations to the end.)
 echo "== media, export and fuzz tests under the address and leak sanitizers" >&2
 swift build --sanitize=address --build-path .build/asan --product tipipe
-ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
+ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" \
   swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests|ReplayTests|SDKTests"
 
 # A user outside the project's targets: the consumer package builds with no C import, against the

@@ -263,5 +263,26 @@ extension SDKRules {
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
+
+    @Test func O40_C26_anOutputWhoseChannelCarriesNothingFailsWith6130After5sOfPlayback() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig(bindAudio: false)
+      #expect(rig.audio.attach(replay: rig.replay, channelId: 7) == ok)  // audio is on channel 1
+      #expect(rig.play(0, 9000) == ok)
+      await session.run(for: .seconds(3))
+      // Media time 0–4 s played (the hole at 3–4 s is skipped): not yet 5 s of audio of other channels.
+      #expect(rig.audio.state == .buffering)
+      await session.run(for: .seconds(2))
+      #expect(rig.audio.state == .failed)
+      #expect(rig.log.entries.contains(.audioFailure(6130)))
+      #expect(TiCloudStorage.errorToString(6130) == "channelMismatch")
+      // Only that Output: the video and the play go on.
+      #expect(rig.video.state == .rendering)
+      await session.run(for: .seconds(5))
+      #expect(rig.log.entries.contains(.completed))
+      #expect(!rig.log.entries.contains { if case .error = $0 { true } else { false } })
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
   }
 }

@@ -124,6 +124,9 @@ public final class Replay: @unchecked Sendable {
     /// The position was reached after the play's or the latest seek's target (else a restart starts at
     /// the target).
     var positionFollowsTarget = false
+    /// Outputs whose channel carried nothing while others of its kind did: failed with 6130 once the
+    /// position reaches the time it was noticed at (O40).
+    var mismatches: [OutputID: MediaTime] = [:]
     /// Outputs that presented a frame since the play, the seek or their binding.
     var presentingOutputs: Set<OutputID> = []
     var videoFrames = 0
@@ -297,6 +300,7 @@ public final class Replay: @unchecked Sendable {
       state.paused = false
       state.target = initialTimeMs ?? startTimeMs
       state.positionFollowsTarget = false
+      state.mismatches = [:]
       state.position = nil
       state.lastReported = nil
       state.reportNext = true
@@ -363,6 +367,7 @@ public final class Replay: @unchecked Sendable {
       state.reportNext = true
       state.target = timeMs
       state.positionFollowsTarget = false
+      state.mismatches = [:]
       state.presentingOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       return .success(retire(&state))
@@ -503,6 +508,11 @@ public final class Replay: @unchecked Sendable {
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 16 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    // An output bound to a channel without media while others of its kind have some fails with 6130.
+    let watch = ChannelWatch(tracks: Set(plan.bindings.map(\.track))) { [weak self] track, time in
+      self?.channelMissing(track, noticedAt: time, clockBinding: clockBinding, generation: generation)
+    }
+    pipeline.connect(demuxer, to: watch, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // Recording tasks get what the play reads (their tasks come and go while it runs).
     let tap = RecorderTap(paced: clockBinding != nil) { [weak self] in
       self?.state.withLock { $0.recorders.map(\.recorder) } ?? []
@@ -605,6 +615,12 @@ public final class Replay: @unchecked Sendable {
   private func presented(
     _ frame: DecodedFrame, by id: OutputID, video: Bool, reportsPosition: Bool, generation: Int
   ) -> Bool {
+    var failedOutputs: [@Sendable (OutputEvent) -> Void] = []
+    defer {
+      for events in failedOutputs {
+        events(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
+      }
+    }
     let outcome = state.withLock {
       state -> (
         accepted: Bool, first: (@Sendable (OutputEvent) -> Void)?, report: (@Sendable (Int64) -> Void, Int64, Int)?
@@ -622,6 +638,9 @@ public final class Replay: @unchecked Sendable {
       guard reportsPosition else { return (true, first, nil) }
       if video { state.lastFrame = frame }
       for entry in state.recorders { entry.recorder.advance(to: frame.time) }
+      let reached = state.mismatches.filter { $0.value <= frame.time }
+      for id in reached.keys { state.mismatches[id] = nil }
+      failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
       let position = frame.time.milliseconds
       state.position = position
       state.positionFollowsTarget = true
@@ -634,6 +653,22 @@ public final class Replay: @unchecked Sendable {
     outcome.first?(.presenting)
     if let (handler, position, play) = outcome.report { deliver(play: play) { handler(position) } }
     return outcome.accepted
+  }
+
+  /// A bound channel carries nothing (O40): its output fails once the position reaches `time` (at once
+  /// when that output is the one that moves the position).
+  private func channelMissing(_ track: TrackID, noticedAt time: MediaTime, clockBinding: OutputID?, generation: Int) {
+    let events = state.withLock { state -> (@Sendable (OutputEvent) -> Void)? in
+      guard state.generation == generation, let binding = state.bindings.first(where: { $0.track == track }) else {
+        return nil
+      }
+      guard binding.id == clockBinding else {
+        state.mismatches[binding.id] = time
+        return nil
+      }
+      return binding.events
+    }
+    events?(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
   }
 
   private func drained(_ id: OutputID, generation: Int) {

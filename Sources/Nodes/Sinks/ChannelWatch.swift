@@ -1,0 +1,45 @@
+import PipelineGraph
+
+/// Watches the packets a replay reads for outputs bound to a channel that carries nothing while other
+/// channels of the same kind do (seed error 6130): once media of the kind has kept coming for
+/// ``patience`` of media time with none of the watched track's channel, the track is reported, with the
+/// time it was noticed at, once.
+public final class ChannelWatch: Node {
+  /// Consumes packets.
+  public typealias Input = EncodedPacket
+  /// A sink (it watches a fan-out).
+  public typealias Output = Never
+
+  /// The node's name.
+  public let name = "ChannelWatch"
+  /// How long other channels may carry media while the watched one carries none.
+  public let patience: MediaDuration
+  private var watched: [TrackID: MediaTime?]
+  private var reported: Set<TrackID> = []
+  private let report: (TrackID, MediaTime) -> Void
+
+  /// Watches `tracks`; `report` is called on the graph's executor.
+  public init(
+    tracks: Set<TrackID>, patience: MediaDuration = .microseconds(5_000_000),
+    report: @escaping (TrackID, MediaTime) -> Void
+  ) {
+    self.patience = patience
+    self.report = report
+    watched = Dictionary(uniqueKeysWithValues: tracks.map { ($0, nil) })
+  }
+
+  /// Notes the packet for every watched track of its kind.
+  public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
+    for (track, since) in watched where track.kind == input.track.kind && !reported.contains(track) {
+      if input.track == track {
+        watched[track] = .some(nil)
+      } else if let since {
+        guard let waited = try? input.time - since, waited >= patience else { continue }
+        reported.insert(track)
+        report(track, input.time)
+      } else {
+        watched[track] = input.time
+      }
+    }
+  }
+}
