@@ -638,9 +638,11 @@ public final class Replay: @unchecked Sendable {
       guard reportsPosition else { return (true, first, nil) }
       if video { state.lastFrame = frame }
       for entry in state.recorders { entry.recorder.advance(to: frame.time) }
-      let reached = state.mismatches.filter { $0.value <= frame.time }
-      for id in reached.keys { state.mismatches[id] = nil }
-      failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
+      if !state.mismatches.isEmpty {
+        let reached = state.mismatches.filter { $0.value <= frame.time }
+        for id in reached.keys { state.mismatches[id] = nil }
+        failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
+      }
       let position = frame.time.milliseconds
       state.position = position
       state.positionFollowsTarget = true

@@ -37,6 +37,21 @@ enum MediaFiles {
   }
 }
 
+extension MediaFiles {
+  /// ``delete(_:)`` off the caller's thread.
+  static func delete(_ path: String) async -> Int32 {
+    await Task.detached { delete(path) }.value
+  }
+
+  /// ``delete(_:)`` on a global queue, `completion` on the main queue.
+  static func delete(_ path: String, completion: @escaping @MainActor @Sendable (Int32) -> Void) {
+    DispatchQueue.global().async {
+      let code = delete(path)
+      DispatchQueue.main.async { MainActor.assumeIsolated { completion(code) } }
+    }
+  }
+}
+
 /// A JPEG a Video Output saved (rules.md S1, F1): valid after its Output, its instance and the SDK are
 /// gone (F8); the SDK never removes it on its own (F11).
 public final class TiCloudStorageSnapshotFile: Sendable {
@@ -46,18 +61,11 @@ public final class TiCloudStorageSnapshotFile: Sendable {
   init(path: String) { self.path = path }
 
   /// Removes the file; ok again when it is gone (F4, F5); 6045 when its status cannot be read (F7).
-  public func delete() async -> Int32 {
-    let path = self.path
-    return await Task.detached { MediaFiles.delete(path) }.value
-  }
+  public func delete() async -> Int32 { await MediaFiles.delete(path) }
 
   /// Removes the file; `completion` runs once on the main queue.
   public func delete(completion: @escaping @MainActor @Sendable (Int32) -> Void) {
-    let path = self.path
-    DispatchQueue.global().async {
-      let code = MediaFiles.delete(path)
-      DispatchQueue.main.async { MainActor.assumeIsolated { completion(code) } }
-    }
+    MediaFiles.delete(path, completion: completion)
   }
 }
 
@@ -75,18 +83,11 @@ public final class TiCloudStorageRecordingFile: Sendable {
   }
 
   /// Removes the file; ok again when it is gone (F4, F5); 6045 when its status cannot be read (F7).
-  public func delete() async -> Int32 {
-    let path = self.path
-    return await Task.detached { MediaFiles.delete(path) }.value
-  }
+  public func delete() async -> Int32 { await MediaFiles.delete(path) }
 
   /// Removes the file; `completion` runs once on the main queue.
   public func delete(completion: @escaping @MainActor @Sendable (Int32) -> Void) {
-    let path = self.path
-    DispatchQueue.global().async {
-      let code = MediaFiles.delete(path)
-      DispatchQueue.main.async { MainActor.assumeIsolated { completion(code) } }
-    }
+    MediaFiles.delete(path, completion: completion)
   }
 }
 

@@ -35,7 +35,6 @@ final class OutputCore: @unchecked Sendable {
   weak var owner: AnyObject?
   var state = State.idle
   var session: Int?
-  var used = false
   var disposed = false
   var binding: Binding?
   /// Presented a frame since the play, the seek or the binding (resume goes back to `.active`).
@@ -74,13 +73,7 @@ final class OutputCore: @unchecked Sendable {
   /// Checks the runtime and the disposal and marks the output as holding resources (under the lock).
   func admit(_ runtime: Runtime) -> Int32 {
     guard !disposed else { return TiCloudStorageErrorCode.notInitialized }
-    let code = runtime.admit(&session)
-    guard code == TiCloudStorageErrorCode.ok else { return code }
-    if !used, let owner {
-      used = true
-      runtime.hold(owner)
-    }
-    return code
+    return runtime.admit(&session, holder: owner)
   }
 
   /// Moves to `state` (no duplicate notifications, O12); returns the delegate call to make after the

@@ -187,18 +187,16 @@ final class Runtime: @unchecked Sendable {
 
   // MARK: Sessions and holders
 
-  /// ok when `object` may act in the running session (binding it to the session at its first use);
-  /// notInitialized before `initialize`, after `shutdown`, or when it was used before a `shutdown`.
-  /// Call under the lock.
-  func admit(_ session: inout Int?) -> Int32 {
+  /// ok when `holder` may act in the running session (binding it to the session at its first use, and
+  /// from then on holding resources until ``release(_:)``); notInitialized before `initialize`, after
+  /// `shutdown`, or when it was used before a `shutdown`. Call under the lock.
+  func admit(_ session: inout Int?, holder: AnyObject?) -> Int32 {
     guard configuration != nil else { return TiCloudStorageErrorCode.notInitialized }
     if let bound = session, bound != self.session { return TiCloudStorageErrorCode.notInitialized }
     session = self.session
+    if let holder { holders.insert(ObjectIdentifier(holder)) }
     return TiCloudStorageErrorCode.ok
   }
-
-  /// Notes that `object` holds resources until ``release(_:)`` (under the lock).
-  func hold(_ object: AnyObject) { holders.insert(ObjectIdentifier(object)) }
 
   /// `object` no longer holds resources (under the lock).
   func release(_ object: AnyObject) { holders.remove(ObjectIdentifier(object)) }

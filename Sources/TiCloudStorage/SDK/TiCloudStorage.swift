@@ -62,7 +62,6 @@ public final class TiCloudStorage: @unchecked Sendable {
   private var token: String
   private var tokenExpired = false
   private var session: Int?
-  private var used = false
   private var disposed = false
   private var pendingQueries = 0
   private var replays: [ObjectIdentifier: TiCloudStorageReplay] = [:]
@@ -109,7 +108,7 @@ public final class TiCloudStorage: @unchecked Sendable {
         return TiCloudStorageErrorCode.inUse
       }
       disposed = true
-      if used { runtime.release(self) }
+      runtime.release(self)
       return TiCloudStorageErrorCode.ok
     }
   }
@@ -199,13 +198,7 @@ public final class TiCloudStorage: @unchecked Sendable {
   /// Whether the instance can be used now; binds it to the session and notes that it holds resources.
   func admit() -> Int32 {
     guard !disposed else { return TiCloudStorageErrorCode.notInitialized }
-    let code = runtime.admit(&session)
-    guard code == TiCloudStorageErrorCode.ok else { return code }
-    if !used {
-      used = true
-      runtime.hold(self)
-    }
-    return code
+    return runtime.admit(&session, holder: self)
   }
 
   /// The token a new List, Play or Export uses: invalidArgument when there is none (D2), tokenExpired

@@ -19,7 +19,6 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   public let callbackThread: TiCloudStorageCallbackThread
   // Guarded by the runtime's lock.
   private var session: Int?
-  private var used = false
   private var disposed = false
   private var engine: Replay?
   private var lastSpeed = TiCloudStorageReplaySpeed.x1
@@ -290,13 +289,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   /// Whether the Replay can be used now (checks it and its instance); binds it to the session.
   func admit() -> Int32 {
     guard !disposed, !instance.isDisposedLocked else { return TiCloudStorageErrorCode.notInitialized }
-    let code = runtime.admit(&session)
-    guard code == TiCloudStorageErrorCode.ok else { return code }
-    if !used {
-      used = true
-      runtime.hold(self)
-    }
-    return code
+    return runtime.admit(&session, holder: self)
   }
 
   var isDisposedLocked: Bool { disposed }
