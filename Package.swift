@@ -30,6 +30,8 @@ let package = Package(
       name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
       providers: [.apt(["libmicrohttpd-dev"])]),
     .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(
+      name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),
     .target(
@@ -38,9 +40,10 @@ let package = Package(
       swiftSettings: strict
     ),
     .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
-    .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
+    .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph", "CArchive"], swiftSettings: strict),
     // The reference server of spec/cloud-api.md (`tipipe serve`), for development, tests and benchmarks.
-    .target(name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD"], swiftSettings: strict),
+    .target(
+      name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD", "CArchive"], swiftSettings: strict),
     .executableTarget(
       name: "tipipe",
       dependencies: ["TiCloudStorage", "CloudServer", "MediaSynthesis", "Nodes", "PipelineGraph"],

@@ -6,8 +6,8 @@ set -euo pipefail
 packages=(
   pkg-config
   libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libswscale-dev
-  libcurl4-openssl-dev libssl-dev zlib1g-dev libmicrohttpd-dev
-  ffmpeg
+  libcurl4-openssl-dev libssl-dev zlib1g-dev libmicrohttpd-dev libarchive-dev
+  ffmpeg curl
   gstreamer1.0-tools gstreamer1.0-plugins-good
   time
 )

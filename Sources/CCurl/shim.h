@@ -11,6 +11,10 @@ static inline CURLcode ccurl_setopt_slist(CURL *h, CURLoption o, struct curl_sli
 static inline CURLcode ccurl_setopt_write_callback(CURL *h, CURLoption o, curl_write_callback v) {
   return curl_easy_setopt(h, o, v);
 }
+static inline CURLcode ccurl_setopt_read_callback(CURL *h, CURLoption o, curl_read_callback v) {
+  return curl_easy_setopt(h, o, v);
+}
+static const size_t ccurl_readfunc_abort = CURL_READFUNC_ABORT;
 static inline CURLcode ccurl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }

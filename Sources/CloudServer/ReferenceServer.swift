@@ -5,7 +5,8 @@ import PipelineGraph
 import Synchronization
 
 /// The reference cloud server of `spec/cloud-api.md` on libmicrohttpd: listing with HMAC tokens,
-/// presigned object URLs, `Range` answers, JSON errors and injected faults (``ServerFaults``).
+/// presigned object URLs, `Range` answers, JSON errors and injected faults (``ServerFaults``), and the
+/// SDK's log-upload route (`POST /v1/logs`, kept in the library's `uploads/`).
 ///
 /// It serves one library directory (as `tipipe synth` writes it) for development, demos, tests and
 /// benchmarks. Objects are sent from their file descriptors without copying unless a fault needs to
@@ -40,16 +41,29 @@ public final class ReferenceServer: Sendable {
       cmhd_start(
         address, configuration.faults.sleeps ? 0 : UInt32(max(1, configuration.threads)),
         UInt32(configuration.connectionLimit),
-        { context, connection, url, method, _, _, _, state in
+        { context, connection, url, method, _, uploadData, uploadSize, state in
           guard let context, let connection, let url, let method, let state else { return .NO }
-          // Answer on the second call: the first one only announces the headers.
-          guard state.pointee != nil else {
-            state.pointee = UnsafeMutableRawPointer(bitPattern: 1)
+          let handler = Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
+          let path = String(cString: url)
+          let verb = String(cString: method)
+          // The first call only announces the headers: a log upload gets its inbox there.
+          guard let request = state.pointee else {
+            state.pointee = handler.begin(path: path, method: verb)
             return .YES
           }
-          return Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue()
-            .handle(connection, path: String(cString: url), method: String(cString: method))
-        }, handler.toOpaque(), nil, nil)
+          // Then the body, in pieces, and a last call to answer.
+          if let uploadSize, uploadSize.pointee > 0 {
+            handler.receive(request, UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee))
+            uploadSize.pointee = 0
+            return .YES
+          }
+          return handler.handle(connection, path: path, method: verb, request: request)
+        }, handler.toOpaque(),
+        { context, _, state, _ in
+          guard let context, let state, let request = state.pointee else { return }
+          Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue().completed(request)
+          state.pointee = nil
+        }, handler.toOpaque())
     }
     guard let started else {
       handler.release()

@@ -26,11 +26,40 @@ final class RequestHandler: Sendable {
 
   func objectRequestCounts() -> [String: Int] { objectRequests.withLock { $0 } }
 
-  func handle(_ connection: OpaquePointer, path: String, method: String) -> MHD_Result {
+  // MARK: Requests
+
+  /// A request's headers arrived: its per-request state (a log upload's inbox, or a marker).
+  func begin(path: String, method: String) -> UnsafeMutableRawPointer {
+    guard method == "POST", path == "/v1/logs" else { return Self.plainRequest }
+    return Unmanaged.passRetained(LogInbox(folder: configuration.root.appendingPathComponent("uploads"))).toOpaque()
+  }
+
+  /// A piece of a request's body: kept by a log upload, dropped by anything else.
+  func receive(_ request: UnsafeMutableRawPointer, _ bytes: UnsafeRawBufferPointer) {
+    guard request != Self.plainRequest else { return }
+    Unmanaged<LogInbox>.fromOpaque(request).takeUnretainedValue().receive(bytes)
+  }
+
+  /// The request is over (answered, or its connection closed): its inbox goes, with a partial body.
+  func completed(_ request: UnsafeMutableRawPointer) {
+    guard request != Self.plainRequest else { return }
+    Unmanaged<LogInbox>.fromOpaque(request).release()
+  }
+
+  /// The state of a request without a body to keep (never dereferenced).
+  private static var plainRequest: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
+
+  func handle(
+    _ connection: OpaquePointer, path: String, method: String, request: UnsafeMutableRawPointer
+  ) -> MHD_Result {
     let faults = configuration.faults
     if faults.latencyMilliseconds > 0 { usleep(UInt32(min(faults.latencyMilliseconds, 60_000)) * 1000) }
     let answer: Answer
-    if method != "GET" && method != "HEAD" {
+    if request != Self.plainRequest {
+      answer = logUpload(Unmanaged<LogInbox>.fromOpaque(request).takeUnretainedValue(), connection)
+    } else if path == "/v1/logs" {
+      answer = .error(405, "method_not_allowed", "log uploads are POSTed")
+    } else if method != "GET" && method != "HEAD" {
       answer = .error(405, "method_not_allowed", "only GET is served")
     } else if path == "/v1/recordings" {
       answer = listing(connection)
@@ -40,6 +69,23 @@ final class RequestHandler: Sendable {
       answer = .error(404, "not_found", "no such resource")
     }
     return send(answer, on: connection, method: method, path: path)
+  }
+
+  // MARK: Log uploads
+
+  /// `POST /v1/logs` with `X-Ti-App-Id`: 201 `{"log_id": …, "entries": …, "bytes": …}`.
+  private func logUpload(_ inbox: LogInbox, _ connection: OpaquePointer) -> Answer {
+    guard let appId = value(connection, .HEADER_KIND, "X-Ti-App-Id"), !appId.isEmpty else {
+      return .error(400, "invalid_argument", "an X-Ti-App-Id header is required")
+    }
+    switch inbox.finish() {
+    case .refused(let status, let error, let message):
+      return .error(status, error, message)
+    case .stored(let logId, let entries, let bytes):
+      let body = try? JSONSerialization.data(
+        withJSONObject: ["log_id": logId, "entries": entries, "bytes": bytes] as [String: Any], options: [.sortedKeys])
+      return .body(201, "application/json", body ?? Data())
+    }
   }
 
   // MARK: Listing

@@ -136,7 +136,8 @@ struct PlayCommandTests {
     #expect(
       nodes == [
         "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "ChannelWatch",
-        "RecorderTap", "Video0Decoder", "Video0Pacer", "Video0Output", "Audio1Decoder", "Audio1Pacer", "Audio1Output",
+        "RecorderTap", "RawDumpTap", "Video0Decoder", "Video0Pacer", "Video0Output", "Audio1Decoder", "Audio1Pacer",
+        "Audio1Output",
       ])
     let edges = json["edges"] as? [[String: Any]] ?? []
     #expect(edges.contains { $0["from"] as? String == "Video0Pacer" && $0["type"] as? String == "DecodedFrame" })

@@ -32,7 +32,7 @@ final class SDKSession {
 
   init(
     maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20,
-    library: URL? = nil, snapshotQueue: DispatchQueue = .global()
+    library: URL? = nil, snapshotQueue: DispatchQueue = .global(), endpoint: String? = nil
   ) throws {
     _ = mainQueueKey
     cache = try TemporaryDirectory("tipipe-sdk-cache")
@@ -45,7 +45,7 @@ final class SDKSession {
       service: service, maximumSnapshots: maximumSnapshots, recorderPendingLimit: recorderPendingLimit,
       snapshotQueue: snapshotQueue)
     initializeCode = TiCloudStorage.initialize(
-      appId: "test-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+      appId: "test-app", endpoint: endpoint ?? sharedLibrary.absoluteString, consoleLogEnabled: false,
       cacheDirectory: cache.url.path)
   }
 

@@ -31,3 +31,16 @@ public enum Codec: UInt8, Sendable, Hashable, CaseIterable, CustomStringConverti
     self = codec
   }
 }
+
+extension Codec {
+  /// The extension of a raw elementary-stream file of the codec.
+  public var fileExtension: String {
+    switch self {
+    case .h264: "h264"
+    case .h265: "h265"
+    case .aac: "aac"
+    case .g711a: "alaw"
+    case .g711u: "ulaw"
+    }
+  }
+}

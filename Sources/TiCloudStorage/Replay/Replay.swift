@@ -105,6 +105,8 @@ public final class Replay: @unchecked Sendable {
     var nextBinding = 0
     /// The recording tasks of the play, and what to call when the play ends for them.
     var recorders: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
+    /// Raw dumps capturing what it reads, with the timers that end them.
+    var rawDumps: [(dump: RawDumpWriter, timer: ClockTimer)] = []
     var speed = ReplaySpeed.x1
     var play: Play?
     /// True while the play is running or paused (not stopped, completed or failed).
@@ -252,6 +254,32 @@ public final class Replay: @unchecked Sendable {
     }
     if idle { restart() }
     ended?(false)
+  }
+
+  // MARK: Raw dumps
+
+  /// Hands every packet of `dump`'s tracks that the replay reads from now on — across plays, seeks and
+  /// binding changes — to `dump`, which finishes by itself after `maximumDuration` on the replay's
+  /// clock (`durationLimit`). Nothing is captured while nothing is read.
+  public func attachRawDump(_ dump: RawDumpWriter, maximumDuration: Duration) {
+    let clock = environment.clock
+    let timer = clock.schedule(at: clock.now + maximumDuration, on: environment.executor) { [weak dump] in
+      dump?.finish(.durationLimit) { _ in }
+    }
+    state.withLock { $0.rawDumps.append((dump, timer)) }
+    dump.whenFinished { [weak self, weak dump] _ in
+      guard let self, let dump else { return }
+      detachRawDump(dump)
+    }
+  }
+
+  /// Stops handing media to `dump`.
+  func detachRawDump(_ dump: RawDumpWriter) {
+    let timer = state.withLock { state -> ClockTimer? in
+      guard let index = state.rawDumps.firstIndex(where: { $0.dump === dump }) else { return nil }
+      return state.rawDumps.remove(at: index).timer
+    }
+    timer?.cancel()
   }
 
   /// The play ended (`naturally` at its range's end): every recorder's `onEnd` (T7, T17).
@@ -518,6 +546,9 @@ public final class Replay: @unchecked Sendable {
       self?.state.withLock { $0.recorders.map(\.recorder) } ?? []
     }
     pipeline.connect(detector, to: tap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    // Raw dumps capture any channel as read, bound or not.
+    let dumpTap = RawDumpTap { [weak self] in self?.state.withLock { $0.rawDumps.map(\.dump) } ?? [] }
+    pipeline.connect(demuxer, to: dumpTap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
     var pacers: [Pacer] = []
     var owners: [ObjectIdentifier: OutputID] = [:]

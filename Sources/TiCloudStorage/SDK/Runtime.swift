@@ -38,6 +38,10 @@ final class Runtime: @unchecked Sendable {
   private var snapshots = 0
   /// Exports running or with a completion to deliver.
   private var exports = 0
+  /// True from an accepted log upload until its completion was delivered.
+  private(set) var uploading = false
+  /// The raw dump capturing now, if any (one at a time, X6).
+  private var rawDump: ObjectIdentifier?
   /// The most snapshots encoded at once, SDK-wide (S10).
   private var maximumSnapshots = TiCloudStorage.maximumConcurrentSnapshots
   /// Objects whose callback runs on a thread now, by thread.
@@ -119,6 +123,8 @@ final class Runtime: @unchecked Sendable {
       operations = 0
       snapshots = 0
       exports = 0
+      rawDump = nil
+      uploading = false
     }
   }
 
@@ -170,7 +176,7 @@ final class Runtime: @unchecked Sendable {
 
   /// Creates the work root and its folders (logs, media); throws when any cannot be created or opened.
   private static func prepare(_ root: URL) throws {
-    for folder in ["", "logs", "media"] {
+    for folder in ["", "logs", "media", "dumps"] {
       let url = folder.isEmpty ? root : root.appendingPathComponent(folder, isDirectory: true)
       try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
       var isDirectory: ObjCBool = false
@@ -235,6 +241,37 @@ final class Runtime: @unchecked Sendable {
     exports -= 1
     operations -= 1
   }
+
+  /// A log upload starts, unless one runs (under the lock); it counts as an operation for `shutdown`.
+  func beginUpload() -> Bool {
+    guard !uploading else { return false }
+    uploading = true
+    operations += 1
+    return true
+  }
+
+  /// A log upload's completion was delivered.
+  func endUpload() {
+    withLock {
+      uploading = false
+      operations -= 1
+    }
+  }
+
+  /// A raw dump starts, unless another one runs (under the lock).
+  func beginRawDump(_ dump: AnyObject) -> Bool {
+    guard rawDump == nil else { return false }
+    rawDump = ObjectIdentifier(dump)
+    return true
+  }
+
+  /// A raw dump ended.
+  func endRawDump(_ dump: AnyObject) {
+    withLock { if rawDump == ObjectIdentifier(dump) { rawDump = nil } }
+  }
+
+  /// Where raw dumps go: `dumps/` under the work root (under the lock).
+  var dumpsDirectory: URL? { configuration?.workRoot.appendingPathComponent("dumps", isDirectory: true) }
 
   /// Where returned media files go: `media/` under the work root (under the lock).
   var mediaDirectory: URL? { configuration?.workRoot.appendingPathComponent("media", isDirectory: true) }

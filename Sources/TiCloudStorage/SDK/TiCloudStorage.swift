@@ -16,6 +16,15 @@ public final class TiCloudStorage: @unchecked Sendable {
   /// The most snapshots the SDK encodes at once; one more completes with resourceExhausted (S10).
   public static let maximumConcurrentSnapshots = 4
 
+  /// A raw dump ends by itself after this long on its Replay's clock: 5 minutes (X6).
+  public static let maximumRawDumpDurationMs: Int64 = 300_000
+
+  /// A raw dump ends by itself before its files would hold more than this: 1 GiB (X6).
+  public static let maximumRawDumpBytes: Int64 = 1 << 30
+
+  /// The most raw dump folders kept in the cache: starting a dump removes the oldest beyond it.
+  public static let retainedRawDumps = 4
+
   /// Initializes the runtime with the default endpoint (the embedded local library `library/` of the
   /// work root) and no console log (L8). invalidArgument for an empty `appId` (L9).
   public static func initialize(appId: String) -> Int32 {

@@ -2,7 +2,7 @@ internal import CCurl
 import Foundation
 import Synchronization
 
-/// One HTTP GET as the ``HTTPTransport`` runs it: its attempts, resumption and the retry rules of
+/// One HTTP GET (or a POST of a file) as the ``HTTPTransport`` runs it: its attempts, resumption and the retry rules of
 /// ``TransferPolicy``. Everything but ``cancel()`` happens on the network thread.
 final class HTTPExchange: @unchecked Sendable {
   struct Request: Sendable {
@@ -15,6 +15,8 @@ final class HTTPExchange: @unchecked Sendable {
     /// The body's SHA-256 is computed as the bytes arrive (while they are in the cache), so that the
     /// verifier need not read the object again.
     var hashesBody = false
+    /// POSTs this file's bytes (sent again from its start by every attempt).
+    var upload: URL?
     var policy = TransferPolicy()
   }
 
@@ -37,6 +39,8 @@ final class HTTPExchange: @unchecked Sendable {
   private(set) var notBefore: ContinuousClock.Instant = .now
   private(set) var easy: UnsafeMutableRawPointer?
   private var headerList: UnsafeMutablePointer<curl_slist>?
+  /// The upload's file, open for the current attempt.
+  private var uploadDescriptor: Int32 = -1
 
   /// The largest body kept when no size is expected (a listing).
   static let maximumUnsizedBody = 256 << 20
@@ -94,7 +98,25 @@ final class HTTPExchange: @unchecked Sendable {
       return exchange.write(UnsafeRawBufferPointer(start: data, count: size * count))
     }
     _ = ccurl_setopt_pointer(handle, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque())
+    if let upload = request.upload { prepareUpload(upload, on: handle) }
     return handle
+  }
+
+  /// POSTs the file's bytes from its start; a file that cannot be read aborts the attempt.
+  private func prepareUpload(_ file: URL, on handle: UnsafeMutableRawPointer) {
+    uploadDescriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+    var status = stat()
+    let size = uploadDescriptor >= 0 && fstat(uploadDescriptor, &status) == 0 ? Int64(status.st_size) : 0
+    _ = ccurl_setopt_long(handle, CURLOPT_POST, 1)
+    _ = ccurl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(size))
+    _ = ccurl_setopt_read_callback(handle, CURLOPT_READFUNCTION) { buffer, size, count, context in
+      guard let buffer, let context else { return ccurl_readfunc_abort }
+      let exchange = Unmanaged<HTTPExchange>.fromOpaque(context).takeUnretainedValue()
+      guard exchange.uploadDescriptor >= 0, !exchange.isCancelled else { return ccurl_readfunc_abort }
+      let got = read(exchange.uploadDescriptor, buffer, size * count)
+      return got >= 0 ? got : ccurl_readfunc_abort
+    }
+    _ = ccurl_setopt_pointer(handle, CURLOPT_READDATA, Unmanaged.passUnretained(self).toOpaque())
   }
 
   private func write(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -205,6 +227,8 @@ final class HTTPExchange: @unchecked Sendable {
     easy = nil
     if let headerList { curl_slist_free_all(headerList) }
     headerList = nil
+    if uploadDescriptor >= 0 { close(uploadDescriptor) }
+    uploadDescriptor = -1
   }
 
   deinit { releaseHandle() }

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Sends a log package to an endpoint's log-upload route and returns the log id the service gave it.
+///
+/// - `http(s)://`: `POST {endpoint}/v1/logs` with the package as the body (`application/gzip`) and the
+///   app id in `X-Ti-App-Id`; the answer is `201 {"log_id": "…"}`. Transient failures are retried as
+///   for a listing (each attempt sends the whole file again).
+/// - `file://` (a local library): the package is copied to the library's `uploads/<log id>.tar.gz`.
+///
+/// Failures map as listings do: unresolved host 6137, unreachable 6136, refused, exhausted or a bad
+/// answer 6123; a local copy that fails 6114.
+public enum LogUpload {
+  /// The longest log id accepted from a service (a longer one is not usable).
+  public static let maximumLogIdLength = 128
+
+  /// Sends `package` (a `.tar.gz`) to `endpoint` for `appId`; `completion` runs once, on a global queue.
+  public static func send(
+    _ package: URL, to endpoint: String, appId: String,
+    completion: @escaping @Sendable (Result<String, TiError>) -> Void
+  ) {
+    guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
+      let failure = TiError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
+      DispatchQueue.global().async { completion(.failure(failure)) }
+      return
+    }
+    if scheme == "file" {
+      DispatchQueue.global().async { completion(storeLocally(package, library: URL(fileURLWithPath: url.path))) }
+      return
+    }
+    guard !appId.contains(where: { $0.isNewline }) else {
+      DispatchQueue.global().async {
+        completion(.failure(TiError(.invalidArgument, "the app id contains a line break")))
+      }
+      return
+    }
+    let base = endpoint.hasSuffix("/") ? endpoint : endpoint + "/"
+    var request = HTTPExchange.Request(
+      url: base + "v1/logs", headers: ["Content-Type: application/gzip", "X-Ti-App-Id: \(appId)"])
+    request.upload = package
+    let exchange = HTTPExchange(request) { outcome in completion(answer(outcome, endpoint: endpoint)) }
+    HTTPTransport.shared.submit(exchange)
+  }
+
+  /// Whether `logId` is one to hand to support: printable ASCII letters, digits, `-`, `_`, `.`.
+  public static func isUsable(_ logId: String) -> Bool {
+    !logId.isEmpty && logId.count <= maximumLogIdLength
+      && logId.unicodeScalars.allSatisfy {
+        $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0))
+      }
+  }
+
+  static func answer(_ outcome: HTTPOutcome, endpoint: String) -> Result<String, TiError> {
+    switch outcome {
+    case .success(_, let body, _):
+      let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+      guard let logId = json?["log_id"] as? String, isUsable(logId) else {
+        return .failure(TiError(.cloudStorageUnavailable, "the log upload's answer has no usable log_id"))
+      }
+      return .success(logId)
+    case .refused(let status, let error, let message):
+      return .failure(
+        TiError(
+          .cloudStorageUnavailable,
+          "the log upload was refused: HTTP \(status) \(error ?? "")\(message.map { ": \($0)" } ?? "")"))
+    case .unresolvedHost(let message):
+      return .failure(TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(message)"))
+    case .unreachable(let message):
+      return .failure(TiError(.networkUnavailable, "cannot reach \(endpoint): \(message)"))
+    case .exhausted(let message):
+      return .failure(TiError(.cloudStorageUnavailable, "the log upload to \(endpoint) failed: \(message)"))
+    case .oversized(let count):
+      return .failure(TiError(.cloudStorageUnavailable, "the log upload's answer is larger than \(count) bytes"))
+    case .cancelled:
+      return .failure(TiError(.cancelled, "the log upload was cancelled"))
+    }
+  }
+
+  private static func storeLocally(_ package: URL, library: URL) -> Result<String, TiError> {
+    let folder = library.appendingPathComponent("uploads", isDirectory: true)
+    let logId = "local-" + UUID().uuidString.lowercased()
+    let destination = folder.appendingPathComponent("\(logId).tar.gz")
+    let temporary = folder.appendingPathComponent(".incoming-\(logId)")
+    do {
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+      try FileManager.default.copyItem(at: package, to: temporary)
+      guard rename(temporary.path, destination.path) == 0 else { throw TiError(.ioFailed, "cannot rename") }
+      return .success(logId)
+    } catch {
+      try? FileManager.default.removeItem(at: temporary)
+      return .failure(TiError(.ioFailed, "cannot store the log upload in \(folder.path): \(error)"))
+    }
+  }
+}
