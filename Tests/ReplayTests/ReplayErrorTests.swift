@@ -35,6 +35,7 @@ final class ServedReplay: @unchecked Sendable {
     let log = self.log
     let finished = self.finished
     replay.onTimeChanged = { log.append(.time($0)) }
+    replay.onRecordingGap = { log.append(.gap($0)) }
     replay.onCompleted = {
       log.append(.completed)
       finished.signal()
@@ -103,6 +104,77 @@ final class ServedReplay: @unchecked Sendable {
     refused.server.stop()
     refused.playToEnd(token: refused.token())
     #expect(refused.log.errors == [.networkUnavailable])
+  }
+}
+
+/// R56–R59, R73: a recording that fails for good is a gap when a later one plays, else the play's error.
+@Suite struct ReplayRecordingFailureTests {
+  /// The served library's object files, in time order (two of 3 s each).
+  private func objects(_ served: ServedReplay) throws -> [URL] {
+    let index = try RecordingIndex.load(library: served.directory.url)
+    return index.segments.sorted { $0.startMs < $1.startMs }.map { $0.fileURL(in: served.directory.url) }
+  }
+
+  @Test func R57_R73_aMissingLastRecordingEndsThePlayWithRecordingNotFound() throws {
+    let served = try ServedReplay()
+    try FileManager.default.removeItem(at: try objects(served)[1])
+    served.playToEnd(token: served.token())
+    #expect(served.log.errors == [.recordingNotFound])
+    #expect(served.log.completions == 0)
+    // The failure is the play's error, not a gap as well; the first 3 s played.
+    #expect(served.log.gaps.isEmpty)
+    #expect(served.replay.statistics.videoFrames == 75)
+  }
+
+  @Test func R73_aMissingEarlierRecordingIsAGapAndThePlayCompletes() throws {
+    let served = try ServedReplay()
+    try FileManager.default.removeItem(at: try objects(served)[0])
+    served.playToEnd(token: served.token())
+    #expect(served.log.errors.isEmpty && served.log.completions == 1)
+    // Decoding starts afresh in the second object: up to its first keyframe (4 s; a GOP is 2 s) too.
+    #expect(served.log.gaps.map(\.reasons) == [[.notFound, .noKeyFrame]])
+    #expect(
+      served.log.gaps.first?.range
+        == MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 4000))
+    // Reported between the time events around it: before the first position after the gap.
+    let entries = served.log.entries
+    let gapIndex = try #require(entries.firstIndex { if case .gap = $0 { true } else { false } })
+    #expect(entries[..<gapIndex].allSatisfy { if case .time = $0 { false } else { true } })
+    #expect(served.replay.statistics.videoFrames == 50)
+  }
+
+  @Test func R58_recordingsThatCannotBeDownloadedEndThePlayWithRecordingDownloadFailed() throws {
+    var faults = ServerFaults()
+    faults.failFirst = 1000
+    faults.failStatus = 500
+    let served = try ServedReplay(faults: faults)
+    served.playToEnd(token: served.token())
+    #expect(served.log.errors == [.recordingDownloadFailed])
+    #expect(served.log.completions == 0 && served.log.gaps.isEmpty)
+  }
+
+  @Test func R59_aCorruptLastRecordingEndsThePlayWithRecordingUnreadable() throws {
+    let served = try ServedReplay()
+    let last = try objects(served)[1]
+    var bytes = try Data(contentsOf: last)
+    bytes[bytes.count / 2] ^= 0xFF
+    try bytes.write(to: last)
+    served.playToEnd(token: served.token())
+    #expect(served.log.errors == [.recordingUnreadable])
+    #expect(served.log.completions == 0 && served.log.gaps.isEmpty)
+  }
+
+  @Test func R56_noErrorForAStoppedOrReplacedPlayOverAFailedRecording() throws {
+    let served = try ServedReplay()
+    try FileManager.default.removeItem(at: try objects(served)[1])
+    // Stopped before the end: no error (and no completion) however the recording fails.
+    #expect(
+      served.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: served.token()) == .ok)
+    served.replay.stop()
+    #expect(
+      served.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 3000, token: served.token()) == .ok)
+    served.finished.wait()
+    #expect(served.log.errors.isEmpty && served.log.completions == 1)
   }
 }
 

@@ -110,7 +110,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func X6_oneDumpAtATimeAndItEndsByItselfAfterFiveMinutes() async throws {
+    @Test func X6_R77_oneDumpAtATimeEndsByItselfAfterFiveMinutesAndHoldsItsReplay() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       let other = ReplayRig()
@@ -128,11 +128,15 @@ extension SDKRules {
       #expect(ended.files.first?.packetCount == 200)  // all 9 s at 25 fps but the 1 s hole: everything read
       let next = await start(other.replay, audio: [1])
       #expect(next.code == ok)
-      // Disposing its Replay ends a dump (its files are complete).
-      #expect(other.tearDown().allSatisfy { $0 == ok })
-      let disposed = await session.pump { await next.dump!.stop() }
-      #expect(disposed.stopReason == "replayDisposed")
-      #expect(RawDumpFolder.isComplete(URL(fileURLWithPath: disposed.directoryPath)))
+      // An active dump keeps its Replay from being disposed until it is stopped (R77).
+      let teardown = other.tearDown()
+      #expect(
+        teardown.dropLast(2).allSatisfy { $0 == ok }
+          && teardown.suffix(2) == [TiCloudStorageErrorCode.inUse, TiCloudStorageErrorCode.inUse])
+      let stopped = await session.pump { await next.dump!.stop() }
+      #expect(stopped.stopReason == "stopped")
+      #expect(RawDumpFolder.isComplete(URL(fileURLWithPath: stopped.directoryPath)))
+      #expect(other.replay.dispose() == ok && other.storage.dispose() == ok)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
@@ -283,5 +287,11 @@ extension SDKRules.Diagnostics {
     let failed = await Upload().wait()
     #expect(failed.code == TiErrorCode.networkUnavailable.rawValue && failed.logId == nil && !failed.succeeded)
     #expect(session.close() == ok)
+  }
+
+  @Test func endpointsReachTheLogWithoutCredentialsOrQueries() {
+    #expect(Runtime.redacted("http://user:secret@host:8080/base?sig=abc&expires=1") == "http://host:8080/base")
+    #expect(Runtime.redacted("https://cloud.example/v1?token=t") == "https://cloud.example/v1")
+    #expect(Runtime.redacted("file:///var/lib/library/") == "file:///var/lib/library/")
   }
 }

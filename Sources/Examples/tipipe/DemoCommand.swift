@@ -122,6 +122,18 @@ enum DemoCommand {
         "    gap \(iso(gap.range.startTimeMs)) – \(iso(gap.range.endTimeMs)): "
           + gap.reasons.map(\.name).joined(separator: ", "))
     }
+    // 0 means started (the completion then comes once); anything else means it never comes.
+    let upload = Locked<TiRtcLogUploadResult?>(nil)
+    let uploadDone = DispatchSemaphore(value: 0)
+    try check(
+      TiRtcLogging.upload { result in
+        upload.withLock { $0 = result }
+        uploadDone.signal()
+      }, "TiRtcLogging.upload")
+    uploadDone.wait()
+    let uploaded = upload.withLock { $0! }
+    try check(uploaded.code, "TiRtcLogging.upload")
+    print("uploaded the SDK's log and the raw dump: logId \(uploaded.logId ?? "–") (in \(library.path)/uploads)")
     try check(storage.dispose(), "TiCloudStorage.dispose")
     try check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
     print("disposed the device and shut TiCloudStorage down")
@@ -199,6 +211,11 @@ enum DemoCommand {
     }
     func position() -> String { replay.currentTimeMs.map(iso) ?? "–" }
     print("replay \(iso(start + 55_000)) – \(iso(start + 90_000)) in real time:")
+    let dumpStart = waitOnMain { done in
+      replay.startRawDump(
+        options: TiCloudStorageRawDumpOptions(audioChannelIds: [1], videoChannelIds: [0]), completion: done)
+    }
+    try check(dumpStart.code, "startRawDump")
     let began = Date()
     try check(replay.setSpeed(.x4), "setSpeed")
     try check(replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000), "play")
@@ -226,6 +243,13 @@ enum DemoCommand {
       } else {
         print("  the recording ended with \(TiCloudStorage.errorToString(recorded.code))")
       }
+    }
+    if let dump = dumpStart.dump {
+      let dumped = waitOnMain { done in dump.stop(completion: done) }
+      try check(dumped.code, "the raw dump's stop")
+      print(
+        "  raw dump of video 0 and audio 1 as read: \(dumped.files.count) files, "
+          + "\(dumped.files.reduce(0) { $0 + $1.byteCount }) bytes in \(dumped.directoryPath)")
     }
     let snapshot = waitOnMain { done in video.takeSnapshot(completion: done) }
     try check(snapshot.code, "takeSnapshot")

@@ -131,6 +131,9 @@ public final class Replay: @unchecked Sendable {
     var mismatches: [OutputID: MediaTime] = [:]
     /// Outputs that presented a frame since the play, the seek or their binding.
     var presentingOutputs: Set<OutputID> = []
+    /// Gaps crossed since a recording failed for good (R73): reported once media after them plays; if
+    /// none does, the play ends with the failure's code instead.
+    var heldGaps: [RecordingGap] = []
     var videoFrames = 0
     var audioFrames = 0
     var droppedBefore = 0
@@ -323,6 +326,7 @@ public final class Replay: @unchecked Sendable {
       state.recorders = []
       state.generation += 1
       state.playNumber += 1
+      state.heldGaps = []
       state.play = Play(start: startTimeMs, end: endTimeMs, token: token)
       state.active = true
       state.paused = false
@@ -392,6 +396,7 @@ public final class Replay: @unchecked Sendable {
         return .failure(TiError(.invalidArgument, "the target is outside the play's range"))
       }
       state.generation += 1
+      state.heldGaps = []
       state.reportNext = true
       state.target = timeMs
       state.positionFollowsTarget = false
@@ -418,6 +423,7 @@ public final class Replay: @unchecked Sendable {
     let old = state.withLock { state -> Graph? in
       state.generation += 1
       state.playNumber += 1
+      state.heldGaps = []
       state.active = false
       state.paused = false
       state.position = nil
@@ -647,6 +653,7 @@ public final class Replay: @unchecked Sendable {
     _ frame: DecodedFrame, by id: OutputID, video: Bool, reportsPosition: Bool, generation: Int
   ) -> Bool {
     var failedOutputs: [@Sendable (OutputEvent) -> Void] = []
+    var heldGaps: (@Sendable () -> Void)?
     defer {
       for events in failedOutputs {
         events(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
@@ -658,6 +665,14 @@ public final class Replay: @unchecked Sendable {
       ) in
       guard state.generation == generation, let index = state.bindings.firstIndex(where: { $0.id == id }) else {
         return (false, nil, nil)
+      }
+      if reportsPosition && !state.heldGaps.isEmpty {
+        // Media after a failed recording plays: its gaps are gaps after all (R73).
+        if let handler = state.onRecordingGap {
+          let (gaps, play) = (state.heldGaps, state.playNumber)
+          heldGaps = { [weak self] in self?.deliver(play: play) { for gap in gaps { handler(gap) } } }
+        }
+        state.heldGaps = []
       }
       var first: (@Sendable (OutputEvent) -> Void)?
       if !state.presentingOutputs.contains(id) {
@@ -684,6 +699,7 @@ public final class Replay: @unchecked Sendable {
       return (true, first, (handler, position, state.playNumber))
     }
     outcome.first?(.presenting)
+    heldGaps?()
     if let (handler, position, play) = outcome.report { deliver(play: play) { handler(position) } }
     return outcome.accepted
   }
@@ -724,12 +740,41 @@ public final class Replay: @unchecked Sendable {
     let handler = state.withLock { state -> ((@Sendable (RecordingGap) -> Void), Int)? in
       guard state.generation == generation else { return nil }
       state.reportNext = true
+      // After a recording that failed for good, gaps wait for media that plays (R73).
+      if Self.failure(of: gap) != nil || !state.heldGaps.isEmpty {
+        state.heldGaps.append(gap)
+        return nil
+      }
       return state.onRecordingGap.map { ($0, state.playNumber) }
     }
     if let (handler, play) = handler { deliver(play: play) { handler(gap) } }
   }
 
+  /// The error a gap's failure ends a play with when nothing after it plays (R57–R59, R73); nil for a
+  /// gap that is never an error (a hole, no keyframe yet, a channel without media).
+  static func failure(of gap: RecordingGap) -> TiError? {
+    for reason in gap.reasons {
+      switch reason {
+      case .notFound: return TiError(.recordingNotFound, "the recording at \(gap.range) does not exist")
+      case .downloadFailed:
+        return TiError(.recordingDownloadFailed, "the recording at \(gap.range) could not be downloaded")
+      case .integrityFailed, .decryptionFailed, .mediaUnreadable:
+        return TiError(.recordingUnreadable, "the recording at \(gap.range) cannot be read (\(reason))")
+      case .unsupportedMedia:
+        return TiError(.unsupportedFormat, "the recording at \(gap.range) has an unsupported format")
+      case .unknown, .noKeyFrame, .noRecording, .trackUnavailable: continue
+      }
+    }
+    return nil
+  }
+
   private func completed(generation: Int) {
+    // Nothing played after a recording that failed for good: the play ends with its error (R73).
+    let failure = state.withLock { state -> TiError? in
+      guard state.generation == generation else { return nil }
+      return state.heldGaps.lazy.compactMap(Self.failure(of:)).last
+    }
+    if let failure { return failed(failure, generation: generation) }
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64, Int)? in
       guard state.generation == generation, state.active, let play = state.play else { return nil }

@@ -186,9 +186,14 @@ final class Runtime: @unchecked Sendable {
     }
   }
 
-  /// The endpoint without its query string (a presigned or token-bearing URL never reaches a log).
+  /// The endpoint without its query string and its user and password (a presigned or token-bearing URL
+  /// never reaches a log).
   static func redacted(_ endpoint: String) -> String {
-    endpoint.split(separator: "?", maxSplits: 1).first.map(String.init) ?? endpoint
+    let base = endpoint.split(separator: "?", maxSplits: 1).first.map(String.init) ?? endpoint
+    guard var parts = URLComponents(string: base), parts.user != nil || parts.password != nil else { return base }
+    parts.user = nil
+    parts.password = nil
+    return parts.string ?? ""
   }
 
   // MARK: Sessions and holders

@@ -45,6 +45,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   }
 
   deinit {
+    // Released without dispose: the dump's files are still completed.
     rawDump?.finish(.replayDisposed) { _ in }
     engine?.stop()
   }
@@ -257,19 +258,20 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     return outcome.0
   }
 
-  /// Releases the Replay: inUse while a play is active, an Output is bound, or inside a callback of
-  /// it (R75, L24); ok otherwise and when already disposed (L32). Afterwards its methods return
+  /// Releases the Replay: inUse while a play is active, an Output is bound, a RecordingTask or a raw
+  /// dump is active, or inside a callback of it (R75, R77, L24); ok otherwise and when already disposed (L32). Afterwards its methods return
   /// notInitialized, its getters their last values, and no callback runs (R76, L33–L35).
   public func dispose() -> Int32 {
     let outcome = runtime.withLock { () -> (Int32, Replay?) in
       guard !disposed else { return (TiCloudStorageErrorCode.ok, nil) }
       guard !runtime.insideCallback(of: associated()) else { return (TiCloudStorageErrorCode.inUse, nil) }
       recordingTasks.removeAll { !$0.isActive }
-      guard outputs.isEmpty, !(engine?.isActive ?? false), recordingTasks.isEmpty else {
+      guard outputs.isEmpty, !(engine?.isActive ?? false), recordingTasks.isEmpty,
+        !(rawDump.map { !$0.isFinished } ?? false)
+      else {
         return (TiCloudStorageErrorCode.inUse, nil)
       }
       disposed = true
-      rawDump?.finish(.replayDisposed) { _ in }
       lastTimeMs = engine?.currentTimeMs
       if let engine { lastSpeed = engine.speed }
       runtime.release(self)
