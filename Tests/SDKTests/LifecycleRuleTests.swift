@@ -331,5 +331,103 @@ extension SDKRules {
       #expect(rig.tearDown() == Array(repeating: ok, count: 8))
       #expect(session.close() == ok)
     }
+
+    // MARK: A sibling service (the live SDK's place in the shared runtime)
+
+    private var runtimeLog: RuntimeLog? { Runtime.shared.withLock { Runtime.shared.log } }
+
+    private func logText(_ cache: TemporaryDirectory) throws -> String {
+      try String(contentsOf: cache.url.appendingPathComponent("logs/cloudstorage.log"), encoding: .utf8)
+    }
+
+    @Test func L17_aSiblingWithItsOwnAppIdAndEndpointSharesTheRuntimeWithoutARestart() throws {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      let cache = try TemporaryDirectory("tipipe-sdk-sibling")
+      let runtime = Runtime.shared
+      #expect(
+        runtime.initializeSibling(
+          "tirtc", appId: "live-app", endpoint: "https://live.example", consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      let log = try #require(runtimeLog)
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "cloud-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      // One runtime: the same log, both services in it, the sibling as it was.
+      #expect(runtimeLog === log)
+      #expect(runtime.sibling("tirtc")?.appId == "live-app")
+      let text = try logText(cache)
+      let live = try #require(text.range(of: "tirtc initialized: appId live-app"))
+      let cloud = try #require(text.range(of: "initialized: appId cloud-app"))
+      #expect(live.lowerBound < cloud.lowerBound)
+      #expect(TiCloudStorage.shutdown() == ok)
+      runtime.shutdownSibling("tirtc")
+      #expect(runtimeLog == nil)
+    }
+
+    @Test func L18_differentSharedSettingsAreAlreadyInitializedAndChangeNothing() throws {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      let cache = try TemporaryDirectory("tipipe-sdk-sibling")
+      let other = try TemporaryDirectory("tipipe-sdk-sibling-other")
+      let runtime = Runtime.shared
+      #expect(
+        runtime.initializeSibling(
+          "tirtc", appId: "live-app", endpoint: "https://live.example", consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      let before = runtime.sibling("tirtc")
+      // Another console setting or another work root than the running runtime's.
+      for (console, root) in [(true, cache.url.path), (false, other.url.path)] {
+        #expect(
+          TiCloudStorage.initialize(
+            appId: "cloud-app", endpoint: "", consoleLogEnabled: console, cacheDirectory: root)
+            == TiCloudStorageErrorCode.alreadyInitialized)
+      }
+      #expect(runtime.sibling("tirtc") == before)
+      #expect(TiCloudStorage(token: "t").createReplay().play(startTimeMs: 0, endTimeMs: 1) == notInitialized)
+      // The other way round: TiCloudStorage runs, a sibling with other shared settings is refused.
+      runtime.shutdownSibling("tirtc")
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "cloud-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      #expect(
+        runtime.initializeSibling(
+          "tirtc", appId: "live-app", endpoint: "", consoleLogEnabled: false, cacheDirectory: other.url.path)
+          == TiCloudStorageErrorCode.alreadyInitialized)
+      #expect(runtime.sibling("tirtc") == nil)
+      #expect(Runtime.shared.workRoot?.standardizedFileURL.path == cache.url.standardizedFileURL.path)
+      #expect(TiCloudStorage.shutdown() == ok)
+    }
+
+    @Test func L19_shutdownLeavesASiblingRunning() throws {
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+      let cache = try TemporaryDirectory("tipipe-sdk-sibling")
+      let runtime = Runtime.shared
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "cloud-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      #expect(
+        runtime.initializeSibling(
+          "tirtc", appId: "live-app", endpoint: "https://live.example", consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      let log = try #require(runtimeLog)
+      #expect(TiCloudStorage.shutdown() == ok)
+      // The sibling and the runtime's log go on; TiCloudStorage is shut down.
+      #expect(runtime.sibling("tirtc") != nil)
+      #expect(runtimeLog === log)
+      log.write("tirtc still logging")
+      #expect(try logText(cache).contains("tirtc still logging"))
+      #expect(TiCloudStorage(token: "t").updateToken("u") == notInitialized)
+      // TiCloudStorage can start again beside it.
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "cloud-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+          cacheDirectory: cache.url.path) == ok)
+      #expect(runtimeLog === log)
+      #expect(TiCloudStorage.shutdown() == ok)
+      runtime.shutdownSibling("tirtc")
+      #expect(runtimeLog == nil)
+    }
   }
 }

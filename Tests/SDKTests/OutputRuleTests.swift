@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -281,6 +282,38 @@ extension SDKRules {
       await session.run(for: .seconds(5))
       #expect(rig.log.entries.contains(.completed))
       #expect(!rig.log.entries.contains { if case .error = $0 { true } else { false } })
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O24_anOutputsOwnDecodeFailureFailsOnlyThatOutput() async throws {
+      // G.711 stereo audio on channel 1; in the second object one record loses a byte (not a whole
+      // sample), which libavcodec refuses: the audio Output's decoder fails there.
+      let directory = try TemporaryDirectory("tipipe-sdk-o24")
+      var options = smallOptions(seconds: 6)
+      options.audioCodec = .g711a
+      options.audioSampleRate = 8000
+      options.audioChannels = 2
+      try LibrarySynthesizer(options: options).write(to: directory.url)
+      try LibraryFaults.rewriteRecords(segment: 1, in: directory.url) { records in
+        var records = records
+        let audio = records.indices.filter { records[$0].track.kind == .audio }
+        records[audio[10]].payload = records[audio[10]].payload.dropLast()
+        return records
+      }
+      let session = try SDKSession(library: directory.url)
+      let rig = ReplayRig()
+      #expect(rig.play(0, 6000) == ok)
+      await session.run(for: .seconds(7))
+      await session.drainMain()
+      // Only the audio Output failed, with the decoder's code, once.
+      #expect(rig.log.entries.filter { $0 == .audioFailure(TiErrorCode.recordingUnreadable.rawValue) }.count == 1)
+      #expect(rig.audio.state == .failed && rig.log.audioStates.last == .failed)
+      #expect(!rig.log.entries.contains { if case .videoFailure = $0 { true } else { false } })
+      // The video went on to the end, and the play completed without onError.
+      #expect(rig.log.entries.contains(.completed))
+      #expect(!rig.log.entries.contains { if case .error = $0 { true } else { false } })
+      #expect(rig.view.renderedTimes.count == 150)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }

@@ -171,5 +171,36 @@ extension SDKRules {
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
+
+    @Test func T19_G711AudioIsTranscodedToAACInTheFile() async throws {
+      let library = try TemporaryDirectory("tipipe-sdk-g711")
+      var options = smallOptions(seconds: 6)
+      options.audioCodec = .g711a
+      options.audioSampleRate = 8000
+      try LibrarySynthesizer(options: options).write(to: library.url)
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig()
+      #expect(rig.play(0, 6000) == ok)
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      await session.run(for: .seconds(7))
+      #expect(rig.log.entries.contains(.completed))
+      let result = await stop(task, session)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      // H.264 copied, G.711 as AAC at its own rate, lasting as long as the video (6 s, within a frame).
+      #expect(try probe(file.path).codecs == ["h264", "aac"])
+      let audio = try run(
+        "/usr/bin/ffprobe",
+        [
+          "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,duration", "-of", "csv=p=0",
+          file.path,
+        ])
+      let fields = audio.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+      #expect(fields.first == "8000")
+      let seconds = try #require(fields.last.flatMap { Double($0) })
+      #expect(abs(seconds - 6.0) <= 0.2, "audio lasts \(seconds) s")
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
   }
 }

@@ -20,32 +20,10 @@ enum DemoCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    start(cache: try cacheDirectory(arguments))
+    let cache = FacadeSession.cacheDirectory(try FlagParser(arguments, known: ["--cache": .value]))
     // The SDK delivers list, snapshot and Output callbacks on the main queue: the main thread runs it
-    // (`dispatchMain`, which never returns: nothing of this frame may be needed later) while the demo
-    // works on a thread of its own and exits when done.
-    dispatchMain()
-  }
-
-  static func cacheDirectory(_ arguments: [String]) throws -> URL {
-    let flags = try FlagParser(arguments, known: ["--cache": .value])
-    return flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
-  }
-
-  /// Starts the demo on a thread of its own.
-  static func start(cache: URL) {
-    let work = Thread {
-      do {
-        let status = try demo(cache: cache)
-        fflush(nil)
-        exit(status)
-      } catch {
-        fflush(nil)
-        fail(TiError(error))
-      }
-    }
-    work.stackSize = 8 << 20
-    work.start()
+    // while the demo works on a thread of its own and exits when done.
+    FacadeSession.runOffMain { try demo(cache: cache) }
   }
 
   /// The demo itself, on its own thread.
@@ -79,13 +57,13 @@ enum DemoCommand {
     }
     print("TiCloudStorage initialized (work root \(sdkRoot.path))")
     let storage = TiCloudStorage(token: "demo-device-token")
-    let days = waitOnMain { done in
+    let days = FacadeSession.waitOnMain { done in
       storage.listRecordingDays(startDate: "2026-11-29", endDate: "2026-12-01", timeZoneId: "UTC", completion: done)
     }
     try check(days.code, "listRecordingDays")
     print("days: " + days.days.map { "\($0.date) \($0.hasRecording ? "recorded" : "empty")" }.joined(separator: ", "))
     let start = options.startMilliseconds
-    let listed = waitOnMain { done in
+    let listed = FacadeSession.waitOnMain { done in
       storage.listRecordings(startTimeMs: start, endTimeMs: start + 86_400_000, completion: done)
     }
     try check(listed.code, "listRecordings")
@@ -138,18 +116,6 @@ enum DemoCommand {
     try check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
     print("disposed the device and shut TiCloudStorage down")
     return 0
-  }
-
-  /// Runs `start` (which calls back on the main queue) and waits for its one result.
-  static func waitOnMain<Value: Sendable>(_ start: (@escaping @MainActor @Sendable (Value) -> Void) -> Void) -> Value {
-    let result = Locked<Value?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    start { value in
-      result.withLock { $0 = value }
-      done.signal()
-    }
-    done.wait()
-    return result.withLock { $0! }
   }
 
   static func check(_ code: Int32, _ what: String) throws {
@@ -211,7 +177,7 @@ enum DemoCommand {
     }
     func position() -> String { replay.currentTimeMs.map(iso) ?? "–" }
     print("replay \(iso(start + 55_000)) – \(iso(start + 90_000)) in real time:")
-    let dumpStart = waitOnMain { done in
+    let dumpStart = FacadeSession.waitOnMain { done in
       replay.startRawDump(
         options: TiCloudStorageRawDumpOptions(audioChannelIds: [1], videoChannelIds: [0]), completion: done)
     }
@@ -234,7 +200,7 @@ enum DemoCommand {
       "  completed at \(position()) after \(String(format: "%.1f", Date().timeIntervalSince(began))) s: "
         + "\(view.frames.load(ordering: .relaxed)) video frames rendered")
     if let task = recording.task {
-      let recorded = waitOnMain { done in task.stop(completion: done) }
+      let recorded = FacadeSession.waitOnMain { done in task.stop(completion: done) }
       if let file = recorded.file {
         let kept = try keep(file.path, as: demo.appendingPathComponent("recording.mp4"))
         print(
@@ -245,13 +211,13 @@ enum DemoCommand {
       }
     }
     if let dump = dumpStart.dump {
-      let dumped = waitOnMain { done in dump.stop(completion: done) }
+      let dumped = FacadeSession.waitOnMain { done in dump.stop(completion: done) }
       try check(dumped.code, "the raw dump's stop")
       print(
         "  raw dump of video 0 and audio 1 as read: \(dumped.files.count) files, "
           + "\(dumped.files.reduce(0) { $0 + $1.byteCount }) bytes in \(dumped.directoryPath)")
     }
-    let snapshot = waitOnMain { done in video.takeSnapshot(completion: done) }
+    let snapshot = FacadeSession.waitOnMain { done in video.takeSnapshot(completion: done) }
     try check(snapshot.code, "takeSnapshot")
     if let file = snapshot.file {
       let kept = try keep(file.path, as: demo.appendingPathComponent("snapshot.jpg"))
@@ -297,13 +263,6 @@ enum DemoCommand {
   final class FrameCounter: VideoRenderer {
     let frames = Atomic(0)
     func render(_ frame: DecodedFrame) { frames.add(1, ordering: .relaxed) }
-  }
-
-  static func defaultCacheDirectory() -> URL {
-    if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !xdg.isEmpty {
-      return URL(fileURLWithPath: xdg).appendingPathComponent("tirtc")
-    }
-    return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/tirtc")
   }
 
   static func iso(_ milliseconds: Int64) -> String {

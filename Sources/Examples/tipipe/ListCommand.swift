@@ -13,30 +13,39 @@ enum ListCommand {
     Prints {"code":0,"recordings":[{"start_ms":…,"end_ms":…}]}: the recording ranges inside
     [start, end) (at most 10 days), clipped, ascending, overlapping and abutting ones merged. On
     failure prints {"code":N,"recordings":[]} and the error line on stderr, exit 1. E is http(s)://…
-    (the cloud API) or file:///DIR (a local library, any non-empty token).
+    (the cloud API) or file:///DIR (a local library, any non-empty token). Runs through the SDK facade
+    (TiCloudStorage.listRecordings) with its work root in --cache DIR (default ~/.cache/tirtc).
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(
       arguments,
-      known: ["--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--quiet": .boolean])
-    let service = try recordingService(endpoint: try flags.required("--endpoint"))
+      known: [
+        "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--quiet": .boolean,
+        "--cache": .value,
+      ])
+    let endpoint = try flags.required("--endpoint")
+    _ = try recordingService(endpoint: endpoint)  // a malformed endpoint is a usage error (exit 2)
     let token = try flags.required("--token")
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
     guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
-    let result = waitFor { completion in
-      RecordingQueries.listRecordings(
-        service: service, token: token, startMs: start, endMs: end, completion: completion)
-    }
-    switch result {
-    case .success(let ranges):
-      let items = ranges.map { "{\"start_ms\":\($0.start.milliseconds),\"end_ms\":\($0.end.milliseconds)}" }
+    let cache = FacadeSession.cacheDirectory(flags)
+    FacadeSession.runOffMain {
+      // The facade's listRecordings, as an application calls it.
+      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
+      FacadeSession.stopOnSignal()
+      let result = FacadeSession.waitOnMain { done in
+        storage.listRecordings(startTimeMs: start, endTimeMs: end, completion: done)
+      }
+      FacadeSession.close(storage)
+      guard result.code == TiCloudStorageErrorCode.ok else {
+        print("{\"code\":\(result.code),\"recordings\":[]}")
+        reportError(FacadeSession.error(result.code, result.message))
+        return 1
+      }
+      let items = result.recordings.map { "{\"start_ms\":\($0.startTimeMs),\"end_ms\":\($0.endTimeMs)}" }
       print("{\"code\":0,\"recordings\":[\(items.joined(separator: ","))]}")
       return 0
-    case .failure(let error):
-      print("{\"code\":\(error.code.rawValue),\"recordings\":[]}")
-      reportError(error)
-      return 1
     }
   }
 }
@@ -51,7 +60,8 @@ enum DaysCommand {
     Prints {"code":0,"days":[{"date":"2026-11-30","has_recording":true}]}: every day from start to end
     inclusive (at most 31), each from local midnight to local midnight in the IANA time zone. On failure
     prints {"code":N,"days":[]} and the error line on stderr, exit 1 (rangeTooLarge (6117) beyond 31 days,
-    invalidArgument (6000) for a malformed date or an unknown zone).
+    invalidArgument (6000) for a malformed date or an unknown zone). Runs through the SDK facade
+    (TiCloudStorage.listRecordingDays) with its work root in --cache DIR (default ~/.cache/tirtc).
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -59,27 +69,31 @@ enum DaysCommand {
       arguments,
       known: [
         "--endpoint": .value, "--token": .value, "--start-date": .value, "--end-date": .value, "--time-zone": .value,
-        "--quiet": .boolean,
+        "--quiet": .boolean, "--cache": .value,
       ])
-    let service = try recordingService(endpoint: try flags.required("--endpoint"))
+    let endpoint = try flags.required("--endpoint")
+    _ = try recordingService(endpoint: endpoint)  // a malformed endpoint is a usage error (exit 2)
     let token = try flags.required("--token")
     let startDate = try flags.required("--start-date")
     let endDate = try flags.required("--end-date")
-    let zone = flags.string("--time-zone") ?? RecordingQueries.defaultTimeZone
-    let result = waitFor { completion in
-      RecordingQueries.listRecordingDays(
-        service: service, token: token, startDate: startDate, endDate: endDate, timeZoneId: zone,
-        completion: completion)
-    }
-    switch result {
-    case .success(let days):
-      let items = days.map { "{\"date\":\"\($0.date)\",\"has_recording\":\($0.hasRecording)}" }
+    let zone = flags.string("--time-zone") ?? "Asia/Shanghai"
+    let cache = FacadeSession.cacheDirectory(flags)
+    FacadeSession.runOffMain {
+      // The facade's listRecordingDays, as an application calls it.
+      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
+      FacadeSession.stopOnSignal()
+      let result = FacadeSession.waitOnMain { done in
+        storage.listRecordingDays(startDate: startDate, endDate: endDate, timeZoneId: zone, completion: done)
+      }
+      FacadeSession.close(storage)
+      guard result.code == TiCloudStorageErrorCode.ok else {
+        print("{\"code\":\(result.code),\"days\":[]}")
+        reportError(FacadeSession.error(result.code, result.message))
+        return 1
+      }
+      let items = result.days.map { "{\"date\":\"\($0.date)\",\"has_recording\":\($0.hasRecording)}" }
       print("{\"code\":0,\"days\":[\(items.joined(separator: ","))]}")
       return 0
-    case .failure(let error):
-      print("{\"code\":\(error.code.rawValue),\"days\":[]}")
-      reportError(error)
-      return 1
     }
   }
 }

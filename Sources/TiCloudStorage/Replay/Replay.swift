@@ -551,7 +551,14 @@ public final class Replay: @unchecked Sendable {
     let tap = RecorderTap(paced: clockBinding != nil) { [weak self] in
       self?.state.withLock { $0.recorders.map(\.recorder) } ?? []
     }
-    pipeline.connect(detector, to: tap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    if plan.recordedTracks.contains(where: { $0.kind == .audio }) {
+      // An MP4 carries no G.711: recorded audio passes a transcoder to AAC first (T19); AAC passes as is.
+      let transcoder = try AudioTranscoder()
+      pipeline.connect(detector, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+      pipeline.connect(transcoder, to: tap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    } else {
+      pipeline.connect(detector, to: tap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    }
     // Raw dumps capture any channel as read, bound or not.
     let dumpTap = RawDumpTap { [weak self] in self?.state.withLock { $0.rawDumps.map(\.dump) } ?? [] }
     pipeline.connect(demuxer, to: dumpTap, limits: EdgeLimits(items: 256, bytes: 4 << 20))

@@ -18,16 +18,24 @@ struct Refusal: Error {
 final class Runtime: @unchecked Sendable {
   static let shared = Runtime()
 
-  struct Configuration: Equatable {
+  struct Configuration: Equatable, Sendable {
     var appId: String
     var endpoint: String
     var consoleLogEnabled: Bool
     var workRoot: URL
+
+    /// Whether it agrees with `other` on what services of one runtime share: the work root and the
+    /// console log (L18).
+    func sharesSettings(with other: Configuration) -> Bool {
+      workRoot == other.workRoot && consoleLogEnabled == other.consoleLogEnabled
+    }
   }
 
   private let lock = NSLock()
   // Guarded by `lock`.
   private(set) var configuration: Configuration?
+  /// Sibling services sharing the runtime, by name (L17–L19).
+  private var siblings: [String: Configuration] = [:]
   /// Bumped by every successful `initialize`: an object used in an earlier session is shut down (L23).
   private(set) var session = 0
   /// Objects that hold resources: used and not disposed instances, Replays and Outputs (L21, L22).
@@ -81,42 +89,106 @@ final class Runtime: @unchecked Sendable {
     let endpoint = endpoint.isEmpty ? Self.defaultEndpoint(workRoot: workRoot) : endpoint
     let wanted = Configuration(
       appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, workRoot: workRoot.standardizedFileURL)
-    if let running = withLock({ configuration }) {
-      return running == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized
-    }
+    if let refusal = withLock({ conflict(with: wanted) }) { return refusal }
     let service: any RecordingService
     do {
       service = try withLock { serviceOverride } ?? recordingService(endpoint: endpoint)
     } catch {
       return TiCloudStorageErrorCode.invalidArgument
     }
-    let log: RuntimeLog
-    do {
-      try Self.prepare(wanted.workRoot)
-      log = try RuntimeLog(directory: wanted.workRoot.appendingPathComponent("logs"), console: consoleLogEnabled)
-    } catch {
-      return TiErrorCode.workDirectoryUnavailable.rawValue
-    }
+    guard let log = sharedLog(for: wanted) else { return TiErrorCode.workDirectoryUnavailable.rawValue }
     // Another thread may have initialized in between: the first configuration wins.
-    let raced = withLock { () -> Configuration? in
-      if let running = configuration { return running }
+    let raced = withLock { () -> Int32? in
+      if let refusal = conflict(with: wanted) { return refusal }
+      if configuration == wanted { return TiCloudStorageErrorCode.ok }
       configuration = wanted
       session += 1
       self.service = service
       self.log = log
       return nil
     }
-    if let raced {
-      return raced == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized
-    }
+    if let raced { return raced }
     log.write("initialized: appId \(appId), endpoint \(Self.redacted(endpoint)), work root \(wanted.workRoot.path)")
     return TiCloudStorageErrorCode.ok
   }
+
+  /// Why `wanted` cannot run now (under the lock): ok when it already runs, alreadyInitialized for another
+  /// configuration of this service or for shared settings (work root, console log) other than a
+  /// sibling's (L14, L18); nil when it can start.
+  private func conflict(with wanted: Configuration) -> Int32? {
+    if let running = configuration {
+      return running == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized
+    }
+    guard let shared = siblings.values.first else { return nil }
+    return shared.sharesSettings(with: wanted) ? nil : TiCloudStorageErrorCode.alreadyInitialized
+  }
+
+  /// The log of the running runtime (a sibling's), or a new one for `wanted`'s work root, which is made
+  /// first; nil when it cannot be made.
+  private func sharedLog(for wanted: Configuration) -> RuntimeLog? {
+    if let running = withLock({ siblings.isEmpty ? nil : log }) { return running }
+    do {
+      try Self.prepare(wanted.workRoot)
+      return try RuntimeLog(
+        directory: wanted.workRoot.appendingPathComponent("logs"), console: wanted.consoleLogEnabled)
+    } catch {
+      return nil
+    }
+  }
+
+  // MARK: Sibling services
+
+  /// A sibling service that shares the runtime (the seed's live TiRTC SDK, not part of this project):
+  /// starts it under `name` with its own app id and endpoint and the shared work root and console log
+  /// (L17). ok when it started or runs with that configuration; alreadyInitialized when it runs with
+  /// another one or the shared settings differ from the running runtime's (L18); 6044 when the work
+  /// root cannot be made. The runtime — its log and work root — stays up while any service runs (L19).
+  func initializeSibling(
+    _ name: String, appId: String, endpoint: String, consoleLogEnabled: Bool, cacheDirectory: String?
+  ) -> Int32 {
+    guard !name.isEmpty, !appId.isEmpty else { return TiCloudStorageErrorCode.invalidArgument }
+    let workRoot = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Self.defaultWorkRoot()
+    let wanted = Configuration(
+      appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, workRoot: workRoot.standardizedFileURL)
+    func conflict() -> Int32? {
+      if let running = siblings[name] {
+        return running == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized
+      }
+      guard let shared = configuration ?? siblings.values.first else { return nil }
+      return shared.sharesSettings(with: wanted) ? nil : TiCloudStorageErrorCode.alreadyInitialized
+    }
+    if let refusal = withLock(conflict) { return refusal }
+    let running = withLock { configuration != nil || !siblings.isEmpty ? log : nil }
+    guard let log = running ?? sharedLog(for: wanted) else { return TiErrorCode.workDirectoryUnavailable.rawValue }
+    let raced = withLock { () -> Int32? in
+      if let refusal = conflict() { return refusal }
+      siblings[name] = wanted
+      self.log = log
+      return nil
+    }
+    if let raced { return raced }
+    log.write("\(name) initialized: appId \(appId), endpoint \(Self.redacted(endpoint))")
+    return TiCloudStorageErrorCode.ok
+  }
+
+  /// Stops the sibling service `name` (idempotent); the runtime stays up while another service runs.
+  func shutdownSibling(_ name: String) {
+    let log = withLock { () -> RuntimeLog? in
+      guard siblings.removeValue(forKey: name) != nil else { return nil }
+      defer { if configuration == nil && siblings.isEmpty { self.log = nil } }
+      return self.log
+    }
+    log?.write("\(name) shut down")
+  }
+
+  /// Whether the sibling service `name` runs, with its configuration.
+  func sibling(_ name: String) -> Configuration? { withLock { siblings[name] } }
 
   /// Forgets everything (tests: one test's leftovers must not block the next one's `initialize`).
   func reset() {
     withLock {
       configuration = nil
+      siblings.removeAll()
       service = nil
       log = nil
       holders.removeAll()
@@ -138,7 +210,8 @@ final class Runtime: @unchecked Sendable {
       configuration = nil
       service = nil
       let log = self.log
-      self.log = nil
+      // A sibling service keeps the runtime (its log) up (L19).
+      if siblings.isEmpty { self.log = nil }
       return (TiCloudStorageErrorCode.ok, log)
     }
     outcome.1?.write("shut down")

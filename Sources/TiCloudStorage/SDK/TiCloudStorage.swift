@@ -274,7 +274,8 @@ public final class TiCloudStorage: @unchecked Sendable {
     case .success(let ranges):
       TiCloudStorageRecordingRangesResult(
         code: TiCloudStorageErrorCode.ok, recordings: ranges.map(TiCloudStorageRecordingRange.init))
-    case .failure(let error): TiCloudStorageRecordingRangesResult(code: error.code.rawValue, recordings: [])
+    case .failure(let error):
+      TiCloudStorageRecordingRangesResult(code: error.code.rawValue, recordings: [], message: error.message)
     }
   }
 
@@ -284,7 +285,8 @@ public final class TiCloudStorage: @unchecked Sendable {
       TiCloudStorageRecordingDaysResult(
         code: TiCloudStorageErrorCode.ok,
         days: days.map { TiCloudStorageRecordingDay(date: $0.date, hasRecording: $0.hasRecording) })
-    case .failure(let error): TiCloudStorageRecordingDaysResult(code: error.code.rawValue, days: [])
+    case .failure(let error):
+      TiCloudStorageRecordingDaysResult(code: error.code.rawValue, days: [], message: error.message)
     }
   }
 }

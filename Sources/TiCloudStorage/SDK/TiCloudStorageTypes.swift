@@ -129,10 +129,14 @@ public final class TiCloudStorageRecordingRangesResult: Sendable {
   public let code: Int32
   /// Sorted, clipped, merged ranges; empty unless `code` is ok.
   public let recordings: [TiCloudStorageRecordingRange]
+  /// What went wrong, in words (a Linux addition for logs and command lines); nil when `code` is ok or
+  /// the call was refused before any work.
+  public let message: String?
 
-  init(code: Int32, recordings: [TiCloudStorageRecordingRange]) {
+  init(code: Int32, recordings: [TiCloudStorageRecordingRange], message: String? = nil) {
     self.code = code
     self.recordings = recordings
+    self.message = message
   }
 }
 
@@ -155,9 +159,13 @@ public final class TiCloudStorageRecordingDaysResult: Sendable {
   public let code: Int32
   /// Every day from the start date to the end date, ascending; empty unless `code` is ok.
   public let days: [TiCloudStorageRecordingDay]
+  /// What went wrong, in words (a Linux addition for logs and command lines); nil when `code` is ok or
+  /// the call was refused before any work.
+  public let message: String?
 
-  init(code: Int32, days: [TiCloudStorageRecordingDay]) {
+  init(code: Int32, days: [TiCloudStorageRecordingDay], message: String? = nil) {
     self.code = code
     self.days = days
+    self.message = message
   }
 }

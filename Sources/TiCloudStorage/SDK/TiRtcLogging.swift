@@ -32,7 +32,7 @@ public enum TiRtcLogging {
   /// Starts an upload: 0 when started — the outcome then comes through `completion`, once, on the main
   /// queue (X8, X13); notInitialized before `TiCloudStorage.initialize` or after `shutdown` (X11), inUse
   /// while another upload runs — and then `completion` is never called (X9). `TiCloudStorage.shutdown()`
-  /// returns inUse until the completion has run (X12).
+  /// returns inUse until the completion is delivered (X12).
   public static func upload(completion: @escaping @MainActor @Sendable (TiRtcLogUploadResult) -> Void) -> Int32 {
     let runtime = Runtime.shared
     let accepted = runtime.withLock { () -> Result<(Runtime.Configuration, RuntimeLog?), Refusal> in
@@ -45,8 +45,9 @@ public enum TiRtcLogging {
     guard case .success(let (configuration, log)) = accepted else { return accepted.failureCode }
     let deliver: @Sendable (TiRtcLogUploadResult) -> Void = { result in
       DispatchQueue.main.async {
-        MainActor.assumeIsolated { completion(result) }
+        // Delivered from here on: a caller woken by the completion may shut down at once.
         runtime.endUpload()
+        MainActor.assumeIsolated { completion(result) }
       }
     }
     DispatchQueue.global().async {

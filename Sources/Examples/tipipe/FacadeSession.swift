@@ -1,0 +1,89 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+
+/// How a command uses the SDK facade: the runtime initialized on the command's endpoint and work root,
+/// one device instance, and the main queue — where the facade delivers completions — run by the main
+/// thread while the command works on a thread of its own.
+enum FacadeSession {
+  /// The app id the command line initializes the SDK with.
+  static let appId = "tipipe"
+
+  /// The work root: `--cache DIR`, else `$XDG_CACHE_HOME/tirtc`, else `~/.cache/tirtc`.
+  static func cacheDirectory(_ flags: FlagParser) -> URL {
+    flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
+  }
+
+  static func defaultCacheDirectory() -> URL {
+    if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+      return URL(fileURLWithPath: xdg).appendingPathComponent("tirtc")
+    }
+    return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/tirtc")
+  }
+
+  /// Runs `body` on a thread of its own while the main thread runs the main queue (`dispatchMain`,
+  /// which never returns: nothing of the caller's frame may be needed later), and exits with its status.
+  static func runOffMain(_ body: @escaping @Sendable () throws -> Int32) -> Never {
+    let work = Thread {
+      do {
+        let status = try body()
+        fflush(nil)
+        exit(status)
+      } catch let error as UsageError {
+        fflush(nil)
+        fail(usage: error.message)
+      } catch {
+        fflush(nil)
+        fail(TiError(error))
+      }
+    }
+    work.stackSize = 8 << 20
+    work.start()
+    dispatchMain()
+  }
+
+  /// Initializes the SDK for `endpoint` in `cache` and returns a device instance with `token`.
+  static func open(endpoint: String, token: String, cache: URL) throws -> TiCloudStorage {
+    let code = TiCloudStorage.initialize(
+      appId: appId, endpoint: endpoint, consoleLogEnabled: false, cacheDirectory: cache.path)
+    guard code == TiCloudStorageErrorCode.ok else {
+      throw TiError(TiErrorCode(rawValue: code), "TiCloudStorage.initialize failed for the work root \(cache.path)")
+    }
+    return TiCloudStorage(token: token)
+  }
+
+  /// Disposes `storage` and shuts the SDK down (what a command made is released by then).
+  static func close(_ storage: TiCloudStorage) {
+    _ = storage.dispose()
+    _ = TiCloudStorage.shutdown()
+  }
+
+  /// Runs `start` (which calls back on the main queue) and waits for its one result.
+  static func waitOnMain<Value: Sendable>(_ start: (@escaping @MainActor @Sendable (Value) -> Void) -> Void) -> Value {
+    let result = Locked<Value?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    start { value in
+      result.withLock { $0 = value }
+      done.signal()
+    }
+    done.wait()
+    return result.withLock { $0! }
+  }
+
+  /// A failure the facade reported with `code` (and its message when it has one).
+  static func error(_ code: Int32, _ message: String?) -> TiError {
+    TiError(TiErrorCode(rawValue: code), message ?? TiCloudStorage.errorToString(code))
+  }
+
+  /// From now on a signal ends the command at once with the cancelled line (a query has nothing to
+  /// clean up).
+  static func stopOnSignal() {
+    Interruption.shared.onSignal { signal in
+      FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
+      _exit(1)
+    }
+  }
+}
