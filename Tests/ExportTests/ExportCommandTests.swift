@@ -17,6 +17,9 @@ func tipipeExecutable() throws -> URL {
   return root.appendingPathComponent(".build/debug/tipipe")
 }
 
+/// The cache home of every `tipipe` the tests launch (not the user's `~/.cache`).
+let childCacheHome = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-tests-cache-\(getpid())")
+
 /// A process that runs `tipipe`. Under the address sanitizer's run the child gets the options in
 /// `TIPIPE_CHILD_ASAN_OPTIONS` (leak detection on), whatever the test process itself runs with.
 func tipipeProcess() throws -> Process {
@@ -24,6 +27,8 @@ func tipipeProcess() throws -> Process {
   process.executableURL = try tipipeExecutable()
   var environment = ProcessInfo.processInfo.environment
   if let options = environment["TIPIPE_CHILD_ASAN_OPTIONS"] { environment["ASAN_OPTIONS"] = options }
+  // Commands that run through the SDK facade keep its work root in the cache: the tests' own.
+  environment["XDG_CACHE_HOME"] = childCacheHome.path
   process.environment = environment
   return process
 }

@@ -156,60 +156,99 @@ enum SnapshotCommand {
     Seeks to T as Replay does and writes the first frame presented there — the first playable frame
     whose time is not earlier than T (inside a gap: the first frame after it) — as a JPEG of the
     frame's own size. The file is written under a temporary name and renamed into place. Looks up to
-    24 hours past T; nothing there is noFrame (6118), exit 1.
+    24 hours past T; nothing there is noFrame (6118), exit 1. Runs through the SDK facade (a Replay,
+    a Video Output and its takeSnapshot) with its work root in --cache DIR (default ~/.cache/tirtc).
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(
       arguments,
-      known: ["--endpoint": .value, "--token": .value, "--at": .value, "--video-channel": .value, "--out": .value])
-    let endpoint = try Endpoint(flags)
+      known: [
+        "--endpoint": .value, "--token": .value, "--at": .value, "--video-channel": .value, "--out": .value,
+        "--cache": .value,
+      ])
+    let endpoint = try flags.required("--endpoint")
+    let token = try Endpoint(flags).token
     guard let at = try flags.time("--at") else { throw UsageError(message: "--at is required") }
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
     let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
     let out = try outputPath("--out", try flags.required("--out"))
     let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
+    let cache = FacadeSession.cacheDirectory(flags)
+    FacadeSession.runOffMain {
+      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
+      defer { FacadeSession.close(storage) }
+      try snapshot(storage, at: at, end: end, channel: UInt8(channel), to: out)
+      return 0
+    }
+  }
 
-    let events = DispatchQueue(label: "tipipe.snapshot.events")
-    let replay = Replay(service: endpoint.service, environment: .freeRunning(callbacks: events))
-    let renderer = FirstFrame()
-    replay.bindVideo(channel: UInt8(channel), renderer: renderer)
-    let failure = Locked<TiError?>(nil)
-    replay.onError = { error in
-      failure.withLock { $0 = error }
-      renderer.finished.signal()
+  /// Through the facade: a Replay paused as soon as it plays shows the first frame of `at` and holds it
+  /// (R35), and the Video Output's snapshot is that frame. (Exits 1 if the play ends before a frame.)
+  static func snapshot(_ storage: TiCloudStorage, at: Int64, end: Int64, channel: UInt8, to out: URL) throws {
+    let replay = storage.createReplay(callbackThread: .background)
+    let video = TiCloudStorageVideoOutput()
+    let view = FirstFrame()
+    let failure = Locked<Int32?>(nil)
+    defer {
+      _ = replay.stop()
+      _ = video.detach()
+      _ = video.detachView()
+      _ = video.dispose()
+      _ = replay.dispose()
     }
-    replay.onCompleted = { renderer.finished.signal() }
-    let code = replay.play(startTimeMs: at, endTimeMs: end, token: endpoint.token)
-    guard code == .ok else { throw TiError(code, "the replay was refused") }
-    renderer.finished.wait()
-    replay.stop()
-    if let error = failure.withLock({ $0 }) { throw error }
-    guard let frame = renderer.frame else {
-      throw TiError(.noFrame, "no frame is presented within 24 hours after \(at)")
+    try DemoCommand.check(video.attachView(view), "attachView")
+    try DemoCommand.check(video.attach(replay: replay, channelId: channel), "attach")
+    replay.onError = { code in
+      failure.withLock { $0 = code }
+      view.finished.signal()
     }
+    replay.onCompleted = { view.finished.signal() }
+    let code = replay.play(startTimeMs: at, endTimeMs: end)
+    guard code == TiCloudStorageErrorCode.ok else { throw FacadeSession.error(code, "the replay was refused") }
+    _ = replay.pause()
+    view.finished.wait()
+    if let code = failure.withLock({ $0 }) { throw FacadeSession.error(code, "the replay failed") }
+    guard view.frame != nil else { throw TiError(.noFrame, "no frame is presented within 24 hours after \(at)") }
+    var taken = FacadeSession.waitOnMain { done in video.takeSnapshot(completion: done) }
+    // The pause came after a second frame: a seek while paused shows the target's frame alone (R35).
+    for _ in 0..<3 where view.rendered > 1 && taken.code == TiCloudStorageErrorCode.ok {
+      if let file = taken.file { _ = FacadeSession.waitOnMain { done in file.delete(completion: done) } }
+      view.restart()
+      _ = replay.seek(toTimeMs: at)
+      view.finished.wait()
+      taken = FacadeSession.waitOnMain { done in video.takeSnapshot(completion: done) }
+    }
+    guard taken.code == TiCloudStorageErrorCode.ok, let file = taken.file else {
+      throw FacadeSession.error(taken.code, "the snapshot failed")
+    }
+    defer { _ = FacadeSession.waitOnMain { done in file.delete(completion: done) } }
     do {
-      try OutputFile.write(try frame.jpegData(), to: out)
-    } catch let error as TiError where error.code != .unsupportedFormat {
+      try OutputFile.write(try Data(contentsOf: URL(fileURLWithPath: file.path)), to: out)
+    } catch let error as TiError {
       throw TiError(.fileWriteFailed, error.message)
     }
-    return 0
   }
 
   /// Keeps the first frame presented and says so.
   final class FirstFrame: VideoRenderer, @unchecked Sendable {
+    /// Signalled by each frame, and by the play's end.
     let finished = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var first: DecodedFrame?
+    private var count = 0
     var frame: DecodedFrame? { lock.withLock { first } }
+    /// Frames rendered since the last ``restart()``.
+    var rendered: Int { lock.withLock { count } }
+
+    func restart() { lock.withLock { count = 0 } }
 
     func render(_ frame: DecodedFrame) {
-      let isFirst = lock.withLock { () -> Bool in
-        guard first == nil else { return false }
-        first = frame
-        return true
+      lock.withLock {
+        count += 1
+        if first == nil { first = frame }
       }
-      if isFirst { finished.signal() }
+      finished.signal()
     }
   }
 }
