@@ -36,7 +36,11 @@ struct PlayCommandTests {
       let events = lines(result.stdout)
       let names = events.compactMap { $0["event"] as? String }
       #expect(names.last == "summary")
-      #expect(names.dropLast().last == "completed")
+      // The replay's completion, then (output_state) the Outputs drained.
+      #expect(names.filter { $0 != "output_state" }.dropLast().last == "completed")
+      let states = events.filter { $0["event"] as? String == "output_state" && $0["output"] as? String == "video" }
+        .compactMap { $0["state"] as? String }
+      #expect(states == ["buffering", "rendering", "completed"])
       // One gap per track (the audio one follows AAC's 64 ms frames), reported together, between the
       // time events around the hole.
       let gaps = events.filter { $0["event"] as? String == "gap" }

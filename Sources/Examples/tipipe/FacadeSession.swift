@@ -86,4 +86,21 @@ enum FacadeSession {
       _exit(1)
     }
   }
+
+  /// Moves a file the SDK returned out of its cache to `destination` (F9): renamed when both are on one
+  /// file system, else copied beside `destination` first; only a regular file is replaced.
+  static func move(_ path: String, to destination: URL) throws {
+    try OutputFile.validate(destination)
+    let temporary = OutputFile.workingPath(for: destination)
+    if rename(path, temporary) != 0 {
+      do {
+        try FileManager.default.copyItem(atPath: path, toPath: temporary)
+      } catch {
+        unlink(temporary)
+        throw TiError(.fileWriteFailed, "cannot copy \(path) to \(destination.path): \(error.localizedDescription)")
+      }
+      unlink(path)
+    }
+    try OutputFile.install(temporary, at: destination)
+  }
 }

@@ -31,99 +31,167 @@ enum PlayCommand {
       known: [
         "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--initial": .value,
         "--speed": .value, "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--quiet": .boolean,
-        "--record": .value,
+        "--record": .value, "--cache": .value,
       ])
-    let endpoint = try Endpoint(flags)
+    let endpoint = try flags.required("--endpoint")
+    let token = try Endpoint(flags).token
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
     guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
     let initial = try flags.time("--initial")
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
-    let videoChannel = try flags.integer("--video-channel", default: 0, range: 0...255)
+    let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
     let audioChannel =
-      flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
+      flags.string("--audio-channel") == nil
+      ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
     let speedText = flags.string("--speed") ?? "1"
     guard let speed = ReplaySpeed(speedText) else {
       throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
     }
-    let pace = flags.string("--pace") ?? "realtime"
-    guard ["realtime", "fast"].contains(pace) else { throw UsageError(message: "--pace must be realtime or fast") }
+    let paceText = flags.string("--pace") ?? "realtime"
+    guard ["realtime", "fast"].contains(paceText) else { throw UsageError(message: "--pace must be realtime or fast") }
+    let pace: TiCloudStorageReplayPace = paceText == "fast" ? .asFastAsPossible : .realtime
     let record = try flags.string("--record").map { try outputPath("--record", $0) }
+    let cache = FacadeSession.cacheDirectory(flags)
+    FacadeSession.runOffMain {
+      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
+      defer { FacadeSession.close(storage) }
+      let play = Play(
+        storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel)
+      return try play.run(start: start, end: end, initial: initial, record: record)
+    }
+  }
 
-    let events = DispatchQueue(label: "tipipe.play.events")
-    let environment: ReplayEnvironment =
-      pace == "fast" ? .freeRunning(callbacks: events) : .realtime(callbacks: events)
-    let replay = Replay(service: endpoint.service, environment: environment)
-    replay.bindVideo(channel: UInt8(videoChannel), renderer: NullRenderer())
-    if let audioChannel { replay.bindAudio(channel: UInt8(audioChannel), device: NullAudioDevice()) }
-    replay.setSpeed(speed)
+  /// One play through the facade: a Replay with callbacks on the main queue (one order for every line),
+  /// a Video and an Audio Output drawing nothing and counting, a RecordingTask for `--record`.
+  final class Play: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutputDelegate, @unchecked Sendable {
+    let replay: TiCloudStorageReplay
+    let video = TiCloudStorageVideoOutput()
+    let audio: TiCloudStorageAudioOutput?
+    let view = CountingRenderer()
+    let device = CountingAudioDevice()
     let finished = DispatchSemaphore(value: 0)
     let status = Locked<Int32>(0)
-    replay.onTimeChanged = { ms in line("{\"event\":\"time\",\"ms\":\(ms)}") }
-    replay.onRecordingGap = { gap in line(gapJSON(gap)) }
-    replay.onCompleted = {
-      line("{\"event\":\"completed\"}")
-      finished.signal()
+    let videoChannel: UInt8
+    let audioChannel: UInt8?
+
+    init(
+      storage: TiCloudStorage, pace: TiCloudStorageReplayPace, speed: ReplaySpeed, videoChannel: UInt8,
+      audioChannel: UInt8?
+    ) {
+      replay = storage.createReplay(callbackThread: .main, pace: pace)
+      let device = self.device
+      audio = audioChannel.map { _ in TiCloudStorageAudioOutput(device: device) }
+      self.videoChannel = videoChannel
+      self.audioChannel = audioChannel
+      _ = replay.setSpeed(speed)
     }
-    replay.onError = { error in
-      line("{\"event\":\"error\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\"}")
-      reportError(error)
-      status.withLock { $0 = 1 }
-      finished.signal()
-    }
-    let code = replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: initial, token: endpoint.token)
-    guard code == .ok else {
-      throw TiError(code, code == .invalidArgument ? "--initial must lie in [--start, --end)" : "the play was refused")
-    }
-    let recorded = DispatchSemaphore(value: 0)
-    let recording = Locked<String?>(nil)
-    if let record {
-      let recorder = ReplayRecorder(
-        destination: record, videoTrack: TrackID(.video, channel: UInt8(videoChannel)),
-        audioTrack: audioChannel.map { TrackID(.audio, channel: UInt8($0)) },
-        startsAt: MediaTime(milliseconds: initial ?? start))
-      let added = replay.addRecorder(recorder) { naturally in
-        recorder.finish(playedToTheEnd: naturally) { result in
-          let text: String
-          switch result {
-          case .success(let duration):
-            text =
-              "{\"event\":\"recording\",\"code\":0,\"file\":\(jsonString(record.path)),\"duration_ms\":\(duration)}"
-          case .failure(let error):
-            text =
-              "{\"event\":\"recording\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\",\"file\":null}"
-          }
-          recording.withLock { $0 = text }
-          recorded.signal()
+
+    func run(start: Int64, end: Int64, initial: Int64?, record: URL?) throws -> Int32 {
+      let audio = audioChannel.flatMap { channel in self.audio.map { ($0, channel) } }
+      let replay = self.replay
+      defer {
+        // The teardown's state changes are not the play's: no line after the summary.
+        video.delegate = nil
+        self.audio?.delegate = nil
+        _ = replay.stop()
+        _ = video.detach()
+        _ = video.detachView()
+        _ = video.dispose()
+        if let (output, _) = audio {
+          _ = output.detach()
+          _ = output.dispose()
         }
+        _ = replay.dispose()
       }
-      if added != .ok {
-        recording.withLock {
-          $0 = "{\"event\":\"recording\",\"code\":\(added.rawValue),\"name\":\"\(added.name)\",\"file\":null}"
-        }
-        recorded.signal()
+      video.delegate = self
+      try DemoCommand.check(video.attachView(view), "attachView")
+      try DemoCommand.check(video.attach(replay: replay, channelId: videoChannel), "attach video")
+      if let (output, channel) = audio {
+        output.delegate = self
+        try DemoCommand.check(output.attach(replay: replay, channelId: channel), "attach audio")
       }
-    }
-    Interruption.shared.onSignal { _ in
-      events.async {
-        replay.stop()
+      replay.onTimeChanged = { ms in PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}") }
+      replay.onRecordingGap = { gap in PlayCommand.line(PlayCommand.gapJSON(gap)) }
+      let finished = self.finished
+      let status = self.status
+      replay.onCompleted = {
+        PlayCommand.line("{\"event\":\"completed\"}")
+        finished.signal()
+      }
+      replay.onError = { code in
+        let name = TiCloudStorage.errorToString(code)
+        PlayCommand.line("{\"event\":\"error\",\"code\":\(code),\"name\":\"\(name)\"}")
+        reportError(FacadeSession.error(code, "the replay failed"))
         status.withLock { $0 = 1 }
         finished.signal()
       }
+      let code = replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: initial)
+      guard code == TiCloudStorageErrorCode.ok else {
+        throw FacadeSession.error(
+          code, code == TiCloudStorageErrorCode.invalidArgument ? "--initial must lie in [--start, --end)" : nil)
+      }
+      let task = record.map { _ in
+        replay.startRecording(videoChannelId: Int(videoChannel), audioChannelId: audio.map { Int($0.1) })
+      }
+      Interruption.shared.onSignal { _ in
+        DispatchQueue.main.async {
+          _ = replay.stop()
+          status.withLock { $0 = 1 }
+          finished.signal()
+        }
+      }
+      finished.wait()
+      Interruption.shared.removeHandler()
+      if let record, let task {
+        PlayCommand.line(try recordingLine(task, to: record))
+      }
+      // The main queue has run every callback queued before this line.
+      FacadeSession.waitOnMain { done in DispatchQueue.main.async { done(()) } }
+      PlayCommand.line(
+        "{\"event\":\"summary\",\"video_frames\":\(view.frames.load(ordering: .relaxed)),"
+          + "\"audio_frames\":\(audioFrames),\"dropped_frames\":\(replay.droppedVideoFrames)}")
+      return status.withLock { $0 }
     }
-    finished.wait()
-    Interruption.shared.removeHandler()
-    replay.stop()
-    if record != nil {
-      recorded.wait()
-      events.sync { line(recording.withLock { $0 ?? "" }) }
+
+    private var audioFrames: Int { device.frames.load(ordering: .relaxed) }
+
+    /// The RecordingTask's result, its file moved to `record`.
+    private func recordingLine(_ started: TiCloudStorageRecordingTaskStartResult, to record: URL) throws -> String {
+      func failure(_ code: Int32) -> String {
+        "{\"event\":\"recording\",\"code\":\(code),\"name\":\"\(TiCloudStorage.errorToString(code))\",\"file\":null}"
+      }
+      guard let task = started.task else {
+        // The play ran out before a task could start (a range with nothing in it, on a fast clock):
+        // nothing was recordable.
+        let ranOut = started.code == TiCloudStorageErrorCode.notStarted && status.withLock { $0 } == 0
+        return failure(ranOut ? TiCloudStorageErrorCode.noRecordableMedia : started.code)
+      }
+      let result = FacadeSession.waitOnMain { done in task.stop(completion: done) }
+      guard result.code == TiCloudStorageErrorCode.ok, let file = result.file else { return failure(result.code) }
+      try FacadeSession.move(file.path, to: record)
+      return
+        "{\"event\":\"recording\",\"code\":0,\"file\":\(PlayCommand.jsonString(record.path)),\"duration_ms\":\(file.durationMs)}"
     }
-    let figures = replay.statistics
-    events.sync {
-      line(
-        "{\"event\":\"summary\",\"video_frames\":\(figures.videoFrames),\"audio_frames\":\(figures.audioFrames),"
-          + "\"dropped_frames\":\(figures.droppedFrames)}")
+
+    func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeState state: TiCloudStorageVideoOutputState) {
+      PlayCommand.line("{\"event\":\"output_state\",\"output\":\"video\",\"state\":\"\(state)\"}")
     }
-    return status.withLock { $0 }
+
+    func audioOutput(_ output: TiCloudStorageAudioOutput, didChangeState state: TiCloudStorageAudioOutputState) {
+      PlayCommand.line("{\"event\":\"output_state\",\"output\":\"audio\",\"state\":\"\(state)\"}")
+    }
+  }
+
+  /// Counts the frames a Video Output presents (draws nothing).
+  final class CountingRenderer: VideoRenderer {
+    let frames = Atomic(0)
+    func render(_ frame: DecodedFrame) { frames.add(1, ordering: .relaxed) }
+  }
+
+  /// Counts the audio frames an Audio Output plays (plays nothing).
+  final class CountingAudioDevice: AudioDevice {
+    let frames = Atomic(0)
+    func play(_ frame: DecodedFrame, volume: Int) { frames.add(1, ordering: .relaxed) }
   }
 
   /// `text` as a JSON string literal.
@@ -132,19 +200,20 @@ enum PlayCommand {
     return String(decoding: data, as: UTF8.self)
   }
 
-  private static func line(_ text: String) {
+  static func line(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
   }
 
-  static func gapJSON(_ gap: RecordingGap) -> String {
+  static func gapJSON(_ gap: TiCloudStorageRecordingGap) -> String {
     let tracks = gap.tracks.map {
-      "{\"kind\":\"\($0.kind == .video ? "video" : "audio")\",\"channel_id\":\($0.channel)}"
+      "{\"kind\":\"\($0.kind == .video ? "video" : "audio")\",\"channel_id\":\($0.channelId)}"
     }
-    let reasons = gap.reasons.map { "\"\($0.rawValue)\"" }
+    let reasons = gap.reasons.map { "\"\($0.name)\"" }
     return
-      "{\"event\":\"gap\",\"range\":{\"start_ms\":\(gap.range.start.milliseconds),\"end_ms\":\(gap.range.end.milliseconds)},"
+      "{\"event\":\"gap\",\"range\":{\"start_ms\":\(gap.range.startTimeMs),\"end_ms\":\(gap.range.endTimeMs)},"
       + "\"tracks\":[\(tracks.joined(separator: ","))],\"reasons\":[\(reasons.joined(separator: ","))]}"
   }
+
 }
 
 /// `tipipe snapshot` (`spec/cli.md`): the first frame presented at `--at`, as a JPEG.

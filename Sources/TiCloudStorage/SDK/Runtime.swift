@@ -60,17 +60,21 @@ final class Runtime: @unchecked Sendable {
   /// The shared serial background queue (rules.md L27).
   let background = DispatchQueue(label: "tirtc.cloudstorage.background")
 
-  /// Where each new Replay runs its graphs; tests put a manual executor and a virtual clock here.
-  var makeReplayEnvironment: @Sendable () -> ReplayEnvironment {
-    get { withLock { replayEnvironmentFactory } }
-    set { withLock { replayEnvironmentFactory = newValue } }
+  /// Where each new Replay runs its graphs, whatever its pace; tests put a manual executor and a virtual
+  /// clock here.
+  var makeReplayEnvironment: (@Sendable () -> ReplayEnvironment)? {
+    get { withLock { replayEnvironmentOverride } }
+    set { withLock { replayEnvironmentOverride = newValue } }
   }
-  /// A new Replay's environment (under the lock).
-  func replayEnvironmentLocked() -> ReplayEnvironment { replayEnvironmentFactory() }
-  private var replayEnvironmentFactory: @Sendable () -> ReplayEnvironment = {
-    ReplayEnvironment(
-      executor: ThreadExecutor(name: "tirtc.replay"), clock: MonotonicClock(), workers: WorkerPool.shared,
-      deliver: { $0() })
+  private var replayEnvironmentOverride: (@Sendable () -> ReplayEnvironment)?
+
+  /// A new Replay's environment at `pace` (under the lock): a thread of its own and the monotonic clock,
+  /// or a free-running clock.
+  func replayEnvironmentLocked(pace: TiCloudStorageReplayPace) -> ReplayEnvironment {
+    if let replayEnvironmentOverride { return replayEnvironmentOverride() }
+    let clock: any PipelineClock = pace == .realtime ? MonotonicClock() : VirtualClock(freeRunning: true)
+    return ReplayEnvironment(
+      executor: ThreadExecutor(name: "tirtc.replay"), clock: clock, workers: WorkerPool.shared, deliver: { $0() })
   }
 
   /// Runs `body` under the SDK's lock.

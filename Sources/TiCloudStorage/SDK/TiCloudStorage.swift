@@ -102,7 +102,15 @@ public final class TiCloudStorage: @unchecked Sendable {
   /// A new Replay of this device, its callbacks on the chosen queue (D12, R7). On a disposed instance
   /// or before `initialize` its methods return notInitialized (D13).
   public func createReplay(callbackThread: TiCloudStorageCallbackThread) -> TiCloudStorageReplay {
-    let replay = TiCloudStorageReplay(instance: self, callbackThread: callbackThread)
+    createReplay(callbackThread: callbackThread, pace: .realtime)
+  }
+
+  /// A new Replay of this device whose clock runs at `pace` (a Linux addition: `.asFastAsPossible` keeps
+  /// every rule of a real-time replay on a free-running clock), its callbacks on the chosen queue.
+  public func createReplay(
+    callbackThread: TiCloudStorageCallbackThread, pace: TiCloudStorageReplayPace
+  ) -> TiCloudStorageReplay {
+    let replay = TiCloudStorageReplay(instance: self, callbackThread: callbackThread, pace: pace)
     runtime.withLock { if !disposed { replays[ObjectIdentifier(replay)] = replay } }
     return replay
   }
@@ -314,7 +322,7 @@ extension TiCloudStorage {
   ) {
     let runtime = Runtime.shared
     runtime.reset()
-    if let replayEnvironment { runtime.makeReplayEnvironment = replayEnvironment }
+    runtime.makeReplayEnvironment = replayEnvironment
     runtime.withLock {
       runtime.serviceOverride = service
       runtime.recorderPendingLimit = recorderPendingLimit

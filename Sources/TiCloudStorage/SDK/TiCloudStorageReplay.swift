@@ -39,9 +39,13 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     var onRecordingGap: ((TiCloudStorageRecordingGap) -> Void)?
   }
 
-  init(instance: TiCloudStorage, callbackThread: TiCloudStorageCallbackThread) {
+  /// How its clock runs.
+  public let pace: TiCloudStorageReplayPace
+
+  init(instance: TiCloudStorage, callbackThread: TiCloudStorageCallbackThread, pace: TiCloudStorageReplayPace) {
     self.instance = instance
     self.callbackThread = callbackThread
+    self.pace = pace
   }
 
   deinit {
@@ -51,6 +55,12 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   }
 
   // MARK: Properties and callbacks
+
+  /// Video frames dropped as late since the Replay was created (a Linux addition for benchmarks: at
+  /// fast speeds a frame whose time has passed is not drawn).
+  public var droppedVideoFrames: Int {
+    runtime.withLock { engine?.statistics.droppedFrames ?? 0 }
+  }
 
   /// The speed; `.x1` on a new Replay (R8), kept across plays and after dispose (L34).
   public var speed: TiCloudStorageReplaySpeed {
@@ -375,7 +385,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   /// The engine, created at the first use that needs it (constructors acquire nothing, L6).
   func engineIfNeeded() -> Replay {
     if let engine { return engine }
-    var environment = runtime.replayEnvironmentLocked()
+    var environment = runtime.replayEnvironmentLocked(pace: pace)
     let queue = runtime.queue(callbackThread)
     environment.deliver = { [weak self] body in
       guard let self else { return }

@@ -10,6 +10,16 @@ public enum TiCloudStorageCallbackThread: Int, Sendable {
   case background = 1
 }
 
+/// How a Replay's clock runs (a Linux addition).
+public enum TiCloudStorageReplayPace: Int, Sendable {
+  /// Real time: a frame is presented when its time comes (the seed's behaviour).
+  case realtime = 0
+  /// The same semantics — order, speeds, holds, drops, gaps, events — on a clock that jumps to the next
+  /// presentation as soon as the replay is idle: as fast as the machine allows (command lines, benchmark
+  /// suites, batch jobs).
+  case asFastAsPossible = 1
+}
+
 /// The kind of a track (rules.md R3).
 public enum TiCloudStorageRecordingTrackKind: Int, Sendable {
   /// Video.
