@@ -17,13 +17,20 @@ final class Interruption: @unchecked Sendable {
   private var pending: Int32?
 
   /// Blocks the signals and starts the thread that takes them; call first thing in `main`.
+  ///
+  /// One thread may unblock them anyway: on Linux `dispatchMain()` parks the main thread in
+  /// `sigsuspend` with an empty mask. A handler is installed for that case: it passes the signal on to
+  /// the waiting thread (`pthread_kill` is async-signal-safe), so no signal takes its default action.
   func install() {
     var set = sigset_t()
     sigemptyset(&set)
     for signal in Self.signals { sigaddset(&set, signal) }
     pthread_sigmask(SIG_BLOCK, &set, nil)
     let blocked = set
+    let started = DispatchSemaphore(value: 0)
     let waiter = Thread { [self] in
+      signalWaiter = pthread_self()
+      started.signal()
       var received: Int32 = 0
       while true {
         var waited = blocked
@@ -33,6 +40,14 @@ final class Interruption: @unchecked Sendable {
     }
     waiter.name = "tipipe.signals"
     waiter.start()
+    started.wait()
+    for signal in Self.signals {
+      var action = sigaction()
+      action.__sigaction_handler.sa_handler = { signal in pthread_kill(signalWaiter, signal) }
+      sigemptyset(&action.sa_mask)
+      action.sa_flags = SA_RESTART
+      sigaction(signal, &action, nil)
+    }
   }
 
   /// Runs `action` for every later signal, and at once for one that came before.
@@ -60,3 +75,6 @@ final class Interruption: @unchecked Sendable {
     action?(signal)
   }
 }
+
+/// The thread that takes the signals (set once, before any handler can run).
+nonisolated(unsafe) private var signalWaiter = pthread_t()

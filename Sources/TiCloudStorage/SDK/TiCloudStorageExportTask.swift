@@ -107,7 +107,8 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
   private func finished(_ result: ExportResult, _ callbacks: Callbacks) {
     let report = TiCloudStorageExportReport(result.report)
     let file = result.file.map { TiCloudStorageRecordingFile(path: $0.path, durationMs: result.durationMs) }
-    let final = TiCloudStorageExportResult(code: result.code.rawValue, file: file, report: report)
+    let final = TiCloudStorageExportResult(
+      code: result.code.rawValue, file: file, report: report, message: result.code == .ok ? nil : result.message)
     let expired = result.code == .tokenExpired || result.report.cause == TiErrorCode.tokenExpired.rawValue
     let detail = runtime.withLock { () -> TiCloudStorageExportProgress? in
       finalReport = report

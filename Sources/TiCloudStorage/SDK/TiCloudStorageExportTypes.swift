@@ -110,11 +110,14 @@ public final class TiCloudStorageExportResult: Sendable {
   public let file: TiCloudStorageRecordingFile?
   /// What was covered.
   public let report: TiCloudStorageExportReport?
+  /// What went wrong, in words (a Linux addition for logs and command lines); nil when `code` is ok.
+  public let message: String?
 
-  init(code: Int32, file: TiCloudStorageRecordingFile?, report: TiCloudStorageExportReport?) {
+  init(code: Int32, file: TiCloudStorageRecordingFile?, report: TiCloudStorageExportReport?, message: String? = nil) {
     self.code = code
     self.file = file
     self.report = report
+    self.message = message
   }
 }
 
