@@ -37,7 +37,7 @@ struct ExportTerminationTests {
     ).waitForResult()
   }
 
-  @Test("an error after media was written interrupts: ok, a file, cause = the error, the rest unprocessed")
+  @Test("E31: an error after media was written interrupts: ok, a file, cause = the error, the rest unprocessed")
   func interrupted() throws {
     let directory = try TemporaryDirectory()
     let output = directory.url.appendingPathComponent("i.mp4")
@@ -54,7 +54,7 @@ struct ExportTerminationTests {
     _ = try expectPlayable(result)
   }
 
-  @Test("an error before anything was written fails: the error's code, no file")
+  @Test("E31: an error before anything was written fails: the error's code, no file")
   func failed() throws {
     let directory = try TemporaryDirectory()
     let output = directory.url.appendingPathComponent("f.mp4")

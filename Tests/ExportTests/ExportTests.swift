@@ -47,7 +47,7 @@ struct ExportTests {
     _ = try expectPlayable(result)
   }
 
-  @Test("every kind of gap: hole, missing, corrupted and keyframe-less stretches are cut out and reported")
+  @Test("E23: every kind of gap: hole, missing, corrupted and keyframe-less stretches are cut out and reported")
   func everyKindOfGap() throws {
     let directory = try TemporaryDirectory()
     let library = directory.url.appendingPathComponent("lib")
@@ -76,7 +76,7 @@ struct ExportTests {
     #expect(observations.progress.last == 1.0)
   }
 
-  @Test("a codec and resolution change mid-range is an unsupportedMedia gap until a compatible keyframe")
+  @Test("E28: a codec and resolution change mid-range is an unsupportedMedia gap until a compatible keyframe")
   func codecChange() throws {
     let directory = try TemporaryDirectory()
     let library = directory.url.appendingPathComponent("lib")
@@ -211,7 +211,7 @@ struct ExportTests {
     _ = try expectPlayable(result)
   }
 
-  @Test("cancel at 50% leaves no file: cancelled (6115), termination cancelled, the report so far")
+  @Test("E31: cancel at 50% leaves no file: cancelled (6115), termination cancelled, the report so far")
   func cancelHalfway() throws {
     for stop in [false, true] {
       let directory = try TemporaryDirectory()

@@ -123,7 +123,7 @@ struct ExportTimelineTests {
       segments: [(2000, 10_000, 0, 8000)], reportGaps: [(0, 2000, 2, [.noKeyFrame])]),
   ]
 
-  @Test("report rules", arguments: cases)
+  @Test("report rules (E21, E24)", arguments: cases)
   func rule(_ c: Case) {
     let range = MediaRange(startMilliseconds: c.range.0, endMilliseconds: c.range.1)
     var timeline = ExportTimeline(range: range, videoTrack: Self.video, audioTrack: c.withAudio ? Self.audio : nil)

@@ -62,7 +62,7 @@ final class ServedReplay: @unchecked Sendable {
 }
 
 @Suite struct ReplayErrorTests {
-  @Test func R10_R63_aServedPlayCompletesOnce() throws {
+  @Test func R10_R63_R65_aServedPlayCompletesOnce() throws {
     let served = try ServedReplay()
     served.playToEnd(token: served.token())
     #expect(served.log.completions == 1)
@@ -70,7 +70,7 @@ final class ServedReplay: @unchecked Sendable {
     #expect(served.replay.statistics.videoFrames == 150)
   }
 
-  @Test func R55_R61_anExpiredTokenEndsThePlayWithTokenExpired() throws {
+  @Test func R55_R61_R64_R65_anExpiredTokenEndsThePlayWithTokenExpired() throws {
     let served = try ServedReplay()
     served.playToEnd(token: served.token(expires: -10))
     #expect(served.log.errors == [.tokenExpired])
@@ -115,7 +115,7 @@ final class ServedReplay: @unchecked Sendable {
     return index.segments.sorted { $0.startMs < $1.startMs }.map { $0.fileURL(in: served.directory.url) }
   }
 
-  @Test func R57_R73_aMissingLastRecordingEndsThePlayWithRecordingNotFound() throws {
+  @Test func R57_R72_R73_aMissingLastRecordingEndsThePlayWithRecordingNotFound() throws {
     let served = try ServedReplay()
     try FileManager.default.removeItem(at: try objects(served)[1])
     served.playToEnd(token: served.token())

@@ -47,7 +47,7 @@ import TiCloudStorage
     #expect(frames[0].at == began)
   }
 
-  @Test func R22_R24_R27_pauseFreezesThePositionAndResumeContinues() throws {
+  @Test func R22_R23_R24_R25_R27_pauseFreezesThePositionAndResumeContinues() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)
     harness.run(for: .milliseconds(1000))
@@ -116,7 +116,7 @@ import TiCloudStorage
     #expect(harness.renderer.frames[seen...].allSatisfy { $0.media >= media(7000) })
   }
 
-  @Test func R31_R35_aSeekKeepsThePauseAndShowsItsFrame() throws {
+  @Test func R31_R35_R51_aSeekKeepsThePauseAndShowsItsFrame() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)
     harness.run(for: .milliseconds(300))
@@ -212,7 +212,7 @@ import TiCloudStorage
     #expect(unbound.play(startTimeMs: 0, endTimeMs: 1, token: "t") == .notBound)
   }
 
-  @Test func R19_R44_R45_stopAndReplacementFireNoCallbacks() throws {
+  @Test func R19_R44_R45_R46_R64_stopAndReplacementFireNoCallbacks() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)
     harness.run(for: .milliseconds(500))

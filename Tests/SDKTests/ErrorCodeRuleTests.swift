@@ -20,7 +20,7 @@ extension SDKRules {
   @Suite @MainActor struct ErrorCodes {
     private let whole = (recordingStart, recordingStart + 9000)
 
-    @Test func C2_okIsZeroAndMeansSuccess() throws {
+    @Test func L1_C2_okIsZeroAndMeansSuccess() throws {
       let session = try SDKSession()
       expectCode(TiCloudStorageErrorCode.ok, is: 0, named: "ok")
       #expect(session.initializeCode == 0)

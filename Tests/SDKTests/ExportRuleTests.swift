@@ -78,7 +78,7 @@ extension SDKRules {
         [TiCloudStorageExportTermination.exhausted, .interrupted, .cancelled, .failed].map(\.rawValue) == [0, 1, 2, 3])
     }
 
-    @Test func E3_E5_E8_E11_to_E27_E30_E41_aFullExportAndItsReport() async throws {
+    @Test func E3_E5_E8_E11_E13_E14_E15_E16_E17_E18_E20_E22_E26_E27_E30_E39_E41_aFullExportAndItsReport() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "t")
       let (start, log) = session.startExport(storage, request())
@@ -201,7 +201,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func E32_E33_E34_E35_E36_cancelAndStopLeaveNoFile() async throws {
+    @Test func E32_E33_E34_E35_E36_E38_cancelAndStopLeaveNoFile() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "t")
       for (stop, code) in [(false, TiCloudStorageErrorCode.cancelled), (true, TiCloudStorageErrorCode.stopped)] {

@@ -98,7 +98,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func O18_R47_R48_anOutputBoundWhileRunningStartsAtTheNextKeyframe() async throws {
+    @Test func O4_O18_R47_R48_anOutputBoundWhileRunningStartsAtTheNextKeyframe() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.play() == ok)
@@ -189,7 +189,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func O25_O26_D8_D11_aReplayErrorFailsEveryOutputWithoutDidFail() async throws {
+    @Test func O25_O26_D7_D8_D11_aReplayErrorFailsEveryOutputWithoutDidFail() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       session.service.failListings(with: .tokenExpired)
@@ -216,7 +216,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func O29_to_O33_R40_volumeIsTheOutputsOwnAndKept() async throws {
+    @Test func O29_O30_O32_O33_R40_volumeIsTheOutputsOwnAndKept() async throws {
       let session = try SDKSession()
       let rig = ReplayRig(bindAudio: false)
       #expect(rig.audio.setVolume(30) == ok)  // before attach

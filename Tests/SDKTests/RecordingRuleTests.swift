@@ -58,7 +58,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func T5_T6_T8_T9_T16_stopGivesAPlayableMP4ToEveryCaller() async throws {
+    @Test func T5_T6_T8_T9_T16_F10_stopGivesAPlayableMP4ToEveryCaller() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.play(0, 3000) == ok)

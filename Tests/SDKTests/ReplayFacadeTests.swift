@@ -7,7 +7,7 @@ import Testing
 
 extension SDKRules {
   @Suite @MainActor struct ReplayFacade {
-    @Test func aPlayThroughTheFacadeRendersReportsTheHoleAndCompletes() async throws {
+    @Test func R66_aPlayThroughTheFacadeRendersReportsTheHoleAndCompletes() async throws {
       let session = try SDKSession()
       #expect(session.initializeCode == TiCloudStorageErrorCode.ok)
       let rig = ReplayRig()

@@ -59,6 +59,8 @@ enum FacadeSession {
   static func close(_ storage: TiCloudStorage) {
     _ = storage.dispose()
     _ = TiCloudStorage.shutdown()
+    // Callbacks already queued for the main queue run (and drop what they hold) before the exit.
+    waitOnMain { done in DispatchQueue.main.async { done(()) } }
   }
 
   /// Runs `start` (which calls back on the main queue) and waits for its one result.

@@ -18,18 +18,23 @@ enum ListCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(
-      arguments,
-      known: [
-        "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--quiet": .boolean,
-        "--cache": .value,
-      ])
-    let endpoint = try flags.required("--endpoint")
-    _ = try recordingService(endpoint: endpoint)  // a malformed endpoint is a usage error (exit 2)
-    let token = try flags.required("--token")
-    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
-    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
-    let cache = FacadeSession.cacheDirectory(flags)
+    // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
+    // keeps while it runs the main queue (LeakSanitizer would report it).
+    let (endpoint, token, start, end, cache) = try { () throws -> (String, String, Int64, Int64, URL) in
+      let flags = try FlagParser(
+        arguments,
+        known: [
+          "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--quiet": .boolean,
+          "--cache": .value,
+        ])
+      let endpoint = try flags.required("--endpoint")
+      _ = try recordingService(endpoint: endpoint)  // a malformed endpoint is a usage error (exit 2)
+      let token = try flags.required("--token")
+      guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+      guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+      let cache = FacadeSession.cacheDirectory(flags)
+      return (endpoint, token, start, end, cache)
+    }()
     FacadeSession.runOffMain {
       // The facade's listRecordings, as an application calls it.
       let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
@@ -65,19 +70,25 @@ enum DaysCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(
-      arguments,
-      known: [
-        "--endpoint": .value, "--token": .value, "--start-date": .value, "--end-date": .value, "--time-zone": .value,
-        "--quiet": .boolean, "--cache": .value,
-      ])
-    let endpoint = try flags.required("--endpoint")
-    _ = try recordingService(endpoint: endpoint)  // a malformed endpoint is a usage error (exit 2)
-    let token = try flags.required("--token")
-    let startDate = try flags.required("--start-date")
-    let endDate = try flags.required("--end-date")
-    let zone = flags.string("--time-zone") ?? "Asia/Shanghai"
-    let cache = FacadeSession.cacheDirectory(flags)
+    // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
+    // keeps while it runs the main queue (LeakSanitizer would report it).
+    let (endpoint, token, startDate, endDate, zone, cache) = try {
+      () throws -> (String, String, String, String, String, URL) in
+      let flags = try FlagParser(
+        arguments,
+        known: [
+          "--endpoint": .value, "--token": .value, "--start-date": .value, "--end-date": .value, "--time-zone": .value,
+          "--quiet": .boolean, "--cache": .value,
+        ])
+      let endpoint = try flags.required("--endpoint")
+      _ = try recordingService(endpoint: endpoint)  // a malformed endpoint is a usage error (exit 2)
+      let token = try flags.required("--token")
+      let startDate = try flags.required("--start-date")
+      let endDate = try flags.required("--end-date")
+      let zone = flags.string("--time-zone") ?? "Asia/Shanghai"
+      let cache = FacadeSession.cacheDirectory(flags)
+      return (endpoint, token, startDate, endDate, zone, cache)
+    }()
     FacadeSession.runOffMain {
       // The facade's listRecordingDays, as an application calls it.
       let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)

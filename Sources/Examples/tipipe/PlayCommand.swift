@@ -26,32 +26,43 @@ enum PlayCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(
-      arguments,
-      known: [
-        "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--initial": .value,
-        "--speed": .value, "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--quiet": .boolean,
-        "--record": .value, "--cache": .value,
-      ])
-    let endpoint = try flags.required("--endpoint")
-    let token = try Endpoint(flags).token
-    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
-    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
-    let initial = try flags.time("--initial")
-    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
-    let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
-    let audioChannel =
-      flags.string("--audio-channel") == nil
-      ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
-    let speedText = flags.string("--speed") ?? "1"
-    guard let speed = ReplaySpeed(speedText) else {
-      throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
-    }
-    let paceText = flags.string("--pace") ?? "realtime"
-    guard ["realtime", "fast"].contains(paceText) else { throw UsageError(message: "--pace must be realtime or fast") }
-    let pace: TiCloudStorageReplayPace = paceText == "fast" ? .asFastAsPossible : .realtime
-    let record = try flags.string("--record").map { try outputPath("--record", $0) }
-    let cache = FacadeSession.cacheDirectory(flags)
+    // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
+    // keeps while it runs the main queue (LeakSanitizer would report it).
+    let (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache) = try {
+      () throws -> (
+        String, String, Int64, Int64, Int64?, UInt8, UInt8?, ReplaySpeed, TiCloudStorageReplayPace, URL?, URL
+      ) in
+      let flags = try FlagParser(
+        arguments,
+        known: [
+          "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--initial": .value,
+          "--speed": .value, "--video-channel": .value, "--audio-channel": .value, "--pace": .value,
+          "--quiet": .boolean,
+          "--record": .value, "--cache": .value,
+        ])
+      let endpoint = try flags.required("--endpoint")
+      let token = try Endpoint(flags).token
+      guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+      guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+      let initial = try flags.time("--initial")
+      guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+      let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
+      let audioChannel =
+        flags.string("--audio-channel") == nil
+        ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
+      let speedText = flags.string("--speed") ?? "1"
+      guard let speed = ReplaySpeed(speedText) else {
+        throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
+      }
+      let paceText = flags.string("--pace") ?? "realtime"
+      guard ["realtime", "fast"].contains(paceText) else {
+        throw UsageError(message: "--pace must be realtime or fast")
+      }
+      let pace: TiCloudStorageReplayPace = paceText == "fast" ? .asFastAsPossible : .realtime
+      let record = try flags.string("--record").map { try outputPath("--record", $0) }
+      let cache = FacadeSession.cacheDirectory(flags)
+      return (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache)
+    }()
     FacadeSession.runOffMain {
       let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
       defer { FacadeSession.close(storage) }
@@ -230,20 +241,26 @@ enum SnapshotCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(
-      arguments,
-      known: [
-        "--endpoint": .value, "--token": .value, "--at": .value, "--video-channel": .value, "--out": .value,
-        "--cache": .value,
-      ])
-    let endpoint = try flags.required("--endpoint")
-    let token = try Endpoint(flags).token
-    guard let at = try flags.time("--at") else { throw UsageError(message: "--at is required") }
-    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
-    let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
-    let out = try outputPath("--out", try flags.required("--out"))
-    let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
-    let cache = FacadeSession.cacheDirectory(flags)
+    // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
+    // keeps while it runs the main queue (LeakSanitizer would report it).
+    let (endpoint, token, at, end, channel, out, cache) = try {
+      () throws -> (String, String, Int64, Int64, Int, URL, URL) in
+      let flags = try FlagParser(
+        arguments,
+        known: [
+          "--endpoint": .value, "--token": .value, "--at": .value, "--video-channel": .value, "--out": .value,
+          "--cache": .value,
+        ])
+      let endpoint = try flags.required("--endpoint")
+      let token = try Endpoint(flags).token
+      guard let at = try flags.time("--at") else { throw UsageError(message: "--at is required") }
+      guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+      let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
+      let out = try outputPath("--out", try flags.required("--out"))
+      let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
+      let cache = FacadeSession.cacheDirectory(flags)
+      return (endpoint, token, at, end, channel, out, cache)
+    }()
     FacadeSession.runOffMain {
       let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
       defer { FacadeSession.close(storage) }

@@ -344,9 +344,21 @@ public final class Replay: @unchecked Sendable {
     guard let old else { return .notBound }
     old?.pipeline.stop()
     endRecorders(ended)
+    // Both ends are valid times: the span cannot overflow. Over 10 days the play is accepted and ends
+    // through onError (R21), as a listing of that span would.
+    guard endTimeMs - startTimeMs <= Self.maximumSpanMs else {
+      let generation = state.withLock { $0.generation }
+      environment.executor.execute { [weak self] in
+        self?.failed(TiError(.rangeTooLarge, "a play spans at most 10 days"), generation: generation)
+      }
+      return .ok
+    }
     start(restarting: false)
     return .ok
   }
+
+  /// The longest span a play reads: 10 days, as a listing.
+  public static let maximumSpanMs: Int64 = 864_000_000
 
   /// Halts playback; idempotent. `notStarted` without an active play.
   @discardableResult

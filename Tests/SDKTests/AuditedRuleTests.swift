@@ -1,0 +1,155 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+private let ok = TiCloudStorageErrorCode.ok
+private let notStarted = TiCloudStorageErrorCode.notStarted
+
+extension SDKRules {
+  /// Rules an audit of the suite found without a test of their own (groups D, F, L, O, R, E).
+  @Suite @MainActor struct Audited {
+    @Test func D9_noRefreshAndNoRetryAfterTokenExpired() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "device-token")
+      session.service.failListings(with: .tokenExpired)
+      let before = session.service.tokens.withLock { $0.count }
+      let first = await session.pump {
+        await storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
+      }
+      #expect(first.code == TiCloudStorageErrorCode.tokenExpired)
+      // Exactly one request: no retry, and no other token was tried.
+      let asked = session.service.tokens.withLock { Array($0.dropFirst(before)) }
+      #expect(asked == ["device-token"])
+      // Nothing happens on its own afterwards either.
+      await session.run(for: .seconds(60))
+      #expect(session.service.tokens.withLock { $0.count } == before + 1)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func F9_aFileMovedOutOfTheCacheIsTheAppsToKeep() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig(bindAudio: false)
+      #expect(rig.play(0, 2000) == ok)
+      await session.run(for: .milliseconds(500))
+      let snapshot = try #require(await rig.video.takeSnapshot().file)
+      let kept = try TemporaryDirectory()
+      let destination = kept.url.appendingPathComponent("kept.jpg")
+      try FileManager.default.moveItem(atPath: snapshot.path, toPath: destination.path)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+      // The SDK is gone; the file is where the app put it, and deleting the SDK's path changes nothing.
+      #expect(await snapshot.delete() == ok)
+      let probe = try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", destination.path])
+      #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg")
+    }
+
+    @Test func L34_gettersKeepTheirLastValuesAfterDispose() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 2000) == ok)
+      await session.run(for: .seconds(3))
+      #expect(rig.log.entries.contains(.completed))
+      let position = rig.replay.currentTimeMs
+      #expect(position == recordingStart + 2000)
+      #expect(rig.video.detach() == ok && rig.audio.detach() == ok && rig.replay.dispose() == ok)
+      #expect(rig.replay.currentTimeMs == position)
+      #expect(rig.replay.speed == .x1)
+      for code in [rig.video.detachView(), rig.video.dispose(), rig.audio.dispose(), rig.storage.dispose()] {
+        #expect(code == ok)
+      }
+      #expect(session.close() == ok)
+    }
+
+    @Test func O31_setVolumeChangesOnlyThatOutput() async throws {
+      let session = try SDKSession()
+      let first = ReplayRig(bindVideo: false)
+      let second = ReplayRig(bindVideo: false)
+      #expect(first.audio.setVolume(30) == ok && second.audio.setVolume(70) == ok)
+      #expect(first.play(0, 2000) == ok && second.play(0, 2000) == ok)
+      await session.run(for: .milliseconds(500))
+      #expect(first.audio.setVolume(10) == ok)
+      await session.run(for: .seconds(2))
+      #expect(Set(second.device.played.map(\.volume)) == [70])
+      #expect(Set(first.device.played.map(\.volume)) == [30, 10])
+      #expect(first.tearDown().allSatisfy { $0 == ok } && second.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R21_aPlayOverTenDaysEndsWithRangeTooLarge() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 864_000_001) == ok)
+      await session.run(for: .milliseconds(100))
+      #expect(rig.log.entries.filter { $0 == .error(TiCloudStorageErrorCode.rangeTooLarge) }.count == 1)
+      #expect(!rig.log.entries.contains(.completed))
+      // Ten days exactly is a play like any other.
+      #expect(rig.play(0, 864_000_000) == ok)
+      await session.run(for: .seconds(1))
+      #expect(rig.video.state == .rendering)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R26_R28_R30_pauseResumeAndSeekNeedARunningPlay() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      // Never started; a seek out of any range is notStarted too (R30).
+      #expect(rig.replay.pause() == notStarted && rig.replay.resume() == notStarted)
+      #expect(rig.replay.seek(toTimeMs: recordingStart) == notStarted)
+      #expect(rig.replay.seek(toTimeMs: -5) == notStarted)
+      // Naturally completed.
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .seconds(2))
+      #expect(rig.log.entries.contains(.completed))
+      let position = rig.replay.currentTimeMs
+      #expect(rig.replay.pause() == notStarted && rig.replay.resume() == notStarted)
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 500) == notStarted)
+      #expect(rig.replay.currentTimeMs == position)
+      // Failed.
+      session.service.failListings(with: .cloudStorageUnavailable)
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .milliseconds(100))
+      #expect(rig.log.entries.contains(.error(TiCloudStorageErrorCode.cloudStorageUnavailable)))
+      #expect(rig.replay.resume() == notStarted && rig.replay.seek(toTimeMs: recordingStart) == notStarted)
+      session.service.failListings(with: nil)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R41_aMutedAudioOutputShowsPlaying() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.replay.setSpeed(.x2) == ok)
+      #expect(rig.play(0, 3000) == ok)
+      await session.run(for: .milliseconds(500))
+      await session.drainMain()
+      #expect(rig.audio.state == .playing)
+      // Off 1× nothing is played (muted, not decoded, R40), yet the state is the normal one.
+      #expect(rig.device.played.isEmpty)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func E40_shutdownIsInUseWhileAnExportRuns() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "device-token")
+      var finished = false
+      let started = storage.exportRecording(
+        TiCloudStorageExportRequest(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000, videoChannelId: 0),
+        progress: nil
+      ) { _ in finished = true }
+      #expect(started.code == ok)
+      #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
+      #expect(storage.dispose() == TiCloudStorageErrorCode.inUse)
+      while !finished { await session.run(for: .milliseconds(100)) }
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+  }
+}
