@@ -151,5 +151,93 @@ extension SDKRules {
       #expect(storage.dispose() == ok)
       #expect(session.close() == ok)
     }
+
+    @Test func D10_redoingAfterUpdateTokenSucceedsWithTheNewToken() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      session.service.failListings(with: .tokenExpired)
+      let failed = await session.pump {
+        await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
+      }
+      #expect(failed.code == TiCloudStorageErrorCode.tokenExpired)
+      // The service now accepts the device's new token.
+      session.service.failListings(with: nil)
+      #expect(rig.storage.updateToken("fresh-token") == ok)
+      let listed = await session.pump {
+        await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
+      }
+      #expect(listed.code == ok && listed.recordings.count == 2)
+      #expect(session.service.tokens.withLock { $0.last } == "fresh-token")
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .seconds(2))
+      #expect(rig.log.entries.contains(.completed))
+      #expect(session.service.tokens.withLock { $0.last } == "fresh-token")
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R15_R50_aPlayStartsAtItsInitialTimeAndReportsOnlyTimesInItsRange() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(1000, 2500, initial: 1500) == ok)
+      var positions: [Int64] = []
+      for _ in 0..<20 {
+        await session.run(for: .milliseconds(100))
+        if let position = rig.replay.currentTimeMs { positions.append(position) }
+      }
+      // The first frame shown is the first not earlier than 1.5 s (25 fps: frames at 1.48 and 1.52 s).
+      let first = try #require(rig.view.renderedTimes.first)
+      #expect(first == (recordingStart + 1520) * 1000)
+      #expect(!positions.isEmpty)
+      let range = (recordingStart + 1000)...(recordingStart + 2500)
+      #expect(positions.allSatisfy { range.contains($0) } && rig.log.times.allSatisfy { range.contains($0) })
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func R67_onCompletedComesWhenThePositionReachesTheEnd() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 2000) == ok)
+      await session.run(for: .seconds(3))
+      let entries = rig.log.entries.filter {
+        switch $0 {
+        case .time, .completed: true
+        default: false
+        }
+      }
+      #expect(entries.suffix(2) == [.time(recordingStart + 2000), .completed])
+      #expect(rig.replay.currentTimeMs == recordingStart + 2000)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func E45_E10_E19_theReportIsNilUntilTheResultAndBothOverloadsAgree() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "device-token")
+      let request = TiCloudStorageExportRequest(
+        startTimeMs: recordingStart, endTimeMs: recordingStart + 9000, videoChannelId: 0, audioChannelId: 1)
+      var detailed: TiCloudStorageExportResult?
+      let started = storage.exportRecording(
+        request, progress: nil, progressDetail: nil, onRecordingGap: nil, callbackThread: .main
+      ) { detailed = $0 }
+      let task = try #require(started.task)
+      #expect(task.report == nil)
+      while detailed == nil { await session.run(for: .milliseconds(100)) }
+      let result = try #require(detailed)
+      let report = try #require(task.report)
+      let final = try #require(result.report)
+      #expect(report.coveredDurationMs == final.coveredDurationMs && report.segments.count == final.segments.count)
+      #expect(report.gaps.count == final.gaps.count && report.termination == final.termination)
+      // A file exactly when ok (E19), and the simple overload reports the same outcome (E10).
+      #expect((result.code == ok) == (result.file != nil))
+      var simple: TiCloudStorageRecordingResult?
+      _ = storage.exportRecording(request, progress: nil) { simple = $0 }
+      while simple == nil { await session.run(for: .milliseconds(100)) }
+      #expect(simple?.code == result.code && (simple?.file != nil) == (result.file != nil))
+      #expect(simple?.file?.durationMs == result.file?.durationMs)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
   }
 }

@@ -286,7 +286,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func O24_anOutputsOwnDecodeFailureFailsOnlyThatOutput() async throws {
+    @Test func O9_O24_anOutputsOwnDecodeFailureFailsOnlyThatOutput() async throws {
       // G.711 stereo audio on channel 1; in the second object one record loses a byte (not a whole
       // sample), which libavcodec refuses: the audio Output's decoder fails there.
       let directory = try TemporaryDirectory("tipipe-sdk-o24")
@@ -304,8 +304,16 @@ extension SDKRules {
       let session = try SDKSession(library: directory.url)
       let rig = ReplayRig()
       #expect(rig.play(0, 6000) == ok)
+      var waited = 0
+      while rig.audio.state != .failed && waited < 70 {
+        await session.run(for: .milliseconds(100))
+        waited += 1
+      }
+      // A failed Output outputs nothing more (O9).
+      let playedAtFailure = rig.device.played.count
       await session.run(for: .seconds(7))
       await session.drainMain()
+      #expect(rig.device.played.count == playedAtFailure)
       // Only the audio Output failed, with the decoder's code, once.
       #expect(rig.log.entries.filter { $0 == .audioFailure(TiErrorCode.recordingUnreadable.rawValue) }.count == 1)
       #expect(rig.audio.state == .failed && rig.log.audioStates.last == .failed)

@@ -131,6 +131,8 @@ public final class Replay: @unchecked Sendable {
     var mismatches: [OutputID: MediaTime] = [:]
     /// Outputs that presented a frame since the play, the seek or their binding.
     var presentingOutputs: Set<OutputID> = []
+    /// Outputs that failed in this play: nothing more is presented to them (O9), until a new play.
+    var failedOutputs: Set<OutputID> = []
     /// Gaps crossed since a recording failed for good (R73): reported once media after them plays; if
     /// none does, the play ends with the failure's code instead.
     var heldGaps: [RecordingGap] = []
@@ -206,6 +208,7 @@ public final class Replay: @unchecked Sendable {
       guard let index = state.bindings.firstIndex(where: { $0.id == id }) else { return false }
       state.bindings.remove(at: index)
       state.presentingOutputs.remove(id)
+      state.failedOutputs.remove(id)
       return state.active
     }
     if restart { self.restart() }
@@ -338,6 +341,7 @@ public final class Replay: @unchecked Sendable {
       state.reportNext = true
       state.lastFrame = nil
       state.presentingOutputs = []
+      state.failedOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       return .some(retire(&state))
     }
@@ -682,7 +686,9 @@ public final class Replay: @unchecked Sendable {
       state -> (
         accepted: Bool, first: (@Sendable (OutputEvent) -> Void)?, report: (@Sendable (Int64) -> Void, Int64, Int)?
       ) in
-      guard state.generation == generation, let index = state.bindings.firstIndex(where: { $0.id == id }) else {
+      guard state.generation == generation, let index = state.bindings.firstIndex(where: { $0.id == id }),
+        !state.failedOutputs.contains(id)
+      else {
         return (false, nil, nil)
       }
       if reportsPosition && !state.heldGaps.isEmpty {
@@ -705,7 +711,10 @@ public final class Replay: @unchecked Sendable {
       for entry in state.recorders { entry.recorder.advance(to: frame.time) }
       if !state.mismatches.isEmpty {
         let reached = state.mismatches.filter { $0.value <= frame.time }
-        for id in reached.keys { state.mismatches[id] = nil }
+        for id in reached.keys {
+          state.mismatches[id] = nil
+          state.failedOutputs.insert(id)
+        }
         failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
       }
       let position = frame.time.milliseconds
@@ -734,6 +743,7 @@ public final class Replay: @unchecked Sendable {
         state.mismatches[binding.id] = time
         return nil
       }
+      state.failedOutputs.insert(binding.id)
       return binding.events
     }
     events?(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
@@ -749,7 +759,8 @@ public final class Replay: @unchecked Sendable {
 
   private func outputFailed(_ id: OutputID, _ error: TiError, generation: Int) {
     let events = state.withLock { state -> (@Sendable (OutputEvent) -> Void)? in
-      guard state.generation == generation else { return nil }
+      guard state.generation == generation, !state.failedOutputs.contains(id) else { return nil }
+      state.failedOutputs.insert(id)
       return state.bindings.first { $0.id == id }?.events
     }
     events?(.failed(error))
