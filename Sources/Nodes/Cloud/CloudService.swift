@@ -105,16 +105,8 @@ public final class CloudService: RecordingService {
       default:
         return .failure(TiError(.cloudStorageUnavailable, "the listing answered HTTP \(status)\(detail)"))
       }
-    case .unresolvedHost(let message):
-      return .failure(TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(message)"))
-    case .unreachable(let message):
-      return .failure(TiError(.networkUnavailable, "cannot reach \(endpoint): \(message)"))
-    case .exhausted(let message):
-      return .failure(TiError(.cloudStorageUnavailable, "the listing of \(endpoint) failed: \(message)"))
-    case .oversized(let count):
-      return .failure(TiError(.cloudStorageUnavailable, "the listing of \(endpoint) is larger than \(count) bytes"))
-    case .cancelled:
-      return .failure(TiError(.cancelled, "the listing was cancelled"))
+    case .unresolvedHost, .unreachable, .exhausted, .oversized, .cancelled:
+      return .failure(outcome.transferError("the listing", endpoint: endpoint)!)
     }
   }
 

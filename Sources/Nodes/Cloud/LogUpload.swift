@@ -62,16 +62,8 @@ public enum LogUpload {
         TiError(
           .cloudStorageUnavailable,
           "the log upload was refused: HTTP \(status) \(error ?? "")\(message.map { ": \($0)" } ?? "")"))
-    case .unresolvedHost(let message):
-      return .failure(TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(message)"))
-    case .unreachable(let message):
-      return .failure(TiError(.networkUnavailable, "cannot reach \(endpoint): \(message)"))
-    case .exhausted(let message):
-      return .failure(TiError(.cloudStorageUnavailable, "the log upload to \(endpoint) failed: \(message)"))
-    case .oversized(let count):
-      return .failure(TiError(.cloudStorageUnavailable, "the log upload's answer is larger than \(count) bytes"))
-    case .cancelled:
-      return .failure(TiError(.cancelled, "the log upload was cancelled"))
+    case .unresolvedHost, .unreachable, .exhausted, .oversized, .cancelled:
+      return .failure(outcome.transferError("the log upload", endpoint: endpoint)!)
     }
   }
 

@@ -17,3 +17,22 @@ enum HTTPOutcome: Sendable {
   /// Cancelled by the caller.
   case cancelled
 }
+
+extension HTTPOutcome {
+  /// The seed's error for a transfer that ended without an answer to use (`spec/cloud-api.md`'s table):
+  /// an unresolvable host, no connection, retries exhausted, an oversized answer, a cancellation. Nil
+  /// for a success or a refusal, which each caller reads in its own way. `what` names the transfer
+  /// ("the listing").
+  func transferError(_ what: String, endpoint: String) -> TiError? {
+    switch self {
+    case .unresolvedHost(let message):
+      TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(message)")
+    case .unreachable(let message): TiError(.networkUnavailable, "cannot reach \(endpoint): \(message)")
+    case .exhausted(let message): TiError(.cloudStorageUnavailable, "\(what) of \(endpoint) failed: \(message)")
+    case .oversized(let count):
+      TiError(.cloudStorageUnavailable, "the answer to \(what) of \(endpoint) is larger than \(count) bytes")
+    case .cancelled: TiError(.cancelled, "\(what) was cancelled")
+    case .success, .refused: nil
+    }
+  }
+}
