@@ -78,7 +78,9 @@ extension SDKRules {
         [TiCloudStorageExportTermination.exhausted, .interrupted, .cancelled, .failed].map(\.rawValue) == [0, 1, 2, 3])
     }
 
-    @Test func E3_E5_E8_E11_E13_E14_E15_E16_E17_E18_E20_E22_E26_E27_E30_E39_E41_aFullExportAndItsReport() async throws {
+    @Test func E3_E5_E8_E11_E12_E13_E14_E15_E16_E17_E18_E20_E22_E26_E27_E30_E37_E39_E41_aFullExportAndItsReport()
+      async throws
+    {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "t")
       let (start, log) = session.startExport(storage, request())
@@ -144,9 +146,16 @@ extension SDKRules {
       #expect(simple?.code == result.code)
       #expect(simple?.file?.path != file.path)
       #expect(simple?.file.map { FileManager.default.fileExists(atPath: $0.path) } == true)
-      // After the end, cancel and stop change nothing (E37, E38).
+      // After the end, cancel and stop change nothing (E37, E38): the same report, the file kept, no
+      // second completion.
       #expect(task.cancel() == ok && task.stop() == ok)
       #expect(task.report?.termination == .exhausted)
+      await session.drainMain()
+      #expect(log.completions == 1)
+      #expect(FileManager.default.fileExists(atPath: file.path))
+      // The task's own progressDetail agrees with the callbacks' last one (E12).
+      #expect(task.progressDetail.fraction == log.progress.last)
+      #expect(task.progressDetail.coveredDurationMs == task.report?.coveredDurationMs)
       #expect(storage.dispose() == ok)  // E39
       #expect(session.close() == ok)
     }
