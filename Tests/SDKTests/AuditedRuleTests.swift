@@ -239,5 +239,36 @@ extension SDKRules {
       #expect(storage.dispose() == ok)
       #expect(session.close() == ok)
     }
+
+    @Test func L2_refusedCallsChangeNothingAndCallNothingBack() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.audio.setVolume(40) == ok)
+      // Each refused: a bad range, an Output bound elsewhere, a volume out of range, a recording without
+      // a play, a seek without a play, a dump without channels, an export with a bad range.
+      #expect(rig.play(5, 5) == TiCloudStorageErrorCode.invalidArgument)
+      let other = rig.storage.createReplay()
+      #expect(rig.video.attach(replay: other, channelId: 0) == TiCloudStorageErrorCode.inUse)
+      #expect(rig.audio.setVolume(101) == TiCloudStorageErrorCode.invalidArgument)
+      #expect(rig.replay.startRecording(videoChannelId: 0).task == nil)
+      #expect(rig.replay.seek(toTimeMs: recordingStart) == notStarted)
+      #expect(await rig.replay.startRawDump(options: TiCloudStorageRawDumpOptions()).dump == nil)
+      let export = rig.storage.exportRecording(
+        TiCloudStorageExportRequest(startTimeMs: 5, endTimeMs: 5, videoChannelId: 0), progress: nil
+      ) { _ in Issue.record("a refused export called back") }
+      #expect(export.task == nil)
+      await session.run(for: .seconds(1))
+      await session.drainMain()
+      // No callback, no state change, no file, and the earlier settings hold.
+      #expect(rig.log.entries.isEmpty)
+      #expect(rig.video.state == .idle && rig.audio.state == .idle && rig.replay.currentTimeMs == nil)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .milliseconds(500))
+      #expect(Set(rig.device.played.map(\.volume)) == [40])
+      #expect(other.dispose() == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
   }
 }

@@ -272,7 +272,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func L30_L32_L33_L35_disposeIsCheckedRetryableAndFinal() async throws {
+    @Test func L30_L31_L32_L33_L35_disposeIsCheckedRetryableAndFinal() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.replay.setSpeed(.x4) == ok)

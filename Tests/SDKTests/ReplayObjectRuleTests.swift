@@ -65,7 +65,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func R75_R76_disposeWaitsForThePlayTheOutputsAndTheTasks() async throws {
+    @Test func R75_R76_T10_disposeWaitsForThePlayTheOutputsAndTheTasks() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.play() == ok)

@@ -1,0 +1,47 @@
+import CloudServer
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+import TiCloudStorage
+
+/// Rules.md E29 over real HTTP: what a failure does to an export — a missing object is a gap; a listing,
+/// token or network failure ends the task.
+@Suite struct ExportFailureTests {
+  private func source(_ service: CloudService, token: String, _ range: MediaRange) -> CloudSegmentSource {
+    CloudSegmentSource(service: service, range: range, token: token, prefetchBytes: 8 << 20)
+  }
+
+  @Test func E29_aMissingObjectIsAGapButListingTokenAndNetworkFailuresEndTheExport() throws {
+    let scratch = try TemporaryDirectory()
+    // A missing second object: a notFound gap, the export goes on and completes.
+    let served = try ServedLibrary(seconds: 9)
+    let stored = try RecordingIndex.load(library: served.library).segments.sorted { $0.startMs < $1.startMs }
+    try FileManager.default.removeItem(at: stored[1].fileURL(in: served.library))
+    let gap = try export(
+      source(served.service, token: served.token, span(0, 9000)), range: span(0, 9000),
+      to: scratch.url.appendingPathComponent("gap.mp4"))
+    #expect(gap.code == .ok && gap.report.termination == .exhausted)
+    #expect(gap.report.gaps.contains { $0.reasons.contains(.notFound) })
+    // The listing fails (503 after retries), the token has expired, nothing listens: each ends the task.
+    var faults = ServerFaults()
+    faults.listingStatus = 503
+    let unavailable = try ServedLibrary(seconds: 3, faults: faults)
+    let down = try ServedLibrary(seconds: 3)
+    let downService = CloudService(endpoint: URL(string: down.server.endpoint)!, policy: fastPolicy)
+    let expiredToken = CloudToken(deviceId: served.deviceId, expires: now() - 10).signed(secret: secret)
+    down.server.stop()
+    for (name, service, token, code) in [
+      ("listing", unavailable.service, unavailable.token, TiErrorCode.cloudStorageUnavailable),
+      ("token", served.service, expiredToken, .tokenExpired),
+      ("network", downService, down.token, .networkUnavailable),
+    ] {
+      let output = scratch.url.appendingPathComponent("\(name).mp4")
+      let result = try export(source(service, token: token, span(0, 3000)), range: span(0, 3000), to: output)
+      #expect(result.code == code, "\(name)")
+      #expect(result.report.termination == .failed && result.file == nil, "\(name)")
+      #expect(!FileManager.default.fileExists(atPath: output.path))
+    }
+  }
+}
