@@ -103,8 +103,10 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
   }
 
-  @Test func R32_ofSeveralSeeksTheLastWins() throws {
+  @Test func R32_ofSeveralSeeksTheLastWinsAndTheSupersededOneIsReported() throws {
     let harness = try ReplayHarness(seconds: 9)
+    let superseded = Locked<[[Int64]]>([])
+    harness.replay.onSeekSuperseded = { old, new in superseded.withLock { $0.append([old, new]) } }
     harness.play(0, 9000)
     harness.run(for: .milliseconds(200))
     let seen = harness.renderer.frames.count
@@ -112,6 +114,10 @@ import TiCloudStorage
     harness.replay.seek(toTimeMs: recordingStart + 7000)
     harness.run(for: .milliseconds(100))
     #expect(harness.renderer.frames[seen].media == media(7000))
+    #expect(superseded.withLock { $0 } == [[recordingStart + 2000, recordingStart + 7000]])
+    // A seek that took effect is not superseded by the next one.
+    harness.replay.seek(toTimeMs: recordingStart + 8000)
+    #expect(superseded.withLock { $0 }.count == 1)
     harness.runToEnd()
     #expect(harness.renderer.frames[seen...].allSatisfy { $0.media >= media(7000) })
   }

@@ -270,5 +270,22 @@ extension SDKRules {
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
+
+    @Test func R32_aSupersededSeekIsReportedInTheLog() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 9000) == ok)
+      await session.run(for: .milliseconds(200))
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 2000) == ok)
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 7000) == ok)
+      await session.run(for: .milliseconds(200))
+      #expect(rig.replay.currentTimeMs.map { $0 >= recordingStart + 7000 } == true)
+      let log = try String(
+        contentsOf: session.cache.url.appendingPathComponent("logs/cloudstorage.log"), encoding: .utf8)
+      #expect(
+        log.contains("the seek to \(recordingStart + 2000) was superseded by a seek to \(recordingStart + 7000)"))
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
   }
 }

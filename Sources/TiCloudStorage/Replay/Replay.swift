@@ -43,6 +43,13 @@ public final class Replay: @unchecked Sendable {
     set { state.withLock { $0.onRecordingGap = newValue } }
   }
 
+  /// Called, in the `seek` call that superseded it, with the target of a seek that never took effect
+  /// and the new target (R32: the last seek wins; the one it replaced is reported, not silently lost).
+  public var onSeekSuperseded: (@Sendable (_ superseded: Int64, _ by: Int64) -> Void)? {
+    get { state.withLock { $0.onSeekSuperseded } }
+    set { state.withLock { $0.onSeekSuperseded = newValue } }
+  }
+
   private let service: any RecordingService
   private let environment: ReplayEnvironment
   private let state = Locked(State())
@@ -101,6 +108,7 @@ public final class Replay: @unchecked Sendable {
     var onError: ErrorHandler?
     var onCompleted: (@Sendable () -> Void)?
     var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
+    var onSeekSuperseded: (@Sendable (Int64, Int64) -> Void)?
     var bindings: [Binding] = []
     var nextBinding = 0
     /// The recording tasks of the play, and what to call when the play ends for them.
@@ -126,6 +134,8 @@ public final class Replay: @unchecked Sendable {
     /// The position was reached after the play's or the latest seek's target (else a restart starts at
     /// the target).
     var positionFollowsTarget = false
+    /// A seek was made whose target has not been presented yet (a later seek supersedes it).
+    var seekPending = false
     /// Outputs whose channel carried nothing while others of its kind did: failed with 6130 once the
     /// position reaches the time it was noticed at (O40).
     var mismatches: [OutputID: MediaTime] = [:]
@@ -330,6 +340,7 @@ public final class Replay: @unchecked Sendable {
       state.generation += 1
       state.playNumber += 1
       state.heldGaps = []
+      state.seekPending = false
       state.play = Play(start: startTimeMs, end: endTimeMs, token: token)
       state.active = true
       state.paused = false
@@ -406,6 +417,7 @@ public final class Replay: @unchecked Sendable {
   /// `notStarted` without an active play, `invalidArgument` outside the play's range.
   @discardableResult
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
+    var superseded: Int64?
     let outcome = state.withLock { state -> Result<Graph?, TiError> in
       guard state.active, let play = state.play else { return .failure(TiError(.notStarted, "no active play")) }
       guard (play.start..<play.end).contains(timeMs) else {
@@ -414,6 +426,8 @@ public final class Replay: @unchecked Sendable {
       state.generation += 1
       state.heldGaps = []
       state.reportNext = true
+      superseded = state.seekPending ? state.target : nil
+      state.seekPending = true
       state.target = timeMs
       state.positionFollowsTarget = false
       state.mismatches = [:]
@@ -425,6 +439,7 @@ public final class Replay: @unchecked Sendable {
     case .failure(let error): return error.code
     case .success(let old):
       old?.pipeline.stop()
+      if let superseded, let handler = state.withLock({ $0.onSeekSuperseded }) { handler(superseded, timeMs) }
       for recorder in state.withLock({ $0.recorders.map(\.recorder) }) { recorder.discontinuity() }
       start(restarting: false)
       return .ok
@@ -720,6 +735,7 @@ public final class Replay: @unchecked Sendable {
       let position = frame.time.milliseconds
       state.position = position
       state.positionFollowsTarget = true
+      state.seekPending = false
       let due = state.reportNext || state.lastReported.map { position - $0 >= 100 } ?? true
       guard due, let handler = state.onTimeChanged else { return (true, first, nil) }
       state.reportNext = false

@@ -395,6 +395,11 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
       }
     }
     let engine = Replay(service: runtime.service!, environment: environment)
+    // The seed has no callback for it: a superseded seek goes to the SDK's log.
+    let log = runtime.log
+    engine.onSeekSuperseded = { superseded, target in
+      log?.write("replay: the seek to \(superseded) was superseded by a seek to \(target) before it took effect")
+    }
     self.engine = engine
     engine.setSpeed(lastSpeed)
     connect(engine)
