@@ -20,7 +20,7 @@ enum PlayCommand {
     and last {"event":"summary","video_frames":…,"audio_frames":…,"dropped_frames":…}.
     --pace fast runs the same semantics on a free-running clock, as fast as the machine allows.
     --record OUT.mp4 records what plays (a RecordingTask: from the first keyframe, source timing, the
-    video channel and the audio channel's AAC) and prints {"event":"recording","code":…,"file":…,
+    video channel and the audio channel, G.711 as AAC) and prints {"event":"recording","code":…,"file":…,
     "duration_ms":…} before the summary; nothing recordable is noRecordableMedia (6119) and no file.
     SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
     """
