@@ -14,7 +14,18 @@ import Synchronization
 /// a replaced graph are dropped. The callbacks of one play follow the seed: `onTimeChanged` at most
 /// once per 100 ms of media (and at each seek, after each gap, and at the end), `onRecordingGap` once
 /// per gap crossed, between the time events around it, and exactly one of `onCompleted` or `onError`
-/// unless the play is stopped or replaced.
+/// unless the play is stopped or replaced. The graph also carries a `ChannelWatch` and a `RecorderTap`
+/// after the detector, a `RawDumpTap` on the demuxer's output, and an `AudioTranscoder` before the
+/// recorders when one records audio (`tipipe graph replay` prints it).
+///
+/// States: idle (no play), active (running or paused) until stop, a new play, natural completion or
+/// an error; seek, pause and resume need an active play. A recording that fails for good is a gap only
+/// when media after it plays, else the play ends with its error (R73).
+///
+/// Callbacks are handed to the environment's `deliver` — the main queue, the SDK's background queue, or
+/// what a test chooses — and never run inside one of the Replay's own methods (except
+/// `onSeekSuperseded`, which runs in the `seek` that superseded an earlier one); those of a stopped or
+/// replaced play are dropped. Every method may be called from any thread.
 ///
 /// This is the engine of the seed's `TiCloudStorageReplay`; the SDK object adds the instance, the
 /// Outputs and the lifecycle rules on top of it.
