@@ -60,13 +60,13 @@ enum DemoCommand {
     let days = FacadeSession.waitOnMain { done in
       storage.listRecordingDays(startDate: "2026-11-29", endDate: "2026-12-01", timeZoneId: "UTC", completion: done)
     }
-    try check(days.code, "listRecordingDays")
+    try FacadeSession.check(days.code, "listRecordingDays")
     print("days: " + days.days.map { "\($0.date) \($0.hasRecording ? "recorded" : "empty")" }.joined(separator: ", "))
     let start = options.startMilliseconds
     let listed = FacadeSession.waitOnMain { done in
       storage.listRecordings(startTimeMs: start, endTimeMs: start + 86_400_000, completion: done)
     }
-    try check(listed.code, "listRecordings")
+    try FacadeSession.check(listed.code, "listRecordings")
     print("recordings (\(listed.recordings.count) ranges):")
     for range in listed.recordings {
       print(
@@ -85,7 +85,8 @@ enum DemoCommand {
         TiErrorCode(rawValue: result.code),
         "the export ended with \(result.report?.termination.description ?? "no report")")
     }
-    let output = try keep(file.path, as: demo.appendingPathComponent("export.mp4"))
+    let output = demo.appendingPathComponent("export.mp4")
+    try FacadeSession.move(file.path, to: output)
     print("  file: \(output.path) (\(Double(file.durationMs) / 1000) s)")
     print(
       "  covered \(Double(report.coveredDurationMs) / 1000) s in \(report.segments.count) segment(s), complete: \(report.complete)"
@@ -103,36 +104,19 @@ enum DemoCommand {
     // 0 means started (the completion then comes once); anything else means it never comes.
     let upload = Locked<TiRtcLogUploadResult?>(nil)
     let uploadDone = DispatchSemaphore(value: 0)
-    try check(
+    try FacadeSession.check(
       TiRtcLogging.upload { result in
         upload.withLock { $0 = result }
         uploadDone.signal()
       }, "TiRtcLogging.upload")
     uploadDone.wait()
     let uploaded = upload.withLock { $0! }
-    try check(uploaded.code, "TiRtcLogging.upload")
+    try FacadeSession.check(uploaded.code, "TiRtcLogging.upload")
     print("uploaded the SDK's log and the raw dump: logId \(uploaded.logId ?? "–") (in \(library.path)/uploads)")
-    try check(storage.dispose(), "TiCloudStorage.dispose")
-    try check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
+    try FacadeSession.check(storage.dispose(), "TiCloudStorage.dispose")
+    try FacadeSession.check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
     print("disposed the device and shut TiCloudStorage down")
     return 0
-  }
-
-  static func check(_ code: Int32, _ what: String) throws {
-    guard code == TiCloudStorageErrorCode.ok else { throw TiError(TiErrorCode(rawValue: code), "\(what) failed") }
-  }
-
-  /// Moves a file the SDK returned out of its cache to `destination` (F9), replacing only a regular file.
-  static func keep(_ path: String, as destination: URL) throws -> URL {
-    var status = stat()
-    if lstat(destination.path, &status) == 0 {
-      guard status.st_mode & S_IFMT == S_IFREG else {
-        throw TiError(.fileWriteFailed, "\(destination.path) exists and is not a regular file")
-      }
-      try FileManager.default.removeItem(at: destination)
-    }
-    try FileManager.default.moveItem(atPath: path, toPath: destination.path)
-    return destination
   }
 
   /// Decodes the first minute's video through `source → verify → demux → decoder → sink` and prints
@@ -160,9 +144,9 @@ enum DemoCommand {
     let video = TiCloudStorageVideoOutput()
     let audio = TiCloudStorageAudioOutput()
     let view = FrameCounter()
-    try check(video.attachView(view), "attachView")
-    try check(video.attach(replay: replay, channelId: 0), "attach video")
-    try check(audio.attach(replay: replay, channelId: 1), "attach audio")
+    try FacadeSession.check(video.attachView(view), "attachView")
+    try FacadeSession.check(video.attach(replay: replay, channelId: 0), "attach video")
+    try FacadeSession.check(audio.attach(replay: replay, channelId: 1), "attach audio")
     let done = DispatchSemaphore(value: 0)
     replay.onRecordingGap = { gap in
       let tracks = gap.tracks.map { "\($0.kind == .video ? "video" : "audio") \($0.channelId)" }
@@ -181,19 +165,19 @@ enum DemoCommand {
       replay.startRawDump(
         options: TiCloudStorageRawDumpOptions(audioChannelIds: [1], videoChannelIds: [0]), completion: done)
     }
-    try check(dumpStart.code, "startRawDump")
+    try FacadeSession.check(dumpStart.code, "startRawDump")
     let began = Date()
-    try check(replay.setSpeed(.x4), "setSpeed")
-    try check(replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000), "play")
+    try FacadeSession.check(replay.setSpeed(.x4), "setSpeed")
+    try FacadeSession.check(replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000), "play")
     Thread.sleep(forTimeInterval: 1)
     print("  4x for 1 s: at \(position()); video output \(video.state), audio output \(audio.state)")
-    try check(replay.setSpeed(.x0_5), "setSpeed")
+    try FacadeSession.check(replay.setSpeed(.x0_5), "setSpeed")
     let recording = replay.startRecording(videoChannelId: 0, audioChannelId: 1)
-    try check(recording.code, "startRecording")
+    try FacadeSession.check(recording.code, "startRecording")
     Thread.sleep(forTimeInterval: 1)
     print("  1/2x for 1 s: at \(position())")
-    try check(replay.setSpeed(.x8), "setSpeed")
-    try check(replay.seek(toTimeMs: start + 75_000), "seek")
+    try FacadeSession.check(replay.setSpeed(.x8), "setSpeed")
+    try FacadeSession.check(replay.seek(toTimeMs: start + 75_000), "seek")
     print("  seek to \(iso(start + 75_000)) (inside the hole) at 8x")
     done.wait()
     print(
@@ -202,7 +186,8 @@ enum DemoCommand {
     if let task = recording.task {
       let recorded = FacadeSession.waitOnMain { done in task.stop(completion: done) }
       if let file = recorded.file {
-        let kept = try keep(file.path, as: demo.appendingPathComponent("recording.mp4"))
+        let kept = demo.appendingPathComponent("recording.mp4")
+        try FacadeSession.move(file.path, to: kept)
         print(
           "  recorded what played from the next keyframe, the seek closed up: \(kept.path) (\(Double(file.durationMs) / 1000) s)"
         )
@@ -212,15 +197,16 @@ enum DemoCommand {
     }
     if let dump = dumpStart.dump {
       let dumped = FacadeSession.waitOnMain { done in dump.stop(completion: done) }
-      try check(dumped.code, "the raw dump's stop")
+      try FacadeSession.check(dumped.code, "the raw dump's stop")
       print(
         "  raw dump of video 0 and audio 1 as read: \(dumped.files.count) files, "
           + "\(dumped.files.reduce(0) { $0 + $1.byteCount }) bytes in \(dumped.directoryPath)")
     }
     let snapshot = FacadeSession.waitOnMain { done in video.takeSnapshot(completion: done) }
-    try check(snapshot.code, "takeSnapshot")
+    try FacadeSession.check(snapshot.code, "takeSnapshot")
     if let file = snapshot.file {
-      let kept = try keep(file.path, as: demo.appendingPathComponent("snapshot.jpg"))
+      let kept = demo.appendingPathComponent("snapshot.jpg")
+      try FacadeSession.move(file.path, to: kept)
       print("  snapshot of the last frame: \(kept.path)")
     }
     // The documented teardown: stop, detach, detachView, dispose the Outputs and the Replay.
@@ -229,7 +215,7 @@ enum DemoCommand {
       (video.detachView(), "detachView"),
       (video.dispose(), "dispose"), (audio.dispose(), "dispose"), (replay.dispose(), "dispose"),
     ] {
-      try check(code, what)
+      try FacadeSession.check(code, what)
     }
   }
 
@@ -253,7 +239,7 @@ enum DemoCommand {
         result.withLock { $0 = final }
         done.signal()
       })
-    try check(started.code, "exportRecording")
+    try FacadeSession.check(started.code, "exportRecording")
     done.wait()
     if terminal { print("") }
     return result.withLock { $0! }

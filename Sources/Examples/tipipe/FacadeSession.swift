@@ -12,16 +12,9 @@ enum FacadeSession {
   /// The app id the command line initializes the SDK with.
   static let appId = "tipipe"
 
-  /// The work root: `--cache DIR`, else `$XDG_CACHE_HOME/tirtc`, else `~/.cache/tirtc`.
+  /// The work root: `--cache DIR`, else the SDK's default (`$XDG_CACHE_HOME/tirtc` or `~/.cache/tirtc`).
   static func cacheDirectory(_ flags: FlagParser) -> URL {
-    flags.string("--cache").map { URL(fileURLWithPath: $0) } ?? defaultCacheDirectory()
-  }
-
-  static func defaultCacheDirectory() -> URL {
-    if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], !xdg.isEmpty {
-      return URL(fileURLWithPath: xdg).appendingPathComponent("tirtc")
-    }
-    return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/tirtc")
+    URL(fileURLWithPath: flags.string("--cache") ?? TiCloudStorage.defaultCacheDirectory)
   }
 
   /// Runs `body` on a thread of its own while the main thread runs the main queue (`dispatchMain`,
@@ -43,6 +36,18 @@ enum FacadeSession {
     work.stackSize = 8 << 20
     work.start()
     dispatchMain()
+  }
+
+  /// Runs `body` off the main thread (``runOffMain(_:)``) with a device instance of `token` on
+  /// `endpoint`, its work root in `cache`; the instance is disposed and the SDK shut down after it.
+  static func run(
+    endpoint: String, token: String, cache: URL, _ body: @escaping @Sendable (TiCloudStorage) throws -> Int32
+  ) -> Never {
+    runOffMain {
+      let storage = try open(endpoint: endpoint, token: token, cache: cache)
+      defer { close(storage) }
+      return try body(storage)
+    }
   }
 
   /// Initializes the SDK for `endpoint` in `cache` and returns a device instance with `token`.
@@ -73,6 +78,11 @@ enum FacadeSession {
     }
     done.wait()
     return result.withLock { $0! }
+  }
+
+  /// Throws when a facade call did not return ok.
+  static func check(_ code: Int32, _ what: String) throws {
+    guard code == TiCloudStorageErrorCode.ok else { throw TiError(TiErrorCode(rawValue: code), "\(what) failed") }
   }
 
   /// A failure the facade reported with `code` (and its message when it has one).

@@ -35,14 +35,12 @@ enum ListCommand {
       let cache = FacadeSession.cacheDirectory(flags)
       return (endpoint, token, start, end, cache)
     }()
-    FacadeSession.runOffMain {
+    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
       // The facade's listRecordings, as an application calls it.
-      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
       FacadeSession.stopOnSignal()
       let result = FacadeSession.waitOnMain { done in
         storage.listRecordings(startTimeMs: start, endTimeMs: end, completion: done)
       }
-      FacadeSession.close(storage)
       guard result.code == TiCloudStorageErrorCode.ok else {
         print("{\"code\":\(result.code),\"recordings\":[]}")
         reportError(FacadeSession.error(result.code, result.message))
@@ -89,14 +87,12 @@ enum DaysCommand {
       let cache = FacadeSession.cacheDirectory(flags)
       return (endpoint, token, startDate, endDate, zone, cache)
     }()
-    FacadeSession.runOffMain {
+    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
       // The facade's listRecordingDays, as an application calls it.
-      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
       FacadeSession.stopOnSignal()
       let result = FacadeSession.waitOnMain { done in
         storage.listRecordingDays(startDate: startDate, endDate: endDate, timeZoneId: zone, completion: done)
       }
-      FacadeSession.close(storage)
       guard result.code == TiCloudStorageErrorCode.ok else {
         print("{\"code\":\(result.code),\"days\":[]}")
         reportError(FacadeSession.error(result.code, result.message))

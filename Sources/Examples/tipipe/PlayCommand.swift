@@ -63,9 +63,7 @@ enum PlayCommand {
       let cache = FacadeSession.cacheDirectory(flags)
       return (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache)
     }()
-    FacadeSession.runOffMain {
-      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
-      defer { FacadeSession.close(storage) }
+    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
       let play = Play(
         storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel)
       return try play.run(start: start, end: end, initial: initial, record: record)
@@ -77,13 +75,13 @@ enum PlayCommand {
   final class Play: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutputDelegate, @unchecked Sendable {
     let replay: TiCloudStorageReplay
     let video = TiCloudStorageVideoOutput()
-    let audio: TiCloudStorageAudioOutput?
+    /// The Audio Output and its channel, when the play has audio.
+    let audio: (output: TiCloudStorageAudioOutput, channel: UInt8)?
     let view = CountingRenderer()
     let device = CountingAudioDevice()
     let finished = DispatchSemaphore(value: 0)
     let status = Locked<Int32>(0)
     let videoChannel: UInt8
-    let audioChannel: UInt8?
 
     init(
       storage: TiCloudStorage, pace: TiCloudStorageReplayPace, speed: ReplaySpeed, videoChannel: UInt8,
@@ -91,19 +89,17 @@ enum PlayCommand {
     ) {
       replay = storage.createReplay(callbackThread: .main, pace: pace)
       let device = self.device
-      audio = audioChannel.map { _ in TiCloudStorageAudioOutput(device: device) }
+      audio = audioChannel.map { (TiCloudStorageAudioOutput(device: device), $0) }
       self.videoChannel = videoChannel
-      self.audioChannel = audioChannel
       _ = replay.setSpeed(speed)
     }
 
     func run(start: Int64, end: Int64, initial: Int64?, record: URL?) throws -> Int32 {
-      let audio = audioChannel.flatMap { channel in self.audio.map { ($0, channel) } }
       let replay = self.replay
       defer {
         // The teardown's state changes are not the play's: no line after the summary.
         video.delegate = nil
-        self.audio?.delegate = nil
+        audio?.output.delegate = nil
         _ = replay.stop()
         _ = video.detach()
         _ = video.detachView()
@@ -115,11 +111,11 @@ enum PlayCommand {
         _ = replay.dispose()
       }
       video.delegate = self
-      try DemoCommand.check(video.attachView(view), "attachView")
-      try DemoCommand.check(video.attach(replay: replay, channelId: videoChannel), "attach video")
+      try FacadeSession.check(video.attachView(view), "attachView")
+      try FacadeSession.check(video.attach(replay: replay, channelId: videoChannel), "attach video")
       if let (output, channel) = audio {
         output.delegate = self
-        try DemoCommand.check(output.attach(replay: replay, channelId: channel), "attach audio")
+        try FacadeSession.check(output.attach(replay: replay, channelId: channel), "attach audio")
       }
       replay.onTimeChanged = { ms in PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}") }
       replay.onRecordingGap = { gap in PlayCommand.line(PlayCommand.gapJSON(gap)) }
@@ -142,7 +138,7 @@ enum PlayCommand {
           code, code == TiCloudStorageErrorCode.invalidArgument ? "--initial must lie in [--start, --end)" : nil)
       }
       let task = record.map { _ in
-        replay.startRecording(videoChannelId: Int(videoChannel), audioChannelId: audio.map { Int($0.1) })
+        replay.startRecording(videoChannelId: Int(videoChannel), audioChannelId: audio.map { Int($0.channel) })
       }
       Interruption.shared.onSignal { _ in
         DispatchQueue.main.async {
@@ -261,9 +257,7 @@ enum SnapshotCommand {
       let cache = FacadeSession.cacheDirectory(flags)
       return (endpoint, token, at, end, channel, out, cache)
     }()
-    FacadeSession.runOffMain {
-      let storage = try FacadeSession.open(endpoint: endpoint, token: token, cache: cache)
-      defer { FacadeSession.close(storage) }
+    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
       try snapshot(storage, at: at, end: end, channel: UInt8(channel), to: out)
       return 0
     }
@@ -283,8 +277,8 @@ enum SnapshotCommand {
       _ = video.dispose()
       _ = replay.dispose()
     }
-    try DemoCommand.check(video.attachView(view), "attachView")
-    try DemoCommand.check(video.attach(replay: replay, channelId: channel), "attach")
+    try FacadeSession.check(video.attachView(view), "attachView")
+    try FacadeSession.check(video.attach(replay: replay, channelId: channel), "attach")
     replay.onError = { code in
       failure.withLock { $0 = code }
       view.finished.signal()

@@ -24,6 +24,16 @@ final class Runtime: @unchecked Sendable {
     var consoleLogEnabled: Bool
     var workRoot: URL
 
+    /// A service's configuration: the work root in `cacheDirectory` (else the default), an empty
+    /// endpoint meaning the work root's embedded library.
+    init(appId: String, endpoint: String, consoleLogEnabled: Bool, cacheDirectory: String?) {
+      let root = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Runtime.defaultWorkRoot()
+      self.appId = appId
+      self.endpoint = endpoint.isEmpty ? Runtime.defaultEndpoint(workRoot: root) : endpoint
+      self.consoleLogEnabled = consoleLogEnabled
+      workRoot = root.standardizedFileURL
+    }
+
     /// Whether it agrees with `other` on what services of one runtime share: the work root and the
     /// console log (L18).
     func sharesSettings(with other: Configuration) -> Bool {
@@ -89,10 +99,9 @@ final class Runtime: @unchecked Sendable {
   /// `initialize`: ok when it configured the runtime (or the same configuration was already running).
   func initialize(appId: String, endpoint: String, consoleLogEnabled: Bool, cacheDirectory: String?) -> Int32 {
     guard !appId.isEmpty else { return TiCloudStorageErrorCode.invalidArgument }
-    let workRoot = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Self.defaultWorkRoot()
-    let endpoint = endpoint.isEmpty ? Self.defaultEndpoint(workRoot: workRoot) : endpoint
     let wanted = Configuration(
-      appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, workRoot: workRoot.standardizedFileURL)
+      appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, cacheDirectory: cacheDirectory)
+    let endpoint = wanted.endpoint
     if let refusal = withLock({ conflict(with: wanted) }) { return refusal }
     let service: any RecordingService
     do {
@@ -151,9 +160,8 @@ final class Runtime: @unchecked Sendable {
     _ name: String, appId: String, endpoint: String, consoleLogEnabled: Bool, cacheDirectory: String?
   ) -> Int32 {
     guard !name.isEmpty, !appId.isEmpty else { return TiCloudStorageErrorCode.invalidArgument }
-    let workRoot = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Self.defaultWorkRoot()
     let wanted = Configuration(
-      appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, workRoot: workRoot.standardizedFileURL)
+      appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, cacheDirectory: cacheDirectory)
     func conflict() -> Int32? {
       if let running = siblings[name] {
         return running == wanted ? TiCloudStorageErrorCode.ok : TiCloudStorageErrorCode.alreadyInitialized

@@ -43,6 +43,10 @@ public final class TiCloudStorage: @unchecked Sendable {
       appId: appId, endpoint: endpoint, consoleLogEnabled: consoleLogEnabled, cacheDirectory: nil)
   }
 
+  /// The work root the SDK uses when no `cacheDirectory` is given: `$XDG_CACHE_HOME/tirtc`, else
+  /// `~/.cache/tirtc` (the Linux place of the seed's `NSCachesDirectory/tirtc`).
+  public static var defaultCacheDirectory: String { Runtime.defaultWorkRoot().path }
+
   /// ``initialize(appId:endpoint:consoleLogEnabled:)`` with the work root in `cacheDirectory` (a Linux
   /// addition: services and tests choose where the cache lives).
   public static func initialize(appId: String, endpoint: String, consoleLogEnabled: Bool, cacheDirectory: String)
