@@ -233,6 +233,37 @@ struct ExportCommandTests {
     }
   }
 
+  @Test("export runs through the SDK facade: its work root logs the task; the MP4 is at --out, the cache keeps none")
+  func exportRunsThroughTheFacade() throws {
+    let directory = try TemporaryDirectory()
+    var options = smallOptions(seconds: 6)
+    options.segmentSeconds = 2
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: options).write(to: library)
+    let cache = directory.url.appendingPathComponent("cache")
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try tipipe([
+      "export", "--endpoint", "file://\(library.path)", "--start", String(recordingStart), "--end",
+      String(recordingStart + 6000), "--video-channel", "0", "--audio-channel", "1", "--out", output.path,
+      "--report", "-", "--cache", cache.path,
+    ])
+    #expect(result.status == 0)
+    let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+    #expect(report?["file"] as? String == output.path)
+    #expect((report?["report"] as? [String: Any])?["termination"] as? String == "exhausted")
+    let probe = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", output.path])
+    #expect(probe.contains("h264") && probe.contains("aac"))
+    let log = try String(contentsOf: cache.appendingPathComponent("logs/cloudstorage.log"), encoding: .utf8)
+    #expect(log.contains("initialized: appId tipipe"))
+    #expect(log.contains("started: [\(recordingStart), \(recordingStart + 6000)) video 0 audio 1"))
+    #expect(log.contains("ended: ok (0), exhausted"))
+    let media = cache.appendingPathComponent("media")
+    #expect((try? FileManager.default.contentsOfDirectory(atPath: media.path))?.isEmpty ?? true)
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted() == ["cache", "lib", "out.mp4"])
+  }
+
   @Test("usage errors exit 2 with one line; an empty range exits 1 with the seed's code")
   func exitCodes() throws {
     let process = try tipipeProcess()

@@ -251,6 +251,52 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    /// Linux addition: `outputPath` puts the MP4 where the caller says (`tipipe export --out`), under a
+    /// temporary name beside it until it is complete; a path that is not a missing or regular file is
+    /// refused at start and nothing on disk changes.
+    @Test func E3_E4_E6_anOutputPathReceivesTheFileAndIsCheckedAtStart() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let folder = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString)")
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let destination = folder.appendingPathComponent("clip.mp4")
+      #expect(FileManager.default.createFile(atPath: destination.path, contents: Data("old".utf8)))
+      func to(_ path: String) -> TiCloudStorageExportRequest {
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 9000, videoChannelId: 0, audioChannelId: 1,
+          outputPath: path)
+      }
+      // A directory, a FIFO and an empty path are refused without a callback; nothing changes.
+      let fifo = folder.appendingPathComponent("fifo").path
+      #expect(mkfifo(fifo, 0o600) == 0)
+      for bad in [folder.path, fifo, ""] {
+        let (start, log) = session.startExport(storage, to(bad))
+        #expect(start.code == TiCloudStorageErrorCode.invalidArgument && start.task == nil)
+        await session.drainMain()
+        #expect(log.events.isEmpty)
+      }
+      // A cancelled export leaves the old file as it was and no temporary file.
+      let (cancelled, cancelledLog) = session.startExport(storage, to(destination.path))
+      #expect(cancelled.task?.cancel() == ok)
+      await session.finish(cancelledLog)
+      #expect(cancelledLog.result?.file == nil)
+      #expect(try Data(contentsOf: destination) == Data("old".utf8))
+      // A finished one replaces it; the result names it; only it and the FIFO are in the folder.
+      let (start, log) = session.startExport(storage, to(destination.path))
+      #expect(start.code == ok)
+      await session.finish(log)
+      let file = try #require(log.result?.file)
+      #expect(file.path == destination.path)
+      let probe = try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file.path])
+      #expect(probe.contains("h264") && probe.contains("aac"))
+      #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["clip.mp4", "fifo"])
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
     @Test func E43_E44_E46_nothingWritableAnUnwritableCacheAndATooLargeRange() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "t")

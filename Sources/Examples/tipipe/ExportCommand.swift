@@ -10,7 +10,7 @@ enum ExportCommand {
     var code: Int32
     var file: String?
     var durationMs: Int64
-    var report: ExportReport
+    var report: TiCloudStorageExportReport
 
     enum CodingKeys: String, CodingKey {
       case code, file
@@ -32,7 +32,7 @@ enum ExportCommand {
   static let usage = """
     usage: tipipe export --endpoint E [--token K] --start T --end T --video-channel N
                          [--audio-channel N] --out FILE.mp4 [--report FILE.json|-] [--quiet]
-                         [--progress-lines] [--verbose]
+                         [--progress-lines] [--cache DIR] [--verbose]
 
     Exports [start, end) (at most 10 days) of the recordings at E (http(s)://… the cloud API, with
     --token; file:///DIR a local library) into one MP4 whose timeline cuts the gaps out, and writes
@@ -40,7 +40,9 @@ enum ExportCommand {
     temporary names and renamed into place when complete; --out and --report must not name a
     directory or each other. SIGINT, SIGTERM and SIGHUP cancel: no file is left behind.
     --progress-lines prints {"progress":F,"covered_ms":N} lines on stderr. Exit 0 when an MP4 was
-    produced (complete or not), 1 when the export failed, 2 for a usage error.
+    produced (complete or not), 1 when the export failed, 2 for a usage error. Runs through the SDK
+    facade (TiCloudStorage.exportRecording, detailed overload, with the request's outputPath) with its
+    work root in --cache DIR (default ~/.cache/tirtc).
     """
 
   /// The flags `export` (and `bench export`) take.
@@ -78,18 +80,48 @@ enum ExportCommand {
   }
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let flags = try FlagParser(arguments, known: Self.flags)
-    let (request, endpoint) = try request(from: flags)
-    let out = request.output
-    let reportPath = flags.string("--report")
-    let quiet = flags.has("--quiet")
-    let showProgress = !quiet && isatty(STDERR_FILENO) == 1
-    // Machine-readable progress on stderr, one JSON object per line (for scripts and tests).
-    let progressLines = flags.has("--progress-lines")
-    let job = try ExportJob(
-      request: request,
-      source: endpoint.source(for: request.range),
-      progress: { fraction, covered in
+    // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
+    // keeps while it runs the main queue (LeakSanitizer would report it).
+    let (endpoint, token, request, options, cache) = try {
+      () throws -> (String, String, TiCloudStorageExportRequest, Options, URL) in
+      let flags = try FlagParser(arguments, known: Self.flags.merging(["--cache": .value]) { $1 })
+      let (request, endpoint) = try Self.request(from: flags)
+      let options = Options(
+        reportPath: flags.string("--report"), quiet: flags.has("--quiet"),
+        progressLines: flags.has("--progress-lines"))
+      let facadeRequest = TiCloudStorageExportRequest(
+        startTimeMs: request.range.start.milliseconds, endTimeMs: request.range.end.milliseconds,
+        videoChannelId: Int(request.videoTrack.channel), audioChannelId: request.audioTrack.map { Int($0.channel) },
+        outputPath: request.output.path)
+      return (
+        try flags.required("--endpoint"), endpoint.token, facadeRequest, options, FacadeSession.cacheDirectory(flags)
+      )
+    }()
+    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
+      try export(request, with: storage, options)
+    }
+  }
+
+  /// What the flags ask of the output besides the request.
+  struct Options {
+    var reportPath: String?
+    var quiet: Bool
+    /// Machine-readable progress on stderr, one JSON object per line (for scripts and tests).
+    var progressLines: Bool
+  }
+
+  /// Runs the facade's detailed export (as an application calls it) and writes its report.
+  static func export(
+    _ request: TiCloudStorageExportRequest, with storage: TiCloudStorage, _ options: Options
+  ) throws -> Int32 {
+    let showProgress = !options.quiet && isatty(STDERR_FILENO) == 1
+    let progressLines = options.progressLines
+    let done = DispatchSemaphore(value: 0)
+    let final = Locked<TiCloudStorageExportResult?>(nil)
+    let started = storage.exportRecording(
+      request, progress: nil,
+      progressDetail: { detail in
+        let (fraction, covered) = (detail.fraction, detail.coveredDurationMs)
         if progressLines {
           FileHandle.standardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
         }
@@ -100,36 +132,42 @@ enum ExportCommand {
         FileHandle.standardError.write(
           Data(String(format: "\r%@ %5.1f%%  %.1f s covered", bar, fraction * 100, Double(covered) / 1000).utf8))
       },
-      completion: { _ in })
-
+      onRecordingGap: nil, callbackThread: .background,
+      completion: { result in
+        final.withLock { $0 = result }
+        done.signal()
+      })
+    guard let task = started.task else {
+      throw FacadeSession.error(
+        started.code, started.code == TiCloudStorageErrorCode.invalidArgument ? "the export request was refused" : nil)
+    }
     // SIGINT, SIGTERM and SIGHUP cancel: the completion then reports `cancelled` and no file is left.
-    Interruption.shared.onSignal { _ in job.cancel() }
-    let result = job.waitForResult()
+    Interruption.shared.onSignal { _ in _ = task.cancel() }
+    done.wait()
     Interruption.shared.removeHandler()
+    let result = final.withLock { $0! }
     if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
 
-    if let reportPath {
+    if let reportPath = options.reportPath, let report = result.report {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
       let json = try encoder.encode(
-        Output(
-          code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: result.report))
+        Output(code: result.code, file: result.file?.path, durationMs: result.file?.durationMs ?? 0, report: report))
       if reportPath == "-" {
         FileHandle.standardOutput.write(json + Data("\n".utf8))
       } else {
         try OutputFile.write(json + Data("\n".utf8), to: URL(fileURLWithPath: reportPath))
       }
     }
-    if result.code != .ok {
-      let message = result.message ?? "the export ended \(result.report.termination)"
-      FileHandle.standardError.write(Data("error: \(result.code.name) (\(result.code.rawValue)): \(message)\n".utf8))
+    guard result.code == TiCloudStorageErrorCode.ok, let file = result.file, let report = result.report else {
+      let termination = result.report.map { "\($0.termination)" } ?? "without a report"
+      reportError(FacadeSession.error(result.code, result.message ?? "the export ended \(termination)"))
       return 1
     }
     if showProgress {
-      let report = result.report
       FileHandle.standardError.write(
         Data(
-          ("wrote \(out.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
+          ("wrote \(file.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
             + "\(report.gaps.count) gap(s), complete: \(report.complete)\n").utf8))
     }
     return 0

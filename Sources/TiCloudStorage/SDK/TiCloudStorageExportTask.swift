@@ -20,10 +20,15 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
   private var finalReport: TiCloudStorageExportReport?
   private var ended = false
 
-  init(instance: TiCloudStorage, queue: DispatchQueue, token: String) {
+  /// The SDK log (nil when the runtime has none), and the task's number in it.
+  let log: RuntimeLog?
+  let id = UUID().uuidString.prefix(8).lowercased()
+
+  init(instance: TiCloudStorage, queue: DispatchQueue, token: String, log: RuntimeLog?) {
     self.instance = instance
     self.queue = queue
     self.token = token
+    self.log = log
   }
 
   /// The fraction of the range scanned, 0.0...1.0, never decreasing (E11, E14).
@@ -61,8 +66,8 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
     var completion: (TiCloudStorageExportResult) -> Void
   }
 
-  /// Starts the graph; false when it could not be built (the output cannot be written).
-  func start(request: ExportJob.Request, service: any RecordingService, callbacks: Callbacks) -> Bool {
+  /// Starts the graph; the error when it could not be built (the output cannot be written).
+  func start(request: ExportJob.Request, service: any RecordingService, callbacks: Callbacks) -> TiError? {
     let source = CloudSegmentSource(service: service, range: request.range, token: token, prefetchBytes: 8 << 20)
     do {
       let job = try ExportJob(
@@ -70,18 +75,19 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
         progress: { [weak self] fraction, covered in self?.advanced(fraction, covered, callbacks) },
         completion: { [self] result in finished(result, callbacks) })
       runtime.withLock { self.job = job }
-      return true
+      return nil
     } catch {
-      return false
+      return TiError(error)
     }
   }
 
-  /// Ends at once with `code` and a report of nothing scanned (a range the service cannot list).
-  func fail(_ code: Int32, range: MediaRange, callbacks: Callbacks) {
+  /// Ends at once with `code` and a report of nothing scanned (a range too long, an output that cannot
+  /// be created).
+  func fail(_ code: Int32, _ message: String, range: MediaRange, callbacks: Callbacks) {
     let requested = ExportReport.Range(startMs: range.start.milliseconds, endMs: range.end.milliseconds)
     let report = ExportReport.unscanned(requested, termination: .failed, cause: code)
     finished(
-      ExportResult(code: TiErrorCode(rawValue: code), file: nil, durationMs: 0, report: report),
+      ExportResult(code: TiErrorCode(rawValue: code), file: nil, durationMs: 0, report: report, message: message),
       callbacks)
   }
 
@@ -109,6 +115,10 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
     let file = result.file.map { TiCloudStorageRecordingFile(path: $0.path, durationMs: result.durationMs) }
     let final = TiCloudStorageExportResult(
       code: result.code.rawValue, file: file, report: report, message: result.code == .ok ? nil : result.message)
+    log?.write(
+      "export \(id) ended: \(result.code.name) (\(result.code.rawValue)), \(result.report.termination), "
+        + "\(result.report.coveredDurationMs) ms covered in \(result.report.segments.count) segment(s), "
+        + "\(result.report.gaps.count) gap(s)" + (result.message.map { ": \($0)" } ?? ""))
     let expired = result.code == .tokenExpired || result.report.cause == TiErrorCode.tokenExpired.rawValue
     let detail = runtime.withLock { () -> TiCloudStorageExportProgress? in
       finalReport = report
@@ -160,10 +170,12 @@ extension TiCloudStorage {
   }
 
   /// Exports `[startTimeMs, endTimeMs)` of the request's channels to a new MP4 in the SDK cache
-  /// directory with the instance's current token (E2), its callbacks on `callbackThread` (E9).
+  /// directory (or at the request's `outputPath`, a Linux addition) with the instance's current token
+  /// (E2), its callbacks on `callbackThread` (E9).
   ///
   /// - Returns: ok and the running task (E3); invalidArgument for an empty range or a channel outside
-  ///   0...255 (E6), an instance without a token (D2); tokenExpired once the token is known to have
+  ///   0...255 (E6) or an `outputPath` that is not a missing or regular file, an instance without a
+  ///   token (D2); tokenExpired once the token is known to have
   ///   expired (D11); resourceExhausted beyond ``maximumConcurrentExports`` (E7); notInitialized after
   ///   dispose (D16). A refused export never calls back (E4), and no callback runs before this returns
   ///   (E5). A range over 10 days completes with rangeTooLarge (E46).
@@ -182,29 +194,39 @@ extension TiCloudStorage {
       guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
       guard request.startTimeMs < request.endTimeMs, MediaTime.validMilliseconds.contains(request.startTimeMs),
         MediaTime.validMilliseconds.contains(request.endTimeMs), (0...255).contains(request.videoChannelId),
-        request.audioChannelId.map({ (0...255).contains($0) }) ?? true
+        request.audioChannelId.map({ (0...255).contains($0) }) ?? true,
+        request.outputPath.map({ (try? OutputFile.validate(URL(fileURLWithPath: $0))) != nil }) ?? true
       else { return .failure(Refusal(TiCloudStorageErrorCode.invalidArgument)) }
       let token = tokenForNewOperation()
       guard case .success(let token) = token else { return .failure(Refusal(token.failureCode)) }
       guard runtime.beginExport() else { return .failure(Refusal(TiCloudStorageErrorCode.resourceExhausted)) }
-      let task = TiCloudStorageExportTask(instance: self, queue: runtime.queue(callbackThread), token: token)
+      let task = TiCloudStorageExportTask(
+        instance: self, queue: runtime.queue(callbackThread), token: token, log: runtime.log)
       exportStarted()
-      let output = runtime.mediaDirectory!.appendingPathComponent("export-\(UUID().uuidString.lowercased()).mp4")
+      let output =
+        request.outputPath.map { URL(fileURLWithPath: $0) }
+        ?? runtime.mediaDirectory!.appendingPathComponent("export-\(UUID().uuidString.lowercased()).mp4")
       return .success((task, runtime.service!, token, output))
     }
     guard case .success(let (task, service, _, output)) = started else {
       return TiCloudStorageExportTaskStartResult(code: started.failureCode)
     }
     let range = MediaRange(startMilliseconds: request.startTimeMs, endMilliseconds: request.endTimeMs)
+    task.log?.write(
+      "export \(task.id) started: [\(request.startTimeMs), \(request.endTimeMs)) video \(request.videoChannelId)"
+        + " audio \(request.audioChannelId.map(String.init) ?? "none")"
+        + (request.outputPath == nil ? " into the cache" : " to a path of the caller's"))
     if request.endTimeMs - request.startTimeMs > RecordingQueries.maximumSpanMilliseconds {
-      task.fail(TiCloudStorageErrorCode.rangeTooLarge, range: range, callbacks: callbacks)
+      task.fail(
+        TiCloudStorageErrorCode.rangeTooLarge, "an export spans at most 10 days", range: range, callbacks: callbacks)
       return TiCloudStorageExportTaskStartResult(code: TiCloudStorageErrorCode.ok, task: task)
     }
     let exportRequest = ExportJob.Request(
       range: range, videoTrack: TrackID(.video, channel: UInt8(request.videoChannelId)),
       audioTrack: request.audioChannelId.map { TrackID(.audio, channel: UInt8($0)) }, output: output)
-    guard task.start(request: exportRequest, service: service, callbacks: callbacks) else {
-      task.fail(TiCloudStorageErrorCode.fileWriteFailed, range: range, callbacks: callbacks)
+    if let error = task.start(request: exportRequest, service: service, callbacks: callbacks) {
+      // The path was checked above (or is the cache's): what fails now is writing there (E44).
+      task.fail(TiCloudStorageErrorCode.fileWriteFailed, error.message, range: range, callbacks: callbacks)
       return TiCloudStorageExportTaskStartResult(code: TiCloudStorageErrorCode.ok, task: task)
     }
     return TiCloudStorageExportTaskStartResult(code: TiCloudStorageErrorCode.ok, task: task)

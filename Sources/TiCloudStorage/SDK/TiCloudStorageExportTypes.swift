@@ -11,13 +11,22 @@ public final class TiCloudStorageExportRequest: Sendable {
   public let videoChannelId: Int
   /// The audio channel, 0...255, or nil for none.
   public let audioChannelId: Int?
+  /// Where the MP4 goes (a Linux addition): nil for a new file in the SDK cache directory (the seed's
+  /// behaviour), else this path — the file is written under a temporary name beside it and renamed
+  /// into place only when complete, and it replaces nothing but a regular file. A path that names a
+  /// directory or another non-regular file refuses the export with invalidArgument.
+  public let outputPath: String?
 
-  /// A request for `[startTimeMs, endTimeMs)` of `videoChannelId` (and `audioChannelId`).
-  public init(startTimeMs: Int64, endTimeMs: Int64, videoChannelId: Int, audioChannelId: Int? = nil) {
+  /// A request for `[startTimeMs, endTimeMs)` of `videoChannelId` (and `audioChannelId`), written to
+  /// `outputPath` (nil: the SDK cache directory).
+  public init(
+    startTimeMs: Int64, endTimeMs: Int64, videoChannelId: Int, audioChannelId: Int? = nil, outputPath: String? = nil
+  ) {
     self.startTimeMs = startTimeMs
     self.endTimeMs = endTimeMs
     self.videoChannelId = videoChannelId
     self.audioChannelId = audioChannelId
+    self.outputPath = outputPath
   }
 }
 
@@ -69,7 +78,10 @@ public typealias TiCloudStorageExportTermination = ExportTermination
 
 /// What an export covered (rules.md E20–E27): segments, gaps and unprocessed ranges that together
 /// cover the requested range exactly.
-public final class TiCloudStorageExportReport: Sendable {
+///
+/// It encodes (a Linux addition) as the report object of `tipipe export` (spec/cli.md): snake_case keys,
+/// tracks as `{"kind","channel_id"}`, reasons and termination by name.
+public final class TiCloudStorageExportReport: Sendable, Encodable {
   /// `[request.startTimeMs, request.endTimeMs)`.
   public let requestedRange: TiCloudStorageRecordingRange
   /// The source duration written to the file.
@@ -99,7 +111,14 @@ public final class TiCloudStorageExportReport: Sendable {
     complete = report.complete
     termination = report.termination
     cause = report.cause
+    encoded = report
   }
+
+  /// What `encode(to:)` writes: the report it was made from.
+  private let encoded: ExportReport
+
+  /// Encodes the report in the shape of spec/cli.md.
+  public func encode(to encoder: any Encoder) throws { try encoded.encode(to: encoder) }
 }
 
 /// The final result of a detailed export: a code, the file exactly when it is ok, and the report (E16).
