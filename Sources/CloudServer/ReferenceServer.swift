@@ -12,6 +12,10 @@ import Synchronization
 /// benchmarks. Objects are sent from their file descriptors without copying unless a fault needs to
 /// shape the body.
 ///
+/// States: listening (from `init`) → stopped (``stop()``, idempotent, or deinit); ``objectRequests()``
+/// keeps answering after `stop()` (the counts at that point). Thread-safe: any method from any thread;
+/// requests are answered on libmicrohttpd's threads.
+///
 /// ```swift
 /// var configuration = ServerConfiguration(root: library, secret: "s3cret")
 /// configuration.port = 0
@@ -24,7 +28,9 @@ public final class ReferenceServer: Sendable {
   /// The endpoint URL clients use: `http://host:port`.
   public let endpoint: String
   private let daemon: Locked<Daemon?>
-  private let handler: Unmanaged<RequestHandler>
+  /// Held strongly for as long as the server exists; libmicrohttpd's callbacks get it unretained, and
+  /// every one of them has returned once `stop()` (also run by `deinit`) has stopped the daemon.
+  private let handler: RequestHandler
 
   /// Loads the library's index and starts listening; throws when the index is unreadable or the address
   /// cannot be bound.
@@ -36,7 +42,8 @@ public final class ReferenceServer: Sendable {
     guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
       throw TiError(.invalidArgument, "--host must be an IPv4 address, not '\(configuration.host)'")
     }
-    let handler = Unmanaged.passRetained(try RequestHandler(configuration))
+    let handler = try RequestHandler(configuration)
+    let context = Unmanaged.passUnretained(handler).toOpaque()
     let started = withUnsafePointer(to: &address) { address in
       cmhd_start(
         address, configuration.faults.sleeps ? 0 : UInt32(max(1, configuration.threads)),
@@ -58,15 +65,14 @@ public final class ReferenceServer: Sendable {
             return .YES
           }
           return handler.handle(connection, path: path, method: verb, request: request)
-        }, handler.toOpaque(),
+        }, context,
         { context, _, state, _ in
           guard let context, let state, let request = state.pointee else { return }
           Unmanaged<RequestHandler>.fromOpaque(context).takeUnretainedValue().completed(request)
           state.pointee = nil
-        }, handler.toOpaque())
+        }, context)
     }
     guard let started else {
-      handler.release()
       throw TiError(
         .ioFailed, "cannot listen on \(host):\(configuration.port) (in use, or not an address of this host)")
     }
@@ -84,11 +90,10 @@ public final class ReferenceServer: Sendable {
     }
     guard let running else { return }
     MHD_stop_daemon(running.pointer)
-    handler.release()
   }
 
   /// Requests answered so far, per object id (what the "first N requests" faults count).
-  public func objectRequests() -> [String: Int] { handler.takeUnretainedValue().objectRequestCounts() }
+  public func objectRequests() -> [String: Int] { handler.objectRequestCounts() }
 
   deinit { stop() }
 }

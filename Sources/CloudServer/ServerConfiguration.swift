@@ -1,6 +1,9 @@
 import Foundation
 
 /// What a ``ReferenceServer`` serves and how.
+///
+/// A value; no states. The server calls ``log`` and ``now`` on libmicrohttpd's threads, several at once,
+/// so both must be thread-safe.
 public struct ServerConfiguration: Sendable {
   /// The library directory (`index.json` and its objects, as `tipipe synth` writes them).
   public var root: URL

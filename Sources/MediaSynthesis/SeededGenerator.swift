@@ -2,6 +2,8 @@
 /// sequence on every machine, so synthesized keys, IVs and fuzz inputs reproduce.
 ///
 /// Not for secrets: real keys come from the system's generator.
+///
+/// A value with no lifecycle: each copy goes on with the sequence on its own.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
   private var state: UInt64
 

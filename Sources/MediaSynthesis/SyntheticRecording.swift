@@ -7,6 +7,9 @@ import PipelineGraph
 ///
 /// The encoders carry over from one object to the next, so GOPs span objects as a camera's do; after a
 /// hole or a format change the next frame is a keyframe and the audio encoder restarts.
+///
+/// States: generating → exhausted (``nextObject()`` returns nil from then on). Not thread-safe: one owner
+/// uses it, one call at a time.
 public final class SyntheticRecording {
   /// The options.
   public let options: LibrarySynthesizer.Options

@@ -6,6 +6,8 @@ import PipelineGraph
 /// harness's injector, upstream of the verifier, with no files and no network.
 ///
 /// Each `produce` encodes one object (real H.264/H.265 and AAC/G.711); memory stays bounded by one object.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts the recording over.
 public final class SyntheticSource: SourceNode {
   /// Emits fetched objects.
   public typealias Output = FetchedObject

@@ -1,6 +1,9 @@
 import PipelineGraph
 
 /// A sink that records everything it receives, for assertions.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle: read it, or ``reset()`` it, on the
+/// thread driving that executor or once the pipeline is idle. A flush resets nothing.
 public final class CollectingSink<Item>: Node {
   /// The sink consumes `Item`s.
   public typealias Input = Item

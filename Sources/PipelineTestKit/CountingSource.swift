@@ -1,6 +1,9 @@
 import PipelineGraph
 
 /// A source that emits the integers `0..<count` on demand, then finishes.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle (read ``emitted`` once the pipeline is
+/// idle); a flush restarts it from 0.
 public final class CountingSource: SourceNode {
   /// Emits integers.
   public typealias Output = Int

@@ -1,6 +1,8 @@
 import Foundation
 
 /// An array many threads may append to; the test reads it afterwards.
+///
+/// No states; thread-safe: append and read from any thread.
 public final class LockedArray<Element: Sendable>: @unchecked Sendable {
   // NSLock (pthread) rather than Synchronization.Mutex, so the thread sanitizer sees the locking.
   private let lock = NSLock()

@@ -1,6 +1,8 @@
 import PipelineGraph
 
 /// A node that applies a function to every item.
+///
+/// Stateless; the function runs on the node's executor, in order with the stream.
 public final class MapNode<Input, Output>: Node {
   /// The node's name.
   public let name: String

@@ -11,6 +11,9 @@ import PipelineGraph
 /// #expect(harness.finish() == .clean)
 /// ```
 ///
+/// States: started (by `init`) → finished: after ``finish()`` the pipeline has stopped, and entries
+/// pushed later are never delivered.
+///
 /// - Important: single-threaded: use it from the test's thread only.
 public final class NodeHarness<Subject: Node> {
   /// The node under test.

@@ -1,6 +1,9 @@
 import PipelineGraph
 
 /// A sink that takes one item per `interval` of clock time: a slow consumer, to exercise backpressure.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush resets nothing. ``onConsume``
+/// runs on that executor (set it before `start`).
 public final class PacedSink<Item>: Node {
   /// Consumes `Item`s.
   public typealias Input = Item

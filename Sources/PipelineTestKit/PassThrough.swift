@@ -1,6 +1,8 @@
 import PipelineGraph
 
 /// A node that passes items through unchanged (GStreamer's `identity`).
+///
+/// Stateless; confined to its pipeline's executor.
 public final class PassThrough<Item>: Node {
   /// Consumes `Item`s.
   public typealias Input = Item

@@ -108,6 +108,10 @@ import TiCloudStorage
     #expect(error.code == .recordingDownloadFailed)
     #expect(error.gapReason == .downloadFailed)
     #expect(served.server.objectRequests()[object.id] == 3)
+    // The counts outlive the daemon (the handler is the server's until it goes).
+    served.server.stop()
+    served.server.stop()
+    #expect(served.server.objectRequests()[object.id] == 3)
   }
 
   @Test func objectTimeoutIsDownloadFailed() async throws {

@@ -60,7 +60,13 @@ struct ExportPropertyTests {
     return Library(url: url, keyframes: keyframes, reasons: reasons, duration: 30_000)
   }
 
-  @Test("600 random ranges (a slice in CI) keep every invariant of the report", arguments: [Codec.aac, .g711a])
+  /// E25 as proposed, but for the first segment's start: cli.md (a stable interface) has an export from
+  /// between keyframes begin at the keyframe before `start` ("the first source range says where it
+  /// begins"). Hiding those frames behind an edit list instead was tried (2026-12-01) and dropped: GStreamer
+  /// 1.22's qtdemux here then pushes the file from the non-keyframe at the edit's start (the picture is
+  /// lost until the next keyframe), as ExoPlayer does (google/ExoPlayer#1659).
+  @Test(
+    "E25, E26: 600 random ranges (a slice in CI) keep every invariant of the report", arguments: [Codec.aac, .g711a])
   func randomRanges(audio: Codec) throws {
     let directory = try TemporaryDirectory()
     let library = try damagedLibrary(in: directory.url, audio: audio)
@@ -124,6 +130,13 @@ struct ExportPropertyTests {
       at = max(at, piece.1)
     }
     #expect(at == end, "\(label): the partition ends at \(offset(at)): \(describe(report))")
+    // Every gap (audio ones too) and unprocessed range lies inside the request, in order.
+    let gapRanges = report.gaps.map(\.range)
+    #expect(gapRanges == gapRanges.sorted(), "\(label): gaps out of order")
+    #expect(report.unprocessedRanges == report.unprocessedRanges.sorted(), "\(label)")
+    for inside in gapRanges + report.unprocessedRanges {
+      #expect(inside.startMs >= start && inside.endMs <= end && inside.startMs < inside.endMs, "\(label): \(inside)")
+    }
     // Reasons the library holds.
     for gap in report.gaps where gap.tracks.contains(videoTrack) {
       let held = library.reasons.filter { $0.from < offset(gap.range.endMs) && $0.to > offset(gap.range.startMs) }

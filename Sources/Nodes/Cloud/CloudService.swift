@@ -4,6 +4,9 @@ import PipelineGraph
 /// The cloud API of `spec/cloud-api.md` over libcurl: listing with a bearer token, objects through
 /// their presigned URLs with retries and `Range` resumption, and the error table's mapping to the
 /// seed's codes.
+///
+/// Stateless and thread-safe. Listing completions run on a Dispatch global queue; object completions on
+/// the process's network thread (`tipipe.network`), or a global queue for a refusal before any transfer.
 public final class CloudService: RecordingService {
   /// The endpoint, e.g. `http://127.0.0.1:8080`.
   public let endpoint: String

@@ -5,7 +5,9 @@ import Synchronization
 /// A `file://` library as a ``RecordingService``: the same listing rules and errors as the cloud API
 /// where they apply (a missing object is `notFound`), any non-empty token accepted.
 ///
-/// Reads run on `workers` (a ``ManualExecutor`` makes them deterministic in tests).
+/// Reads run on `workers` (a `ManualExecutor` makes them deterministic in tests), and so do the
+/// completions. Thread-safe; its one state is the index, read at the first listing and kept (later
+/// changes to `index.json` are not seen).
 public final class LocalLibraryService: RecordingService {
   /// `file://` and the directory.
   public let endpoint: String

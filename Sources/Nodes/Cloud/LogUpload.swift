@@ -13,7 +13,8 @@ public enum LogUpload {
   /// The longest log id accepted from a service (a longer one is not usable).
   public static let maximumLogIdLength = 128
 
-  /// Sends `package` (a `.tar.gz`) to `endpoint` for `appId`; `completion` runs once, on a global queue.
+  /// Sends `package` (a `.tar.gz`) to `endpoint` for `appId`; `completion` runs once, never inside the
+  /// call: on the network thread for an `http(s)://` upload, else on a Dispatch global queue.
   public static func send(
     _ package: URL, to endpoint: String, appId: String,
     completion: @escaping @Sendable (Result<String, TiError>) -> Void

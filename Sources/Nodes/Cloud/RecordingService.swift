@@ -6,7 +6,8 @@ import PipelineGraph
 /// runs against `file://` and `http(s)://` endpoints alike.
 ///
 /// Completions are called exactly once, on a thread of the service's choosing, never inside the call
-/// that started the request.
+/// that started the request. Implementations are thread-safe, with no lifecycle: any method may be
+/// called from any thread.
 public protocol RecordingService: AnyObject, Sendable {
   /// The endpoint, for messages.
   var endpoint: String { get }
@@ -37,6 +38,9 @@ public enum ObjectFetch: Sendable {
 }
 
 /// A request in progress; ``cancel()`` stops it promptly (its completion then reports `cancelled`).
+///
+/// No states of its own: ``cancel()`` may be called from any thread, at any time, and runs the
+/// `onCancel` given at creation on the calling thread each time (so `onCancel` must be idempotent).
 public final class ServiceRequest: Sendable {
   private let onCancel: @Sendable () -> Void
 

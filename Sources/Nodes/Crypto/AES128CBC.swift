@@ -5,7 +5,7 @@ import PipelineGraph
 /// AES-128-CBC with PKCS#7 padding through OpenSSL's EVP API (AES-NI where the CPU has it).
 ///
 /// Owns one `EVP_CIPHER_CTX`, freed in `deinit`; reuse one instance for many objects.
-/// Not thread-safe: one owner (a node) uses it.
+/// Not thread-safe: one owner (a node) uses it, one call at a time. No lifecycle: any number of calls.
 public final class AES128CBC {
   private let context: OpaquePointer
 

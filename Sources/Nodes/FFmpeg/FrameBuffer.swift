@@ -5,6 +5,8 @@ import PipelineGraph
 /// A decoded picture or block of audio samples: one `AVFrame`, owned by this object and freed in
 /// `deinit`. Its pixels and samples are read through ``withPlanes(_:)`` and ``withSamples(_:)``; a frame
 /// is never written once it left the node that made it.
+///
+/// States: filled by the node that makes it → immutable once emitted, when any thread may read it.
 public final class FrameBuffer: @unchecked Sendable {
   // The pointer is owned exclusively; after a frame is emitted it is only read, so sharing it between
   // branches (fan-out) is safe.

@@ -2,6 +2,8 @@ import PipelineGraph
 
 /// A decoded picture or block of audio samples, owning its `AVFrame` (one owner, freed in `deinit`;
 /// fan-out shares the object, nothing is copied).
+///
+/// Immutable, no states: any thread may read it.
 public final class DecodedFrame: WeighedItem, Sendable {
   /// The track it was decoded from.
   public let track: TrackID

@@ -3,7 +3,8 @@ import PipelineGraph
 
 /// One encoded access unit (video) or audio frame of a track, as the demuxer emits it.
 ///
-/// Immutable and shared by reference: fan-out hands the same packet to every branch.
+/// Immutable and shared by reference: fan-out hands the same packet to every branch. No states: any
+/// thread may read it.
 public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible {
   /// The track the packet belongs to.
   public let track: TrackID

@@ -4,6 +4,9 @@ import PipelineGraph
 /// channels of the same kind do (seed error 6130): once media of the kind has kept coming for
 /// ``patience`` of media time with none of the watched track's channel, the track is reported, with the
 /// time it was noticed at, once.
+///
+/// Confined to its pipeline's executor, where `report` is called; a track once reported stays reported
+/// (a flush does not re-arm it).
 public final class ChannelWatch: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -9,6 +9,10 @@ import PipelineGraph
 /// finalized into an ordinary MP4 with its index at the front under `destination`. Packets before the
 /// first keyframe, of other tracks, or in another video format than the first are skipped
 /// (``skippedPackets`` counts them).
+///
+/// States: waiting for the first keyframe → recording → finalized at the end of the stream
+/// (``isFinalized``), or stopped before that (the unfinished file is removed). Confined to its
+/// pipeline's executor; only the finalization runs on the pipeline's workers.
 public final class MP4Writer: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

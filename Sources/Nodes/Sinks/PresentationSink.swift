@@ -3,7 +3,8 @@ import PipelineGraph
 /// The end of a Replay branch: hands each presented frame, each event and the end of stream to the
 /// output that owns the branch (``VideoRenderer`` / ``AudioDevice`` behind a Video or Audio Output).
 ///
-/// The closures run on the pipeline's executor, in order with the media.
+/// The closures run on the pipeline's executor, in order with the media. No states beyond the `Node`
+/// lifecycle: `onEnd` runs at each end of stream (again after a flush restarts the stream).
 public final class PresentationSink: Node {
   /// Presented frames.
   public typealias Input = DecodedFrame

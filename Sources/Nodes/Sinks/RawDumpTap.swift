@@ -2,6 +2,8 @@ import PipelineGraph
 
 /// The replay graph's tap for raw dumps: hands every packet the demuxer reads, of any channel, to the
 /// dumps the replay holds now (a dump comes and goes while the graph runs).
+///
+/// Stateless; confined to its pipeline's executor, where `dumps` is called once per packet.
 public final class RawDumpTap: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -15,6 +15,10 @@ import PipelineGraph
 /// It stops by itself once the next packet would take it over ``maximumBytes`` (that packet is not
 /// written), or when a file cannot be written. ``take(_:)`` may be called from any thread; disk writes
 /// run on the writer's own queue, so the replay is never held up by them.
+///
+/// States: capturing → stopped (``finish(_:_:)``, the size limit or a write failure; later packets are
+/// ignored) → finished (the summary exists). Every method is thread-safe; the closures given to
+/// ``finish(_:_:)`` and ``whenFinished(_:)`` run on the writer's queue.
 public final class RawDumpWriter: @unchecked Sendable {
   /// Why a dump ended.
   public enum StopReason: String, Sendable {

@@ -16,9 +16,12 @@ import PipelineGraph
 ///   `recordingOverrun`; a file that cannot be written ends it with `fileWriteFailed`. Any of these
 ///   removes the unfinished file.
 ///
-/// ``take(_:)`` and ``discontinuity()`` are called on the replay's executor, and hand the work to the
-/// recorder's own queue: disk writes never hold the replay up. ``finish(_:)`` may be called from any
-/// thread; its completion runs once, on that queue.
+/// Every method may be called from any thread (the replay calls ``take(_:)`` and ``advance(to:)`` on its
+/// executor, ``discontinuity()`` and ``restarted()`` from its callers' threads); each only hands the work
+/// to the recorder's own queue: disk writes never hold the replay up.
+///
+/// States: recording → finished: after the first ``finish(playedToTheEnd:_:)`` (whose completion runs
+/// once, on that queue) later calls have no effect, and a later `finish` never calls its completion.
 public final class ReplayRecorder: @unchecked Sendable {
   /// The final MP4's path.
   public let destination: URL
@@ -290,6 +293,8 @@ public final class ReplayRecorder: @unchecked Sendable {
 }
 
 /// The replay graph's tap for recorders: hands every packet to the recorders the replay holds now.
+///
+/// Stateless; confined to its pipeline's executor, where `recorders` is called once per packet.
 public final class RecorderTap: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -4,13 +4,14 @@ import Synchronization
 /// What a Video Output draws into: the Linux stand-in for the seed's host view (`TiRtcPlatformView`).
 ///
 /// `render` is called on the replay's executor, once per presented frame, in presentation order; it
-/// must return quickly (copy what it needs, or keep the frame object, which owns its pixels).
+/// must return quickly (copy what it needs, or keep the frame object, which owns its pixels). No
+/// lifecycle: frames come whenever the output is bound and a play presents.
 public protocol VideoRenderer: AnyObject, Sendable {
   /// Draws `frame`.
   func render(_ frame: DecodedFrame)
 }
 
-/// A renderer that draws nothing (a headless replay, `tipipe play`).
+/// A renderer that draws nothing (a headless replay, `tipipe play`). Stateless: any thread.
 public final class NullRenderer: VideoRenderer {
   /// Creates a null renderer.
   public init() {}
@@ -20,6 +21,8 @@ public final class NullRenderer: VideoRenderer {
 
 /// A renderer that keeps what it was given: the frames' times, their count and the last frame (for
 /// tests and snapshots).
+///
+/// No lifecycle; thread-safe (a lock guards what it keeps): render and read from any thread.
 public final class FrameCaptureRenderer: VideoRenderer {
   private let state = Locked<(times: [MediaTimeMicroseconds], last: DecodedFrame?)>(([], nil))
 
@@ -45,13 +48,16 @@ public final class FrameCaptureRenderer: VideoRenderer {
 }
 
 /// Where an Audio Output sends its samples: the Linux stand-in for the seed's audio route.
+///
+/// `play` is called on the replay's executor, once per frame presented at 1× (never at other speeds),
+/// in presentation order; it must return quickly. No lifecycle.
 public protocol AudioDevice: AnyObject, Sendable {
   /// Plays `frame` at `volume` (0...100; 0 is silence).
   func play(_ frame: DecodedFrame, volume: Int)
 }
 
 /// A device that consumes samples as they are presented (the pacer presents them in real time on the
-/// pipeline clock) and plays nothing.
+/// pipeline clock) and plays nothing. Stateless: any thread.
 public final class NullAudioDevice: AudioDevice {
   /// Creates a null device.
   public init() {}
@@ -60,6 +66,8 @@ public final class NullAudioDevice: AudioDevice {
 }
 
 /// A device that records what it was asked to play (for tests).
+///
+/// No lifecycle; thread-safe (a lock guards what it records): play and read from any thread.
 public final class CaptureAudioDevice: AudioDevice {
   private let state = Locked<[(time: Int64, samples: Int, volume: Int)]>([])
 

@@ -16,6 +16,9 @@ import PipelineGraph
 ///
 /// As with ``LocalLibrarySource``, the object before the range is included when it abuts the first
 /// one: the keyframe at or before the range start may lie there.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again from the
+/// range's start. The service's completions come back to that executor through the node's context.
 public final class CloudSegmentSource: SourceNode {
   /// Emits fetched objects.
   public typealias Output = FetchedObject

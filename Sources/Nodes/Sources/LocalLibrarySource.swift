@@ -8,6 +8,9 @@ import PipelineGraph
 /// before the range when it abuts the first one (the keyframe at or before the range start may lie
 /// there), and a `gap` event with reason `noRecording` for every stretch of the range no segment covers.
 /// A missing object is a `notFound` failure, an unreadable one `downloadFailed`.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; the reads run on the pipeline's
+/// workers and their results come back to that executor. A flush starts again from the range's start.
 public final class LocalLibrarySource: SourceNode {
   /// Emits fetched objects.
   public typealias Output = FetchedObject

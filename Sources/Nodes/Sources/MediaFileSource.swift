@@ -10,6 +10,8 @@ import PipelineGraph
 /// `formatChange` event before its first packet.
 ///
 /// - Note: reading runs on the node's executor; for local files it is page-cache speed.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush rewinds to the file's start.
 public final class MediaFileSource: SourceNode {
   /// Emits packets.
   public typealias Output = EncodedPacket

@@ -13,6 +13,8 @@ import PipelineGraph
 /// that cannot be decoded (a payload that is not a whole number of samples, bytes libavcodec refuses)
 /// becomes a `gap` event of the audio track over that record's stretch, reason `mediaUnreadable`, and
 /// the stream goes on; an empty record holds no samples and is skipped.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush drops the open stretches.
 public final class AudioTranscoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

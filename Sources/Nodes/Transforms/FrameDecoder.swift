@@ -7,6 +7,9 @@ import PipelineGraph
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
 /// non-keyframe (trick play at high speeds). A packet libavcodec rejects is a failure of this node with
 /// `recordingUnreadable`/`mediaUnreadable`.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; so are ``keyframesOnly`` and
+/// ``framesDecoded``: while it runs, only code on that executor (its ``Pacer``) may use them.
 public final class FrameDecoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -25,6 +25,9 @@ import PipelineGraph
 /// media is dropped and its stretch is a gap `unsupportedMedia`.
 ///
 /// Packets of other tracks pass unchanged; `objectStart` and `formatChange` events pass on.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle (read ``gaps`` there, or once the
+/// pipeline is idle); a flush restarts the accounting at the range's start, and ``gaps`` keeps what was sent.
 public final class GapDetector: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -3,6 +3,9 @@ import PipelineGraph
 /// Lets one track's packets through from its first independently decodable packet at or after a time:
 /// an output that joins a running replay starts at the next keyframe and never gets earlier media
 /// (audio packets each decode alone). Packets of other tracks and every event pass unchanged.
+///
+/// States: closed → open (at the first packet that qualifies); a flush closes it again. Confined to its
+/// pipeline's executor.
 public final class KeyframeGate: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -19,7 +19,9 @@ import Synchronization
 ///   pacer holds the next one until it resumes.
 ///
 /// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
-/// the pacer's executor.
+/// the pacer's executor: made before `start` it applies at start, after `stop` it is ignored, and a
+/// flush keeps it. Everything else is confined to that executor (set ``decoder`` before `start`);
+/// ``statistics`` may be read from any thread.
 public final class Pacer: Node {
   /// Decoded frames.
   public typealias Input = DecodedFrame
@@ -59,6 +61,8 @@ public final class Pacer: Node {
   }
 
   /// Frames presented, dropped as late, and not presented because muted.
+  ///
+  /// No states: atomic counters, written on the pacer's executor and readable from any thread.
   public final class Counters: Sendable {
     /// Frames presented.
     public let presented = Atomic(0)

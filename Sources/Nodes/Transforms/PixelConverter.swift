@@ -2,6 +2,8 @@ import PipelineGraph
 
 /// Converts decoded pictures to a requested pixel format (and, optionally, size) with libswscale, so a
 /// node that reads pixels gets the layout it expects; audio passes unchanged.
+///
+/// No stream state (a flush changes nothing); confined to its pipeline's executor.
 public final class PixelConverter: Node {
   /// Consumes decoded frames.
   public typealias Input = DecodedFrame

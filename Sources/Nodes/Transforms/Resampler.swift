@@ -2,6 +2,8 @@ import PipelineGraph
 
 /// Converts decoded audio to an audio device's format (rate, channel count, interleaved s16) with
 /// libswresample. Reconfigures itself when the input's format changes; timestamps follow the input.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush drops the buffered samples.
 public final class Resampler: Node {
   /// Consumes decoded audio.
   public typealias Input = DecodedFrame

@@ -21,6 +21,8 @@ import PipelineGraph
 ///
 /// It is a ``SteppingNode``: an object's records are demuxed one at a time as the output has room, so
 /// the edge after it stays within its bounds however many packets an object holds.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush forgets all decoding state.
 public final class SegmentDemuxer: SteppingNode {
   /// Consumes parsed objects.
   public typealias Input = SegmentObject

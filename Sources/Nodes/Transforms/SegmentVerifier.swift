@@ -11,6 +11,9 @@ import PipelineGraph
 /// (`notFound`, `downloadFailed`, `integrityFailed`, `decryptionFailed`, `mediaUnreadable`,
 /// `unsupportedMedia`); the stream goes on with the next object. Downstream, a gap means decoding must
 /// restart at a keyframe.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle (read ``failures`` there, or once the
+/// pipeline is idle); only the checks run on workers. A flush forgets the objects in flight.
 public final class SegmentVerifier: Node {
   /// Consumes fetched objects.
   public typealias Input = FetchedObject

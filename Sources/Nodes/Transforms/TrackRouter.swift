@@ -2,6 +2,8 @@ import PipelineGraph
 
 /// Passes the packets of the selected tracks (kind + channel id) and every event; drops the rest.
 /// One router per branch: the video decoder's branch selects the video channel, and so on.
+///
+/// Stateless; confined to its pipeline's executor.
 public final class TrackRouter: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -1,6 +1,8 @@
 import Synchronization
 
 /// A scheduled timer; cancelling it keeps its job from running if it has not been submitted yet.
+///
+/// States: pending → cancelled (for good). Thread-safe: any thread may cancel or read it.
 public final class ClockTimer: Sendable {
   private let cancelled = Atomic(false)
 

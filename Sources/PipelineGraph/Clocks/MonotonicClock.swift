@@ -2,6 +2,9 @@ import Dispatch
 import Foundation
 
 /// Real time from the system's monotonic clock: what production replay runs on.
+///
+/// Stateless and thread-safe. A due timer's job is submitted from a Dispatch global-queue thread to its
+/// executor, where it runs.
 public final class MonotonicClock: PipelineClock {
   private let origin: Int64
 

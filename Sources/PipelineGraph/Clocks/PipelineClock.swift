@@ -1,6 +1,9 @@
 import Synchronization
 
 /// The time source of a pipeline. Nodes read time only through their context's clock, never `Date()`.
+///
+/// Implementations are thread-safe (any thread may read ``now`` or schedule) and have no lifecycle; a
+/// timer's job runs on the executor it was scheduled on.
 public protocol PipelineClock: AnyObject, Sendable {
   /// The current time. Never goes backwards.
   var now: ClockInstant { get }

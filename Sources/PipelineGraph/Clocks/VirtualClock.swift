@@ -10,6 +10,10 @@ import Synchronization
 /// When a due timer's executor is a ``ManualExecutor``, ``advance(to:)`` runs that executor until idle
 /// after each timer, so work a timer triggers (and timers it schedules within the advanced span) happen
 /// at the right virtual instant.
+///
+/// Thread-safe (a lock guards the time and the timers), with no lifecycle. A timer's job runs on its
+/// executor: ``advance(to:)`` and ``crank()`` submit it from the calling thread; in free-running mode
+/// the idle handler of an executor it serves does, on that executor's thread.
 public final class VirtualClock: PipelineClock {
   private struct Timer {
     var deadline: ClockInstant

@@ -3,6 +3,9 @@
 ///
 /// - Important: a context belongs to one node and is valid only on that node's executor, inside the
 ///   node's hooks, timers and completion handlers. It is deliberately not `Sendable`.
+///
+/// Emitting and sending are ignored once the node has finished or the pipeline has stopped; timer and
+/// completion bodies run on the node's executor, and are dropped by a flush or stop made before they run.
 public final class NodeContext<Output> {
   @usableFromInline let core: NodeCore
   unowned let pipeline: Pipeline

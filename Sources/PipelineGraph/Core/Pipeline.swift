@@ -6,6 +6,10 @@ import Synchronization
 /// From then on its shape is fixed and it is driven only through ``flush()`` and ``stop()``, which are
 /// callable from any thread and take effect on the executors.
 ///
+/// States: building → started (``start()`` once; again it throws) → stopped (``stop()`` is idempotent;
+/// then no node runs and ``flush()`` changes nothing). ``errorHandler`` and ``onEndOfStream`` run on
+/// node executors, ``onStop`` on the executor that stops last.
+///
 /// ```swift
 /// let pipeline = Pipeline(executor: executor, clock: clock)
 /// pipeline.connect(source, to: decoder)
@@ -32,7 +36,8 @@ public final class Pipeline: @unchecked Sendable {
   /// Called once every sink has received `endOfStream` (again after each flush that restarts the stream),
   /// on the executor of the last sink to finish. Set before ``start()``.
   public var onEndOfStream: (@Sendable () -> Void)?
-  /// Called once, after every node's `stop` has run. Set before ``start()``.
+  /// Called once, after every node's `stop` has run, on the executor of the last partition to stop (inside
+  /// ``stop()`` when the pipeline never started). Set before ``start()``.
   public var onStop: (@Sendable () -> Void)?
 
   var boxes: [any NodeBoxing] = []

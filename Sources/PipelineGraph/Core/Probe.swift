@@ -8,7 +8,8 @@
 /// pipeline.connect(probe, to: decoder)
 /// ```
 ///
-/// The closures run on the probe's executor, in order with the stream.
+/// The closures run on the probe's executor, in order with the stream. It has no states of its own
+/// beyond the ``Node`` lifecycle.
 public final class Probe<Item>: Node {
   /// Consumes items.
   public typealias Input = Item

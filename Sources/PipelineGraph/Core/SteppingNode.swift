@@ -4,6 +4,8 @@
 /// the node its next input or event. Each step emits at most one item (events may accompany it), so an
 /// output edge never holds more items than its bound, nor more bytes or duration than its bound plus
 /// one item's.
+///
+/// ``step(context:)`` and ``hasPendingWork`` are used only on the node's executor, between its hooks.
 public protocol SteppingNode: Node {
   /// True while work from earlier inputs or events is left.
   var hasPendingWork: Bool { get }

@@ -6,6 +6,9 @@ import Foundation
 /// the calling thread until the queue is empty and the idle handler (a free-running clock) adds nothing.
 /// When a node hands work to another thread (a worker pool, a network thread), ``waitForWork(timeout:)`` blocks
 /// until that thread posts its completion — no sleeping, no timing.
+///
+/// No states: it may be driven again at any time. Every method except ``runUntilIdle()`` is thread-safe;
+/// jobs and the idle handler run on the thread that calls ``runUntilIdle()``.
 public final class ManualExecutor: PipelineExecutor {
   private struct State {
     var jobs = RingBuffer<@Sendable () -> Void>(capacity: 64)

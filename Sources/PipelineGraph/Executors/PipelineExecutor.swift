@@ -3,6 +3,8 @@
 /// Every node of a partition runs on its executor, so nodes need no locks. ``ThreadExecutor`` runs jobs
 /// on a dedicated thread; ``ManualExecutor`` runs them only when a test asks (swift-nio's
 /// `EmbeddedEventLoop` idea).
+///
+/// Implementations are thread-safe: every requirement may be used from any thread.
 public protocol PipelineExecutor: AnyObject, Sendable {
   /// Queues a job; it runs after every job queued before it. Callable from any thread.
   func execute(_ job: @escaping @Sendable () -> Void)

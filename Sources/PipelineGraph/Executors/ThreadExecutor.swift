@@ -4,6 +4,10 @@ import Synchronization
 /// An executor with one dedicated thread: the production executor.
 ///
 /// Call ``shutdown()`` when done: the thread finishes the queued jobs and exits.
+///
+/// States: running (from `init`) → shut down; afterwards jobs are dropped and ``shutdown()`` returns at
+/// once. Thread-safe: any method from any thread, except ``shutdown()`` from a job. Jobs and the idle
+/// handler run on its thread.
 public final class ThreadExecutor: PipelineExecutor {
   private struct State {
     var jobs = RingBuffer<@Sendable () -> Void>(capacity: 64)

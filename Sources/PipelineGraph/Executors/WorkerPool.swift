@@ -2,6 +2,8 @@ import Dispatch
 
 /// Worker threads shared by the pipelines of the process: a concurrent dispatch queue, so the number
 /// of threads follows the machine (libdispatch's thread pool), not the number of pipelines.
+///
+/// Stateless and thread-safe; jobs run concurrently on the queue's threads.
 public final class WorkerPool: WorkerExecutor {
   private let queue: DispatchQueue
 

@@ -9,6 +9,10 @@ import Synchronization
 ///
 /// Every outcome, argument errors included, arrives through the completion, exactly once and never
 /// inside the call; a failed query carries no ranges or days.
+///
+/// Stateless: call from any thread. The completion runs on the thread the service completes on (a
+/// global queue for `CloudService` listings, a local library's workers), or a Dispatch global queue for
+/// an argument error.
 public enum RecordingQueries {
   /// The longest span of `listRecordings`: 10 days.
   public static let maximumSpanMilliseconds: Int64 = 864_000_000

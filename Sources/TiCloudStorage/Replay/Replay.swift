@@ -189,7 +189,8 @@ public final class Replay: @unchecked Sendable {
   // MARK: Outputs
 
   /// Presents the video of `channel` to `renderer`; `events` hears of the branch's first frame, its end
-  /// and its own failure. Bound while a play runs, the output starts at the next keyframe.
+  /// and its own failure, on the environment's executor (not through `deliver`). Bound while a play
+  /// runs, the output starts at the next keyframe.
   @discardableResult
   public func bindVideo(
     channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
@@ -250,7 +251,9 @@ public final class Replay: @unchecked Sendable {
   /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
   /// even while no output is bound; the graph is rebuilt from the position, so what was read ahead is
   /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion)
-  /// or ``removeRecorder(_:)`` is called. `notStarted` without an active play.
+  /// or ``removeRecorder(_:)`` is called, directly rather than through `deliver`: on the environment's
+  /// executor when the graph completes or fails, else on the thread of the call that ended the play.
+  /// `notStarted` without an active play.
   @discardableResult
   public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
     let added = state.withLock { state -> Bool in

@@ -8,6 +8,9 @@ import PipelineGraph
 ///   as soon as the graph is idle (`tipipe play --pace fast`, snapshots, tests of whole runs).
 /// - ``init(executor:clock:workers:deliver:)`` with a `ManualExecutor` and a `VirtualClock`: every
 ///   job and every instant under a test's control.
+///
+/// A value; no states. The replay calls `deliver` from its executor and from its callers' threads, so
+/// `deliver` must be thread-safe and run the callback later, not inside its own call.
 public struct ReplayEnvironment: Sendable {
   /// Runs the graphs' nodes.
   public var executor: any PipelineExecutor

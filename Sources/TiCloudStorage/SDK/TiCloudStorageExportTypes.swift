@@ -76,8 +76,10 @@ public final class TiCloudStorageExportSegment: Sendable {
 /// How an export ended (rules.md E1, E31).
 public typealias TiCloudStorageExportTermination = ExportTermination
 
-/// What an export covered (rules.md E20–E27): segments, gaps and unprocessed ranges that together
-/// cover the requested range exactly.
+/// What an export covered (rules.md E20–E27): segments, gaps and unprocessed ranges, sorted and
+/// disjoint, that together cover the requested range exactly (E25). One exception, as spec/cli.md
+/// states: an export that starts between keyframes begins at the keyframe before the start, and its
+/// first segment says so (it is the file's first frame; every player can start there).
 ///
 /// It encodes (a Linux addition) as the report object of `tipipe export` (spec/cli.md): snake_case keys,
 /// tracks as `{"kind","channel_id"}`, reasons and termination by name.
