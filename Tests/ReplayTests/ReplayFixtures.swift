@@ -41,6 +41,27 @@ final class TimedRenderer: VideoRenderer, @unchecked Sendable {
   var frames: [(media: Int64, at: Int64)] { lock.withLock { presented } }
 }
 
+/// An audio device that notes each frame's media time and the clock instant it was played at.
+final class TimedAudioDevice: AudioDevice, @unchecked Sendable {
+  private let clock: any PipelineClock
+  private let lock = NSLock()
+  private var frames: [(time: Int64, samples: Int, volume: Int, at: Int64)] = []
+
+  init(clock: any PipelineClock) { self.clock = clock }
+
+  func play(_ frame: DecodedFrame, volume: Int) {
+    let now = clock.now.microseconds
+    lock.withLock { frames.append((frame.time.microseconds, frame.frame.sampleCount, volume, now)) }
+  }
+
+  /// Media time (µs), samples and volume of each frame played.
+  var played: [(time: Int64, samples: Int, volume: Int)] {
+    lock.withLock { frames.map { ($0.time, $0.samples, $0.volume) } }
+  }
+  /// (media µs, clock µs) of each frame played, in order.
+  var instants: [(media: Int64, at: Int64)] { lock.withLock { frames.map { ($0.time, $0.at) } } }
+}
+
 /// A replay of a synthetic library on the test's thread: a manual executor, a virtual clock that
 /// moves only when the test cranks it, the library read on the same executor.
 final class ReplayHarness {
@@ -50,14 +71,20 @@ final class ReplayHarness {
   let replay: Replay
   let log = ReplayLog()
   let renderer: TimedRenderer
-  let audio = CaptureAudioDevice()
+  let audio: TimedAudioDevice
 
-  /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC) with `gaps`.
-  init(seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false) throws {
+  /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC) with `gaps`; `damage`
+  /// may change the library before the replay reads it.
+  init(
+    seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false,
+    damage: (URL) throws -> Void = { _ in }
+  ) throws {
     directory = try TemporaryDirectory("tipipe-replay")
     var options = smallOptions(seconds: seconds)
     options.gaps = gaps
     try LibrarySynthesizer(options: options).write(to: directory.url)
+    try damage(directory.url)
+    self.audio = TimedAudioDevice(clock: clock)
     let environment = ReplayEnvironment(
       executor: executor, clock: clock, workers: executor, deliver: { $0() })
     replay = Replay(service: LocalLibraryService(directory: directory.url, workers: executor), environment: environment)

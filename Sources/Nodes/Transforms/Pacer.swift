@@ -10,9 +10,10 @@ import Synchronization
 /// - At fast speeds a frame already later than its own scaled duration is dropped (and counted); after
 ///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
 /// - A `muted` pacer (the audio branch) presents nothing off 1×.
-/// - Pause freezes the anchor (the wait is added to it on resume); a speed change re-anchors at the
-///   current position, without a seek; a gap event re-anchors at the next frame, so holes are skipped
-///   without waiting.
+/// - The anchor is a ``PlaybackTimeline`` that the pacers of one playback share (audio and video of the
+///   same time are presented together). Pause freezes it (the wait is added to it on resume); a speed
+///   change re-anchors at the current position, without a seek; a hole (a stretch where every track has
+///   a gap) is skipped without waiting; a gap of some tracks only keeps the time.
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
 ///   the first presented frame is the first whose time is not earlier than the target. With
 ///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
@@ -38,8 +39,10 @@ public final class Pacer: Node {
 
   private let shared: Locked<Shared>
   private var applied: Control
-  private var anchor: (clock: ClockInstant, media: MediaTime)?
-  private var pausedAt: ClockInstant?
+  /// The anchor this pacer shares.
+  public let timeline: PlaybackTimeline
+  /// The timeline's ``PlaybackTimeline/version`` the pending frame was scheduled under.
+  private var timelineVersion = 0
   private var pending: DecodedFrame?
   private var timer: ClockTimer?
   private var consecutiveDrops = 0
@@ -76,11 +79,13 @@ public final class Pacer: Node {
   public var statistics: Counters { counters }
 
   /// A pacer at `rate`, presenting nothing earlier than `presentFrom`; `muted` for audio; presenting its
-  /// first frame even while paused when `showsFirstFrameWhilePaused`.
+  /// first frame even while paused when `showsFirstFrameWhilePaused`. Pacers of one playback share a
+  /// `timeline` made with the same rate and pause state; nil gives the pacer one of its own.
   public init(
     name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
-    muted: Bool = false, showsFirstFrameWhilePaused: Bool = false
+    muted: Bool = false, showsFirstFrameWhilePaused: Bool = false, timeline: PlaybackTimeline? = nil
   ) {
+    self.timeline = timeline ?? PlaybackTimeline(rate: rate, paused: paused)
     self.name = name
     self.presentFrom = presentFrom
     self.muted = muted
@@ -113,33 +118,22 @@ public final class Pacer: Node {
   private func arm(_ context: NodeContext<DecodedFrame>) {
     let completion = context.makeCompletion { [unowned self] (_: Void) in apply(context) }
     shared.withLock { $0.wake = completion }
+    timeline.register(ObjectIdentifier(self), wake: completion)
     // A change made before the channel was armed.
     apply(context)
   }
 
   private func apply(_ context: NodeContext<DecodedFrame>) {
     let wanted = shared.withLock { $0.wanted }
-    guard wanted != applied else { return }
-    let now = context.now
-    if wanted.rate != applied.rate, let current = anchor {
-      // Re-anchor at the position playing now, so the speed changes without a jump.
-      let reference = pausedAt ?? now
-      let elapsed = MediaDuration.microseconds(reference.microseconds - current.clock.microseconds)
-      let played = (try? elapsed.scaled(by: inverse(applied.rate))) ?? .zero
-      anchor = (reference, (try? current.media + played) ?? current.media)
-    }
+    let version = timeline.version
+    // A control call, or a hole found since the pending frame was scheduled (it may be due earlier).
+    guard wanted != applied || version != timelineVersion else { return }
+    timelineVersion = version
+    // The first pacer to apply a change moves the shared anchor; the others find it done.
+    timeline.apply(rate: wanted.rate, paused: wanted.paused, now: context.now)
     if wanted.paused && !applied.paused {
-      pausedAt = now
       timer?.cancel()
       timer = nil
-    } else if !wanted.paused && applied.paused {
-      if let pausedAt, let current = anchor {
-        anchor = (
-          ClockInstant(microseconds: current.clock.microseconds + (now.microseconds - pausedAt.microseconds)),
-          current.media
-        )
-      }
-      pausedAt = nil
     }
     applied = wanted
     if let frame = pending {
@@ -159,11 +153,6 @@ public final class Pacer: Node {
     }
   }
 
-  /// The rate that scales media durations into clock durations (1/rate).
-  private func inverse(_ rate: PlaybackRate) -> PlaybackRate {
-    PlaybackRate(numerator: rate.denominator, denominator: rate.numerator)!
-  }
-
   /// Schedules or presents a frame.
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     if let presentFrom, input.time < presentFrom { return }
@@ -176,8 +165,8 @@ public final class Pacer: Node {
 
   private func schedule(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
     let now = context.now
-    if applied.paused && pausedAt == nil { pausedAt = now }
-    if anchor == nil { anchor = (pausedAt ?? now, frame.time) }
+    timelineVersion = timeline.version
+    let due = timeline.instant(of: frame.time, track: frame.track, now: now)
     guard !applied.paused else {
       if showsFirstFrameWhilePaused && lastPresented == nil {
         present(frame, context: context)
@@ -186,7 +175,6 @@ public final class Pacer: Node {
       }
       return
     }
-    let due = instant(of: frame.time)
     if due <= now {
       let lateness = now.microseconds - due.microseconds
       let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
@@ -225,17 +213,10 @@ public final class Pacer: Node {
     if !applied.paused && pending == nil { context.resumeInput() }
   }
 
-  /// The clock instant of media time `time` under the current anchor and rate.
-  private func instant(of time: MediaTime) -> ClockInstant {
-    guard let anchor else { return .zero }
-    let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds)
-    let scaled = (try? offset.scaled(by: applied.rate)) ?? offset
-    return ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds)
-  }
-
-  /// A gap re-anchors at the next frame (holes are skipped, not waited through); events pass on.
+  /// A gap goes to the timeline (where every track has one, a hole is skipped, not waited through);
+  /// events pass on.
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
-    if case .gap = event { anchor = nil }
+    if case .gap(let gap) = try MediaEvent(event) { timeline.note(gap) }
     context.send(event)
   }
 
@@ -250,7 +231,8 @@ public final class Pacer: Node {
   /// Lets the end of stream go once the last frame has lasted its scaled duration.
   private func releaseEnd(context: NodeContext<DecodedFrame>) {
     guard let last = lastPresented else { return context.releaseEndOfStream() }
-    let due = instant(of: (try? last.time + last.duration) ?? last.time)
+    let end = (try? last.time + last.duration) ?? last.time
+    let due = timeline.instant(of: end, track: last.track, now: context.now)
     guard due > context.now else { return context.releaseEndOfStream() }
     timer = context.scheduleTimer(at: due) { [unowned self] in
       timer = nil
@@ -258,12 +240,12 @@ public final class Pacer: Node {
     }
   }
 
-  /// Forgets the anchor and what it held (a seek).
+  /// Forgets the anchor and what it held (a seek; the pacers sharing the timeline flush together).
   public func flush(context: NodeContext<DecodedFrame>) {
     timer?.cancel()
     timer = nil
     pending = nil
-    anchor = nil
+    timeline.reset()
     lastPresented = nil
     endHeld = false
     arm(context)
@@ -274,5 +256,6 @@ public final class Pacer: Node {
     timer?.cancel()
     timer = nil
     shared.withLock { $0.wake = nil }
+    timeline.register(ObjectIdentifier(self), wake: nil)
   }
 }

@@ -610,9 +610,15 @@ public final class Replay: @unchecked Sendable {
 
     var pacers: [Pacer] = []
     var owners: [ObjectIdentifier: OutputID] = [:]
+    // One clock anchor for every output: audio and video of the same time are presented together; a hole
+    // is where the detector's tracks all have a gap.
+    let timeline = PlaybackTimeline(
+      tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.speed.rate,
+      paused: plan.paused)
     for binding in plan.bindings {
       let branch = try connectBranch(
-        for: binding, after: detector, plan: plan, reportsPosition: binding.id == clockBinding, in: pipeline)
+        for: binding, after: detector, plan: plan, timeline: timeline, reportsPosition: binding.id == clockBinding,
+        in: pipeline)
       pacers.append(branch.pacer)
       for node in branch.nodes { owners[node] = binding.id }
     }
@@ -632,7 +638,8 @@ public final class Replay: @unchecked Sendable {
 
   /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
   private func connectBranch(
-    for binding: Binding, after detector: GapDetector, plan: Plan, reportsPosition: Bool, in pipeline: Pipeline
+    for binding: Binding, after detector: GapDetector, plan: Plan, timeline: PlaybackTimeline, reportsPosition: Bool,
+    in pipeline: Pipeline
   ) throws -> (pacer: Pacer, nodes: [ObjectIdentifier]) {
     let generation = plan.generation
     let id = binding.id
@@ -647,7 +654,7 @@ public final class Replay: @unchecked Sendable {
       // A seek while paused shows the target's frame (R35); a play never starts paused.
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom,
-        showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil)
+        showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil, timeline: timeline)
       pacer.decoder = decoder
       sink = PresentationSink(
         name: "\(name)Output",
@@ -665,7 +672,8 @@ public final class Replay: @unchecked Sendable {
       // With video, audio is muted and not presented off 1×; alone it paces the position.
       let audioOnly = !plan.bindings.contains { $0.isVideo }
       pacer = Pacer(
-        name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom, muted: !audioOnly)
+        name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom, muted: !audioOnly,
+        timeline: timeline)
       sink = PresentationSink(
         name: "\(name)Output",
         onFrame: { [weak self] frame in

@@ -1,0 +1,184 @@
+import PipelineGraph
+
+/// The one clock anchor that the ``Pacer``s of one playback share, so that audio and video frames of
+/// the same media time are presented at the same instant, whichever branch's first frame came first.
+///
+/// Media time `t` is presented at `anchorClock + (t − anchorMedia − skipped) / rate`, where `skipped`
+/// is how much of `[anchorMedia, t)` lies in holes. The first frame of any branch sets the anchor; pause
+/// freezes it (the wait is added on resume); a speed change re-anchors at the position playing at that
+/// instant. A *hole* is a stretch where every track the playback presents has a gap (the
+/// ``GapDetector`` sends one gap event per track): it is skipped, not waited through. A gap of some
+/// tracks only skips nothing: the others keep the time, and the track that resumes after its gap is
+/// presented in step with them. A track that has presented nothing yet (a channel without media) keeps
+/// no time: it does not count. (A track whose media stops has a gap only once the detector knows its
+/// end; a hole of the other tracks inside it is waited through until then — at most what the edges
+/// before the pacers hold.)
+///
+/// Control reaches each pacer on its own executor; the timeline applies a change once (the first pacer
+/// to apply it), at that pacer's clock instant: ``apply(rate:paused:now:)`` is idempotent. A hole found
+/// late (a branch already holds a frame after it) wakes every pacer to reschedule (``version``).
+/// Thread-safe: a lock guards it, and pacers on different executors share it.
+public final class PlaybackTimeline: Sendable {
+  private struct State {
+    var rate: PlaybackRate
+    var paused: Bool
+    var pausedAt: ClockInstant?
+    /// Media time `anchor.media` is presented at `anchor.clock`.
+    var anchor: (clock: ClockInstant, media: MediaTime)?
+    /// Skipped stretches, in order, disjoint.
+    var holes: [MediaRange] = []
+    /// The last gaps of each track (to find where all tracks have one).
+    var gaps: [TrackID: [MediaRange]] = [:]
+    /// Gaps of every track at once.
+    var everywhere: [MediaRange] = []
+    /// The tracks that have presented a frame.
+    var active: Set<TrackID> = []
+    var version = 0
+    var wakes: [ObjectIdentifier: Completion<Void>] = [:]
+  }
+
+  /// The tracks the playback presents: a stretch that is a gap of all of them is a hole.
+  public let tracks: Set<TrackID>
+  private let state: Locked<State>
+
+  /// A timeline for a playback of `tracks` (empty: every gap is a hole) at `rate`, `paused` or not.
+  public init(tracks: Set<TrackID> = [], rate: PlaybackRate = .normal, paused: Bool = false) {
+    self.tracks = tracks
+    state = Locked(State(rate: rate, paused: paused))
+  }
+
+  /// Changes whenever the mapping changes for a reason other than a control call (a hole found).
+  public var version: Int { state.withLock { $0.version } }
+
+  /// Applies a speed and pause state at `now` (once: later calls with the same values change nothing).
+  public func apply(rate: PlaybackRate, paused: Bool, now: ClockInstant) {
+    state.withLock { state in
+      if rate != state.rate, let anchor = state.anchor {
+        // Re-anchor at the position playing at the reference instant.
+        let reference = state.pausedAt ?? now
+        let elapsed = MediaDuration.microseconds(reference.microseconds - anchor.clock.microseconds)
+        let inverse = PlaybackRate(numerator: state.rate.denominator, denominator: state.rate.numerator)!
+        let played = (try? elapsed.scaled(by: inverse)) ?? .zero
+        state.anchor = (reference, Self.position(after: played, from: anchor.media, skipping: state.holes))
+      }
+      state.rate = rate
+      if paused && !state.paused {
+        state.pausedAt = now
+      } else if !paused && state.paused {
+        if let pausedAt = state.pausedAt, let anchor = state.anchor {
+          let waited = now.microseconds - pausedAt.microseconds
+          state.anchor = (ClockInstant(microseconds: anchor.clock.microseconds + waited), anchor.media)
+        }
+        state.pausedAt = nil
+      }
+      state.paused = paused
+    }
+  }
+
+  /// The clock instant at which a frame of `track` at media time `time` is presented; the first frame
+  /// sets the anchor at `now` (at the instant of the pause, while paused).
+  public func instant(of time: MediaTime, track: TrackID, now: ClockInstant) -> ClockInstant {
+    let (instant, wakes) = state.withLock { state -> (ClockInstant, [Completion<Void>]) in
+      var wakes: [Completion<Void>] = []
+      if state.active.insert(track).inserted {
+        // A track that starts keeping time may close holes the others had.
+        wakes = updateHoles(&state)
+      }
+      if state.paused && state.pausedAt == nil { state.pausedAt = now }
+      let anchor = state.anchor ?? (state.pausedAt ?? now, time)
+      state.anchor = anchor
+      let skipped = state.holes.reduce(0) { total, hole in
+        total + max(0, min(hole.end, time).microseconds - max(hole.start, anchor.media).microseconds)
+      }
+      let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds - skipped)
+      let scaled = (try? offset.scaled(by: state.rate)) ?? offset
+      return (ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds), wakes)
+    }
+    for wake in wakes { wake(()) }
+    return instant
+  }
+
+  /// A gap event reached a pacer: where every track that keeps time now has a gap, a hole is skipped
+  /// (and the pacers woken when the holes changed).
+  public func note(_ gap: RecordingGap) {
+    let wakes = state.withLock { state -> [Completion<Void>] in
+      let concerned = gap.tracks.isEmpty ? tracks : tracks.intersection(gap.tracks)
+      for track in concerned {
+        var known = state.gaps[track] ?? []
+        guard !known.contains(gap.range) else { continue }
+        known.append(gap.range)
+        state.gaps[track] = Array(known.suffix(16))
+      }
+      if tracks.isEmpty || gap.tracks.isEmpty, !state.everywhere.contains(gap.range) {
+        state.everywhere = Array((state.everywhere + [gap.range]).suffix(16))
+      }
+      return updateHoles(&state)
+    }
+    for wake in wakes { wake(()) }
+  }
+
+  /// Recomputes the holes: the gaps of every track that keeps time (of any track while none does yet),
+  /// and the gaps of all tracks at once. Returns the pacers to wake when they changed.
+  private func updateHoles(_ state: inout State) -> [Completion<Void>] {
+    let counted = tracks.intersection(state.active)
+    var pieces: [MediaRange]
+    if counted.isEmpty {
+      pieces = state.gaps.values.flatMap { $0 }
+    } else {
+      pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
+      for track in counted {
+        let gaps = state.gaps[track] ?? []
+        pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }
+      }
+    }
+    let holes = Self.merged((pieces + state.everywhere).filter { !$0.isEmpty })
+    guard holes != state.holes else { return [] }
+    state.holes = holes
+    state.version += 1
+    return Array(state.wakes.values)
+  }
+
+  /// Wakes `wake` whenever a hole is found (one per pacer; a new one replaces the old).
+  public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?) {
+    state.withLock { $0.wakes[pacer] = wake }
+  }
+
+  /// Forgets the anchor, the holes and the gaps (a flush of the pacers that share it, before any new frame).
+  public func reset() {
+    state.withLock { state in
+      state.anchor = nil
+      state.holes = []
+      state.gaps = [:]
+      state.everywhere = []
+      state.active = []
+    }
+  }
+
+  /// The media time `played` of presented media after `start`, holes not counted.
+  private static func position(after played: MediaDuration, from start: MediaTime, skipping holes: [MediaRange])
+    -> MediaTime
+  {
+    var position = start
+    var remaining = played.microseconds
+    for hole in holes where hole.end > position {
+      let before = max(0, hole.start.microseconds - position.microseconds)
+      if before >= remaining { break }
+      remaining -= before
+      position = hole.end
+    }
+    return MediaTime(microseconds: position.microseconds + max(0, remaining))
+  }
+
+  /// `ranges` sorted, overlapping and touching ones joined.
+  private static func merged(_ ranges: [MediaRange]) -> [MediaRange] {
+    var result: [MediaRange] = []
+    for range in ranges.sorted(by: { $0.start < $1.start }) {
+      if let last = result.last, range.start <= last.end {
+        result[result.count - 1] = MediaRange(start: last.start, end: max(last.end, range.end))
+      } else {
+        result.append(range)
+      }
+    }
+    return result
+  }
+}

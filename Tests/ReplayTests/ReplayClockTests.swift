@@ -1,0 +1,87 @@
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+import TiCloudStorage
+
+/// Audio and video of one play share one clock anchor (``PlaybackTimeline``): frames of the same media
+/// time are presented at the same instant, whichever branch started first, across holes and pauses.
+@Suite struct ReplayClockTests {
+  /// The clock instant (µs) at which the audio played media time `media` (µs), from the audio frame
+  /// that holds it (AAC frames last 64 ms here), at 1×; nil where no audio frame holds it.
+  func audioInstant(_ harness: ReplayHarness, at media: Int64) -> Int64? {
+    guard let frame = harness.audio.instants.last(where: { $0.media <= media }), media - frame.media < 64_000
+    else { return nil }
+    return frame.at + (media - frame.media)
+  }
+
+  /// Every presented video frame of media time in `range` (µs) against the audio at its time.
+  func expectInStep(_ harness: ReplayHarness, from start: Int64, to end: Int64, _ label: String) {
+    let frames = harness.renderer.frames.filter { $0.media >= start && $0.media < end }
+    #expect(!frames.isEmpty, "\(label): no video frames")
+    #expect(
+      frames.filter { audioInstant(harness, at: $0.media) != nil }.count * 10 >= frames.count * 9,
+      "\(label): audio holds too few of the video frames' times")
+    for frame in frames {
+      guard let audio = audioInstant(harness, at: frame.media) else { continue }
+      #expect(abs(audio - frame.at) <= 1_000, "\(label): video \(frame.media) at \(frame.at), audio at \(audio)")
+    }
+  }
+
+  @Test func aVideoOnlyGapKeepsTheAudiosTime() throws {
+    // Objects [0, 3) [3, 6) [6, 9) s; the third has no video before its keyframe at 8 s: a video gap
+    // from 6 s while audio goes on. The picture waits for the audio to reach 8 s.
+    let harness = try ReplayHarness(seconds: 9, audio: true) { library in
+      try LibraryFaults.rewriteRecords(segment: 2, in: library) { records in
+        records.filter { $0.track.kind != .video || $0.timestampMilliseconds >= recordingStart + 8000 }
+      }
+    }
+    harness.play(0, 9000)
+    harness.runToEnd()
+    #expect(harness.log.errors.isEmpty)
+    let frames = harness.renderer.frames
+    #expect(!frames.contains { $0.media >= media(6000) && $0.media < media(8000) })
+    let before = try #require(frames.last { $0.media < media(6000) })
+    let after = try #require(frames.first { $0.media >= media(6000) })
+    #expect(after.media == media(8000))
+    #expect(after.at - before.at == 2_040_000)
+    #expect(harness.audio.instants.contains { $0.media > media(6000) && $0.media < media(8000) })
+    expectInStep(harness, from: media(0), to: media(6000), "before the video gap")
+    expectInStep(harness, from: media(8000), to: media(9000), "after the video gap")
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func aHoleInEveryTrackIsSkippedByBothInStep() throws {
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 2)], audio: true)
+    harness.play(0, 9000)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    let before = try #require(frames.last { $0.media < media(3000) })
+    let after = try #require(frames.first { $0.media >= media(5000) })
+    #expect(after.media == media(5000))
+    // The hole takes no time: the frame after it follows the last one before it by one frame.
+    #expect(after.at - before.at == 40_000)
+    expectInStep(harness, from: media(0), to: media(3000), "before the hole")
+    expectInStep(harness, from: media(5000), to: media(9000), "after the hole")
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func aPauseKeepsAudioAndVideoInStep() throws {
+    let harness = try ReplayHarness(seconds: 6, audio: true)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(1_010))
+    harness.replay.pause()
+    harness.run(for: .milliseconds(700))
+    harness.replay.resume()
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    expectInStep(harness, from: media(0), to: media(960), "before the pause")
+    expectInStep(harness, from: media(1100), to: media(6000), "after the pause")
+    // The pause shows: the media time after it lags the clock by its length.
+    let late = try #require(harness.renderer.frames.first { $0.media == media(2000) })
+    let start = try #require(harness.renderer.frames.first)
+    #expect(late.at - start.at == 2_000_000 + 700_000)
+  }
+}
