@@ -113,7 +113,7 @@ extension SDKRules {
         box.results.append((result.code, onMainQueue, box.returned))
       }
       box.returned = true
-      await session.drainMain()
+      await session.drainMain { box.results.count >= 4 }
       let results = box.results
       #expect(results.count == 4)
       #expect(Set(results.map(\.0)) == [ok, TiCloudStorageErrorCode.invalidArgument])

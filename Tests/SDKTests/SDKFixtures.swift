@@ -73,6 +73,14 @@ final class SDKSession {
     }
   }
 
+  /// Drains the main queue until `done` holds: a completion may pass through another queue first (a
+  /// listing's argument error is answered from a global queue), which a slow run (sanitizers) makes
+  /// later than a few rounds of the main queue.
+  func drainMain(until done: () -> Bool) async {
+    while !done() { await drainMain() }
+    await drainMain()
+  }
+
   /// Awaits `body` while cranking the graphs' executor (the library is read on it).
   func pump<Value: Sendable>(_ body: @escaping @MainActor () async -> Value) async -> Value {
     let result = Locked<Value?>(nil)
