@@ -89,7 +89,7 @@ public final class ExportJob: @unchecked Sendable {
       if ending == nil { ending = .failed(TiError(failure.error)) }
       return failure.nodeID == sourceID ? .endBranch : .stopPipeline
     }
-    pipeline.onEndOfStream = { [unowned self] in complete() }
+    pipeline.onEndOfStream = { [unowned self] _ in complete() }
     pipeline.onStop = { [unowned self] in executor.execute { self.complete() } }
     try branches?(Graph(pipeline: pipeline, packets: router))
     try pipeline.start()

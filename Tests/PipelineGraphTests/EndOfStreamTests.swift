@@ -16,7 +16,7 @@ struct EndOfStreamTests {
     pipeline.connect(sourceB, to: join)
     for sink in sinks { pipeline.connect(join, to: sink) }
     let ends = LockedArray<Int>()
-    pipeline.onEndOfStream = { ends.append(1) }
+    pipeline.onEndOfStream = { _ in ends.append(1) }
     try pipeline.start()
     executor.runUntilIdle()
     for sink in sinks {

@@ -106,4 +106,98 @@ struct FlushTests {
     harness.advance(by: .seconds(2))
     #expect(node.fired == [2])
   }
+
+  @Test("a seek's target reaches every node's flush; a flush made before the start takes effect at the start")
+  func seekTargetsReachTheNodes() throws {
+    final class TargetLog: Node {
+      typealias Input = Int
+      typealias Output = Int
+      var targets: [MediaTime?] = []
+      var generations: [Int] = []
+      func process(_ input: Int, context: NodeContext<Int>) throws { context.emit(input) }
+      func flush(context: NodeContext<Int>) {
+        targets.append(context.seekTarget)
+        generations.append(context.generation)
+      }
+    }
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let source = CountingSource(count: 3)
+    let log = TargetLog()
+    let sink = CollectingSink<Int>()
+    pipeline.connect(source, to: log)
+    pipeline.connect(log, to: sink)
+    let target = MediaTime(milliseconds: 1_700_000_004_000)
+    #expect(pipeline.flush(seekingTo: target) == 1)
+    #expect(log.targets.isEmpty, "nothing runs before the start")
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(log.targets == [target])
+    #expect(log.generations == [1])
+    // Everything the sink got belongs to generation 1, after its in-band marker.
+    #expect(sink.events.first.map { "\($0)" } == "flush(1)")
+    #expect(sink.items == [0, 1, 2])
+
+    pipeline.flush()
+    executor.runUntilIdle()
+    #expect(log.targets == [target, nil], "a flush without a target says so")
+    #expect(log.generations == [1, 2])
+  }
+
+  @Test("an end of stream of the generation before a flush does not count for the one after it")
+  func endsOfAnOldGenerationDoNotCount() throws {
+    /// Flushes its pipeline when it gets its first item, from inside the run: the other sink still ends
+    /// in the old generation before the flush reaches the executor.
+    final class FlushingSink: Node {
+      typealias Input = Int
+      typealias Output = Never
+      unowned let pipeline: Pipeline
+      var flushed = false
+      init(pipeline: Pipeline) { self.pipeline = pipeline }
+      func process(_ input: Int, context: NodeContext<Never>) throws {
+        guard !flushed else { return }
+        flushed = true
+        pipeline.flush()
+      }
+    }
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let source = CountingSource(count: 1)
+    let flushing = FlushingSink(pipeline: pipeline)
+    let other = CollectingSink<Int>()
+    pipeline.connect(source, to: flushing)
+    pipeline.connect(source, to: other)
+    let ends = LockedArray<Int>()
+    pipeline.onEndOfStream = { generation in ends.append(generation) }
+    try pipeline.start()
+    executor.runUntilIdle()
+    // Both sinks ended twice (generations 0 and 1); only the second time is the stream's end.
+    #expect(other.finishCount == 2)
+    #expect(ends.values == [1])
+  }
+
+  @Test("a failure carries the flush generation of the node that raised it")
+  func failuresCarryTheirGeneration() throws {
+    final class FailOnce: Node {
+      typealias Input = Int
+      typealias Output = Never
+      func process(_ input: Int, context: NodeContext<Never>) throws {
+        if input == 1 { throw GraphError.empty }
+      }
+    }
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let source = CountingSource(count: 2)
+    pipeline.connect(source, to: FailOnce())
+    let generations = LockedArray<Int>()
+    pipeline.errorHandler = { failure in
+      generations.append(failure.generation)
+      return .resume
+    }
+    pipeline.flush()
+    pipeline.flush()
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(generations.values == [2])
+  }
 }

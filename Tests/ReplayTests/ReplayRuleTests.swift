@@ -103,6 +103,28 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
   }
 
+  @Test func R33_aSeekFlushesTheRunningGraphInPlaceEvenAfterItsSourceEnded() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    harness.play(0, 9000)
+    harness.run(for: .milliseconds(8600))
+    let graph = try #require(harness.replay.activeGraph)
+    // The source has read the whole range by now; the seek back restarts it in the same graph.
+    let seen = harness.renderer.frames.count
+    #expect(harness.replay.seek(toTimeMs: recordingStart + 1010) == .ok)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    #expect(harness.replay.activeGraph == nil)
+    let after = harness.renderer.frames[seen...].map(\.media)
+    #expect(after == (26..<225).map { media(Int64($0) * 40) })
+    #expect(harness.log.completions == 1)
+    #expect(harness.log.errors.isEmpty)
+    // Frames of the first pass come before the seek's and none after it.
+    #expect(harness.renderer.frames[..<seen].allSatisfy { $0.media < media(9000) })
+    let statistics = graph.statistics()
+    let decoder = try #require(statistics.nodes.first { $0.name == "Video0Decoder" })
+    #expect(decoder.itemsIn > 225, "the decoder went on in the same graph: \(decoder.itemsIn) packets")
+  }
+
   @Test func R32_ofSeveralSeeksTheLastWinsAndTheSupersededOneIsReported() throws {
     let harness = try ReplayHarness(seconds: 9)
     let superseded = Locked<[[Int64]]>([])

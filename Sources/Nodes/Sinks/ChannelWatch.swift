@@ -5,8 +5,9 @@ import PipelineGraph
 /// ``patience`` of media time with none of the watched track's channel, the track is reported, with the
 /// time it was noticed at, once.
 ///
-/// Confined to its pipeline's executor, where `report` is called; a track once reported stays reported
-/// (a flush does not re-arm it).
+/// Confined to its pipeline's executor, where `report` is called with the flush generation of the packet
+/// that told; a track is reported once per flush generation (a flush re-arms the watch: media times jump
+/// at a seek).
 public final class ChannelWatch: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -19,12 +20,12 @@ public final class ChannelWatch: Node {
   public let patience: MediaDuration
   private var watched: [TrackID: MediaTime?]
   private var reported: Set<TrackID> = []
-  private let report: (TrackID, MediaTime) -> Void
+  private let report: (_ track: TrackID, _ time: MediaTime, _ generation: Int) -> Void
 
   /// Watches `tracks`; `report` is called on the graph's executor.
   public init(
     tracks: Set<TrackID>, patience: MediaDuration = .microseconds(5_000_000),
-    report: @escaping (TrackID, MediaTime) -> Void
+    report: @escaping (_ track: TrackID, _ time: MediaTime, _ generation: Int) -> Void
   ) {
     self.patience = patience
     self.report = report
@@ -39,10 +40,16 @@ public final class ChannelWatch: Node {
       } else if let since {
         guard let waited = try? input.time - since, waited >= patience else { continue }
         reported.insert(track)
-        report(track, input.time)
+        report(track, input.time, context.generation)
       } else {
         watched[track] = input.time
       }
     }
+  }
+
+  /// Re-arms the watch.
+  public func flush(context: NodeContext<Never>) {
+    for track in watched.keys { watched[track] = .some(nil) }
+    reported.removeAll()
   }
 }

@@ -3,8 +3,9 @@ import PipelineGraph
 /// The end of a Replay branch: hands each presented frame, each event and the end of stream to the
 /// output that owns the branch (``VideoRenderer`` / ``AudioDevice`` behind a Video or Audio Output).
 ///
-/// The closures run on the pipeline's executor, in order with the media. No states beyond the `Node`
-/// lifecycle: `onEnd` runs at each end of stream (again after a flush restarts the stream).
+/// The closures run on the pipeline's executor, in order with the media, with the flush generation the
+/// media belongs to (a seek's owner tells the frames after it from those before). No states beyond the
+/// `Node` lifecycle: `onEnd` runs at each end of stream (again after a flush restarts the stream).
 public final class PresentationSink: Node {
   /// Presented frames.
   public typealias Input = DecodedFrame
@@ -13,15 +14,16 @@ public final class PresentationSink: Node {
 
   /// The node's name.
   public let name: String
-  private let onFrame: (DecodedFrame) -> Void
-  private let onEvent: (MediaEvent) -> Void
-  private let onEnd: () -> Void
+  private let onFrame: (_ frame: DecodedFrame, _ generation: Int) -> Void
+  private let onEvent: (_ event: MediaEvent, _ generation: Int) -> Void
+  private let onEnd: (_ generation: Int) -> Void
 
   /// A sink that calls `onFrame` for each frame, `onEvent` for each gap or format change, and `onEnd`
   /// when the stream has ended (after the last frame's presentation).
   public init(
-    name: String, onFrame: @escaping (DecodedFrame) -> Void, onEvent: @escaping (MediaEvent) -> Void = { _ in },
-    onEnd: @escaping () -> Void = {}
+    name: String, onFrame: @escaping (_ frame: DecodedFrame, _ generation: Int) -> Void,
+    onEvent: @escaping (_ event: MediaEvent, _ generation: Int) -> Void = { _, _ in },
+    onEnd: @escaping (_ generation: Int) -> Void = { _ in }
   ) {
     self.name = name
     self.onFrame = onFrame
@@ -30,13 +32,15 @@ public final class PresentationSink: Node {
   }
 
   /// Hands the frame on.
-  public func process(_ input: DecodedFrame, context: NodeContext<Never>) throws { onFrame(input) }
+  public func process(_ input: DecodedFrame, context: NodeContext<Never>) throws {
+    onFrame(input, context.generation)
+  }
 
   /// Hands typed media events on.
   public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
-    onEvent(try MediaEvent(event))
+    onEvent(try MediaEvent(event), context.generation)
   }
 
   /// The stream ended.
-  public func finish(context: NodeContext<Never>) throws { onEnd() }
+  public func finish(context: NodeContext<Never>) throws { onEnd(context.generation) }
 }

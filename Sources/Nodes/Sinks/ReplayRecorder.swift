@@ -294,7 +294,10 @@ public final class ReplayRecorder: @unchecked Sendable {
 
 /// The replay graph's tap for recorders: hands every packet to the recorders the replay holds now.
 ///
-/// Stateless; confined to its pipeline's executor, where `recorders` is called once per packet.
+/// Stateless; confined to its pipeline's executor, where `recorders` is called once per packet. A seek's
+/// flush is a discontinuity for every recorder (``ReplayRecorder/discontinuity()``), in order with the
+/// packets: what was read before the seek and not played is dropped, and the next packets start a new
+/// stretch.
 public final class RecorderTap: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -312,6 +315,12 @@ public final class RecorderTap: Node {
   public init(paced: Bool, recorders: @escaping @Sendable () -> [ReplayRecorder]) {
     self.paced = paced
     self.recorders = recorders
+  }
+
+  /// A seek: each recorder's stretch ends where the play left it.
+  public func flush(context: NodeContext<Never>) {
+    guard context.seekTarget != nil else { return }
+    for recorder in recorders() { recorder.discontinuity() }
   }
 
   /// Hands the packet on.

@@ -18,7 +18,7 @@ import PipelineGraph
 /// one: the keyframe at or before the range start may lie there.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again from the
-/// range's start. The service's completions come back to that executor through the node's context.
+/// range's start, or from a seek's target (``NodeContext/seekTarget``) to the range's end. The service's completions come back to that executor through the node's context.
 public final class CloudSegmentSource: SourceNode {
   /// Emits fetched objects.
   public typealias Output = FetchedObject
@@ -26,7 +26,9 @@ public final class CloudSegmentSource: SourceNode {
   /// The node's name.
   public let name = "CloudSegmentSource"
   private let service: any RecordingService
-  private let range: MediaRange
+  private let requested: MediaRange
+  /// What the current flush generation reads: the requested range, or from a seek's target on.
+  private var range: MediaRange
   private let token: String
   private let prefetchBytes: Int
   private let window: MediaDuration
@@ -58,6 +60,7 @@ public final class CloudSegmentSource: SourceNode {
   ) {
     self.maximumTransfers = max(1, maximumTransfers)
     self.service = service
+    requested = range
     self.range = range
     self.token = token
     self.prefetchBytes = prefetchBytes
@@ -228,9 +231,10 @@ public final class CloudSegmentSource: SourceNode {
     transfers.removeAll()
   }
 
-  /// Cancels what is in flight and starts again from the beginning of the range.
+  /// Cancels what is in flight and starts again from the beginning of the range, or from a seek's target.
   public func flush(context: NodeContext<FetchedObject>) {
     cancelAll()
+    range = context.seekTarget.map { requested.starting(at: $0) } ?? requested
     plan.removeAll()
     seen.removeAll()
     relisted.removeAll()

@@ -10,7 +10,8 @@ import PipelineGraph
 /// A missing object is a `notFound` failure, an unreadable one `downloadFailed`.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; the reads run on the pipeline's
-/// workers and their results come back to that executor. A flush starts again from the range's start.
+/// workers and their results come back to that executor. A flush starts again from the range's start
+/// (or a seek's target).
 public final class LocalLibrarySource: SourceNode {
   /// Emits fetched objects.
   public typealias Output = FetchedObject
@@ -20,6 +21,7 @@ public final class LocalLibrarySource: SourceNode {
   private let directory: URL
   private let range: MediaRange
   private let prefetchBytes: Int
+  private var index: RecordingIndex?
   private var plan: [Step] = []
   private var nextToRequest = 0
   private var nextToEmit = 0
@@ -42,10 +44,13 @@ public final class LocalLibrarySource: SourceNode {
 
   /// Loads the index and plans the reads.
   public func start(context: NodeContext<FetchedObject>) throws {
-    plan = Self.plan(index: try RecordingIndex.load(library: directory), range: range)
+    let index = try RecordingIndex.load(library: directory)
+    self.index = index
+    plan = Self.plan(index: index, range: range)
   }
 
   static func plan(index: RecordingIndex, range: MediaRange) -> [Step] {
+    guard !range.isEmpty else { return [] }
     var steps: [Step] = []
     let segments = index.segments.sorted { $0.startMs < $1.startMs }
     guard let first = segments.firstIndex(where: { $0.range.overlaps(range) }) else {
@@ -101,8 +106,10 @@ public final class LocalLibrarySource: SourceNode {
     }
   }
 
-  /// Restarts from the beginning of the range (a new range needs a new source).
+  /// Restarts from the beginning of the range, or from a seek's target (``NodeContext/seekTarget``) to
+  /// the range's end.
   public func flush(context: NodeContext<FetchedObject>) {
+    if let index { plan = Self.plan(index: index, range: context.seekTarget.map { range.starting(at: $0) } ?? range) }
     nextToRequest = 0
     nextToEmit = 0
     arrived.removeAll()

@@ -27,7 +27,8 @@ import PipelineGraph
 /// Packets of other tracks pass unchanged; `objectStart` and `formatChange` events pass on.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle (read ``gaps`` there, or once the
-/// pipeline is idle); a flush restarts the accounting at the range's start, and ``gaps`` keeps what was sent.
+/// pipeline is idle); a flush restarts the accounting at the range's start (or a seek's target,
+/// ``NodeContext/seekTarget``, to the range's end), and ``gaps`` keeps what was sent.
 public final class GapDetector: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -89,8 +90,9 @@ public final class GapDetector: Node {
 
   /// The node's name.
   public let name = "GapDetector"
-  /// The configuration.
-  public let configuration: Configuration
+  /// The configuration; after a seek its range starts at the target.
+  public private(set) var configuration: Configuration
+  private let requestedRange: MediaRange
   private var video: Account?
   private var audio: Account?
   /// The objects read, by start (not merged: an object's own bounds tell where a track is missing).
@@ -105,6 +107,7 @@ public final class GapDetector: Node {
   /// Creates a detector.
   public init(configuration: Configuration) {
     self.configuration = configuration
+    requestedRange = configuration.range
     video = configuration.videoTrack.map { Self.account($0, configuration, isVideo: true) }
     audio = configuration.audioTrack.map { Self.account($0, configuration, isVideo: false) }
     horizon = configuration.range.start
@@ -358,6 +361,7 @@ public final class GapDetector: Node {
 
   /// Forgets everything (a seek): accounting starts again at the range's start.
   public func flush(context: NodeContext<EncodedPacket>) {
+    configuration.range = context.seekTarget.map { requestedRange.starting(at: $0) } ?? requestedRange
     video = configuration.videoTrack.map { Self.account($0, configuration, isVideo: true) }
     audio = configuration.audioTrack.map { Self.account($0, configuration, isVideo: false) }
     horizon = configuration.range.start

@@ -17,7 +17,8 @@ import Synchronization
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
 ///   the first presented frame is the first whose time is not earlier than the target. With
 ///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
-///   pacer holds the next one until it resumes.
+///   pacer holds the next one until it resumes. A seek's flush (``NodeContext/seekTarget``) makes its
+///   target the new `presentFrom`, with `showsFirstFrameWhilePaused`.
 ///
 /// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
 /// the pacer's executor: made before `start` it applies at start, after `stop` it is ignored, and a
@@ -31,9 +32,9 @@ public final class Pacer: Node {
 
   /// The node's name.
   public let name: String
-  private let presentFrom: MediaTime?
+  private var presentFrom: MediaTime?
   private let muted: Bool
-  private let showsFirstFrameWhilePaused: Bool
+  private var showsFirstFrameWhilePaused: Bool
   /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
   public weak var decoder: FrameDecoder?
 
@@ -246,6 +247,10 @@ public final class Pacer: Node {
     timer = nil
     pending = nil
     timeline.reset()
+    if let target = context.seekTarget {
+      presentFrom = target
+      showsFirstFrameWhilePaused = true
+    }
     lastPresented = nil
     endHeld = false
     arm(context)

@@ -22,7 +22,8 @@ import PipelineGraph
 /// It is a ``SteppingNode``: an object's records are demuxed one at a time as the output has room, so
 /// the edge after it stays within its bounds however many packets an object holds.
 ///
-/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush forgets all decoding state.
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush forgets all decoding state (a
+/// seek's target, ``NodeContext/seekTarget``, becomes the new `startingAt`).
 public final class SegmentDemuxer: SteppingNode {
   /// Consumes parsed objects.
   public typealias Input = SegmentObject
@@ -52,7 +53,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// While the output waits for the first video frame of the range, audio older than this before the
   /// newest one held is dropped, so a range without video holds at most this much audio (10 s).
   static let maximumHeldAudio = MediaDuration.microseconds(10_000_000)
-  private let startingAt: MediaTime?
+  private var startingAt: MediaTime?
   private let endingAt: MediaTime?
   private var trimBefore: MediaTime?
   private var held: [Held] = []
@@ -304,6 +305,7 @@ public final class SegmentDemuxer: SteppingNode {
     current = nil
     ready.removeAll()
     readyHead = 0
+    if let target = context.seekTarget { startingAt = target }
     trimBefore = startingAt
     lastObjectEnd = nil
   }

@@ -33,6 +33,11 @@ public final class NodeContext<Output> {
   /// The current flush generation (0 until the first flush).
   public var generation: Int { core.generation }
 
+  /// Where the current flush generation starts: the target of the seek that started it
+  /// (``Pipeline/flush(seekingTo:)``), nil before any flush and after a flush without one. Nodes read
+  /// it in `flush(context:)` to reposition.
+  public var seekTarget: MediaTime? { core.seekTarget }
+
   /// Sends `item` to every connected consumer (fan-out shares the item; nothing is copied).
   /// Ignored once the node has finished or the pipeline has stopped.
   @inlinable

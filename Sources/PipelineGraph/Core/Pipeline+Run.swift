@@ -66,8 +66,8 @@ extension Pipeline {
       return handler?(failure) ?? .stopPipeline
     }
     let endOfStream = onEndOfStream
-    onEndOfStream = {
-      endOfStream?()
+    onEndOfStream = { generation in
+      endOfStream?(generation)
       run.end(reachedEndOfStream: true)
     }
     let stopped = onStop

@@ -20,6 +20,8 @@ public final class Pipeline: @unchecked Sendable {
   private struct Control {
     var started = false
     var generation = 0
+    /// The target of the seek that started `generation` (nil for generation 0 or a plain flush).
+    var seekTarget: MediaTime?
     var finishedSinks = 0
   }
 
@@ -33,9 +35,10 @@ public final class Pipeline: @unchecked Sendable {
   /// Receives every node failure, on the failing node's executor, and decides what happens next.
   /// Without a handler a failure stops the pipeline. Set before ``start()``.
   public var errorHandler: (@Sendable (NodeFailure) -> ErrorDisposition)?
-  /// Called once every sink has received `endOfStream` (again after each flush that restarts the stream),
-  /// on the executor of the last sink to finish. Set before ``start()``.
-  public var onEndOfStream: (@Sendable () -> Void)?
+  /// Called with the flush generation once every sink has received that generation's `endOfStream`
+  /// (again after each flush that restarts the stream), on the executor of the last sink to finish. Set
+  /// before ``start()``.
+  public var onEndOfStream: (@Sendable (_ generation: Int) -> Void)?
   /// Called once, after every node's `stop` has run, on the executor of the last partition to stop (inside
   /// ``stop()`` when the pipeline never started). Set before ``start()``.
   public var onStop: (@Sendable () -> Void)?
@@ -161,12 +164,19 @@ public final class Pipeline: @unchecked Sendable {
       let order = try validatedOrder()
       buildPartitions(order)
       control.started = true
-    }
-    for partition in partitions {
-      partition.executor.execute { [partition] in
-        partition.isActive = true
-        for box in partition.boxes { box.start() }
-        partition.run()
+      // Queued under the lock, so that a concurrent flush's jobs come after these on every executor. A
+      // flush made before the start takes effect right after it.
+      let (generation, target) = (control.generation, control.seekTarget)
+      for partition in partitions {
+        partition.executor.execute { [partition] in
+          partition.isActive = true
+          for box in partition.boxes { box.start() }
+          if generation > 0 {
+            partition.generation = generation
+            for box in partition.boxes { box.flush(to: generation, seekingTo: target) }
+          }
+          partition.run()
+        }
       }
     }
   }
@@ -214,26 +224,34 @@ public final class Pipeline: @unchecked Sendable {
     sinkCount = boxes.count { $0.outputEdges.isEmpty }
   }
 
-  /// Seeks: starts a new flush generation. On each executor, in topological order, queued entries of
-  /// the old generation are dropped, every node's `flush` runs (sources reposition there), and sources
-  /// send `flush(generation:)` in-band ahead of their new data. Completions and timers made before the
-  /// flush are dropped when they arrive. Callable from any thread; returns the new generation.
+  /// Starts a new flush generation. On each executor, in topological order, queued entries of the old
+  /// generation are dropped, every node's `flush` runs (sources reposition there), and sources send
+  /// `flush(generation:)` in-band ahead of their new data. Completions and timers made before the flush
+  /// are dropped when they arrive. Callable from any thread, before or after ``start()`` (a flush before
+  /// the start takes effect at the start); returns the new generation.
+  ///
+  /// - Parameter target: a seek's target, which nodes read as ``NodeContext/seekTarget`` in their
+  ///   `flush`: sources then read from it and presenters show nothing earlier (GStreamer's flushing seek
+  ///   and the segment that follows it). Nil restarts the stream where each node started it.
   @discardableResult
-  public func flush() -> Int {
-    let generation = control.withLock { control -> Int in
+  public func flush(seekingTo target: MediaTime? = nil) -> Int {
+    control.withLock { control -> Int in
       control.generation += 1
+      control.seekTarget = target
       control.finishedSinks = 0
-      return control.generation
-    }
-    for partition in partitions {
-      partition.executor.execute { [partition] in
-        guard partition.isActive else { return }
-        partition.generation = generation
-        for box in partition.boxes { box.flush(to: generation) }
-        partition.run()
+      let generation = control.generation
+      // Queued under the lock: flushes reach every executor in the order they were made.
+      guard control.started else { return generation }
+      for partition in partitions {
+        partition.executor.execute { [partition] in
+          guard partition.isActive else { return }
+          partition.generation = generation
+          for box in partition.boxes { box.flush(to: generation, seekingTo: target) }
+          partition.run()
+        }
       }
+      return generation
     }
-    return generation
   }
 
   /// Stops the pipeline: every node's `stop` runs on its executor, queues are emptied, and nothing runs
@@ -260,14 +278,16 @@ public final class Pipeline: @unchecked Sendable {
     errorHandler?(failure) ?? .stopPipeline
   }
 
-  func sinkFinished(on executor: any PipelineExecutor) {
+  func sinkFinished(on executor: any PipelineExecutor, generation: Int) {
     let all = control.withLock { control -> Bool in
+      // A sink of an older generation may end after a flush was made and before it reached the sink.
+      guard control.generation == generation else { return false }
       control.finishedSinks += 1
       return control.finishedSinks == sinkCount
     }
     // Delivered as the executor's next job, so the batch that finished the last sink has completed
     // (and its counters are written) before anyone is told.
-    if all, let onEndOfStream { executor.execute(onEndOfStream) }
+    if all, let onEndOfStream { executor.execute { onEndOfStream(generation) } }
   }
 
   // MARK: Introspection

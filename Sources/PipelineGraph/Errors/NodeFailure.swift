@@ -10,11 +10,15 @@ public struct NodeFailure: Error, Sendable, CustomStringConvertible {
   /// The failing node's identity, `ObjectIdentifier(node)`: compare it with a node kept by the
   /// configuration (names need not be unique).
   public let nodeID: ObjectIdentifier
+  /// The flush generation the node was in: a failure of a generation older than the pipeline's
+  /// concerns data a seek has already discarded.
+  public let generation: Int
 
-  init(node: ObjectIdentifier, nodeName: String, error: any Error) {
+  init(node: ObjectIdentifier, nodeName: String, error: any Error, generation: Int) {
     nodeID = node
     self.nodeName = nodeName
     self.error = error
+    self.generation = generation
   }
 
   /// True when `node` is the one that failed.

@@ -9,7 +9,7 @@ protocol NodeBoxing: AnyObject {
   var producesOutput: Bool { get }
   func start()
   func runBatch() -> Bool
-  func flush(to generation: Int)
+  func flush(to generation: Int, seekingTo target: MediaTime?)
   func stop()
   func handleFailure(_ error: any Error)
   func releaseEndOfStream()
@@ -238,11 +238,12 @@ final class NodeBox<N: Node>: NodeBoxing {
     for edge in context.outputs where edge.pushEvent(.endOfStream, generation: generation) {
       if edge.isThreadBoundary { edge.wakeConsumer() }
     }
-    if context.outputs.isEmpty { context.pipeline.sinkFinished(on: core.executor) }
+    if context.outputs.isEmpty { context.pipeline.sinkFinished(on: core.executor, generation: generation) }
   }
 
-  func flush(to generation: Int) {
+  func flush(to generation: Int, seekingTo target: MediaTime?) {
     core.generation = generation
+    core.seekTarget = target
     for edge in inputs { edge.removeEntries(olderThan: generation) }
     core.endedInputs = 0
     core.inputSuspended = false
@@ -264,7 +265,8 @@ final class NodeBox<N: Node>: NodeBoxing {
 
   @usableFromInline
   func handleFailure(_ error: any Error) {
-    let failure = NodeFailure(node: ObjectIdentifier(node), nodeName: core.name, error: error)
+    let failure = NodeFailure(
+      node: ObjectIdentifier(node), nodeName: core.name, error: error, generation: core.generation)
     switch context.pipeline.report(failure) {
     case .resume:
       break

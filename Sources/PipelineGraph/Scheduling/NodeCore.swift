@@ -22,6 +22,8 @@ final class NodeCore: @unchecked Sendable {
   unowned(unsafe) var partition: Partition?
   /// The flush generation the node is in (its partition's, copied here to keep the hot path short).
   @exclusivity(unchecked) @usableFromInline var generation = 0
+  /// The target of the seek that started ``generation``.
+  @exclusivity(unchecked) var seekTarget: MediaTime?
   @exclusivity(unchecked) @usableFromInline var phase = Phase.idle
   @exclusivity(unchecked) @usableFromInline var inputSuspended = false
   @exclusivity(unchecked) @usableFromInline var sourceWaiting = false

@@ -37,6 +37,10 @@ public struct MediaRange: Hashable, Sendable, Codable, CustomStringConvertible {
     return clipped.isEmpty ? nil : clipped
   }
 
+  /// The range from `time` to the same end, earlier or later than ``start`` (a seek); empty when `time`
+  /// is not before ``end``.
+  public func starting(at time: MediaTime) -> MediaRange { MediaRange(start: min(time, end), end: end) }
+
   /// `[start, end)`.
   public var description: String { "[\(start.milliseconds), \(end.milliseconds))" }
 }

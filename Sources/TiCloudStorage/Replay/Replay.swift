@@ -6,12 +6,14 @@ import Synchronization
 /// Replay as a graph configuration: plays a device's recordings of a range at one of seven speeds,
 /// with pause, seek, gaps reported as they are crossed, and the position as it advances.
 ///
-/// Each play (and each seek) builds
+/// Each play (and each change of outputs or recorders) builds
 /// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer → TrackRouter → GapDetector ─┬→ FrameDecoder → Pacer → PresentationSink (video)`
 /// `                                                                                   └→ FrameDecoder → Pacer(muted off 1×) → PresentationSink (audio)`
 /// over any `RecordingService` (`file://` or `http(s)://`), on the environment's executor and clock.
-/// A seek replaces the graph by one that starts at the target: the latest seek wins, and the events of
-/// a replaced graph are dropped. The callbacks of one play follow the seed: `onTimeChanged` at most
+/// A seek flushes that graph in place (``Pipeline/flush(seekingTo:)``): the source lists and fetches
+/// from the target, the demuxer starts at the keyframe at or before it, decoders restart, and the pacers
+/// present nothing earlier. The latest seek wins, and what the graph did before it (frames, gaps, its
+/// end) is dropped by flush generation. The callbacks of one play follow the seed: `onTimeChanged` at most
 /// once per 100 ms of media (and at each seek, after each gap, and at the end), `onRecordingGap` once
 /// per gap crossed, between the time events around it, and exactly one of `onCompleted` or `onError`
 /// unless the play is stopped or replaced. The graph also carries a `ChannelWatch` and a `RecorderTap`
@@ -168,10 +170,15 @@ public final class Replay: @unchecked Sendable {
     let pacers: [Pacer]
     /// The tracks its router lets through.
     let tracks: Set<TrackID>
-    init(pipeline: Pipeline, pacers: [Pacer], tracks: Set<TrackID>) {
+    /// The replay's generation when it was built: each seek flushes it (one pipeline generation more)
+    /// and bumps the replay's, so its events of pipeline generation g belong to replay generation
+    /// `base + g`.
+    let base: Int
+    init(pipeline: Pipeline, pacers: [Pacer], tracks: Set<TrackID>, base: Int) {
       self.pipeline = pipeline
       self.pacers = pacers
       self.tracks = tracks
+      self.base = base
     }
     var dropped: Int { pacers.first.map { $0.statistics.dropped.load(ordering: .relaxed) } ?? 0 }
   }
@@ -335,6 +342,11 @@ public final class Replay: @unchecked Sendable {
   /// The last video frame presented (for snapshots): kept after pause, stop and completion.
   public var lastPresentedFrame: DecodedFrame? { state.withLock { $0.lastFrame } }
 
+  /// The graph of the active play (nil without one), for its shape and statistics
+  /// (``Pipeline/statistics()``, read while it is idle). A seek flushes it in place; a change of outputs
+  /// or recorders replaces it.
+  public var activeGraph: Pipeline? { state.withLock { $0.active ? $0.graph?.pipeline : nil } }
+
   /// Plays `[startTimeMs, endTimeMs)` from `initialTimeMs` (or the start) with `token`.
   ///
   /// `invalidArgument` for an empty range or an initial time outside it, `notBound` without any output;
@@ -432,6 +444,7 @@ public final class Replay: @unchecked Sendable {
   @discardableResult
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
     var superseded: Int64?
+    var flushed = false
     let outcome = state.withLock { state -> Result<Graph?, TiError> in
       guard state.active, let play = state.play else { return .failure(TiError(.notStarted, "no active play")) }
       guard (play.start..<play.end).contains(timeMs) else {
@@ -447,13 +460,19 @@ public final class Replay: @unchecked Sendable {
       state.mismatches = [:]
       state.presentingOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
-      return .success(retire(&state))
+      // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
+      // generations keep in step with ours); only a play without one builds a graph.
+      guard let graph = state.graph else { return .success(nil) }
+      graph.pipeline.flush(seekingTo: MediaTime(milliseconds: timeMs))
+      flushed = true
+      return .success(nil)
     }
     switch outcome {
     case .failure(let error): return error.code
-    case .success(let old):
-      old?.pipeline.stop()
+    case .success:
       if let superseded, let handler = state.withLock({ $0.onSeekSuperseded }) { handler(superseded, timeMs) }
+      // A flushed graph's recorder tap marks the discontinuity in order with the packets.
+      guard !flushed else { return .ok }
       for recorder in state.withLock({ $0.recorders.map(\.recorder) }) { recorder.discontinuity() }
       start(restarting: false)
       return .ok
@@ -588,8 +607,8 @@ public final class Replay: @unchecked Sendable {
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // An output bound to a channel without media while others of its kind have some fails with 6130.
-    let watch = ChannelWatch(tracks: Set(plan.bindings.map(\.track))) { [weak self] track, time in
-      self?.channelMissing(track, noticedAt: time, clockBinding: clockBinding, generation: generation)
+    let watch = ChannelWatch(tracks: Set(plan.bindings.map(\.track))) { [weak self] track, time, flushes in
+      self?.channelMissing(track, noticedAt: time, clockBinding: clockBinding, generation: generation + flushes)
     }
     pipeline.connect(demuxer, to: watch, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // Recording tasks get what the play reads (their tasks come and go while it runs).
@@ -626,14 +645,14 @@ public final class Replay: @unchecked Sendable {
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play.
       if let owner = owners[failure.nodeID] {
-        self?.outputFailed(owner, TiError(failure.error), generation: generation)
+        self?.outputFailed(owner, TiError(failure.error), generation: generation + failure.generation)
         return .endBranch
       }
-      self?.failed(TiError(failure.error), generation: generation)
+      self?.failed(TiError(failure.error), generation: generation + failure.generation)
       return .stopPipeline
     }
-    pipeline.onEndOfStream = { [weak self] in self?.completed(generation: generation) }
-    return Graph(pipeline: pipeline, pacers: pacers, tracks: tracks)
+    pipeline.onEndOfStream = { [weak self] flushes in self?.completed(generation: generation + flushes) }
+    return Graph(pipeline: pipeline, pacers: pacers, tracks: tracks, base: generation)
   }
 
   /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
@@ -658,16 +677,17 @@ public final class Replay: @unchecked Sendable {
       pacer.decoder = decoder
       sink = PresentationSink(
         name: "\(name)Output",
-        onFrame: { [weak self] frame in
+        onFrame: { [weak self] frame, flushes in
           guard let self,
-            self.presented(frame, by: id, video: true, reportsPosition: reportsPosition, generation: generation)
+            self.presented(
+              frame, by: id, video: true, reportsPosition: reportsPosition, generation: generation + flushes)
           else { return }
           renderer.render(frame)
         },
-        onEvent: { [weak self] event in
-          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation) }
+        onEvent: { [weak self] event, flushes in
+          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation + flushes) }
         },
-        onEnd: { [weak self] in self?.drained(id, generation: generation) })
+        onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
     case .audio(let device):
       // With video, audio is muted and not presented off 1×; alone it paces the position.
       let audioOnly = !plan.bindings.contains { $0.isVideo }
@@ -676,9 +696,10 @@ public final class Replay: @unchecked Sendable {
         timeline: timeline)
       sink = PresentationSink(
         name: "\(name)Output",
-        onFrame: { [weak self] frame in
+        onFrame: { [weak self] frame, flushes in
           guard let self,
-            self.presented(frame, by: id, video: false, reportsPosition: reportsPosition, generation: generation)
+            self.presented(
+              frame, by: id, video: false, reportsPosition: reportsPosition, generation: generation + flushes)
           else { return }
           let volume = self.state.withLock { state -> Int? in
             guard state.speed == .x1 else { return nil }
@@ -686,10 +707,10 @@ public final class Replay: @unchecked Sendable {
           }
           if let volume { device.play(frame, volume: volume) }
         },
-        onEvent: { [weak self] event in
-          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation) }
+        onEvent: { [weak self] event, flushes in
+          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation + flushes) }
         },
-        onEnd: { [weak self] in self?.drained(id, generation: generation) })
+        onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
     }
     var nodes = [ObjectIdentifier(decoder), ObjectIdentifier(pacer), ObjectIdentifier(sink)]
     if let joining {
