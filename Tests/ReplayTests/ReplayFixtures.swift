@@ -72,6 +72,8 @@ final class ReplayHarness {
   let log = ReplayLog()
   let renderer: TimedRenderer
   let audio: TimedAudioDevice
+  /// The library the replay reads, counting the objects fetched.
+  let service: CountingService
 
   /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC) with `gaps`; `damage`
   /// may change the library before the replay reads it.
@@ -87,7 +89,8 @@ final class ReplayHarness {
     self.audio = TimedAudioDevice(clock: clock)
     let environment = ReplayEnvironment(
       executor: executor, clock: clock, workers: executor, deliver: { $0() })
-    replay = Replay(service: LocalLibraryService(directory: directory.url, workers: executor), environment: environment)
+    service = CountingService(LocalLibraryService(directory: directory.url, workers: executor))
+    replay = Replay(service: service, environment: environment)
     renderer = TimedRenderer(clock: clock)
     replay.bindVideo(channel: 0, renderer: renderer)
     if audio { replay.bindAudio(channel: 1, device: self.audio) }
@@ -133,3 +136,24 @@ final class ReplayHarness {
 
 /// Media time `ms` after the recording's start, in µs.
 func media(_ ms: Int64) -> Int64 { (recordingStart + ms) * 1000 }
+
+/// A service that forwards to another and records which objects were fetched, in order.
+final class CountingService: RecordingService {
+  private let wrapped: any RecordingService
+  private let fetched = Locked<[Int64]>([])
+  init(_ wrapped: any RecordingService) { self.wrapped = wrapped }
+  var endpoint: String { wrapped.endpoint }
+  /// The start (ms after the recording's start) of each object fetched, in order.
+  var fetchedStarts: [Int64] { fetched.withLock { $0 } }
+  func listSegments(
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+  ) -> ServiceRequest {
+    wrapped.listSegments(in: range, token: token, completion: completion)
+  }
+  func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
+    -> ServiceRequest
+  {
+    fetched.withLock { $0.append(segment.startMs - recordingStart) }
+    return wrapped.fetchObject(segment, completion: completion)
+  }
+}

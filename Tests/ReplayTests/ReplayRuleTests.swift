@@ -125,6 +125,40 @@ import TiCloudStorage
     #expect(decoder.itemsIn > 225, "the decoder went on in the same graph: \(decoder.itemsIn) packets")
   }
 
+  @Test("read-ahead waits for the first frame of a play or a seek, and stops while paused")
+  func readAheadWaitsForTheFirstFrameAndStopsWhilePaused() throws {
+    // 60 s in 3 s objects of about 60 KB: the 16 MB budget would read the whole range at once.
+    let harness = try ReplayHarness(seconds: 60)
+    harness.play(0, 60000)
+    harness.replay.pause()
+    harness.run(for: .seconds(1))
+    #expect(harness.renderer.frames.count == 1, "paused at once: the first frame is shown alone")
+    // What the edges after the source hold (an object on each, one in the demuxer, packets on their way
+    // to the decoder), and nothing more however long the pause lasts.
+    let paused = harness.service.fetchedStarts
+    #expect(paused == (0..<paused.count).map { Int64($0) * 3000 })
+    #expect(paused.count < 12, "fetched \(paused)")
+    harness.run(for: .seconds(30))
+    #expect(harness.service.fetchedStarts == paused)
+    // Playing, the source reads ahead as far as its budget allows.
+    harness.replay.resume()
+    harness.run(for: .seconds(3))
+    #expect(harness.service.fetchedStarts.count == 20)
+    // A seek reads from the object holding the keyframe before its target (14 s lies in 12…15 s), and
+    // not ahead while it waits for its frame (paused, it goes on waiting).
+    harness.replay.pause()
+    #expect(harness.replay.seek(toTimeMs: recordingStart + 15010) == .ok)
+    harness.run(for: .seconds(30))
+    let afterSeek = Array(harness.service.fetchedStarts.dropFirst(20))
+    #expect(afterSeek == (4..<20).prefix(afterSeek.count).map { Int64($0) * 3000 })
+    #expect(afterSeek.count < 12, "fetched \(afterSeek)")
+    #expect(harness.renderer.frames.last?.media == media(15040))
+    harness.replay.resume()
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    #expect(harness.renderer.frames.last?.media == media(59960))
+  }
+
   @Test func R32_ofSeveralSeeksTheLastWinsAndTheSupersededOneIsReported() throws {
     let harness = try ReplayHarness(seconds: 9)
     let superseded = Locked<[[Int64]]>([])

@@ -12,6 +12,7 @@ public final class AES128CBC {
   /// Allocates the cipher context.
   /// - Throws: `TiError(.resourceExhausted)` when OpenSSL cannot allocate it.
   public init() throws {
+    _ = CryptoLibrary.initialized
     guard let context = EVP_CIPHER_CTX_new() else {
       throw TiError(.resourceExhausted, "OpenSSL could not allocate a cipher context")
     }

@@ -5,6 +5,7 @@ import Foundation
 public enum HMACSHA256 {
   /// The 32-byte MAC of `message` under `key`.
   public static func authenticate(_ message: String, key: String) -> [UInt8] {
+    _ = CryptoLibrary.initialized
     var mac = [UInt8](repeating: 0, count: 32)
     var length: UInt32 = 0
     let keyBytes = Array(key.utf8)

@@ -5,6 +5,7 @@ import Foundation
 public enum SHA256Digest {
   /// The digest of `bytes`, as 32 bytes.
   public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    _ = CryptoLibrary.initialized
     var digest = [UInt8](repeating: 0, count: 32)
     var length: UInt32 = 0
     let status = digest.withUnsafeMutableBufferPointer { output in

@@ -7,6 +7,7 @@ final class SHA256Stream {
   private let context: OpaquePointer
 
   init() {
+    _ = CryptoLibrary.initialized
     // Allocation failure and a missing SHA-256 are not recoverable (see SHA256Digest).
     guard let context = EVP_MD_CTX_new() else { fatalError("OpenSSL cannot allocate a digest context") }
     self.context = context

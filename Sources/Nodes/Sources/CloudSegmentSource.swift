@@ -13,12 +13,16 @@ import PipelineGraph
 ///   network failure fails the source when the stream reaches it: what was fetched before it still goes
 ///   downstream, and the operation ends there.
 /// - Flushing or stopping cancels every listing and transfer in flight at once.
+/// - ``readsAhead`` off, it fetches only the object it emits next (a player's first frame gets the disk,
+///   the network and the CPU to itself); on, up to `prefetchBytes` ahead.
 ///
 /// As with ``LocalLibrarySource``, the object before the range is included when it abuts the first
 /// one: the keyframe at or before the range start may lie there.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again from the
-/// range's start, or from a seek's target (``NodeContext/seekTarget``) to the range's end. The service's completions come back to that executor through the node's context.
+/// range's start, or from a seek's target (``NodeContext/seekTarget``) to the range's end. The
+/// service's completions come back to that executor through the node's context. ``readsAhead`` may be
+/// set from any thread.
 public final class CloudSegmentSource: SourceNode {
   /// Emits fetched objects.
   public typealias Output = FetchedObject
@@ -50,14 +54,19 @@ public final class CloudSegmentSource: SourceNode {
   private var transfers: [Int: ServiceRequest] = [:]
   private var relisted: Set<Int> = []
   private var bytesInFlight = 0
+  /// What other threads share with the executor: the read-ahead switch, and how to wake the source when
+  /// it turns on (replaced at start and at each flush: a completion of an older generation is dropped).
+  private let control: Locked<(readsAhead: Bool, wake: Completion<Void>?)>
 
   /// Fetches `[range.start, range.end)` from `service` with `token`, keeping at most `prefetchBytes`
   /// of objects ahead of downstream, with at most `maximumTransfers` transfers at once, and listing
-  /// `window` of recording at a time.
+  /// `window` of recording at a time; with `readsAhead` false, fetching only the object it emits next
+  /// until ``readsAhead`` is turned on.
   public init(
     service: any RecordingService, range: MediaRange, token: String, prefetchBytes: Int = 32 << 20,
-    maximumTransfers: Int = 4, window: MediaDuration = .microseconds(3_600_000_000)
+    maximumTransfers: Int = 4, window: MediaDuration = .microseconds(3_600_000_000), readsAhead: Bool = true
   ) {
+    control = Locked((readsAhead, nil))
     self.maximumTransfers = max(1, maximumTransfers)
     self.service = service
     requested = range
@@ -69,9 +78,31 @@ public final class CloudSegmentSource: SourceNode {
     listedUntil = range.start
   }
 
+  /// Whether the source fetches up to its `prefetchBytes` ahead of what it emits (else only the object
+  /// it emits next). Turning it on wakes the source. Callable from any thread.
+  public var readsAhead: Bool {
+    get { control.withLock { $0.readsAhead } }
+    set {
+      let wake = control.withLock { control -> Completion<Void>? in
+        defer { control.readsAhead = newValue }
+        return newValue && !control.readsAhead ? control.wake : nil
+      }
+      wake?(())
+    }
+  }
+
   /// Lists the first window.
   public func start(context: NodeContext<FetchedObject>) throws {
+    arm(context)
     listNextWindow(context: context)
+  }
+
+  private func arm(_ context: NodeContext<FetchedObject>) {
+    let wake = context.makeCompletion { [unowned self] (_: Void) in
+      requestAhead(context: context)
+      context.wake()
+    }
+    control.withLock { $0.wake = wake }
   }
 
   /// Emits the next step in order, listing and fetching ahead.
@@ -163,7 +194,8 @@ public final class CloudSegmentSource: SourceNode {
       }
       // Always allow one fetch, so an object larger than the budget still gets through.
       let size = segment.prefetchSize
-      guard bytesInFlight == 0 || bytesInFlight + size <= prefetchBytes, transfers.count < maximumTransfers else {
+      let budget = control.withLock { $0.readsAhead } ? prefetchBytes : 0
+      guard bytesInFlight == 0 || bytesInFlight + size <= budget, transfers.count < maximumTransfers else {
         return
       }
       bytesInFlight += size
@@ -196,6 +228,8 @@ public final class CloudSegmentSource: SourceNode {
         }
         arrived[position] = FetchedObject(segment: segment, result: .failure(error))
       }
+      // A transfer ended: the next one starts now, whether or not downstream has room for this one.
+      requestAhead(context: context)
       context.wake()
     }
     transfers[position] = service.fetchObject(segment) { completion($0) }
@@ -234,6 +268,7 @@ public final class CloudSegmentSource: SourceNode {
   /// Cancels what is in flight and starts again from the beginning of the range, or from a seek's target.
   public func flush(context: NodeContext<FetchedObject>) {
     cancelAll()
+    arm(context)
     range = context.seekTarget.map { requested.starting(at: $0) } ?? requested
     plan.removeAll()
     seen.removeAll()

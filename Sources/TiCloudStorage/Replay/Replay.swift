@@ -167,6 +167,9 @@ public final class Replay: @unchecked Sendable {
   /// One graph: what a play, a seek or a binding change started.
   final class Graph: @unchecked Sendable {
     let pipeline: Pipeline
+    let source: CloudSegmentSource
+    /// An output presents (else recorders alone take what is read).
+    let presents: Bool
     let pacers: [Pacer]
     /// The tracks its router lets through.
     let tracks: Set<TrackID>
@@ -174,8 +177,10 @@ public final class Replay: @unchecked Sendable {
     /// and bumps the replay's, so its events of pipeline generation g belong to replay generation
     /// `base + g`.
     let base: Int
-    init(pipeline: Pipeline, pacers: [Pacer], tracks: Set<TrackID>, base: Int) {
+    init(pipeline: Pipeline, source: CloudSegmentSource, pacers: [Pacer], tracks: Set<TrackID>, base: Int) {
       self.pipeline = pipeline
+      self.source = source
+      presents = !pacers.isEmpty
       self.pacers = pacers
       self.tracks = tracks
       self.base = base
@@ -416,14 +421,25 @@ public final class Replay: @unchecked Sendable {
   public var isPaused: Bool { state.withLock { $0.active && $0.paused } }
 
   private func setPaused(_ paused: Bool) -> TiErrorCode {
-    let pacers = state.withLock { state -> [Pacer]? in
+    let graph = state.withLock { state -> Graph?? in
       guard state.active else { return nil }
       state.paused = paused
-      return state.graph?.pacers ?? []
+      if let graph = state.graph { graph.source.readsAhead = Self.readsAhead(state) }
+      return .some(state.graph)
     }
-    guard let pacers else { return .notStarted }
-    for pacer in pacers { paused ? pacer.pause() : pacer.resume() }
+    guard let graph else { return .notStarted }
+    for pacer in graph?.pacers ?? [] { paused ? pacer.pause() : pacer.resume() }
     return .ok
+  }
+
+  /// Whether the active graph's source reads ahead of what it emits: not while a play or a seek waits for
+  /// its first frame (that frame gets the disk, the network and the CPU to itself, so a snapshot or a
+  /// seek reads little more than it shows), nor while paused (a paused play downloads nothing more than
+  /// its edges hold, about three objects, as a player on a metered link should); always when nothing
+  /// presents (recorders alone).
+  private static func readsAhead(_ state: State) -> Bool {
+    guard let graph = state.graph, graph.presents else { return true }
+    return state.positionFollowsTarget && !state.paused
   }
 
   /// Changes the speed at once, keeping the position (no seek); applies to later plays too.
@@ -463,6 +479,7 @@ public final class Replay: @unchecked Sendable {
       // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
       // generations keep in step with ours); only a play without one builds a graph.
       guard let graph = state.graph else { return .success(nil) }
+      graph.source.readsAhead = false
       graph.pipeline.flush(seekingTo: MediaTime(milliseconds: timeMs))
       flushed = true
       return .success(nil)
@@ -595,15 +612,19 @@ public final class Replay: @unchecked Sendable {
     let primaryAudio = plan.bindings.first { !$0.isVideo }
     // The position follows one branch: the first video output, else the first audio output.
     let clockBinding = (primaryVideo ?? primaryAudio)?.id
-    let source = CloudSegmentSource(service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20)
+    // Read-ahead: see `readsAhead(_:)`. A graph rebuilt at the position starts after its first frame.
+    let source = CloudSegmentSource(
+      service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20,
+      readsAhead: clockBinding == nil || (!plan.showsFirstFrameWhilePaused && !plan.paused))
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
     let tracks = Set(plan.bindings.map(\.track)).union(plan.recordedTracks)
     let router = TrackRouter(tracks: tracks)
     let detector = GapDetector(
       configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
-    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 16 << 20))
-    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 16 << 20))
+    // One object on each edge: the read-ahead is the source's, not the edges'.
+    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 1, bytes: 16 << 20))
+    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 1, bytes: 16 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // An output bound to a channel without media while others of its kind have some fails with 6130.
@@ -652,7 +673,7 @@ public final class Replay: @unchecked Sendable {
       return .stopPipeline
     }
     pipeline.onEndOfStream = { [weak self] flushes in self?.completed(generation: generation + flushes) }
-    return Graph(pipeline: pipeline, pacers: pacers, tracks: tracks, base: generation)
+    return Graph(pipeline: pipeline, source: source, pacers: pacers, tracks: tracks, base: generation)
   }
 
   /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
@@ -735,7 +756,9 @@ public final class Replay: @unchecked Sendable {
   ) -> Bool {
     var failedOutputs: [@Sendable (OutputEvent) -> Void] = []
     var heldGaps: (@Sendable () -> Void)?
+    var startsReadingAhead: CloudSegmentSource?
     defer {
+      startsReadingAhead?.readsAhead = true
       for events in failedOutputs {
         events(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
       }
@@ -776,6 +799,8 @@ public final class Replay: @unchecked Sendable {
         failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
       }
       let position = frame.time.milliseconds
+      // The first frame of a play or a seek: the source may read ahead now.
+      if !state.positionFollowsTarget && !state.paused { startsReadingAhead = state.graph?.source }
       state.position = position
       state.positionFollowsTarget = true
       state.seekPending = false

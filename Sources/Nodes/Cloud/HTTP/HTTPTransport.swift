@@ -111,5 +111,9 @@ final class HTTPTransport: @unchecked Sendable {
 
 /// libcurl's global initialization, done once before the first handle.
 enum CurlGlobal {
-  static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+  static let initialized: Bool = {
+    // OpenSSL first, without its exit-time cleanup (curl would initialize it with one).
+    _ = CryptoLibrary.initialized
+    return curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+  }()
 }
