@@ -125,8 +125,8 @@ import TiCloudStorage
     #expect(decoder.itemsIn > 225, "the decoder went on in the same graph: \(decoder.itemsIn) packets")
   }
 
-  @Test("read-ahead waits for the first frame of a play or a seek, and stops while paused")
-  func readAheadWaitsForTheFirstFrameAndStopsWhilePaused() throws {
+  @Test("a paused play reads nothing ahead; playing, it reads ahead as far as its budget allows")
+  func readAheadStopsWhilePaused() throws {
     // 60 s in 3 s objects of about 60 KB: the 16 MB budget would read the whole range at once.
     let harness = try ReplayHarness(seconds: 60)
     harness.play(0, 60000)
@@ -144,8 +144,8 @@ import TiCloudStorage
     harness.replay.resume()
     harness.run(for: .seconds(3))
     #expect(harness.service.fetchedStarts.count == 20)
-    // A seek reads from the object holding the keyframe before its target (14 s lies in 12…15 s), and
-    // not ahead while it waits for its frame (paused, it goes on waiting).
+    // A seek reads from the object holding the keyframe before its target (14 s lies in 12…15 s); paused,
+    // not ahead.
     harness.replay.pause()
     #expect(harness.replay.seek(toTimeMs: recordingStart + 15010) == .ok)
     harness.run(for: .seconds(30))

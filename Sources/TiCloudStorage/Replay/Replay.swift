@@ -432,14 +432,14 @@ public final class Replay: @unchecked Sendable {
     return .ok
   }
 
-  /// Whether the active graph's source reads ahead of what it emits: not while a play or a seek waits for
-  /// its first frame (that frame gets the disk, the network and the CPU to itself, so a snapshot or a
-  /// seek reads little more than it shows), nor while paused (a paused play downloads nothing more than
-  /// its edges hold, about three objects, as a player on a metered link should); always when nothing
-  /// presents (recorders alone).
+  /// Whether the active graph's source reads ahead of what it emits: not while paused (a paused play
+  /// downloads no more than its edges hold, a few objects, as a player on a metered link should, and a
+  /// snapshot of a paused play reads little more than it shows); always when nothing presents
+  /// (recorders alone). Reading ahead from the first object on matters at high speeds: deferred until the
+  /// first frame, the read-ahead competed with 8× decoding on one core and frames came late.
   private static func readsAhead(_ state: State) -> Bool {
     guard let graph = state.graph, graph.presents else { return true }
-    return state.positionFollowsTarget && !state.paused
+    return !state.paused
   }
 
   /// Changes the speed at once, keeping the position (no seek); applies to later plays too.
@@ -479,7 +479,6 @@ public final class Replay: @unchecked Sendable {
       // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
       // generations keep in step with ours); only a play without one builds a graph.
       guard let graph = state.graph else { return .success(nil) }
-      graph.source.readsAhead = false
       graph.pipeline.flush(seekingTo: MediaTime(milliseconds: timeMs))
       flushed = true
       return .success(nil)
@@ -612,10 +611,10 @@ public final class Replay: @unchecked Sendable {
     let primaryAudio = plan.bindings.first { !$0.isVideo }
     // The position follows one branch: the first video output, else the first audio output.
     let clockBinding = (primaryVideo ?? primaryAudio)?.id
-    // Read-ahead: see `readsAhead(_:)`. A graph rebuilt at the position starts after its first frame.
+    // Read-ahead: see `readsAhead(_:)`.
     let source = CloudSegmentSource(
       service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20,
-      readsAhead: clockBinding == nil || (!plan.showsFirstFrameWhilePaused && !plan.paused))
+      readsAhead: clockBinding == nil || !plan.paused)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
     let tracks = Set(plan.bindings.map(\.track)).union(plan.recordedTracks)
@@ -756,9 +755,7 @@ public final class Replay: @unchecked Sendable {
   ) -> Bool {
     var failedOutputs: [@Sendable (OutputEvent) -> Void] = []
     var heldGaps: (@Sendable () -> Void)?
-    var startsReadingAhead: CloudSegmentSource?
     defer {
-      startsReadingAhead?.readsAhead = true
       for events in failedOutputs {
         events(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
       }
@@ -799,8 +796,6 @@ public final class Replay: @unchecked Sendable {
         failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
       }
       let position = frame.time.milliseconds
-      // The first frame of a play or a seek: the source may read ahead now.
-      if !state.positionFollowsTarget && !state.paused { startsReadingAhead = state.graph?.source }
       state.position = position
       state.positionFollowsTarget = true
       state.seekPending = false
