@@ -13,7 +13,8 @@ import Synchronization
 /// A seek flushes that graph in place (``Pipeline/flush(seekingTo:)``): the source lists and fetches
 /// from the target, the demuxer starts at the keyframe at or before it, decoders restart, and the pacers
 /// present nothing earlier. The latest seek wins, and what the graph did before it (frames, gaps, its
-/// end) is dropped by flush generation. The callbacks of one play follow the seed: `onTimeChanged` at most
+/// end) is dropped by flush generation. The source reads ahead (16 MB) while the play runs and not
+/// while it is paused: a paused play downloads no more than its edges hold. The callbacks of one play follow the seed: `onTimeChanged` at most
 /// once per 100 ms of media (and at each seek, after each gap, and at the end), `onRecordingGap` once
 /// per gap crossed, between the time events around it, and exactly one of `onCompleted` or `onError`
 /// unless the play is stopped or replaced. The graph also carries a `ChannelWatch` and a `RecorderTap`
