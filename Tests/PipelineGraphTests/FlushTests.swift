@@ -200,4 +200,34 @@ struct FlushTests {
     executor.runUntilIdle()
     #expect(generations.values == [2])
   }
+
+  @Test("a pipeline stopped before it started never starts; a failure in start carries a pending flush's generation")
+  func stoppedBeforeStartAndStartFailures() throws {
+    final class FailsAtStart: Node {
+      typealias Input = Int
+      typealias Output = Never
+      func start(context: NodeContext<Never>) throws { throw GraphError.empty }
+      func process(_ input: Int, context: NodeContext<Never>) throws {}
+    }
+    let executor = ManualExecutor()
+    let stopped = Pipeline(executor: executor, clock: VirtualClock())
+    let sink = CollectingSink<Int>()
+    stopped.connect(CountingSource(count: 3), to: sink)
+    stopped.stop()
+    try stopped.start()
+    executor.runUntilIdle()
+    #expect(sink.items.isEmpty)
+
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    pipeline.connect(CountingSource(count: 1), to: FailsAtStart())
+    let generations = LockedArray<Int>()
+    pipeline.errorHandler = { failure in
+      generations.append(failure.generation)
+      return .resume
+    }
+    pipeline.flush(seekingTo: MediaTime(milliseconds: 1_700_000_000_000))
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(generations.values == [1])
+  }
 }

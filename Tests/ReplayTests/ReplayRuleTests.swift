@@ -200,6 +200,24 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
   }
 
+  @Test func R31_R35_aSeekWhilePausedShowsTheVideoFrameAndPlaysNoAudio() throws {
+    let harness = try ReplayHarness(seconds: 6, audio: true)
+    harness.play(0, 6000)
+    harness.run(for: .milliseconds(300))
+    harness.replay.pause()
+    let (seenVideo, heardAudio) = (harness.renderer.frames.count, harness.audio.played.count)
+    harness.replay.seek(toTimeMs: recordingStart + 4010)
+    harness.run(for: .seconds(5))
+    #expect(harness.renderer.frames.count == seenVideo + 1)
+    #expect(harness.renderer.frames.last?.media == media(4040))
+    #expect(harness.audio.played.count == heardAudio, "paused: the seek plays no sound")
+    harness.replay.resume()
+    harness.runToEnd()
+    #expect(harness.audio.played.count > heardAudio)
+    #expect(harness.audio.played[heardAudio...].allSatisfy { $0.time >= media(4000) })
+    #expect(harness.log.completions == 1)
+  }
+
   @Test func R16_R74_aStartInAHolePlaysTheNextRecordingAndReportsTheHoleOnce() throws {
     // Recording 0–3 s, hole 3–6 s, recording 6–9 s.
     let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 3)])

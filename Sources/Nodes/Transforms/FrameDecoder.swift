@@ -95,5 +95,8 @@ public final class FrameDecoder: Node {
   public func finish(context: NodeContext<DecodedFrame>) throws { try drain(context: context) }
 
   /// Drops the decoder's state (a seek).
-  public func flush(context: NodeContext<DecodedFrame>) { decoder = nil }
+  public func flush(context: NodeContext<DecodedFrame>) {
+    decoder = nil
+    skipping = false
+  }
 }

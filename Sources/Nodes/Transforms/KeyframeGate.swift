@@ -43,6 +43,6 @@ public final class KeyframeGate: Node {
   /// A flush closes the gate again; a seek's opens it at the next keyframe.
   public func flush(context: NodeContext<EncodedPacket>) {
     open = false
-    if context.seekTarget != nil { threshold = nil }
+    threshold = context.seekTarget == nil ? opensAt : nil
   }
 }

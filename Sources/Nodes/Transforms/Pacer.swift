@@ -18,7 +18,9 @@ import Synchronization
 ///   the first presented frame is the first whose time is not earlier than the target. With
 ///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
 ///   pacer holds the next one until it resumes. A seek's flush (``NodeContext/seekTarget``) makes its
-///   target the new `presentFrom`, with `showsFirstFrameWhilePaused`.
+///   target the new `presentFrom`, and `showsFirstFrameWhilePaused` becomes `showsFirstFrameAfterSeek`
+///   (a video pacer shows the target's frame while paused, an audio one plays nothing); a flush without
+///   a target restores both as made. A flush also ends keyframes-only decoding.
 ///
 /// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
 /// the pacer's executor: made before `start` it applies at start, after `stop` it is ignored, and a
@@ -33,8 +35,11 @@ public final class Pacer: Node {
   /// The node's name.
   public let name: String
   private var presentFrom: MediaTime?
+  private let initialPresentFrom: MediaTime?
   private let muted: Bool
   private var showsFirstFrameWhilePaused: Bool
+  private let initiallyShowsFirstFrame: Bool
+  private let showsFirstFrameAfterSeek: Bool
   /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
   public weak var decoder: FrameDecoder?
 
@@ -80,12 +85,17 @@ public final class Pacer: Node {
   public var statistics: Counters { counters }
 
   /// A pacer at `rate`, presenting nothing earlier than `presentFrom`; `muted` for audio; presenting its
-  /// first frame even while paused when `showsFirstFrameWhilePaused`. Pacers of one playback share a
+  /// first frame even while paused when `showsFirstFrameWhilePaused` (after a seek, when
+  /// `showsFirstFrameAfterSeek`). Pacers of one playback share a
   /// `timeline` made with the same rate and pause state; nil gives the pacer one of its own.
   public init(
     name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
-    muted: Bool = false, showsFirstFrameWhilePaused: Bool = false, timeline: PlaybackTimeline? = nil
+    muted: Bool = false, showsFirstFrameWhilePaused: Bool = false, showsFirstFrameAfterSeek: Bool = false,
+    timeline: PlaybackTimeline? = nil
   ) {
+    initialPresentFrom = presentFrom
+    initiallyShowsFirstFrame = showsFirstFrameWhilePaused
+    self.showsFirstFrameAfterSeek = showsFirstFrameAfterSeek
     self.timeline = timeline ?? PlaybackTimeline(rate: rate, paused: paused)
     self.name = name
     self.presentFrom = presentFrom
@@ -249,7 +259,14 @@ public final class Pacer: Node {
     timeline.reset()
     if let target = context.seekTarget {
       presentFrom = target
-      showsFirstFrameWhilePaused = true
+      showsFirstFrameWhilePaused = showsFirstFrameAfterSeek
+    } else {
+      presentFrom = initialPresentFrom
+      showsFirstFrameWhilePaused = initiallyShowsFirstFrame
+    }
+    if consecutiveDrops > 0 {
+      consecutiveDrops = 0
+      decoder?.keyframesOnly = false
     }
     lastPresented = nil
     endHeld = false

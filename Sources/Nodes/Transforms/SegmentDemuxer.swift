@@ -54,6 +54,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// newest one held is dropped, so a range without video holds at most this much audio (10 s).
   static let maximumHeldAudio = MediaDuration.microseconds(10_000_000)
   private var startingAt: MediaTime?
+  private let requestedStart: MediaTime?
   private let endingAt: MediaTime?
   private var trimBefore: MediaTime?
   private var held: [Held] = []
@@ -70,6 +71,7 @@ public final class SegmentDemuxer: SteppingNode {
   /// `endingAt` to end before it.
   public init(startingAt: MediaTime? = nil, endingAt: MediaTime? = nil) {
     self.startingAt = startingAt
+    requestedStart = startingAt
     self.endingAt = endingAt
     trimBefore = startingAt
   }
@@ -305,7 +307,7 @@ public final class SegmentDemuxer: SteppingNode {
     current = nil
     ready.removeAll()
     readyHead = 0
-    if let target = context.seekTarget { startingAt = target }
+    startingAt = context.seekTarget ?? requestedStart
     trimBefore = startingAt
     lastObjectEnd = nil
   }

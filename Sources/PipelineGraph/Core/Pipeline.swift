@@ -3,12 +3,13 @@ import Synchronization
 /// A graph of typed nodes joined by bounded edges, run by executors against a clock.
 ///
 /// Build it on one thread (`connect(_:to:limits:threadBoundary:)`, the handlers), then ``start()``.
-/// From then on its shape is fixed and it is driven only through ``flush()`` and ``stop()``, which are
+/// From then on its shape is fixed and it is driven only through ``flush(seekingTo:)`` and ``stop()``, which are
 /// callable from any thread and take effect on the executors.
 ///
 /// States: building → started (``start()`` once; again it throws) → stopped (``stop()`` is idempotent;
-/// then no node runs and ``flush()`` changes nothing). ``errorHandler`` and ``onEndOfStream`` run on
-/// node executors, ``onStop`` on the executor that stops last.
+/// then no node runs and ``flush(seekingTo:)`` changes nothing; a pipeline stopped before it started
+/// never starts). ``errorHandler`` and ``onEndOfStream`` run on node executors, ``onStop`` on the
+/// executor that stops last.
 ///
 /// ```swift
 /// let pipeline = Pipeline(executor: executor, clock: clock)
@@ -161,6 +162,8 @@ public final class Pipeline: @unchecked Sendable {
   public func start() throws {
     try control.withLock { control in
       if control.started { throw GraphError.alreadyStarted }
+      // Stopped before it started (its `onStop` has run): nothing runs.
+      guard !isStopping else { return }
       let order = try validatedOrder()
       buildPartitions(order)
       control.started = true
@@ -170,6 +173,9 @@ public final class Pipeline: @unchecked Sendable {
       for partition in partitions {
         partition.executor.execute { [partition] in
           partition.isActive = true
+          // What `start` reports (a failure, a completion) already belongs to the pending generation.
+          partition.generation = generation
+          for box in partition.boxes { box.core.generation = generation }
           for box in partition.boxes { box.start() }
           if generation > 0 {
             partition.generation = generation

@@ -10,7 +10,7 @@ import Synchronization
 /// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer → TrackRouter → GapDetector ─┬→ FrameDecoder → Pacer → PresentationSink (video)`
 /// `                                                                                   └→ FrameDecoder → Pacer(muted off 1×) → PresentationSink (audio)`
 /// over any `RecordingService` (`file://` or `http(s)://`), on the environment's executor and clock.
-/// A seek flushes that graph in place (``Pipeline/flush(seekingTo:)``): the source lists and fetches
+/// A seek flushes that graph in place (`Pipeline.flush(seekingTo:)`): the source lists and fetches
 /// from the target, the demuxer starts at the keyframe at or before it, decoders restart, and the pacers
 /// present nothing earlier. The latest seek wins, and what the graph did before it (frames, gaps, its
 /// end) is dropped by flush generation. The source reads ahead (16 MB) while the play runs and not
@@ -349,7 +349,7 @@ public final class Replay: @unchecked Sendable {
   public var lastPresentedFrame: DecodedFrame? { state.withLock { $0.lastFrame } }
 
   /// The graph of the active play (nil without one), for its shape and statistics
-  /// (``Pipeline/statistics()``, read while it is idle). A seek flushes it in place; a change of outputs
+  /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; a change of outputs
   /// or recorders replaces it.
   public var activeGraph: Pipeline? { state.withLock { $0.active ? $0.graph?.pipeline : nil } }
 
@@ -590,17 +590,31 @@ public final class Replay: @unchecked Sendable {
         showsFirstFrameWhilePaused: position == nil)
     }
     guard let plan else { return }
+    var installed: Graph?
     do {
       let graph = try build(plan)
-      let current = state.withLock { state -> Bool in
-        guard state.generation == plan.generation else { return false }
+      let current = state.withLock { state -> (paused: Bool, speed: ReplaySpeed)? in
+        guard state.generation == plan.generation else { return nil }
         state.graph = graph
-        return true
+        installed = graph
+        graph.source.readsAhead = Self.readsAhead(state)
+        return (state.paused, state.speed)
       }
-      guard current else { return }
+      guard let current else { return }
+      // A pause or a speed change made while the graph was being built reached no pacer.
+      if current.paused != plan.paused || current.speed != plan.speed {
+        for pacer in graph.pacers {
+          pacer.setRate(current.speed.rate)
+          current.paused ? pacer.pause() : pacer.resume()
+        }
+      }
       try graph.pipeline.start()
     } catch {
-      failed(TiError(error), generation: plan.generation)
+      // A seek may have flushed the installed graph since: its failure belongs to the current generation.
+      let generation = state.withLock { state in
+        installed != nil && state.graph === installed ? state.generation : plan.generation
+      }
+      failed(TiError(error), generation: generation)
     }
   }
 
@@ -663,13 +677,18 @@ public final class Replay: @unchecked Sendable {
       for node in branch.nodes { owners[node] = binding.id }
     }
     pipeline.errorHandler = { [weak self, owners] failure in
+      guard let self else { return .stopPipeline }
+      // A failure of what a seek has already discarded (a transfer that failed just before it) stops
+      // nothing: the flush on its way drops that work, and the graph goes on from the target.
+      let failedIn = generation + failure.generation
+      guard self.state.withLock({ $0.generation == failedIn }) else { return .resume }
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play.
       if let owner = owners[failure.nodeID] {
-        self?.outputFailed(owner, TiError(failure.error), generation: generation + failure.generation)
+        self.outputFailed(owner, TiError(failure.error), generation: failedIn)
         return .endBranch
       }
-      self?.failed(TiError(failure.error), generation: generation + failure.generation)
+      self.failed(TiError(failure.error), generation: failedIn)
       return .stopPipeline
     }
     pipeline.onEndOfStream = { [weak self] flushes in self?.completed(generation: generation + flushes) }
@@ -694,7 +713,8 @@ public final class Replay: @unchecked Sendable {
       // A seek while paused shows the target's frame (R35); a play never starts paused.
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom,
-        showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil, timeline: timeline)
+        showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil, showsFirstFrameAfterSeek: true,
+        timeline: timeline)
       pacer.decoder = decoder
       sink = PresentationSink(
         name: "\(name)Output",
