@@ -141,6 +141,25 @@ func media(_ ms: Int64) -> Int64 { (recordingStart + ms) * 1000 }
 final class CountingService: RecordingService {
   private let wrapped: any RecordingService
   private let fetched = Locked<[Int64]>([])
+  /// The object (ms after the recording's start) whose next fetch is held, and its completion once held.
+  private let held = Locked<(start: Int64?, completion: (@Sendable (ObjectFetch) -> Void)?)>((nil, nil))
+
+  /// Holds the next fetch of the object starting at `start` (ms after the recording's start) until
+  /// ``fail(with:)``.
+  func hold(_ start: Int64) { held.withLock { $0 = (start, nil) } }
+
+  /// Answers the held fetch with `error`; false when no fetch is held.
+  func fail(with error: TiError) -> Bool {
+    guard
+      let completion = held.withLock({ held in
+        defer { held = (nil, nil) }; return held.completion
+      })
+    else {
+      return false
+    }
+    completion(.failed(error))
+    return true
+  }
   init(_ wrapped: any RecordingService) { self.wrapped = wrapped }
   var endpoint: String { wrapped.endpoint }
   /// The start (ms after the recording's start) of each object fetched, in order.
@@ -153,7 +172,14 @@ final class CountingService: RecordingService {
   func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
     -> ServiceRequest
   {
-    fetched.withLock { $0.append(segment.startMs - recordingStart) }
+    let start = segment.startMs - recordingStart
+    fetched.withLock { $0.append(start) }
+    let holds = held.withLock { held -> Bool in
+      guard held.start == start, held.completion == nil else { return false }
+      held.completion = completion
+      return true
+    }
+    if holds { return ServiceRequest {} }
     return wrapped.fetchObject(segment, completion: completion)
   }
 }

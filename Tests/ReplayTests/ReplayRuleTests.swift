@@ -200,6 +200,22 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
   }
 
+  @Test("a failure of what a seek discarded neither ends the play nor stops its graph")
+  func aFailureBeforeASeekIsDiscardedWithIt() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    harness.service.hold(3000)
+    harness.play(0, 9000)
+    harness.run(for: .milliseconds(200))
+    // The network fails the second object's transfer just as the seek is made: its completion is queued
+    // on the executor ahead of the seek's flush, and the source raises it there, in the old generation.
+    #expect(harness.service.fail(with: TiError(.networkUnavailable, "the link went down")))
+    #expect(harness.replay.seek(toTimeMs: recordingStart + 1010) == .ok)
+    harness.runToEnd()
+    #expect(harness.log.errors.isEmpty)
+    #expect(harness.log.completions == 1)
+    #expect(harness.renderer.frames.last?.media == media(8960))
+  }
+
   @Test func R31_R35_aSeekWhilePausedShowsTheVideoFrameAndPlaysNoAudio() throws {
     let harness = try ReplayHarness(seconds: 6, audio: true)
     harness.play(0, 6000)

@@ -97,6 +97,10 @@ public final class CloudSegmentSource: SourceNode {
     listNextWindow(context: context)
   }
 
+  /// The wake-up holds the node's partition, which holds the node: dropped once the source has nothing
+  /// more to read (finished, stopped), so a graph nobody stops is not kept alive by it. A flush re-arms.
+  private func disarm() { control.withLock { $0.wake = nil } }
+
   private func arm(_ context: NodeContext<FetchedObject>) {
     let wake = context.makeCompletion { [unowned self] (_: Void) in
       requestAhead(context: context)
@@ -110,7 +114,9 @@ public final class CloudSegmentSource: SourceNode {
     requestAhead(context: context)
     guard nextToEmit < plan.count else {
       if let listingFailure { throw listingFailure }
-      return listedUntil >= range.end && listing == nil ? .finished : .waiting
+      guard listedUntil >= range.end && listing == nil else { return .waiting }
+      disarm()
+      return .finished
     }
     switch plan[nextToEmit] {
     case .hole(let hole):
@@ -286,5 +292,8 @@ public final class CloudSegmentSource: SourceNode {
   }
 
   /// Cancels every listing and transfer in flight.
-  public func stop(context: NodeContext<FetchedObject>) { cancelAll() }
+  public func stop(context: NodeContext<FetchedObject>) {
+    cancelAll()
+    disarm()
+  }
 }

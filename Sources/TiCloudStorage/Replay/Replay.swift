@@ -678,10 +678,11 @@ public final class Replay: @unchecked Sendable {
     }
     pipeline.errorHandler = { [weak self, owners] failure in
       guard let self else { return .stopPipeline }
-      // A failure of what a seek has already discarded (a transfer that failed just before it) stops
-      // nothing: the flush on its way drops that work, and the graph goes on from the target.
+      // A failure of what a seek has already discarded (a transfer that failed just before it) ends only
+      // that node's part of the old generation (resuming would let a source throw again and again before
+      // the flush is reached): the flush on its way restarts it, and the graph goes on from the target.
       let failedIn = generation + failure.generation
-      guard self.state.withLock({ $0.generation == failedIn }) else { return .resume }
+      guard self.state.withLock({ $0.generation == failedIn }) else { return .endBranch }
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play.
       if let owner = owners[failure.nodeID] {
