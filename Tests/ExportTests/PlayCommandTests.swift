@@ -57,6 +57,7 @@ struct PlayCommandTests {
       let summary = try #require(events.last)
       #expect(summary["video_frames"] as? Int == 150)
       #expect((summary["audio_frames"] as? Int ?? 0) > 0)
+      #expect(summary["render_size"] as? [String: Int] == ["width": 320, "height": 240])
       outputs.append(result.stdout)
     }
     #expect(outputs[0] == outputs[1])

@@ -265,6 +265,46 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func renderSizeFollowsThePicturesAsInSeed002() async throws {
+      // 320x240 for 3 s, then 160x120: seed 002's renderSize and didChangeRenderSize.
+      let library = try TemporaryDirectory("tipipe-sdk-size")
+      var options = smallOptions(seconds: 6)
+      options.videoChanges = [.init(offsetSeconds: 3, codec: .h264, width: 160, height: 120)]
+      try LibrarySynthesizer(options: options).write(to: library.url)
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig(bindAudio: false)
+      #expect(rig.video.renderSize == .zero)
+      #expect(rig.play(0, 6000) == ok)
+      await session.run(for: .milliseconds(500))
+      #expect(rig.video.renderSize == CGSize(width: 320, height: 240))
+      // After the state it explains, once for all the pictures of that size.
+      #expect(rig.log.outputEntries == [.video(.buffering), .video(.rendering), .videoSize(320, 240)])
+      await session.run(for: .seconds(7))
+      #expect(rig.log.entries.contains(.completed))
+      #expect(rig.video.renderSize == CGSize(width: 160, height: 120))
+      #expect(rig.log.videoSizes == [[320, 240], [160, 120]])
+      // A new play in the second part: pictures of the same size, no event; a seek into the first part
+      // brings the first size again.
+      #expect(rig.play(0, 6000, initial: 4000) == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.video.state == .rendering)
+      #expect(rig.log.videoSizes == [[320, 240], [160, 120]])
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 1000) == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.video.renderSize == CGSize(width: 320, height: 240))
+      #expect(rig.log.videoSizes == [[320, 240], [160, 120], [320, 240]])
+      // Without a view the pictures still have their size (O39); detach has none.
+      #expect(rig.video.detachView() == ok)
+      #expect(rig.video.renderSize == CGSize(width: 320, height: 240))
+      #expect(rig.video.detach() == ok)
+      #expect(rig.video.renderSize == .zero)
+      await session.drainMain()
+      #expect(rig.log.videoSizes.last == [0, 0])
+      #expect(rig.log.delegatesOnMain)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func O40_C26_anOutputWhoseChannelCarriesNothingFailsWith6130After5sOfPlayback() async throws {
       let session = try SDKSession()
       let rig = ReplayRig(bindAudio: false)

@@ -119,6 +119,7 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
     case error(Int32)
     case video(TiCloudStorageVideoOutputState)
     case videoFailure(Int32)
+    case videoSize(Int, Int)
     case audio(TiCloudStorageAudioOutputState)
     case audioFailure(Int32)
   }
@@ -142,6 +143,9 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
   func videoOutput(_ output: TiCloudStorageVideoOutput, didFailWithCode code: Int32) {
     record(.videoFailure(code))
   }
+  func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeRenderSize size: CGSize) {
+    record(.videoSize(Int(size.width), Int(size.height)))
+  }
   func audioOutput(_ output: TiCloudStorageAudioOutput, didChangeState state: TiCloudStorageAudioOutputState) {
     record(.audio(state))
   }
@@ -156,6 +160,10 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
   var videoStates: [TiCloudStorageVideoOutputState] {
     entries.compactMap { if case .video(let state) = $0 { state } else { nil } }
   }
+  /// The render sizes the Video Output's delegate heard of, in order.
+  var videoSizes: [[Int]] {
+    entries.compactMap { if case .videoSize(let width, let height) = $0 { [width, height] } else { nil } }
+  }
   var audioStates: [TiCloudStorageAudioOutputState] {
     entries.compactMap { if case .audio(let state) = $0 { state } else { nil } }
   }
@@ -163,7 +171,7 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
   var outputEntries: [Entry] {
     storage.withLock { $0 }.filter {
       switch $0.entry {
-      case .video, .videoFailure, .audio, .audioFailure: true
+      case .video, .videoFailure, .videoSize, .audio, .audioFailure: true
       default: false
       }
     }.map(\.entry)
@@ -172,7 +180,7 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
   var delegatesOnMain: Bool {
     storage.withLock { $0 }.allSatisfy {
       switch $0.entry {
-      case .video, .videoFailure, .audio, .audioFailure: $0.onMain
+      case .video, .videoFailure, .videoSize, .audio, .audioFailure: $0.onMain
       default: true
       }
     }

@@ -170,7 +170,8 @@ enum DemoCommand {
     try FacadeSession.check(replay.setSpeed(.x4), "setSpeed")
     try FacadeSession.check(replay.play(startTimeMs: start + 55_000, endTimeMs: start + 90_000), "play")
     Thread.sleep(forTimeInterval: 1)
-    print("  4x for 1 s: at \(position()); video output \(video.state), audio output \(audio.state)")
+    let size = "\(Int(video.renderSize.width))x\(Int(video.renderSize.height))"
+    print("  4x for 1 s: at \(position()); video output \(video.state) \(size), audio output \(audio.state)")
     try FacadeSession.check(replay.setSpeed(.x0_5), "setSpeed")
     let recording = replay.startRecording(videoChannelId: 0, audioChannelId: 1)
     try FacadeSession.check(recording.code, "startRecording")

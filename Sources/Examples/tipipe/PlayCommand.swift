@@ -156,7 +156,8 @@ enum PlayCommand {
       FacadeSession.waitOnMain { done in DispatchQueue.main.async { done(()) } }
       PlayCommand.line(
         "{\"event\":\"summary\",\"video_frames\":\(view.frames.load(ordering: .relaxed)),"
-          + "\"audio_frames\":\(audioFrames),\"dropped_frames\":\(replay.droppedVideoFrames)}")
+          + "\"audio_frames\":\(audioFrames),\"dropped_frames\":\(replay.droppedVideoFrames),"
+          + "\"render_size\":{\"width\":\(Int(video.renderSize.width)),\"height\":\(Int(video.renderSize.height))}}")
       return status.withLock { $0 }
     }
 

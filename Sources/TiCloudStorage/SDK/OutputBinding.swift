@@ -51,9 +51,10 @@ extension OutputCore {
       binding.replay.outputs.removeAll { $0 === self }
       presenting = false
       forgetFrame()
-      let call = move(to: .idle)
+      // Without a binding the output has no picture: its render size is zero again.
+      let calls = [move(to: .idle), resize(to: .zero)].compactMap { $0 }
       let engine = binding.replay.engineIfNeeded()
-      return (TiCloudStorageErrorCode.ok, binding.engineID.map { (engine, $0) }, call.map { [$0] } ?? [], associated)
+      return (TiCloudStorageErrorCode.ok, binding.engineID.map { (engine, $0) }, calls, associated)
     }
     if let (engine, id) = outcome.1 { engine.unbind(id) }
     deliverOnMain(outcome.2, for: outcome.3)

@@ -48,9 +48,12 @@ final class OutputCore: @unchecked Sendable {
   var frame: DecodedFrame?
   var frameGeneration = 0
   var snapshotPending = false
-  /// Sends a state change or a failure to the delegate (set by the public class).
+  /// The size of the last picture presented since the binding (seed 002's `renderSize`); `.zero` before.
+  var renderSize = CGSize.zero
+  /// Sends a state change, a failure or a new render size to the delegate (set by the public class).
   var notifyState: (@Sendable (State) -> Void)?
   var notifyFailure: (@Sendable (Int32) -> Void)?
+  var notifyRenderSize: (@Sendable (CGSize) -> Void)?
 
   init(kind: Kind) { self.kind = kind }
 
@@ -64,10 +67,26 @@ final class OutputCore: @unchecked Sendable {
   func setView(_ new: (any VideoRenderer)?) { renderLock.withLock { view = new } }
 
   /// A frame this output's branch presents (on the graph's thread): kept for snapshots, drawn into the
-  /// host view if one is bound.
+  /// host view if one is bound; a picture of another size than the last is reported after it is drawn.
   func render(_ frame: DecodedFrame) {
-    Runtime.shared.withLock { if binding != nil { self.frame = frame } }
+    let resized = Runtime.shared.withLock { () -> ((@Sendable () -> Void), [AnyObject])? in
+      guard let binding else { return nil }
+      self.frame = frame
+      let size = CGSize(width: frame.frame.width, height: frame.frame.height)
+      guard let call = resize(to: size) else { return nil }
+      return (call, binding.replay.associated())
+    }
     renderLock.withLock { view?.render(frame) }
+    if let (call, objects) = resized { deliverOnMain([call], for: objects) }
+  }
+
+  /// Sets the render size (reported only when it changes); returns the delegate call to make after the
+  /// lock is released.
+  func resize(to size: CGSize) -> (@Sendable () -> Void)? {
+    guard size != renderSize else { return nil }
+    renderSize = size
+    guard let notify = notifyRenderSize, !disposed else { return nil }
+    return { notify(size) }
   }
 
   /// Checks the runtime and the disposal and marks the output as holding resources (under the lock).

@@ -17,11 +17,15 @@ public enum TiCloudStorageVideoOutputState: Int, Sendable {
   case completed = 5
 }
 
-/// Hears of a Video Output's state changes and of its own failures, on the main queue. Both methods
-/// are optional.
+/// Hears of a Video Output's state changes, of its render size changes and of its own failures, on the
+/// main queue. Every method is optional.
 public protocol TiCloudStorageVideoOutputDelegate: AnyObject {
   /// `output` moved to `state` (`output.state` already says so, O12).
   func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeState state: TiCloudStorageVideoOutputState)
+  /// `output` presented a picture of another size than the last one, or was detached (`.zero`);
+  /// ``TiCloudStorageVideoOutput/renderSize`` was set to `size` first (a later change may have followed
+  /// by the time this runs). Once per change, in order. From seed 002's `TiRtcVideoOutput`.
+  func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeRenderSize size: CGSize)
   /// `output`'s own decoding or rendering failed with `code`; only it stopped (O24).
   func videoOutput(_ output: TiCloudStorageVideoOutput, didFailWithCode code: Int32)
 }
@@ -29,6 +33,8 @@ public protocol TiCloudStorageVideoOutputDelegate: AnyObject {
 extension TiCloudStorageVideoOutputDelegate {
   /// Does nothing.
   public func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeState state: TiCloudStorageVideoOutputState) {}
+  /// Does nothing.
+  public func videoOutput(_ output: TiCloudStorageVideoOutput, didChangeRenderSize size: CGSize) {}
   /// Does nothing.
   public func videoOutput(_ output: TiCloudStorageVideoOutput, didFailWithCode code: Int32) {}
 }
@@ -54,12 +60,23 @@ public final class TiCloudStorageVideoOutput: @unchecked Sendable {
     Runtime.shared.withLock { TiCloudStorageVideoOutputState(rawValue: core.state.rawValue)! }
   }
 
+  /// The size in pixels of the last picture this output presented, with or without a host view (O39);
+  /// `.zero` before its first picture and after ``detach()``. It changes as the recording's resolution
+  /// does, and ``TiCloudStorageVideoOutputDelegate/videoOutput(_:didChangeRenderSize:)`` follows
+  /// each change. Kept across plays and seeks of the same binding, and after dispose. (Seed 002's
+  /// `renderSize`.)
+  public var renderSize: CGSize { Runtime.shared.withLock { core.renderSize } }
+
   /// A new output: idle, unbound, without a view; acquires nothing (L6).
   public init() {
     core.owner = self
     core.notifyState = { [weak self] state in
       guard let self, let delegate = self.liveDelegate() else { return }
       delegate.videoOutput(self, didChangeState: TiCloudStorageVideoOutputState(rawValue: state.rawValue)!)
+    }
+    core.notifyRenderSize = { [weak self] size in
+      guard let self, let delegate = self.liveDelegate() else { return }
+      delegate.videoOutput(self, didChangeRenderSize: size)
     }
     core.notifyFailure = { [weak self] code in
       guard let self, let delegate = self.liveDelegate() else { return }
