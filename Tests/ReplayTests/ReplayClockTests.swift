@@ -30,6 +30,62 @@ import TiCloudStorage
     }
   }
 
+  @Test func aStartBetweenAudioFramesWaitsForEveryBranchsFirstFrame() throws {
+    // At 1 s the first video frame is 1000 ms, the first audio frame 1024 ms (AAC frames of 64 ms),
+    // and the video decoder holds a frame back: the audio's frame reaches its pacer first. The clock is
+    // anchored at the earlier of the two (GStreamer's preroll): no video frame is presented late, and
+    // the first audio frame is presented 24 ms after the first picture.
+    let harness = try ReplayHarness(seconds: 6, audio: true)
+    harness.play(0, 6000, initial: 1000)
+    harness.runToEnd()
+    #expect(harness.log.errors.isEmpty)
+    let frames = harness.renderer.frames
+    let first = try #require(frames.first)
+    #expect(first.media == media(1000))
+    for frame in frames { #expect(frame.at - first.at == frame.media - first.media, "video \(frame.media)") }
+    let audio = try #require(harness.audio.instants.first)
+    #expect(audio.media == media(1024))
+    #expect(audio.at - first.at == 24_000)
+    expectInStep(harness, from: media(1000), to: media(6000), "from the start")
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test func audioWithoutMediaAtTheStartHoldsThePictureBackNotAtAll() throws {
+    // The clock starts with the picture: an audio channel without media, or audio missing from the
+    // first object, makes the video wait for nothing.
+    let mismatched = try ReplayHarness(seconds: 6)
+    mismatched.replay.bindAudio(channel: 7, device: TimedAudioDevice(clock: mismatched.clock))
+    let start = mismatched.clock.now.microseconds
+    mismatched.play(0, 6000)
+    mismatched.run(for: .seconds(2))
+    #expect(mismatched.renderer.frames.first?.media == media(0))
+    #expect(mismatched.renderer.frames.first?.at == start)
+
+    let late = try ReplayHarness(seconds: 9, audio: true) { library in
+      try LibraryFaults.rewriteRecords(segment: 0, in: library) { records in records.filter { $0.track.kind != .audio }
+      }
+    }
+    late.play(0, 9000)
+    late.runToEnd()
+    let first = try #require(late.renderer.frames.first)
+    #expect(first.media == media(0) && first.at == 0)
+    for frame in late.renderer.frames { #expect(frame.at - first.at == frame.media - first.media) }
+    expectInStep(late, from: media(3100), to: media(9000), "after the audio's gap")
+  }
+
+  @Test func videoMissingAtTheStartHoldsTheAudioBackAtMostThePrerollLimit() throws {
+    // The video bound to a channel without media: the audio waits the preroll limit, then plays alone.
+    let harness = try ReplayHarness(seconds: 6, audio: true, videoChannel: 5)
+    let audio = harness.audio
+    let start = harness.clock.now.microseconds
+    harness.play(0, 6000)
+    harness.run(for: .seconds(2))
+    let first = try #require(audio.instants.first)
+    #expect(first.media == media(0))
+    #expect(first.at - start == PlaybackTimeline.prerollLimit.microseconds)
+    #expect(harness.renderer.frames.isEmpty)
+  }
+
   @Test func aVideoOnlyGapKeepsTheAudiosTime() throws {
     // Objects [0, 3) [3, 6) [6, 9) s; the third has no video before its keyframe at 8 s: a video gap
     // from 6 s while audio goes on. The picture waits for the audio to reach 8 s.

@@ -75,10 +75,11 @@ final class ReplayHarness {
   /// The library the replay reads, counting the objects fetched.
   let service: CountingService
 
-  /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC) with `gaps`; `damage`
-  /// may change the library before the replay reads it.
+  /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC; video on channel 0,
+  /// audio on 1) with `gaps`, the video output bound to `videoChannel`; `damage` may change the library
+  /// before the replay reads it.
   init(
-    seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false,
+    seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false, videoChannel: UInt8 = 0,
     damage: (URL) throws -> Void = { _ in }
   ) throws {
     directory = try TemporaryDirectory("tipipe-replay")
@@ -92,7 +93,7 @@ final class ReplayHarness {
     service = CountingService(LocalLibraryService(directory: directory.url, workers: executor))
     replay = Replay(service: service, environment: environment)
     renderer = TimedRenderer(clock: clock)
-    replay.bindVideo(channel: 0, renderer: renderer)
+    replay.bindVideo(channel: videoChannel, renderer: renderer)
     if audio { replay.bindAudio(channel: 1, device: self.audio) }
     let log = self.log
     replay.onTimeChanged = { log.append(.time($0)) }

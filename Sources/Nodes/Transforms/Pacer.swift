@@ -11,7 +11,9 @@ import Synchronization
 ///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
 /// - A `muted` pacer (the audio branch) presents nothing off 1×.
 /// - The anchor is a ``PlaybackTimeline`` that the pacers of one playback share (audio and video of the
-///   same time are presented together). Pause freezes it (the wait is added to it on resume); a speed
+///   same time are presented together). The first frame waits for the other pacers' first frames (a
+///   preroll, bounded by ``PlaybackTimeline/prerollLimit``), unless the pacer was made not to `preroll`
+///   (an output joining a running play) or is muted. Pause freezes it (the wait is added to it on resume); a speed
 ///   change re-anchors at the current position, without a seek; a hole (a stretch where every track has
 ///   a gap) is skipped without waiting; a gap of some tracks only keeps the time.
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
@@ -40,6 +42,9 @@ public final class Pacer: Node {
   private var showsFirstFrameWhilePaused: Bool
   private let initiallyShowsFirstFrame: Bool
   private let showsFirstFrameAfterSeek: Bool
+  private let prerolls: Bool
+  /// The control channel's completion (also the timeline's wake-up).
+  private var wake: Completion<Void>?
   /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
   public weak var decoder: FrameDecoder?
 
@@ -87,12 +92,14 @@ public final class Pacer: Node {
   /// A pacer at `rate`, presenting nothing earlier than `presentFrom`; `muted` for audio; presenting its
   /// first frame even while paused when `showsFirstFrameWhilePaused` (after a seek, when
   /// `showsFirstFrameAfterSeek`). Pacers of one playback share a
-  /// `timeline` made with the same rate and pause state; nil gives the pacer one of its own.
+  /// `timeline` made with the same rate and pause state; nil gives the pacer one of its own. The
+  /// timeline's anchor waits for this pacer's first frame when it `prerolls`.
   public init(
     name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
     muted: Bool = false, showsFirstFrameWhilePaused: Bool = false, showsFirstFrameAfterSeek: Bool = false,
-    timeline: PlaybackTimeline? = nil
+    timeline: PlaybackTimeline? = nil, prerolls: Bool = true
   ) {
+    self.prerolls = prerolls
     initialPresentFrom = presentFrom
     initiallyShowsFirstFrame = showsFirstFrameWhilePaused
     self.showsFirstFrameAfterSeek = showsFirstFrameAfterSeek
@@ -129,9 +136,16 @@ public final class Pacer: Node {
   private func arm(_ context: NodeContext<DecodedFrame>) {
     let completion = context.makeCompletion { [unowned self] (_: Void) in apply(context) }
     shared.withLock { $0.wake = completion }
-    timeline.register(ObjectIdentifier(self), wake: completion)
+    wake = completion
+    registerWithTimeline()
     // A change made before the channel was armed.
     apply(context)
+  }
+
+  /// A muted pacer presents nothing: the anchor does not wait for it.
+  private func registerWithTimeline() {
+    let silent = muted && applied.rate != .normal
+    timeline.register(ObjectIdentifier(self), wake: wake, prerolls: prerolls && !silent)
   }
 
   private func apply(_ context: NodeContext<DecodedFrame>) {
@@ -146,7 +160,9 @@ public final class Pacer: Node {
       timer?.cancel()
       timer = nil
     }
+    let rateChanged = wanted.rate != applied.rate
     applied = wanted
+    if muted && rateChanged { registerWithTimeline() }
     if let frame = pending {
       timer?.cancel()
       timer = nil
@@ -177,7 +193,27 @@ public final class Pacer: Node {
   private func schedule(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
     let now = context.now
     timelineVersion = timeline.version
-    let due = timeline.instant(of: frame.time, track: frame.track, now: now)
+    let due: ClockInstant
+    switch timeline.schedule(of: frame.time, track: frame.track, now: now, for: ObjectIdentifier(self)) {
+    case .at(let instant):
+      due = instant
+    case .awaitingPreroll(let deadline):
+      // Held until the other pacers' first frames anchor the clock (a wake-up) or the limit passes; a
+      // seek while paused shows its picture at once all the same.
+      if applied.paused && showsFirstFrameWhilePaused && lastPresented == nil {
+        present(frame, context: context)
+        return
+      }
+      hold(frame, context: context)
+      guard !applied.paused else { return }
+      timer = context.scheduleTimer(at: deadline) { [unowned self] in
+        guard let frame = pending else { return }
+        pending = nil
+        timer = nil
+        schedule(frame, context: context)
+      }
+      return
+    }
     guard !applied.paused else {
       if showsFirstFrameWhilePaused && lastPresented == nil {
         present(frame, context: context)
@@ -227,12 +263,19 @@ public final class Pacer: Node {
   /// A gap goes to the timeline (where every track has one, a hole is skipped, not waited through);
   /// events pass on.
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
-    if case .gap(let gap) = try MediaEvent(event) { timeline.note(gap) }
+    if case .gap(let gap) = try MediaEvent(event) {
+      timeline.note(gap)
+      // A gap where this pacer would start: its first frame comes later, the others need not wait.
+      if lastPresented == nil && gap.range.end > (presentFrom ?? MediaTime(microseconds: .min)) {
+        timeline.excuse(ObjectIdentifier(self), now: context.now)
+      }
+    }
     context.send(event)
   }
 
   /// Holds the end of stream until the last frame has lasted its scaled duration.
   public func finish(context: NodeContext<DecodedFrame>) throws {
+    if lastPresented == nil && pending == nil { timeline.excuse(ObjectIdentifier(self), now: context.now) }
     guard lastPresented != nil, !endHeld else { return }
     endHeld = true
     context.holdEndOfStream()
@@ -278,6 +321,7 @@ public final class Pacer: Node {
     timer?.cancel()
     timer = nil
     shared.withLock { $0.wake = nil }
+    wake = nil
     timeline.register(ObjectIdentifier(self), wake: nil)
   }
 }

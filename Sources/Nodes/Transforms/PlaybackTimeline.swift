@@ -14,6 +14,13 @@ import PipelineGraph
 /// end; a hole of the other tracks inside it is waited through until then — at most what the edges
 /// before the pacers hold.)
 ///
+/// The anchor waits for the first frame of every pacer that prerolls (GStreamer's preroll, ExoPlayer's
+/// renderers becoming ready): the first frame offered holds until every other such pacer has offered
+/// one, or has been excused (a gap or the end before any frame, or a muted audio pacer), at most
+/// ``prerollLimit`` of clock time; the anchor is then the earliest of the offered times at that instant.
+/// So a branch that takes longer to decode its first frame (video decoding from the keyframe before a
+/// seek target) holds the others back instead of being presented late and catching up.
+///
 /// Control reaches each pacer on its own executor; the timeline applies a change once (the first pacer
 /// to apply it), at that pacer's clock instant: ``apply(rate:paused:now:)`` is idempotent. A hole found
 /// late (a branch already holds a frame after it) wakes every pacer to reschedule (``version``).
@@ -35,7 +42,26 @@ public final class PlaybackTimeline: Sendable {
     var active: Set<TrackID> = []
     var version = 0
     var wakes: [ObjectIdentifier: Completion<Void>] = [:]
+    /// The pacers and whether the anchor waits for their first frame (kept across a reset: each pacer
+    /// says so as it arms).
+    var prerolls: [ObjectIdentifier: Bool] = [:]
+    /// Before the anchor: the first time each pacer offered, the pacers excused, and when the first
+    /// frame was offered.
+    var offers: [ObjectIdentifier: MediaTime] = [:]
+    var excused: Set<ObjectIdentifier> = []
+    var prerollSince: ClockInstant?
   }
+
+  /// When a pacer may present a frame.
+  public enum Schedule: Sendable, Equatable {
+    /// At this clock instant (in the past: late).
+    case at(ClockInstant)
+    /// Not yet: the other pacers' first frames are awaited until this instant at the latest.
+    case awaitingPreroll(until: ClockInstant)
+  }
+
+  /// The longest a first frame waits for the other pacers' first frames.
+  public static let prerollLimit = MediaDuration.microseconds(500_000)
 
   /// The tracks the playback presents: a stretch that is a gap of all of them is a hole.
   public let tracks: Set<TrackID>
@@ -98,6 +124,56 @@ public final class PlaybackTimeline: Sendable {
     return instant
   }
 
+  /// Where `pacer` may present a frame of `track` at media time `time`: while the anchor waits for the
+  /// other pacers' first frames, ``Schedule/awaitingPreroll(until:)`` (the frame is offered: ask again
+  /// when woken or at that instant); once every pacer that prerolls has offered or been excused, or
+  /// the limit has passed, the anchor is the earliest offered time at `now` (at the pause, while
+  /// paused) and the frame's instant follows from it, as ``instant(of:track:now:)``.
+  public func schedule(of time: MediaTime, track: TrackID, now: ClockInstant, for pacer: ObjectIdentifier) -> Schedule {
+    let (deadline, wakes) = state.withLock { state -> (ClockInstant?, [Completion<Void>]) in
+      guard state.anchor == nil else { return (nil, []) }
+      state.offers[pacer] = min(state.offers[pacer] ?? time, time)
+      let since = state.prerollSince ?? now
+      state.prerollSince = since
+      let deadline = ClockInstant(microseconds: since.microseconds + Self.prerollLimit.microseconds)
+      guard Self.prerolled(state) || now >= deadline else { return (deadline, []) }
+      return (nil, Self.anchorAtEarliestOffer(&state, now: now, except: pacer))
+    }
+    for wake in wakes { wake(()) }
+    if let deadline { return .awaitingPreroll(until: deadline) }
+    return .at(instant(of: time, track: track, now: now))
+  }
+
+  /// `pacer` has nothing to offer before the anchor (a gap or the end came first): the anchor no longer
+  /// waits for it.
+  public func excuse(_ pacer: ObjectIdentifier, now: ClockInstant) {
+    let wakes = state.withLock { state -> [Completion<Void>] in
+      guard state.anchor == nil, state.excused.insert(pacer).inserted, !state.offers.isEmpty, Self.prerolled(state)
+      else { return [] }
+      return Self.anchorAtEarliestOffer(&state, now: now, except: nil)
+    }
+    for wake in wakes { wake(()) }
+  }
+
+  /// Every pacer that prerolls has offered a frame or been excused.
+  private static func prerolled(_ state: State) -> Bool {
+    state.prerolls.allSatisfy { pacer, waits in !waits || state.offers[pacer] != nil || state.excused.contains(pacer) }
+  }
+
+  /// Anchors the earliest offered time at `now` (the pause's instant while paused); returns the pacers
+  /// to wake (all but `except`): their offered frames have an instant now.
+  private static func anchorAtEarliestOffer(_ state: inout State, now: ClockInstant, except: ObjectIdentifier?)
+    -> [Completion<Void>]
+  {
+    guard let earliest = state.offers.values.min() else { return [] }
+    if state.paused && state.pausedAt == nil { state.pausedAt = now }
+    state.anchor = (state.pausedAt ?? now, earliest)
+    state.offers = [:]
+    state.prerollSince = nil
+    state.version += 1
+    return state.wakes.filter { $0.key != except }.map(\.value)
+  }
+
   /// A gap event reached a pacer: where every track that keeps time now has a gap, a hole is skipped
   /// (and the pacers woken when the holes changed).
   public func note(_ gap: RecordingGap) {
@@ -138,9 +214,14 @@ public final class PlaybackTimeline: Sendable {
     return Array(state.wakes.values)
   }
 
-  /// Wakes `wake` whenever a hole is found (one per pacer; a new one replaces the old).
-  public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?) {
-    state.withLock { $0.wakes[pacer] = wake }
+  /// Wakes `wake` whenever a hole is found or the anchor is set (one per pacer; a new one replaces the
+  /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame
+  /// when it `prerolls`.
+  public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?, prerolls: Bool = true) {
+    state.withLock { state in
+      state.wakes[pacer] = wake
+      state.prerolls[pacer] = wake == nil ? nil : prerolls
+    }
   }
 
   /// Forgets the anchor, the holes and the gaps (a flush of the pacers that share it, before any new frame).
@@ -151,6 +232,9 @@ public final class PlaybackTimeline: Sendable {
       state.gaps = [:]
       state.everywhere = []
       state.active = []
+      state.offers = [:]
+      state.excused = []
+      state.prerollSince = nil
     }
   }
 

@@ -711,11 +711,16 @@ public final class Replay: @unchecked Sendable {
     let sink: PresentationSink
     switch binding.target {
     case .video(let renderer):
-      // A seek while paused shows the target's frame (R35); a play never starts paused.
+      // A seek while paused shows the target's frame (R35); a play never starts paused. The clock starts
+      // with the picture: audio waits for the first frame of the video decoding from the keyframe
+      // before the target (an audio track without media, or with a gap there, would hold the picture
+      // back until the preroll limit; video missing holds the audio as long at most). An output that
+      // joins a running play holds back nothing.
+
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom,
         showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil, showsFirstFrameAfterSeek: true,
-        timeline: timeline)
+        timeline: timeline, prerolls: joining == nil)
       pacer.decoder = decoder
       sink = PresentationSink(
         name: "\(name)Output",
@@ -735,7 +740,7 @@ public final class Replay: @unchecked Sendable {
       let audioOnly = !plan.bindings.contains { $0.isVideo }
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom, muted: !audioOnly,
-        timeline: timeline)
+        timeline: timeline, prerolls: false)
       sink = PresentationSink(
         name: "\(name)Output",
         onFrame: { [weak self] frame, flushes in
