@@ -47,6 +47,31 @@ import TiCloudStorage
     #expect(frames[0].at == began)
   }
 
+  @Test func R40_R41_offNormalSpeedAudioIsNeitherDecodedNorPlayedAndComesBackAt1x() throws {
+    let harness = try ReplayHarness(seconds: 9, audio: true)
+    harness.replay.setSpeed(.x2)
+    harness.play(0, 9000)
+    harness.run(for: .seconds(1))
+    let graph = try #require(harness.replay.activeGraph)
+    func decoded() -> Int { graph.statistics().node(named: "Audio1Decoder")?.itemsOut ?? -1 }
+    #expect(graph.statistics().node(named: "Audio1Decoder")?.itemsIn ?? 0 > 0)
+    #expect(decoded() == 0)
+    #expect(harness.audio.instants.isEmpty)
+    #expect(!harness.renderer.frames.isEmpty)
+    harness.replay.setSpeed(.x1)
+    harness.run(for: .milliseconds(100))
+    #expect(harness.replay.activeGraph === graph)
+    #expect(decoded() > 0)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    // Audio plays again from what the graph reads after the change (what was read ahead was dropped
+    // undecoded), in step with the picture.
+    let resumed = try #require(harness.audio.instants.first)
+    #expect(resumed.media >= media(2000))
+    let picture = try #require(harness.renderer.frames.first { $0.media >= resumed.media })
+    #expect(abs(picture.at - resumed.at - (picture.media - resumed.media)) <= 1_000)
+  }
+
   @Test func R22_R23_R24_R25_R27_pauseFreezesThePositionAndResumeContinues() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)

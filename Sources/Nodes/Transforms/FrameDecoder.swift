@@ -5,11 +5,11 @@ import PipelineGraph
 ///
 /// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` or a flush
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
-/// non-keyframe (trick play at high speeds). A packet libavcodec rejects is a failure of this node with
+/// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×). A packet libavcodec rejects is a failure of this node with
 /// `recordingUnreadable`/`mediaUnreadable`.
 ///
-/// Confined to its pipeline's executor, with the `Node` lifecycle; so are ``keyframesOnly`` and
-/// ``framesDecoded``: while it runs, only code on that executor (its ``Pacer``) may use them.
+/// Confined to its pipeline's executor, with the `Node` lifecycle; so are ``keyframesOnly``,
+/// ``discardsAll`` and ``framesDecoded``: while it runs, only code on that executor (its ``Pacer``) may use them.
 public final class FrameDecoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -24,6 +24,8 @@ public final class FrameDecoder: Node {
   public let threads: Int
   /// Decode keyframes only.
   public var keyframesOnly: Bool
+  /// Decode nothing: packets are dropped, and decoding starts afresh (at a keyframe) when this ends.
+  public var discardsAll = false
 
   private var decoder: MediaDecoder?
   /// Frames decoded so far.
@@ -41,6 +43,12 @@ public final class FrameDecoder: Node {
   /// Decodes one packet and emits the frames it completes.
   public func process(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
     guard input.track == track else { return }
+    guard !discardsAll else {
+      // What the decoder holds would refer to packets it never gets: it reopens when decoding resumes.
+      decoder = nil
+      skipping = true
+      return
+    }
     // A frame after a skipped one may refer to it: once frames are skipped, decoding resumes only at a
     // keyframe (also when keyframes-only mode ends).
     guard input.isKeyframe || (!keyframesOnly && !skipping) else {

@@ -9,7 +9,7 @@ import Synchronization
 ///   is held for its own before the end of stream goes on, so the position reaches the end on time.
 /// - At fast speeds a frame already later than its own scaled duration is dropped (and counted); after
 ///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
-/// - A `muted` pacer (the audio branch) presents nothing off 1×.
+/// - A `muted` pacer (the audio branch) presents nothing off 1×, and its ``decoder`` decodes nothing then.
 /// - The anchor is a ``PlaybackTimeline`` that the pacers of one playback share (audio and video of the
 ///   same time are presented together). The first frame waits for the other pacers' first frames (a
 ///   preroll, bounded by ``PlaybackTimeline/prerollLimit``), unless the pacer was made not to `preroll`
@@ -45,7 +45,8 @@ public final class Pacer: Node {
   private let prerolls: Bool
   /// The control channel's completion (also the timeline's wake-up).
   private var wake: Completion<Void>?
-  /// The decoder told to skip non-keyframes while the pacer falls behind (same executor).
+  /// The decoder told to skip non-keyframes while the pacer falls behind, and to decode nothing while
+  /// the pacer is muted (same executor).
   public weak var decoder: FrameDecoder?
 
   private let shared: Locked<Shared>
@@ -142,9 +143,10 @@ public final class Pacer: Node {
     apply(context)
   }
 
-  /// A muted pacer presents nothing: the anchor does not wait for it.
+  /// A muted pacer presents nothing: the anchor does not wait for it, and its decoder rests.
   private func registerWithTimeline() {
     let silent = muted && applied.rate != .normal
+    if muted { decoder?.discardsAll = silent }
     timeline.register(ObjectIdentifier(self), wake: wake, prerolls: prerolls && !silent)
   }
 

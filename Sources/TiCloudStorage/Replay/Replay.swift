@@ -178,15 +178,22 @@ public final class Replay: @unchecked Sendable {
     /// and bumps the replay's, so its events of pipeline generation g belong to replay generation
     /// `base + g`.
     let base: Int
-    init(pipeline: Pipeline, source: CloudSegmentSource, pacers: [Pacer], tracks: Set<TrackID>, base: Int) {
+    init(
+      pipeline: Pipeline, source: CloudSegmentSource, pacers: [Pacer], videoPacers: [Pacer], tracks: Set<TrackID>,
+      base: Int
+    ) {
       self.pipeline = pipeline
       self.source = source
       presents = !pacers.isEmpty
       self.pacers = pacers
+      self.videoPacers = videoPacers
       self.tracks = tracks
       self.base = base
     }
-    var dropped: Int { pacers.first.map { $0.statistics.dropped.load(ordering: .relaxed) } ?? 0 }
+    /// The pacers of its video outputs.
+    let videoPacers: [Pacer]
+    /// Video frames dropped as late, by every video output's pacer.
+    var dropped: Int { videoPacers.reduce(0) { $0 + $1.statistics.dropped.load(ordering: .relaxed) } }
   }
 
   /// A replay of the recordings `service` holds, running in `environment`.
@@ -663,6 +670,7 @@ public final class Replay: @unchecked Sendable {
     pipeline.connect(demuxer, to: dumpTap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
     var pacers: [Pacer] = []
+    var videoPacers: [Pacer] = []
     var owners: [ObjectIdentifier: OutputID] = [:]
     // One clock anchor for every output: audio and video of the same time are presented together; a hole
     // is where the detector's tracks all have a gap.
@@ -674,6 +682,7 @@ public final class Replay: @unchecked Sendable {
         for: binding, after: detector, plan: plan, timeline: timeline, reportsPosition: binding.id == clockBinding,
         in: pipeline)
       pacers.append(branch.pacer)
+      if binding.isVideo { videoPacers.append(branch.pacer) }
       for node in branch.nodes { owners[node] = binding.id }
     }
     pipeline.errorHandler = { [weak self, owners] failure in
@@ -693,7 +702,8 @@ public final class Replay: @unchecked Sendable {
       return .stopPipeline
     }
     pipeline.onEndOfStream = { [weak self] flushes in self?.completed(generation: generation + flushes) }
-    return Graph(pipeline: pipeline, source: source, pacers: pacers, tracks: tracks, base: generation)
+    return Graph(
+      pipeline: pipeline, source: source, pacers: pacers, videoPacers: videoPacers, tracks: tracks, base: generation)
   }
 
   /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
@@ -741,6 +751,7 @@ public final class Replay: @unchecked Sendable {
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom, muted: !audioOnly,
         timeline: timeline, prerolls: false)
+      pacer.decoder = decoder
       sink = PresentationSink(
         name: "\(name)Output",
         onFrame: { [weak self] frame, flushes in

@@ -1,0 +1,120 @@
+import Foundation
+import MediaSynthesis
+import Nodes
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+/// Notes the clock instant at which each frame reaches it.
+final class InstantSink: Node {
+  typealias Input = DecodedFrame
+  typealias Output = Never
+  let name = "InstantSink"
+  /// (media µs, clock µs) of each frame, in order.
+  private(set) var frames: [(media: Int64, at: Int64)] = []
+  private(set) var finishedAt: Int64?
+
+  func process(_ input: DecodedFrame, context: NodeContext<Never>) throws {
+    frames.append((input.time.microseconds, context.now.microseconds))
+  }
+
+  func finish(context: NodeContext<Never>) throws { finishedAt = context.now.microseconds }
+}
+
+/// The Pacer alone, on a manual executor and a virtual clock, with frames that share one tiny picture
+/// (no codec: an hour of frames costs little).
+@Suite("Pacer")
+struct PacerTests {
+  let picture: DecodedFrame
+
+  init() throws {
+    picture = try SyntheticFrames.picture(time: MediaTime(microseconds: 0), width: 2, height: 2) { _, _, _ in 128 }
+  }
+
+  /// A 40 ms frame at `ms` milliseconds.
+  func frame(_ ms: Int64) -> DecodedFrame {
+    DecodedFrame(
+      track: picture.track, time: MediaTime(milliseconds: ms), duration: .microseconds(40_000), frame: picture.frame)
+  }
+
+  /// Runs `pipeline` to its end, moving the clock from timer to timer.
+  func runToEnd(_ executor: ManualExecutor, _ clock: VirtualClock) {
+    while true {
+      executor.runUntilIdle()
+      guard clock.crank() else { break }
+    }
+  }
+
+  @Test func anHourAt1xPresentsEveryFrameOnceAtItsTimeAndEndsOnTime() throws {
+    let count = 90_000  // 25 fps
+    let executor = ManualExecutor()
+    let clock = VirtualClock()
+    let pipeline = Pipeline(executor: executor, clock: clock)
+    let source = ScriptedSource<DecodedFrame>(name: "frames", (0..<count).map { .item(frame(Int64($0) * 40)) })
+    let pacer = Pacer()
+    let sink = InstantSink()
+    pipeline.connect(source, to: pacer, limits: EdgeLimits(items: 4))
+    pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: 2))
+    try pipeline.start()
+    runToEnd(executor, clock)
+    #expect(sink.frames.count == count)
+    var exact = true
+    for (index, presented) in sink.frames.enumerated() {
+      exact = exact && presented.media == Int64(index) * 40_000 && presented.at == presented.media
+    }
+    #expect(exact)
+    // The last frame lasts its 40 ms before the end goes on: the hour ends at 3600 s of clock.
+    #expect(sink.finishedAt == 3_600_000_000)
+    #expect(pacer.statistics.presented.load(ordering: .relaxed) == count)
+    #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 0)
+    pipeline.stop()
+    executor.runUntilIdle()
+  }
+
+  @Test func lateFramesAtFastSpeedsAreDroppedCountedAndMakeTheDecoderSkipToKeyframesUntilCaughtUp() throws {
+    let decoder = try FrameDecoder(track: picture.track)
+    let pacer = Pacer(rate: PlaybackRate(numerator: 8, denominator: 1)!)
+    pacer.decoder = decoder
+    let harness = try NodeHarness(pacer)
+    harness.push(frame(0))
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == 1)
+    // The decoder took a second to deliver anything more: 8 s of media at 8×. Frames whose time has
+    // passed by more than their scaled duration (5 ms) are dropped.
+    harness.advance(by: .seconds(1))
+    harness.push(contentsOf: [frame(40), frame(80)])
+    harness.runUntilIdle()
+    #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 2)
+    #expect(!decoder.keyframesOnly)
+    harness.push(frame(120))
+    harness.runUntilIdle()
+    #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 3)
+    #expect(decoder.keyframesOnly)
+    // Late by less than its scaled duration: still presented, at once; decoding is whole again.
+    harness.push(frame(7_976))
+    harness.runUntilIdle()
+    #expect(harness.outputItems.map(\.time) == [MediaTime(milliseconds: 0), MediaTime(milliseconds: 7_976)])
+    #expect(!decoder.keyframesOnly)
+    // Early: held until its instant (9 s of media = 1.125 s of clock).
+    harness.push(frame(9_000))
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == 2)
+    harness.advance(by: .milliseconds(124))
+    #expect(harness.outputItems.count == 2)
+    harness.advance(by: .milliseconds(1))
+    #expect(harness.outputItems.count == 3)
+    #expect(pacer.statistics.presented.load(ordering: .relaxed) == 3)
+  }
+
+  @Test func atNormalSpeedALateFrameIsPresentedNotDropped() throws {
+    let pacer = Pacer()
+    let harness = try NodeHarness(pacer)
+    harness.push(frame(0))
+    harness.runUntilIdle()
+    harness.advance(by: .seconds(1))
+    harness.push(contentsOf: [frame(40), frame(80)])
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == 3)
+    #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 0)
+  }
+}
