@@ -73,6 +73,49 @@ struct PlayCommandTests {
     #expect(try tipipe(["play", "--start", "0", "--end", "5", "--initial", "7"] + endpoint).status == 2)
   }
 
+  @Test func isoTimesAreStrictRFC3339() throws {
+    let directory = try library(gap: false)
+    let endpoint = ["--endpoint", "file://\(directory.url.path)", "--video-channel", "0", "--pace", "fast"]
+    let end = ["--end", String(recordingStart + 2000)]
+    // Each ISO form plays exactly what its milliseconds play.
+    let reference = try tipipe(["play", "--start", String(recordingStart + 500)] + end + endpoint)
+    #expect(reference.status == 0)
+    for text in [
+      "2026-11-30T00:00:00.5Z", "2026-11-30T08:00:00.500+08:00", "2026-11-29T23:30:00.4996-00:30",
+      "2026-11-30t00:00:00.500z",
+    ] {
+      let result = try tipipe(["play", "--start", text] + end + endpoint)
+      #expect(result.status == 0 && result.stdout == reference.stdout, "\(text)")
+    }
+    for text in [
+      "2026-12-01T00:00:00+24:00", "2026-12-01T00:00:00+1:00", "2026-12-01T00:00:00+12:345", "2026-12-01T00:00:00+00:60",
+      "2026-12-01T00:00:00Zjunk", "2026-12-01T00:00:00ZZ", "2026-12-01T00:00:00+08:00junk", "2026-12-01T00:00:00Z ",
+      "2026-12-01T00:00:00.9999999999Z", "2026-11-31T00:00:00Z", "2026-02-29T00:00:00Z", "2026-12-01T24:00:00Z",
+      "2026-12-01T00:00:60Z", "2026-12-01T00:00:00", "2026-12-01T00:00:00.Z", "+2026-12-01T00:00:00Z",
+    ] {
+      #expect(try tipipe(["play", "--start", text] + end + endpoint).status == 2, "\(text)")
+    }
+  }
+
+  @Test func aClosedOrFullStandardOutputIsAnErrorNotACrash() throws {
+    let directory = try library(gap: false)
+    let range = ["--start", String(recordingStart), "--end", String(recordingStart + 3000), "--video-channel", "0"]
+    for arguments in [
+      ["graph", "replay"], ["play", "--endpoint", "file://\(directory.url.path)", "--pace", "fast"] + range,
+    ] {
+      let process = try tipipeProcess()
+      process.arguments = arguments
+      process.standardOutput = FileHandle(forWritingAtPath: "/dev/full")
+      let errors = Pipe()
+      process.standardError = errors
+      try process.run()
+      let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      #expect(process.terminationReason == .exit && process.terminationStatus == 1, "\(arguments[0])")
+      #expect(message.hasPrefix("error: fileWriteFailed (6046): standard output"), "\(message)")
+    }
+  }
+
   @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
   func aSignalStopsAPlayThroughTheFacadeWithItsSummary(_ signal: Int32) throws {
     let directory = try library(gap: false)

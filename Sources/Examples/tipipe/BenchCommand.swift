@@ -121,7 +121,7 @@ enum BenchCommand {
     if json {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.sortedKeys]
-      FileHandle.standardOutput.write(try encoder.encode(figures) + Data("\n".utf8))
+      if let error = StandardOutput.write(try encoder.encode(figures) + Data("\n".utf8)) { fail(error) }
     } else {
       print(
         String(

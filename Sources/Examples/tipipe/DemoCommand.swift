@@ -20,7 +20,7 @@ enum DemoCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
-    let cache = FacadeSession.cacheDirectory(try FlagParser(arguments, known: ["--cache": .value]))
+    let cache = try FacadeSession.cacheDirectory(try FlagParser(arguments, known: ["--cache": .value]))
     // The SDK delivers list, snapshot and Output callbacks on the main queue: the main thread runs it
     // while the demo works on a thread of its own and exits when done.
     FacadeSession.runOffMain { try demo(cache: cache) }

@@ -94,7 +94,7 @@ enum ExportCommand {
         videoChannelId: Int(request.videoTrack.channel), audioChannelId: request.audioTrack.map { Int($0.channel) },
         outputPath: request.output.path)
       return (
-        try flags.required("--endpoint"), endpoint.token, facadeRequest, options, FacadeSession.cacheDirectory(flags)
+        try flags.required("--endpoint"), endpoint.token, facadeRequest, options, try FacadeSession.cacheDirectory(flags)
       )
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
@@ -123,13 +123,13 @@ enum ExportCommand {
       progressDetail: { detail in
         let (fraction, covered) = (detail.fraction, detail.coveredDurationMs)
         if progressLines {
-          FileHandle.standardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
+          StandardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
         }
         guard showProgress else { return }
         let width = 40
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
-        FileHandle.standardError.write(
+        StandardError.write(
           Data(String(format: "\r%@ %5.1f%%  %.1f s covered", bar, fraction * 100, Double(covered) / 1000).utf8))
       },
       onRecordingGap: nil, callbackThread: .background,
@@ -146,7 +146,7 @@ enum ExportCommand {
     done.wait()
     Interruption.shared.removeHandler()
     let result = final.withLock { $0! }
-    if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+    if showProgress { StandardError.write(Data("\n".utf8)) }
 
     if let reportPath = options.reportPath, let report = result.report {
       let encoder = JSONEncoder()
@@ -154,7 +154,7 @@ enum ExportCommand {
       let json = try encoder.encode(
         Output(code: result.code, file: result.file?.path, durationMs: result.file?.durationMs ?? 0, report: report))
       if reportPath == "-" {
-        FileHandle.standardOutput.write(json + Data("\n".utf8))
+        if let error = StandardOutput.write(json + Data("\n".utf8)) { fail(error) }
       } else {
         try OutputFile.write(json + Data("\n".utf8), to: URL(fileURLWithPath: reportPath))
       }
@@ -165,7 +165,7 @@ enum ExportCommand {
       return 1
     }
     if showProgress {
-      FileHandle.standardError.write(
+      StandardError.write(
         Data(
           ("wrote \(file.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
             + "\(report.gaps.count) gap(s), complete: \(report.complete)\n").utf8))
@@ -207,6 +207,12 @@ func outputPath(_ flag: String, _ path: String) throws -> URL {
     try OutputFile.validate(url)
   } catch let error as TiError {
     throw UsageError(message: "\(flag): \(error.message)")
+  }
+  // Found now, not after the whole run that would have produced the file.
+  let directory = url.deletingLastPathComponent().path
+  var status = stat()
+  guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+    throw UsageError(message: "\(flag): the directory \(directory) does not exist")
   }
   return url
 }

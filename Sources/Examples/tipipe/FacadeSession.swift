@@ -13,8 +13,10 @@ enum FacadeSession {
   static let appId = "tipipe"
 
   /// The work root: `--cache DIR`, else the SDK's default (`$XDG_CACHE_HOME/tirtc` or `~/.cache/tirtc`).
-  static func cacheDirectory(_ flags: FlagParser) -> URL {
-    URL(fileURLWithPath: flags.string("--cache") ?? TiCloudStorage.defaultCacheDirectory)
+  static func cacheDirectory(_ flags: FlagParser) throws -> URL {
+    let path = flags.string("--cache") ?? TiCloudStorage.defaultCacheDirectory
+    guard !path.isEmpty else { throw UsageError(message: "--cache must not be empty") }
+    return URL(fileURLWithPath: path)
   }
 
   /// Runs `body` on a thread of its own while the main thread runs the main queue (`dispatchMain`,
@@ -94,7 +96,7 @@ enum FacadeSession {
   /// clean up).
   static func stopOnSignal() {
     Interruption.shared.onSignal { signal in
-      FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
+      StandardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
       _exit(1)
     }
   }

@@ -67,13 +67,70 @@ struct FlagParser {
 
   private static func parseAnyTime(_ text: String) -> Int64? {
     if let milliseconds = Int64(text) { return milliseconds }
-    let formatter = ISO8601DateFormatter()
-    for options: ISO8601DateFormatter.Options in [
-      [.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime],
-    ] {
-      formatter.formatOptions = options
-      if let date = formatter.date(from: text) { return Int64(exactly: (date.timeIntervalSince1970 * 1000).rounded()) }
+    return parseISO8601(text)
+  }
+
+  /// RFC 3339 (`2026-11-30T08:00:00.250+08:00`, `…Z`), strictly: every field in its range (a real day
+  /// of its month, offsets up to ±23:59), up to nine fraction digits rounded to the nearest millisecond
+  /// (halves away from zero), nothing before or after. Foundation's parser took `+1:00` for +10:00,
+  /// `+25:00` for +02:00, trailing junk and 31 November.
+  static func parseISO8601(_ text: String) -> Int64? {
+    let bytes = Array(text.utf8)
+    var index = 0
+    func number(_ digits: Int) -> Int64? {
+      guard index + digits <= bytes.count else { return nil }
+      var value: Int64 = 0
+      for byte in bytes[index..<index + digits] {
+        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+        value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+      }
+      index += digits
+      return value
     }
-    return nil
+    func expect(_ characters: String) -> Bool {
+      guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+      index += 1
+      return true
+    }
+    guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
+      expect("Tt"), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
+    else { return nil }
+    var fraction: Int64 = 0
+    if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+      index += 1
+      var digits = 0
+      var nanoseconds: Int64 = 0
+      while digits < 10, let digit = number(1) {
+        digits += 1
+        guard digits <= 9 else { return nil }
+        nanoseconds = nanoseconds * 10 + digit
+      }
+      guard digits > 0 else { return nil }
+      for _ in digits..<9 { nanoseconds *= 10 }
+      fraction = (nanoseconds + 500_000) / 1_000_000
+    }
+    var offsetMinutes: Int64 = 0
+    if expect("Zz") {
+    } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+      let sign: Int64 = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+      index += 1
+      guard let hours = number(2), expect(":"), let minutes = number(2), hours <= 23, minutes <= 59 else { return nil }
+      offsetMinutes = sign * (hours * 60 + minutes)
+    } else {
+      return nil
+    }
+    guard index == bytes.count, (1...12).contains(month), hour <= 23, minute <= 59, second <= 59 else { return nil }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    guard (1...lengths[Int(month) - 1]).contains(day) else { return nil }
+    // Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse, H. Hinnant).
+    let shifted = month <= 2 ? year - 1 : year
+    let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+    let yearOfEra = shifted - era * 400
+    let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+    let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+    let days = era * 146_097 + dayOfEra - 719_468
+    let seconds = ((days * 24 + hour) * 60 + minute) * 60 + second - offsetMinutes * 60
+    return seconds * 1000 + fraction
   }
 }

@@ -42,7 +42,7 @@ enum GraphCommand {
         source: CloudSegmentSource(service: service, range: range, token: "placeholder"))
     }
     if format == "dot" {
-      FileHandle.standardOutput.write(Data(pipeline.dot().utf8))
+      if let error = StandardOutput.write(Data(pipeline.dot().utf8)) { fail(error) }
       return 0
     }
     let statistics = pipeline.statistics()
@@ -52,7 +52,7 @@ enum GraphCommand {
     }
     let json = try JSONSerialization.data(
       withJSONObject: ["nodes": nodes, "edges": edges], options: [.sortedKeys, .withoutEscapingSlashes])
-    FileHandle.standardOutput.write(json + Data("\n".utf8))
+    if let error = StandardOutput.write(json + Data("\n".utf8)) { fail(error) }
     return 0
   }
 }

@@ -22,6 +22,8 @@ final class Interruption: @unchecked Sendable {
   /// `sigsuspend` with an empty mask. A handler is installed for that case: it passes the signal on to
   /// the waiting thread (`pthread_kill` is async-signal-safe), so no signal takes its default action.
   func install() {
+    // A closed pipe on standard output is a failed write (EPIPE) the command reports, not a death.
+    signal(SIGPIPE, SIG_IGN)
     var set = sigset_t()
     sigemptyset(&set)
     for signal in Self.signals { sigaddset(&set, signal) }
@@ -67,7 +69,8 @@ final class Interruption: @unchecked Sendable {
     lock.unlock()
   }
 
-  private func deliver(_ signal: Int32) {
+  /// Handles `signal` as if it had arrived (SIGPIPE: standard output is gone).
+  func deliver(_ signal: Int32) {
     lock.lock()
     let action = handler
     if action == nil { pending = signal }

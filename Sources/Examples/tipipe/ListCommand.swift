@@ -32,7 +32,7 @@ enum ListCommand {
       let token = try flags.required("--token")
       guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
       guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
-      let cache = FacadeSession.cacheDirectory(flags)
+      let cache = try FacadeSession.cacheDirectory(flags)
       return (endpoint, token, start, end, cache)
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
@@ -42,12 +42,12 @@ enum ListCommand {
         storage.listRecordings(startTimeMs: start, endTimeMs: end, completion: done)
       }
       guard result.code == TiCloudStorageErrorCode.ok else {
-        print("{\"code\":\(result.code),\"recordings\":[]}")
+        StandardOutput.line("{\"code\":\(result.code),\"recordings\":[]}")
         reportError(FacadeSession.error(result.code, result.message))
         return 1
       }
       let items = result.recordings.map { "{\"start_ms\":\($0.startTimeMs),\"end_ms\":\($0.endTimeMs)}" }
-      print("{\"code\":0,\"recordings\":[\(items.joined(separator: ","))]}")
+      StandardOutput.line("{\"code\":0,\"recordings\":[\(items.joined(separator: ","))]}")
       return 0
     }
   }
@@ -84,7 +84,7 @@ enum DaysCommand {
       let startDate = try flags.required("--start-date")
       let endDate = try flags.required("--end-date")
       let zone = flags.string("--time-zone") ?? "Asia/Shanghai"
-      let cache = FacadeSession.cacheDirectory(flags)
+      let cache = try FacadeSession.cacheDirectory(flags)
       return (endpoint, token, startDate, endDate, zone, cache)
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
@@ -94,12 +94,12 @@ enum DaysCommand {
         storage.listRecordingDays(startDate: startDate, endDate: endDate, timeZoneId: zone, completion: done)
       }
       guard result.code == TiCloudStorageErrorCode.ok else {
-        print("{\"code\":\(result.code),\"days\":[]}")
+        StandardOutput.line("{\"code\":\(result.code),\"days\":[]}")
         reportError(FacadeSession.error(result.code, result.message))
         return 1
       }
       let items = result.days.map { "{\"date\":\"\($0.date)\",\"has_recording\":\($0.hasRecording)}" }
-      print("{\"code\":0,\"days\":[\(items.joined(separator: ","))]}")
+      StandardOutput.line("{\"code\":0,\"days\":[\(items.joined(separator: ","))]}")
       return 0
     }
   }
@@ -128,5 +128,5 @@ private final class ResultBox<Value: Sendable>: @unchecked Sendable {
 
 /// The error line of `spec/cli.md`.
 func reportError(_ error: TiError) {
-  FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+  StandardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
 }

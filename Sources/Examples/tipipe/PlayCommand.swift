@@ -44,7 +44,11 @@ enum PlayCommand {
       let token = try Endpoint(flags).token
       guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
       guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+      guard start < end else { throw UsageError(message: "--start must be before --end") }
       let initial = try flags.time("--initial")
+      if let initial, !(start..<end).contains(initial) {
+        throw UsageError(message: "--initial must lie in [--start, --end)")
+      }
       guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
       let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
       let audioChannel =
@@ -60,7 +64,7 @@ enum PlayCommand {
       }
       let pace: TiCloudStorageReplayPace = paceText == "fast" ? .asFastAsPossible : .realtime
       let record = try flags.string("--record").map { try outputPath("--record", $0) }
-      let cache = FacadeSession.cacheDirectory(flags)
+      let cache = try FacadeSession.cacheDirectory(flags)
       return (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache)
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
@@ -140,7 +144,9 @@ enum PlayCommand {
       let task = record.map { _ in
         replay.startRecording(videoChannelId: Int(videoChannel), audioChannelId: audio.map { Int($0.channel) })
       }
-      Interruption.shared.onSignal { _ in
+      let interruption = Locked<Int32?>(nil)
+      Interruption.shared.onSignal { signal in
+        interruption.withLock { $0 = $0 ?? signal }
         DispatchQueue.main.async {
           _ = replay.stop()
           status.withLock { $0 = 1 }
@@ -158,6 +164,13 @@ enum PlayCommand {
         "{\"event\":\"summary\",\"video_frames\":\(view.frames.load(ordering: .relaxed)),"
           + "\"audio_frames\":\(audioFrames),\"dropped_frames\":\(replay.droppedVideoFrames),"
           + "\"render_size\":{\"width\":\(Int(video.renderSize.width)),\"height\":\(Int(video.renderSize.height))}}")
+      // An exit status of 1 comes with its error line (cli.md): the lost output, or the cancelling signal.
+      if let signal = interruption.withLock({ $0 }) {
+        let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
+        reportError(
+          PlayCommand.outputFailure.withLock { $0 }
+            ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")"))
+      }
       return status.withLock { $0 }
     }
 
@@ -208,8 +221,18 @@ enum PlayCommand {
     return String(decoding: data, as: UTF8.self)
   }
 
+  /// The first write of a line that failed (standard output is gone): the play stops as on a signal,
+  /// and the command ends with this error.
+  static let outputFailure = Locked<TiError?>(nil)
+
+  /// Writes one JSON line; a failure stops the play (SIGPIPE is handled like the cancelling signals).
   static func line(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    guard let error = StandardOutput.write(Data((text + "\n").utf8)) else { return }
+    let first = outputFailure.withLock { failure in
+      defer { if failure == nil { failure = error } }
+      return failure == nil
+    }
+    if first { Interruption.shared.deliver(SIGPIPE) }
   }
 
   static func gapJSON(_ gap: TiCloudStorageRecordingGap) -> String {
@@ -255,7 +278,7 @@ enum SnapshotCommand {
       let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
       let out = try outputPath("--out", try flags.required("--out"))
       let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
-      let cache = FacadeSession.cacheDirectory(flags)
+      let cache = try FacadeSession.cacheDirectory(flags)
       return (endpoint, token, at, end, channel, out, cache)
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in

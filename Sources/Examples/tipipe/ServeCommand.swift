@@ -71,11 +71,11 @@ enum ServeCommand {
     faults.seed = UInt64(try flags.integer("--seed", default: 1, range: 0...Int.max))
     configuration.faults = faults
     if !flags.has("--quiet") {
-      configuration.log = { line in FileHandle.standardError.write(Data("\(line)\n".utf8)) }
+      configuration.log = { line in StandardError.write(Data("\(line)\n".utf8)) }
     }
 
     let server = try ReferenceServer(configuration)
-    FileHandle.standardOutput.write(Data("listening on \(server.endpoint)\n".utf8))
+    _ = StandardOutput.write(Data("listening on \(server.endpoint)\n".utf8))
     Interruption.shared.onSignal { _ in
       server.stop()
       _exit(0)
@@ -113,7 +113,7 @@ enum TokenCommand {
     guard !secret.isEmpty else { throw UsageError(message: "--secret must not be empty") }
     let ttl = try flags.integer("--ttl", default: 3600, range: 0...315_360_000)
     let now = Int64(Date().timeIntervalSince1970)
-    print(CloudToken(deviceId: device, expires: now + Int64(ttl)).signed(secret: secret))
+    StandardOutput.line(CloudToken(deviceId: device, expires: now + Int64(ttl)).signed(secret: secret))
     return 0
   }
 }

@@ -76,7 +76,7 @@ enum SynthCommand {
     }
     let summary = try LibrarySynthesizer(options: options).write(to: out)
     if !flags.has("--quiet") && isatty(STDERR_FILENO) == 1 {
-      FileHandle.standardError.write(
+      StandardError.write(
         Data(
           ("wrote \(summary.index.segments.count) objects, \(summary.videoFrames.count) video frames, "
             + "\(summary.audioRecords) audio records to \(out.path)\n").utf8))

@@ -45,12 +45,12 @@ let commands: [(name: String, command: Command)] = [
 }
 
 func fail(usage message: String) -> Never {
-  FileHandle.standardError.write(Data("tipipe: \(message)\n".utf8))
+  StandardError.write(Data("tipipe: \(message)\n".utf8))
   exit(2)
 }
 
 func fail(_ error: TiError) -> Never {
-  FileHandle.standardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+  StandardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
   exit(error.code == .invalidArgument ? 2 : 1)
 }
 
@@ -82,7 +82,7 @@ LibraryLogging.setVerbose(verbose)
 if !["export", "list", "days", "serve", "play"].contains(name) {
   // Commands without a cancellable task stop where they are; what they wrote is kept.
   Interruption.shared.onSignal { signal in
-    FileHandle.standardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
+    StandardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
     _exit(1)  // not exit(): the main thread is still at work, and must not race the exit handlers
   }
 }

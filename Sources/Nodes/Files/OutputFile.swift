@@ -14,7 +14,7 @@ public enum OutputFile {
   /// found when the file is created: `fileWriteFailed`.)
   public static func validate(_ url: URL) throws {
     let path = url.path
-    guard !path.isEmpty, !url.lastPathComponent.isEmpty, url.lastPathComponent != "/" else {
+    guard !path.isEmpty, !url.lastPathComponent.isEmpty else {
       throw TiError(.invalidArgument, "the output path is empty")
     }
     var status = stat()

@@ -47,7 +47,8 @@ final class RuntimeLog: @unchecked Sendable {
       try? handle.write(contentsOf: data)
       size += data.count
     }
-    if console { FileHandle.standardError.write(Data("tirtc: \(line)".utf8)) }
+    // A closed standard error loses the line (FileHandle's write would trap).
+    if console { try? FileHandle.standardError.write(contentsOf: Data("tirtc: \(line)".utf8)) }
   }
 
   private func rotate() {
