@@ -94,7 +94,8 @@ enum ExportCommand {
         videoChannelId: Int(request.videoTrack.channel), audioChannelId: request.audioTrack.map { Int($0.channel) },
         outputPath: request.output.path)
       return (
-        try flags.required("--endpoint"), endpoint.token, facadeRequest, options, try FacadeSession.cacheDirectory(flags)
+        try flags.required("--endpoint"), endpoint.token, facadeRequest, options,
+        try FacadeSession.cacheDirectory(flags)
       )
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
