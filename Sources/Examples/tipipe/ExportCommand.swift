@@ -209,11 +209,12 @@ func outputPath(_ flag: String, _ path: String) throws -> URL {
   } catch let error as TiError {
     throw UsageError(message: "\(flag): \(error.message)")
   }
-  // Found now, not after the whole run that would have produced the file.
+  // The file could not be created (fileWriteFailed, as when the export tries): found now, not after the
+  // whole run that would have produced it.
   let directory = url.deletingLastPathComponent().path
   var status = stat()
   guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
-    throw UsageError(message: "\(flag): the directory \(directory) does not exist")
+    throw TiError(.fileWriteFailed, "\(flag): cannot create \(path): the directory \(directory) does not exist")
   }
   return url
 }
