@@ -267,10 +267,7 @@ extension SDKRules {
 
     @Test func renderSizeFollowsThePicturesAsInSeed002() async throws {
       // 320x240 for 3 s, then 160x120: seed 002's renderSize and didChangeRenderSize.
-      let library = try TemporaryDirectory("tipipe-sdk-size")
-      var options = smallOptions(seconds: 6)
-      options.videoChanges = [.init(offsetSeconds: 3, codec: .h264, width: 160, height: 120)]
-      try LibrarySynthesizer(options: options).write(to: library.url)
+      let library = try resolutionChangeLibrary("tipipe-sdk-size")
       let session = try SDKSession(library: library.url)
       let rig = ReplayRig(bindAudio: false)
       #expect(rig.video.renderSize == .zero)

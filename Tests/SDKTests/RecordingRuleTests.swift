@@ -154,10 +154,7 @@ extension SDKRules {
     }
 
     @Test func T12_aResolutionChangeEndsTheTaskWithUnsupportedFormatAndNoFile() async throws {
-      let library = try TemporaryDirectory("tipipe-sdk-change")
-      var options = smallOptions(seconds: 6)
-      options.videoChanges = [.init(offsetSeconds: 3, codec: .h264, width: 160, height: 120)]
-      try LibrarySynthesizer(options: options).write(to: library.url)
+      let library = try resolutionChangeLibrary("tipipe-sdk-change")
       let session = try SDKSession(library: library.url)
       let rig = ReplayRig(bindAudio: false)
       #expect(rig.play(0, 6000) == ok)

@@ -19,6 +19,15 @@ import TiCloudStorage
   return directory
 }()
 
+/// The small test recording over 6 s whose picture goes from 320x240 to 160x120 at 3 s (the directory lives as long as the value).
+func resolutionChangeLibrary(_ name: String) throws -> TemporaryDirectory {
+  let library = try TemporaryDirectory(name)
+  var options = smallOptions(seconds: 6)
+  options.videoChanges = [.init(offsetSeconds: 3, codec: .h264, width: 160, height: 120)]
+  try LibrarySynthesizer(options: options).write(to: library.url)
+  return library
+}
+
 /// The SDK initialized on a fresh work root over the shared library, its Replays on a manual executor
 /// and a virtual clock the test cranks; shut down (after the test disposed what it made) on `close()`.
 @MainActor

@@ -7,38 +7,33 @@ import Nodes
 enum StandardOutput {
   /// Writes all of `data`; the error when standard output cannot take it.
   static func write(_ data: Data) -> TiError? {
-    data.withUnsafeBytes { bytes -> TiError? in
-      var offset = 0
-      while offset < bytes.count {
-        let written = Glibc.write(1, bytes.baseAddress! + offset, bytes.count - offset)
-        if written < 0 {
-          if errno == EINTR { continue }
-          return TiError(.fileWriteFailed, "standard output: \(String(cString: strerror(errno)))")
-        }
-        offset += written
-      }
-      return nil
-    }
+    writeAll(data, to: 1).map { TiError(.fileWriteFailed, "standard output: \(String(cString: strerror($0)))") }
   }
 
   /// Writes `text` and a line break; when that fails, the command fails (exit 1, its error line).
   static func line(_ text: String) {
     if let error = write(Data((text + "\n").utf8)) { fail(error) }
   }
+
+  /// Writes all of `data` to `descriptor`, again after a signal; the `errno` of a failure.
+  static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
+    data.withUnsafeBytes { bytes -> Int32? in
+      var offset = 0
+      while offset < bytes.count {
+        let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+        if written < 0 {
+          if errno == EINTR { continue }
+          return errno
+        }
+        offset += written
+      }
+      return nil
+    }
+  }
 }
 
 /// Human text and error lines on standard error: a closed or full standard error loses them, and
 /// nothing else happens (FileHandle's write would trap).
 enum StandardError {
-  static func write(_ data: Data) {
-    data.withUnsafeBytes { bytes in
-      var offset = 0
-      while offset < bytes.count {
-        let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else { return }
-        offset += written
-      }
-    }
-  }
+  static func write(_ data: Data) { _ = StandardOutput.writeAll(data, to: 2) }
 }

@@ -5,11 +5,12 @@ import PipelineGraph
 ///
 /// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` or a flush
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
-/// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×). A packet libavcodec rejects is a failure of this node with
-/// `recordingUnreadable`/`mediaUnreadable`.
+/// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×). A
+/// packet libavcodec rejects is a failure of this node with `recordingUnreadable`/`mediaUnreadable`.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; so are ``keyframesOnly``,
-/// ``discardsAll`` and ``framesDecoded``: while it runs, only code on that executor (its ``Pacer``) may use them.
+/// ``discardsAll`` and ``framesDecoded``: while it runs, only code on that executor (its ``Pacer``) may
+/// use them.
 public final class FrameDecoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -11,11 +11,11 @@ import Synchronization
 ///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
 /// - A `muted` pacer (the audio branch) presents nothing off 1×, and its ``decoder`` decodes nothing then.
 /// - The anchor is a ``PlaybackTimeline`` that the pacers of one playback share (audio and video of the
-///   same time are presented together). The first frame waits for the other pacers' first frames (a
-///   preroll, bounded by ``PlaybackTimeline/prerollLimit``), unless the pacer was made not to `preroll`
-///   (an output joining a running play) or is muted. Pause freezes it (the wait is added to it on resume); a speed
-///   change re-anchors at the current position, without a seek; a hole (a stretch where every track has
-///   a gap) is skipped without waiting; a gap of some tracks only keeps the time.
+///   same time are presented together). The first frame waits for the first frames of the other
+///   pacers that preroll (bounded by ``PlaybackTimeline/prerollLimit``); a muted pacer is not waited
+///   for. Pause freezes the anchor (the wait is added to it on resume); a speed change re-anchors at the
+///   current position, without a seek; a hole (a stretch where every track has a gap) is skipped
+///   without waiting; a gap of some tracks only keeps the time.
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
 ///   the first presented frame is the first whose time is not earlier than the target. With
 ///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
@@ -43,8 +43,6 @@ public final class Pacer: Node {
   private let initiallyShowsFirstFrame: Bool
   private let showsFirstFrameAfterSeek: Bool
   private let prerolls: Bool
-  /// The control channel's completion (also the timeline's wake-up).
-  private var wake: Completion<Void>?
   /// The decoder told to skip non-keyframes while the pacer falls behind, and to decode nothing while
   /// the pacer is muted (same executor).
   public weak var decoder: FrameDecoder?
@@ -137,7 +135,6 @@ public final class Pacer: Node {
   private func arm(_ context: NodeContext<DecodedFrame>) {
     let completion = context.makeCompletion { [unowned self] (_: Void) in apply(context) }
     shared.withLock { $0.wake = completion }
-    wake = completion
     registerWithTimeline()
     // A change made before the channel was armed.
     apply(context)
@@ -147,7 +144,7 @@ public final class Pacer: Node {
   private func registerWithTimeline() {
     let silent = muted && applied.rate != .normal
     if muted { decoder?.discardsAll = silent }
-    timeline.register(ObjectIdentifier(self), wake: wake, prerolls: prerolls && !silent)
+    timeline.register(ObjectIdentifier(self), wake: shared.withLock { $0.wake }, prerolls: prerolls && !silent)
   }
 
   private func apply(_ context: NodeContext<DecodedFrame>) {
@@ -323,7 +320,6 @@ public final class Pacer: Node {
     timer?.cancel()
     timer = nil
     shared.withLock { $0.wake = nil }
-    wake = nil
     timeline.register(ObjectIdentifier(self), wake: nil)
   }
 }

@@ -41,10 +41,9 @@ public final class PlaybackTimeline: Sendable {
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
     var version = 0
-    var wakes: [ObjectIdentifier: Completion<Void>] = [:]
-    /// The pacers and whether the anchor waits for their first frame (kept across a reset: each pacer
-    /// says so as it arms).
-    var prerolls: [ObjectIdentifier: Bool] = [:]
+    /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
+    /// reset: each pacer says so as it arms).
+    var pacers: [ObjectIdentifier: (wake: Completion<Void>, prerolls: Bool)] = [:]
     /// Before the anchor: the first time each pacer offered, the pacers excused, and when the first
     /// frame was offered.
     var offers: [ObjectIdentifier: MediaTime] = [:]
@@ -157,7 +156,9 @@ public final class PlaybackTimeline: Sendable {
 
   /// Every pacer that prerolls has offered a frame or been excused.
   private static func prerolled(_ state: State) -> Bool {
-    state.prerolls.allSatisfy { pacer, waits in !waits || state.offers[pacer] != nil || state.excused.contains(pacer) }
+    state.pacers.allSatisfy { pacer, entry in
+      !entry.prerolls || state.offers[pacer] != nil || state.excused.contains(pacer)
+    }
   }
 
   /// Anchors the earliest offered time at `now` (the pause's instant while paused); returns the pacers
@@ -171,7 +172,7 @@ public final class PlaybackTimeline: Sendable {
     state.offers = [:]
     state.prerollSince = nil
     state.version += 1
-    return state.wakes.filter { $0.key != except }.map(\.value)
+    return state.pacers.filter { $0.key != except }.map(\.value.wake)
   }
 
   /// A gap event reached a pacer: where every track that keeps time now has a gap, a hole is skipped
@@ -211,17 +212,14 @@ public final class PlaybackTimeline: Sendable {
     guard holes != state.holes else { return [] }
     state.holes = holes
     state.version += 1
-    return Array(state.wakes.values)
+    return state.pacers.values.map(\.wake)
   }
 
   /// Wakes `wake` whenever a hole is found or the anchor is set (one per pacer; a new one replaces the
   /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame
   /// when it `prerolls`.
   public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?, prerolls: Bool = true) {
-    state.withLock { state in
-      state.wakes[pacer] = wake
-      state.prerolls[pacer] = wake == nil ? nil : prerolls
-    }
+    state.withLock { $0.pacers[pacer] = wake.map { ($0, prerolls) } }
   }
 
   /// Forgets the anchor, the holes and the gaps (a flush of the pacers that share it, before any new frame).

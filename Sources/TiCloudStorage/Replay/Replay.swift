@@ -723,10 +723,9 @@ public final class Replay: @unchecked Sendable {
     case .video(let renderer):
       // A seek while paused shows the target's frame (R35); a play never starts paused. The clock starts
       // with the picture: audio waits for the first frame of the video decoding from the keyframe
-      // before the target (an audio track without media, or with a gap there, would hold the picture
-      // back until the preroll limit; video missing holds the audio as long at most). An output that
-      // joins a running play holds back nothing.
-
+      // before the target (video missing holds it back up to the preroll limit). Audio does not preroll:
+      // an audio track without media, or with a gap there, would hold the picture back as long. An
+      // output that joins a running play holds back nothing.
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.speed.rate, paused: plan.paused, presentFrom: presentFrom,
         showsFirstFrameWhilePaused: plan.showsFirstFrameWhilePaused || joining != nil, showsFirstFrameAfterSeek: true,
