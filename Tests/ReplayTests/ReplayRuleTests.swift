@@ -275,6 +275,21 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
   }
 
+  @Test func R74_aHoleOfAnAudioVideoPlayIsReportedOnceAsNoRecording() throws {
+    // The detector sends a gap per track (the audio's follows its 64 ms frames): the play reports the
+    // position's track's, once, clipped to where the play starts.
+    for initial: Int64 in [0, 4000] {
+      let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 2)], audio: true)
+      harness.play(0, 9000, initial: initial)
+      harness.runToEnd()
+      let expected = RecordingGap(
+        range: MediaRange(startMilliseconds: recordingStart + max(3000, initial), endMilliseconds: recordingStart + 5000),
+        tracks: [TrackID(.video, channel: 0)], reasons: [.noRecording])
+      #expect(harness.log.gaps == [expected], "initial \(initial)")
+      #expect(harness.log.completions == 1)
+    }
+  }
+
   @Test func R71_aGapIsReportedBetweenTheTimeEventsAroundIt() throws {
     let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 3)])
     harness.play(0, 9000)

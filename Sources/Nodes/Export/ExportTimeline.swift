@@ -62,7 +62,7 @@ public struct ExportTimeline: Sendable {
     guard let clipped = gap.range.clamped(to: range) else { return }
     var gap = gap
     gap.range = clipped
-    if gap.tracks.isEmpty || gap.tracks.contains(videoTrack) {
+    if gap.concerns(videoTrack) {
       videoGaps.append(gap)
     } else if let audioTrack, gap.tracks.contains(audioTrack) {
       audioGaps.append(gap)

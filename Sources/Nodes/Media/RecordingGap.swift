@@ -17,6 +17,9 @@ public struct RecordingGap: EventPayload, Hashable {
     self.reasons = reasons
   }
 
+  /// Whether the gap concerns `track` (a gap that names no track concerns them all).
+  public func concerns(_ track: TrackID) -> Bool { tracks.isEmpty || tracks.contains(track) }
+
   /// `gap [start, end) video:0 noKeyFrame`.
   public var description: String {
     "gap \(range) \(tracks.map(\.description).joined(separator: ",")) \(reasons.map(\.rawValue).joined(separator: ","))"

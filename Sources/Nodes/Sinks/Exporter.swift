@@ -150,7 +150,7 @@ public final class Exporter: Node {
     if let clipped = gap.range.clamped(to: configuration.range) {
       onGap?(RecordingGap(range: clipped, tracks: gap.tracks, reasons: gap.reasons))
     }
-    if gap.tracks.isEmpty || gap.tracks.contains(configuration.videoTrack) {
+    if gap.concerns(configuration.videoTrack) {
       try openFile(force: true)
       try endStretch(at: gap.range.start, keepAudioFrom: gap.range.end)
     }

@@ -90,7 +90,7 @@ public final class FrameDecoder: Node {
     switch try MediaEvent(event) {
     case .formatChange(let change) where change.track == track:
       try drain(context: context)
-    case .gap(let gap) where gap.tracks.isEmpty || gap.tracks.contains(track):
+    case .gap(let gap) where gap.concerns(track):
       // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
       // reset the video decoder.
       try drain(context: context)

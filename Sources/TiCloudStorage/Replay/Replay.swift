@@ -741,7 +741,9 @@ public final class Replay: @unchecked Sendable {
           renderer.render(frame)
         },
         onEvent: { [weak self] event, flushes in
-          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation + flushes) }
+          if reportsPosition, case .gap(let gap) = event, gap.concerns(binding.track) {
+            self?.crossed(gap, generation: generation + flushes)
+          }
         },
         onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
     case .audio(let device):
@@ -765,7 +767,9 @@ public final class Replay: @unchecked Sendable {
           if let volume { device.play(frame, volume: volume) }
         },
         onEvent: { [weak self] event, flushes in
-          if reportsPosition, case .gap(let gap) = event { self?.crossed(gap, generation: generation + flushes) }
+          if reportsPosition, case .gap(let gap) = event, gap.concerns(binding.track) {
+            self?.crossed(gap, generation: generation + flushes)
+          }
         },
         onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
     }
