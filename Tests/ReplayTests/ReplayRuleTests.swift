@@ -283,7 +283,8 @@ import TiCloudStorage
       harness.play(0, 9000, initial: initial)
       harness.runToEnd()
       let expected = RecordingGap(
-        range: MediaRange(startMilliseconds: recordingStart + max(3000, initial), endMilliseconds: recordingStart + 5000),
+        range: MediaRange(
+          startMilliseconds: recordingStart + max(3000, initial), endMilliseconds: recordingStart + 5000),
         tracks: [TrackID(.video, channel: 0)], reasons: [.noRecording])
       #expect(harness.log.gaps == [expected], "initial \(initial)")
       #expect(harness.log.completions == 1)
