@@ -17,6 +17,8 @@ final class ServedReplay: @unchecked Sendable {
   let log = ReplayLog()
   let finished = DispatchSemaphore(value: 0)
   let deviceId: String
+  /// What the video output heard ("presenting", "completed", "failed <code>").
+  let outputEvents = Locked<[String]>([])
 
   init(faults: ServerFaults = ServerFaults(), endpoint: URL? = nil) throws {
     directory = try TemporaryDirectory("tipipe-served-replay")
@@ -31,7 +33,16 @@ final class ServedReplay: @unchecked Sendable {
     policy.maximumBackoff = .milliseconds(20)
     let service = CloudService(endpoint: endpoint ?? URL(string: server.endpoint)!, policy: policy)
     replay = Replay(service: service, environment: .freeRunning(callbacks: DispatchQueue(label: "test.replay")))
-    replay.bindVideo(channel: 0, renderer: NullRenderer())
+    let outputEvents = self.outputEvents
+    replay.bindVideo(channel: 0, renderer: NullRenderer()) { event in
+      let name =
+        switch event {
+        case .presenting: "presenting"
+        case .completed: "completed"
+        case .failed(let error): "failed \(error.code.rawValue)"
+        }
+      outputEvents.withLock { $0.append(name) }
+    }
     let log = self.log
     let finished = self.finished
     replay.onTimeChanged = { log.append(.time($0)) }
@@ -124,6 +135,8 @@ final class ServedReplay: @unchecked Sendable {
     // The failure is the play's error, not a gap as well; the first 3 s played.
     #expect(served.log.gaps.isEmpty)
     #expect(served.replay.statistics.videoFrames == 75)
+    // The output drained what played, but the play failed: it did not complete (O8).
+    #expect(served.outputEvents.withLock { $0 } == ["presenting"])
   }
 
   @Test func R73_aMissingEarlierRecordingIsAGapAndThePlayCompletes() throws {
@@ -131,6 +144,7 @@ final class ServedReplay: @unchecked Sendable {
     try FileManager.default.removeItem(at: try objects(served)[0])
     served.playToEnd(token: served.token())
     #expect(served.log.errors.isEmpty && served.log.completions == 1)
+    #expect(served.outputEvents.withLock { $0 } == ["presenting", "completed"])
     // Decoding starts afresh in the second object: up to its first keyframe (4 s; a GOP is 2 s) too.
     #expect(served.log.gaps.map(\.reasons) == [[.notFound, .noKeyFrame]])
     #expect(

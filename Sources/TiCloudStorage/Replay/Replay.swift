@@ -157,6 +157,9 @@ public final class Replay: @unchecked Sendable {
     var presentingOutputs: Set<OutputID> = []
     /// Outputs that failed in this play: nothing more is presented to them (O9), until a new play.
     var failedOutputs: Set<OutputID> = []
+    /// Outputs whose branch has presented all its media: completed with the play (O8), not before, as
+    /// the play may still end with an error (R73).
+    var drainedOutputs: Set<OutputID> = []
     /// Gaps crossed since a recording failed for good (R73): reported once media after them plays; if
     /// none does, the play ends with the failure's code instead.
     var heldGaps: [RecordingGap] = []
@@ -251,6 +254,7 @@ public final class Replay: @unchecked Sendable {
       state.bindings.remove(at: index)
       state.presentingOutputs.remove(id)
       state.failedOutputs.remove(id)
+      state.drainedOutputs.remove(id)
       return state.active
     }
     if restart { self.restart() }
@@ -392,6 +396,7 @@ public final class Replay: @unchecked Sendable {
       state.lastFrame = nil
       state.presentingOutputs = []
       state.failedOutputs = []
+      state.drainedOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       return .some(retire(&state))
     }
@@ -483,6 +488,7 @@ public final class Replay: @unchecked Sendable {
       state.positionFollowsTarget = false
       state.mismatches = [:]
       state.presentingOutputs = []
+      state.drainedOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
       // generations keep in step with ours); only a play without one builds a graph.
@@ -870,11 +876,9 @@ public final class Replay: @unchecked Sendable {
   }
 
   private func drained(_ id: OutputID, generation: Int) {
-    let events = state.withLock { state -> (@Sendable (OutputEvent) -> Void)? in
-      guard state.generation == generation else { return nil }
-      return state.bindings.first { $0.id == id }?.events
+    state.withLock { state in
+      if state.generation == generation { state.drainedOutputs.insert(id) }
     }
-    events?(.completed)
   }
 
   private func outputFailed(_ id: OutputID, _ error: TiError, generation: Int) {
@@ -926,8 +930,12 @@ public final class Replay: @unchecked Sendable {
     }
     if let failure { return failed(failure, generation: generation) }
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
+    var outputs: [@Sendable (OutputEvent) -> Void] = []
     let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64, Int)? in
       guard state.generation == generation, state.active, let play = state.play else { return nil }
+      outputs = state.bindings.filter { state.drainedOutputs.contains($0.id) && !state.failedOutputs.contains($0.id) }
+        .compactMap(\.events)
+      state.drainedOutputs = []
       state.active = false
       state.paused = false
       let moved = state.position != play.end
@@ -937,6 +945,7 @@ public final class Replay: @unchecked Sendable {
       state.recorders = []
       return (moved ? state.onTimeChanged : nil, state.onCompleted, play.end, state.playNumber)
     }
+    for events in outputs { events(.completed) }
     endRecorders(ended, naturally: true)
     guard let (time, done, end, play) = handlers else { return }
     deliver(play: play) {
