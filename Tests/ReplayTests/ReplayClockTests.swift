@@ -86,6 +86,46 @@ import TiCloudStorage
     #expect(harness.renderer.frames.isEmpty)
   }
 
+  @Test func O40_aVideoOutputWithoutMediaFailsAfter5sOfPlaybackWhileTheAudioMovesThePosition() throws {
+    // The video is bound to a channel without media: the audio plays alone (after the preroll limit),
+    // moves the position, and the video output fails once 5 s of video of another channel have played.
+    let harness = try ReplayHarness(seconds: 9, audio: true, videoChannel: 5)
+    let start = harness.clock.now.microseconds
+    let preroll = PlaybackTimeline.prerollLimit.microseconds
+    harness.play(0, 9000)
+    harness.run(for: .seconds(5))
+    #expect(harness.outputEvents.withLock { $0.map(\.event) } == ["audio presenting"])
+    // Reported every 100 ms or more, audio frames lasting 64 ms.
+    let position = try #require(harness.log.times.last) - recordingStart
+    #expect(position > 4300 && position <= 4500)
+    harness.runToEnd()
+    let events = harness.outputEvents.withLock { $0 }
+    #expect(events.map(\.event) == ["audio presenting", "video failed 6130", "audio completed"])
+    // Noticed at the first video packet 5 s after the first one: when the audio frame of that time plays.
+    let failedAt = try #require(events.first { $0.event == "video failed 6130" }).at - start
+    #expect(failedAt >= preroll + 5_000_000 && failedAt < preroll + 5_064_000)
+    #expect(harness.renderer.frames.isEmpty)
+    // The play lasts as long as its audio, and completes.
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+    #expect(harness.clock.now.microseconds - start >= preroll + 8_900_000)
+    #expect(harness.log.times.last == recordingStart + 9000)
+  }
+
+  @Test func O40_aVideoOnlyPlayWithoutMediaOfTheChannelFailsItsOutputAndCompletes() throws {
+    // Nothing presents: every stretch is a gap of the one track the play presents, skipped; the output
+    // fails rather than completes.
+    let harness = try ReplayHarness(seconds: 9, videoChannel: 5)
+    harness.play(0, 9000)
+    harness.runToEnd()
+    #expect(harness.outputEvents.withLock { $0.map(\.event) } == ["video failed 6130"])
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+    #expect(
+      harness.log.gaps.map(\.range) == [
+        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 9000)
+      ])
+    #expect(harness.log.gaps.allSatisfy { $0.reasons.contains(.trackUnavailable) })
+  }
+
   @Test func aVideoOnlyGapKeepsTheAudiosTime() throws {
     // Objects [0, 3) [3, 6) [6, 9) s; the third has no video before its keyframe at 8 s: a video gap
     // from 6 s while audio goes on. The picture waits for the audio to reach 8 s.

@@ -74,6 +74,9 @@ final class ReplayHarness {
   let audio: TimedAudioDevice
   /// The library the replay reads, counting the objects fetched.
   let service: CountingService
+  /// What the outputs heard ("video presenting", "audio completed", "video failed 6130"), with the
+  /// clock instant (µs).
+  let outputEvents = Locked<[(event: String, at: Int64)]>([])
 
   /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC; video on channel 0,
   /// audio on 1) with `gaps`, the video output bound to `videoChannel`; `damage` may change the library
@@ -93,8 +96,18 @@ final class ReplayHarness {
     service = CountingService(LocalLibraryService(directory: directory.url, workers: executor))
     replay = Replay(service: service, environment: environment)
     renderer = TimedRenderer(clock: clock)
-    replay.bindVideo(channel: videoChannel, renderer: renderer)
-    if audio { replay.bindAudio(channel: 1, device: self.audio) }
+    let (outputEvents, clock) = (self.outputEvents, self.clock)
+    let note = { @Sendable (kind: String, event: Replay.OutputEvent) in
+      let name =
+        switch event {
+        case .presenting: "presenting"
+        case .completed: "completed"
+        case .failed(let error): "failed \(error.code.rawValue)"
+        }
+      outputEvents.withLock { $0.append(("\(kind) \(name)", clock.now.microseconds)) }
+    }
+    replay.bindVideo(channel: videoChannel, renderer: renderer) { note("video", $0) }
+    if audio { replay.bindAudio(channel: 1, device: self.audio) { note("audio", $0) } }
     let log = self.log
     replay.onTimeChanged = { log.append(.time($0)) }
     replay.onRecordingGap = { log.append(.gap($0)) }

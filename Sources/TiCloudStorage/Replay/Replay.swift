@@ -21,6 +21,13 @@ import Synchronization
 /// after the detector, a `RawDumpTap` on the demuxer's output, and an `AudioTranscoder` before the
 /// recorders when one records audio (`tipipe graph replay` prints it).
 ///
+/// The position and the gaps reported follow the first video output, or the first audio output while
+/// the video presents nothing (its channel may carry no media: that output fails with 6130 once 5 s of
+/// its kind have played, O40). A hole is reported once, as that output's track's gap (R74). Outputs
+/// complete with the play (O8). When no output presents anything (a video-only play of a channel
+/// without media, or such a video with audio off 1×, which is muted), every stretch is a gap of what
+/// the play presents and is skipped without waiting: the play completes as soon as it is read.
+///
 /// States: idle (no play), active (running or paused) until stop, a new play, natural completion or
 /// an error; seek, pause and resume need an active play. A recording that fails for good is a gap only
 /// when media after it plays, else the play ends with its error (R73).
@@ -637,12 +644,13 @@ public final class Replay: @unchecked Sendable {
     let generation = plan.generation
     let primaryVideo = plan.bindings.first { $0.isVideo }
     let primaryAudio = plan.bindings.first { !$0.isVideo }
-    // The position follows one branch: the first video output, else the first audio output.
-    let clockBinding = (primaryVideo ?? primaryAudio)?.id
+    // The position follows one branch: the first video output, else the first audio output (see
+    // `driver(of:in:)`).
+    let candidates = [primaryVideo?.id, primaryAudio?.id].compactMap { $0 }
     // Read-ahead: see `readsAhead(_:)`.
     let source = CloudSegmentSource(
       service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20,
-      readsAhead: clockBinding == nil || !plan.paused)
+      readsAhead: candidates.isEmpty || !plan.paused)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
     let tracks = Set(plan.bindings.map(\.track)).union(plan.recordedTracks)
@@ -656,11 +664,11 @@ public final class Replay: @unchecked Sendable {
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // An output bound to a channel without media while others of its kind have some fails with 6130.
     let watch = ChannelWatch(tracks: Set(plan.bindings.map(\.track))) { [weak self] track, time, flushes in
-      self?.channelMissing(track, noticedAt: time, clockBinding: clockBinding, generation: generation + flushes)
+      self?.channelMissing(track, noticedAt: time, generation: generation + flushes)
     }
     pipeline.connect(demuxer, to: watch, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // Recording tasks get what the play reads (their tasks come and go while it runs).
-    let tap = RecorderTap(paced: clockBinding != nil) { [weak self] in
+    let tap = RecorderTap(paced: !candidates.isEmpty) { [weak self] in
       self?.state.withLock { $0.recorders.map(\.recorder) } ?? []
     }
     if plan.recordedTracks.contains(where: { $0.kind == .audio }) {
@@ -685,8 +693,7 @@ public final class Replay: @unchecked Sendable {
       paused: plan.paused)
     for binding in plan.bindings {
       let branch = try connectBranch(
-        for: binding, after: detector, plan: plan, timeline: timeline, reportsPosition: binding.id == clockBinding,
-        in: pipeline)
+        for: binding, after: detector, plan: plan, timeline: timeline, candidates: candidates, in: pipeline)
       pacers.append(branch.pacer)
       if binding.isVideo { videoPacers.append(branch.pacer) }
       for node in branch.nodes { owners[node] = binding.id }
@@ -714,7 +721,7 @@ public final class Replay: @unchecked Sendable {
 
   /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
   private func connectBranch(
-    for binding: Binding, after detector: GapDetector, plan: Plan, timeline: PlaybackTimeline, reportsPosition: Bool,
+    for binding: Binding, after detector: GapDetector, plan: Plan, timeline: PlaybackTimeline, candidates: [OutputID],
     in pipeline: Pipeline
   ) throws -> (pacer: Pacer, nodes: [ObjectIdentifier]) {
     let generation = plan.generation
@@ -742,13 +749,13 @@ public final class Replay: @unchecked Sendable {
         onFrame: { [weak self] frame, flushes in
           guard let self,
             self.presented(
-              frame, by: id, video: true, reportsPosition: reportsPosition, generation: generation + flushes)
+              frame, by: id, video: true, candidates: candidates, generation: generation + flushes)
           else { return }
           renderer.render(frame)
         },
         onEvent: { [weak self] event, flushes in
-          if reportsPosition, case .gap(let gap) = event, gap.concerns(binding.track) {
-            self?.crossed(gap, generation: generation + flushes)
+          if case .gap(let gap) = event, gap.concerns(binding.track) {
+            self?.crossed(gap, by: id, candidates: candidates, generation: generation + flushes)
           }
         },
         onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
@@ -764,7 +771,7 @@ public final class Replay: @unchecked Sendable {
         onFrame: { [weak self] frame, flushes in
           guard let self,
             self.presented(
-              frame, by: id, video: false, reportsPosition: reportsPosition, generation: generation + flushes)
+              frame, by: id, video: false, candidates: candidates, generation: generation + flushes)
           else { return }
           let volume = self.state.withLock { state -> Int? in
             guard state.speed == .x1 else { return nil }
@@ -773,8 +780,8 @@ public final class Replay: @unchecked Sendable {
           if let volume { device.play(frame, volume: volume) }
         },
         onEvent: { [weak self] event, flushes in
-          if reportsPosition, case .gap(let gap) = event, gap.concerns(binding.track) {
-            self?.crossed(gap, generation: generation + flushes)
+          if case .gap(let gap) = event, gap.concerns(binding.track) {
+            self?.crossed(gap, by: id, candidates: candidates, generation: generation + flushes)
           }
         },
         onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
@@ -798,13 +805,13 @@ public final class Replay: @unchecked Sendable {
 
   /// Notes a presented frame; false when it belongs to a replaced graph or a removed output.
   private func presented(
-    _ frame: DecodedFrame, by id: OutputID, video: Bool, reportsPosition: Bool, generation: Int
+    _ frame: DecodedFrame, by id: OutputID, video: Bool, candidates: [OutputID], generation: Int
   ) -> Bool {
     var failedOutputs: [@Sendable (OutputEvent) -> Void] = []
     var heldGaps: (@Sendable () -> Void)?
     defer {
       for events in failedOutputs {
-        events(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
+        events(.failed(Self.channelMismatch))
       }
     }
     let outcome = state.withLock {
@@ -816,6 +823,13 @@ public final class Replay: @unchecked Sendable {
       else {
         return (false, nil, nil)
       }
+      var first: (@Sendable (OutputEvent) -> Void)?
+      if !state.presentingOutputs.contains(id) {
+        state.presentingOutputs.insert(id)
+        state.bindings[index].joinsAt = nil
+        first = state.bindings[index].events
+      }
+      let reportsPosition = Self.driver(of: candidates, in: state) == id
       if reportsPosition && !state.heldGaps.isEmpty {
         // Media after a failed recording plays: its gaps are gaps after all (R73).
         if let handler = state.onRecordingGap {
@@ -823,12 +837,6 @@ public final class Replay: @unchecked Sendable {
           heldGaps = { [weak self] in self?.deliver(play: play) { for gap in gaps { handler(gap) } } }
         }
         state.heldGaps = []
-      }
-      var first: (@Sendable (OutputEvent) -> Void)?
-      if !state.presentingOutputs.contains(id) {
-        state.presentingOutputs.insert(id)
-        state.bindings[index].joinsAt = nil
-        first = state.bindings[index].events
       }
       if video { state.videoFrames += 1 } else { state.audioFrames += 1 }
       guard reportsPosition else { return (true, first, nil) }
@@ -858,21 +866,26 @@ public final class Replay: @unchecked Sendable {
     return outcome.accepted
   }
 
-  /// A bound channel carries nothing (O40): its output fails once the position reaches `time` (at once
-  /// when that output is the one that moves the position).
-  private func channelMissing(_ track: TrackID, noticedAt time: MediaTime, clockBinding: OutputID?, generation: Int) {
-    let events = state.withLock { state -> (@Sendable (OutputEvent) -> Void)? in
-      guard state.generation == generation, let binding = state.bindings.first(where: { $0.track == track }) else {
-        return nil
-      }
-      guard binding.id == clockBinding else {
-        state.mismatches[binding.id] = time
-        return nil
-      }
-      state.failedOutputs.insert(binding.id)
-      return binding.events
+  /// O40's error.
+  private static let channelMismatch = TiError(
+    .channelMismatch, "no media of the output's channel for 5 s of playback while its kind had some")
+
+  /// Which of `candidates` moves the position: the first that presents (and has not failed), so that
+  /// the position goes on with the audio while the video presents nothing (O40: its channel may carry
+  /// nothing). Before any presents, the first that has not failed reports the gaps.
+  private static func driver(of candidates: [OutputID], in state: State) -> OutputID? {
+    candidates.first { state.presentingOutputs.contains($0) && !state.failedOutputs.contains($0) }
+  }
+
+  /// A bound channel carries nothing (O40): its output fails once the position reaches `time` (the media
+  /// of its kind kept coming for 5 s of playback), or at the end if it does not.
+  private func channelMissing(_ track: TrackID, noticedAt time: MediaTime, generation: Int) {
+    state.withLock { state in
+      guard state.generation == generation, let binding = state.bindings.first(where: { $0.track == track }),
+        !state.failedOutputs.contains(binding.id)
+      else { return }
+      state.mismatches[binding.id] = time
     }
-    events?(.failed(TiError(.channelMismatch, "no media of the output's channel for 5 s while its kind had some")))
   }
 
   private func drained(_ id: OutputID, generation: Int) {
@@ -890,9 +903,11 @@ public final class Replay: @unchecked Sendable {
     events?(.failed(error))
   }
 
-  private func crossed(_ gap: RecordingGap, generation: Int) {
+  private func crossed(_ gap: RecordingGap, by id: OutputID, candidates: [OutputID], generation: Int) {
     let handler = state.withLock { state -> ((@Sendable (RecordingGap) -> Void), Int)? in
-      guard state.generation == generation else { return nil }
+      guard state.generation == generation,
+        (Self.driver(of: candidates, in: state) ?? candidates.first { !state.failedOutputs.contains($0) }) == id
+      else { return nil }
       state.reportNext = true
       // After a recording that failed for good, gaps wait for media that plays (R73).
       if Self.failure(of: gap) != nil || !state.heldGaps.isEmpty {
@@ -931,11 +946,19 @@ public final class Replay: @unchecked Sendable {
     if let failure { return failed(failure, generation: generation) }
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     var outputs: [@Sendable (OutputEvent) -> Void] = []
+    var mismatched: [@Sendable (OutputEvent) -> Void] = []
     let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64, Int)? in
       guard state.generation == generation, state.active, let play = state.play else { return nil }
-      outputs = state.bindings.filter { state.drainedOutputs.contains($0.id) && !state.failedOutputs.contains($0.id) }
+      // An output whose channel carried nothing fails rather than completes, even where nothing
+      // presented moved the position to the time its mismatch was noticed (O40).
+      mismatched = state.bindings.filter { state.mismatches[$0.id] != nil && !state.failedOutputs.contains($0.id) }
         .compactMap(\.events)
+      outputs = state.bindings.filter {
+        state.drainedOutputs.contains($0.id) && !state.failedOutputs.contains($0.id) && state.mismatches[$0.id] == nil
+      }
+      .compactMap(\.events)
       state.drainedOutputs = []
+      state.mismatches = [:]
       state.active = false
       state.paused = false
       let moved = state.position != play.end
@@ -944,6 +967,9 @@ public final class Replay: @unchecked Sendable {
       ended = state.recorders
       state.recorders = []
       return (moved ? state.onTimeChanged : nil, state.onCompleted, play.end, state.playNumber)
+    }
+    for events in mismatched {
+      events(.failed(Self.channelMismatch))
     }
     for events in outputs { events(.completed) }
     endRecorders(ended, naturally: true)
