@@ -1,3 +1,4 @@
+import CloudServer
 import Dispatch
 import Foundation
 import MediaSynthesis
@@ -7,7 +8,9 @@ import Synchronization
 import TiCloudStorage
 
 /// `tipipe demo`: the main job on the embedded default. Synthesizes a library under the cache directory
-/// (once), lists it, decodes a minute of it through the graph, and exports a range that contains a gap.
+/// (once), lists it, decodes a minute of it through the graph, replays a stretch and exports a range
+/// that contains a gap through the SDK facade on the `file://` library, then lists and replays it
+/// again over the cloud API (the reference server on 127.0.0.1, real HTTP).
 enum DemoCommand {
   static let summary = "the main job on an embedded library: synthesize, list, decode, replay, export"
   static let usage = """
@@ -16,7 +19,8 @@ enum DemoCommand {
     Synthesizes a 2-minute encrypted library under the cache directory (once; default
     $XDG_CACHE_HOME/tirtc or ~/.cache/tirtc), lists its recordings, decodes a minute through the
     graph, replays a stretch at several speeds with a seek and takes a snapshot, and exports a range
-    with a gap, printing where the files are.
+    with a gap, printing where the files are; then serves the library over the cloud API on
+    127.0.0.1 (a free port) and lists and replays it again over HTTP.
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -74,7 +78,7 @@ enum DemoCommand {
     }
 
     try decodeMinute(of: library, from: start)
-    try replay(storage, from: start, into: demo)
+    try replay(storage, from: start, into: demo, keeping: "")
 
     let exportStart = start + 45_500
     let exportEnd = start + 105_000
@@ -116,7 +120,38 @@ enum DemoCommand {
     try FacadeSession.check(storage.dispose(), "TiCloudStorage.dispose")
     try FacadeSession.check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
     print("disposed the device and shut TiCloudStorage down")
+    try overTheCloudAPI(library: library, sdkRoot: sdkRoot, from: start, into: demo)
     return 0
+  }
+
+  /// The same library over HTTP: the reference server on a free port of 127.0.0.1, a token it signs,
+  /// the SDK initialized on its endpoint, the ranges listed and the same replay played again.
+  static func overTheCloudAPI(library: URL, sdkRoot: URL, from start: Int64, into demo: URL) throws {
+    let secret = "tipipe-demo-secret"
+    var configuration = ServerConfiguration(root: library, secret: secret)
+    configuration.port = 0
+    let server = try ReferenceServer(configuration)
+    defer { server.stop() }
+    let device = try RecordingIndex.load(library: library).deviceId
+    let token = CloudToken(deviceId: device, expires: Int64(Date().timeIntervalSince1970) + 3600).signed(secret: secret)
+    print("the same library over the cloud API: \(server.endpoint) (tipipe's reference server, real HTTP)")
+    let initialized = TiCloudStorage.initialize(
+      appId: "tipipe-demo", endpoint: server.endpoint, consoleLogEnabled: false, cacheDirectory: sdkRoot.path)
+    guard initialized == TiCloudStorageErrorCode.ok else {
+      throw TiError(TiErrorCode(rawValue: initialized), "TiCloudStorage.initialize failed")
+    }
+    let storage = TiCloudStorage(token: token)
+    let listed = FacadeSession.waitOnMain { done in
+      storage.listRecordings(startTimeMs: start, endTimeMs: start + 86_400_000, completion: done)
+    }
+    try FacadeSession.check(listed.code, "listRecordings")
+    print(
+      "recordings (\(listed.recordings.count) ranges): "
+        + listed.recordings.map { "\(iso($0.startTimeMs)) – \(iso($0.endTimeMs))" }.joined(separator: ", "))
+    try replay(storage, from: start, into: demo, keeping: "cloud-")
+    try FacadeSession.check(storage.dispose(), "TiCloudStorage.dispose")
+    try FacadeSession.check(TiCloudStorage.shutdown(), "TiCloudStorage.shutdown")
+    print("disposed the device, shut TiCloudStorage down and stopped the server")
   }
 
   /// Decodes the first minute's video through `source → verify → demux → decoder → sink` and prints
@@ -138,8 +173,9 @@ enum DemoCommand {
 
   /// Replays 00:00:55–00:01:30 in real time through a TiCloudStorageReplay with a Video and an Audio
   /// Output: at 4×, then 1/2× while a RecordingTask records, then a seek into the hole at 00:01:15 at 8×
-  /// (the play goes on at the first frame after it); then a snapshot of the last frame presented.
-  static func replay(_ storage: TiCloudStorage, from start: Int64, into demo: URL) throws {
+  /// (the play goes on at the first frame after it); then a snapshot of the last frame presented. The
+  /// files are kept in `demo` with names that start with `prefix`.
+  static func replay(_ storage: TiCloudStorage, from start: Int64, into demo: URL, keeping prefix: String) throws {
     let replay = storage.createReplay(callbackThread: .background)
     let video = TiCloudStorageVideoOutput()
     let audio = TiCloudStorageAudioOutput()
@@ -187,7 +223,7 @@ enum DemoCommand {
     if let task = recording.task {
       let recorded = FacadeSession.waitOnMain { done in task.stop(completion: done) }
       if let file = recorded.file {
-        let kept = demo.appendingPathComponent("recording.mp4")
+        let kept = demo.appendingPathComponent("\(prefix)recording.mp4")
         try FacadeSession.move(file.path, to: kept)
         print(
           "  recorded what played from the next keyframe, the seek closed up: \(kept.path) (\(Double(file.durationMs) / 1000) s)"
@@ -206,7 +242,7 @@ enum DemoCommand {
     let snapshot = FacadeSession.waitOnMain { done in video.takeSnapshot(completion: done) }
     try FacadeSession.check(snapshot.code, "takeSnapshot")
     if let file = snapshot.file {
-      let kept = demo.appendingPathComponent("snapshot.jpg")
+      let kept = demo.appendingPathComponent("\(prefix)snapshot.jpg")
       try FacadeSession.move(file.path, to: kept)
       print("  snapshot of the last frame: \(kept.path)")
     }
