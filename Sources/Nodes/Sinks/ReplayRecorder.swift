@@ -11,10 +11,12 @@ import PipelineGraph
 /// - It starts at the first video keyframe not earlier than ``startsAt`` (audio before it is dropped).
 /// - A seek (``discontinuity()``) or a hole in the video closes the stretch so far; the next one starts
 ///   at the next keyframe where the file ends (no filler).
-/// - A change of the video's codec or picture size ends it with `unsupportedFormat`; packets arriving
-///   faster than the file is written (over ``maximumPendingBytes`` waiting) end it with
-///   `recordingOverrun`; a file that cannot be written ends it with `fileWriteFailed`. Any of these
-///   removes the unfinished file.
+/// - A change of the video's codec or picture size ends it with `unsupportedFormat`; played packets
+///   arriving faster than the file is written (over ``maximumPendingBytes`` handed to the writing
+///   queue and not written yet; what was read ahead and not played does not count) end it with
+///   `recordingOverrun` at once: the handler of ``whenOverrun(_:)`` hears of it, and nothing more is
+///   written. A file that cannot be written ends it with `fileWriteFailed`. Any of these removes the
+///   unfinished file.
 ///
 /// Every method may be called from any thread (the replay calls ``take(_:)`` and ``advance(to:)`` on its
 /// executor, ``discontinuity()`` and ``restarted()`` from its callers' threads); each only hands the work
@@ -29,12 +31,13 @@ public final class ReplayRecorder: @unchecked Sendable {
   public let videoTrack: TrackID
   /// The recorded audio track (AAC only), if any.
   public let audioTrack: TrackID?
-  /// The most bytes waiting to be written before the recorder gives up (`recordingOverrun`).
+  /// The most bytes of played packets waiting to be written before the recorder gives up
+  /// (`recordingOverrun`).
   public let maximumPendingBytes: Int
   /// Nothing earlier is recorded (where the replay was when the task started).
   public let startsAt: MediaTime
 
-  private let queue = DispatchQueue(label: "tipipe.recorder")
+  private let queue: DispatchQueue
   private let pending = Locked(Pending())
   // Confined to `queue`.
   private var recording: MP4Recording?
@@ -50,8 +53,10 @@ public final class ReplayRecorder: @unchecked Sendable {
   private var failure: TiError?
 
   struct Pending {
+    /// Bytes handed to the queue and not written yet.
     var bytes = 0
     var overrun = false
+    var onOverrun: (@Sendable () -> Void)?
     var finished = false
     /// Packets read but not played yet, in the order read.
     var unplayed: [EncodedPacket] = []
@@ -59,11 +64,13 @@ public final class ReplayRecorder: @unchecked Sendable {
     var played = MediaTime(microseconds: .min)
   }
 
-  /// A recorder of `videoTrack` (and `audioTrack`) into `destination` from `startsAt` on.
+  /// A recorder of `videoTrack` (and `audioTrack`) into `destination` from `startsAt` on, writing on
+  /// `queue` (serial; its own by default: a disk that stalls it is what `recordingOverrun` is for).
   public init(
     destination: URL, videoTrack: TrackID, audioTrack: TrackID?, startsAt: MediaTime = MediaTime(microseconds: .min),
-    maximumPendingBytes: Int = 64 << 20
+    maximumPendingBytes: Int = 64 << 20, queue: DispatchQueue = DispatchQueue(label: "tipipe.recorder")
   ) {
+    self.queue = queue
     self.destination = destination
     self.videoTrack = videoTrack
     self.audioTrack = audioTrack
@@ -80,11 +87,6 @@ public final class ReplayRecorder: @unchecked Sendable {
     guard tracks.contains(packet.track), packet.time >= startsAt else { return }
     let ready = pending.withLock { state -> [EncodedPacket] in
       guard !state.finished, !state.overrun else { return [] }
-      state.bytes += packet.data.count
-      if state.bytes > maximumPendingBytes {
-        state.overrun = true
-        return []
-      }
       guard packet.time <= state.played else {
         state.unplayed.append(packet)
         return []
@@ -92,6 +94,21 @@ public final class ReplayRecorder: @unchecked Sendable {
       return [packet]
     }
     send(ready)
+  }
+
+  /// Whether writing fell behind by more than ``maximumPendingBytes`` (the recording ends with
+  /// `recordingOverrun`; nothing more is written).
+  public var hasFallenBehind: Bool { pending.withLock { $0.overrun } }
+
+  /// Calls `handler` once, on a queue of its own, when writing falls behind by more than
+  /// ``maximumPendingBytes`` (at once if it already has): the owner ends the task then.
+  public func whenOverrun(_ handler: @escaping @Sendable () -> Void) {
+    let already = pending.withLock { state -> Bool in
+      guard !state.overrun else { return true }
+      state.onOverrun = handler
+      return false
+    }
+    if already { DispatchQueue.global().async(execute: handler) }
   }
 
   /// The replay's position reached `position`: what was read up to it is written.
@@ -107,12 +124,28 @@ public final class ReplayRecorder: @unchecked Sendable {
     send(ready)
   }
 
+  /// Hands played packets to the queue, unless the writing has fallen too far behind.
   private func send(_ packets: [EncodedPacket]) {
     guard !packets.isEmpty else { return }
+    let size = packets.reduce(0) { $0 + $1.data.count }
+    let (accepted, overrun) = pending.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+      guard !state.overrun else { return (false, nil) }
+      state.bytes += size
+      guard state.bytes > maximumPendingBytes else { return (true, nil) }
+      state.overrun = true
+      defer { state.onOverrun = nil }
+      return (false, state.onOverrun)
+    }
+    // Not on `queue`: it is the one that fell behind. The caller may hold its own locks.
+    if let overrun { DispatchQueue.global().async(execute: overrun) }
+    guard accepted else { return }
     queue.async { [self] in
       for packet in packets {
-        pending.withLock { $0.bytes -= packet.data.count }
-        write(packet)
+        let overrun = pending.withLock { state -> Bool in
+          state.bytes -= packet.data.count
+          return state.overrun
+        }
+        if !overrun { write(packet) }
       }
     }
   }
@@ -121,7 +154,6 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// stretch starts at the next keyframe.
   public func discontinuity() {
     pending.withLock { state in
-      state.bytes -= state.unplayed.reduce(0) { $0 + $1.data.count }
       state.unplayed = []
       state.played = MediaTime(microseconds: .min)
     }
@@ -131,10 +163,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// The replay rebuilt its graph at the position (an output came or went): what was read but not played
   /// is dropped, and what is read again up to what was already written is skipped; the stretch goes on.
   public func restarted() {
-    pending.withLock { state in
-      state.bytes -= state.unplayed.reduce(0) { $0 + $1.data.count }
-      state.unplayed = []
-    }
+    pending.withLock { state in state.unplayed = [] }
     queue.async { [self] in
       skipVideoThrough = lastVideo?.time
       skipAudioThrough = lastAudio
@@ -153,10 +182,9 @@ public final class ReplayRecorder: @unchecked Sendable {
       return (!state.finished, playedToTheEnd ? state.unplayed : [])
     }
     guard first else { return }
-    queue.async { [self] in
-      for packet in rest where !pending.withLock({ $0.overrun }) { write(packet) }
-      completion(conclude())
-    }
+    // What was read and never played is written at a natural end: the same limit applies to it.
+    send(rest)
+    queue.async { [self] in completion(conclude()) }
   }
 
   // MARK: On the queue

@@ -281,10 +281,11 @@ public final class Replay: @unchecked Sendable {
 
   /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
   /// even while no output is bound; the graph is rebuilt from the position, so what was read ahead is
-  /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion)
-  /// or ``removeRecorder(_:)`` is called, directly rather than through `deliver`: on the environment's
-  /// executor when the graph completes or fails, else on the thread of the call that ended the play.
-  /// `notStarted` without an active play.
+  /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion),
+  /// the recorder falls behind (``ReplayRecorder/whenOverrun(_:)``) or ``removeRecorder(_:)`` is called,
+  /// directly rather than through `deliver`: on the environment's executor when the graph completes or
+  /// fails, on a queue of the recorder's when it fell behind, else on the thread of the call that ended
+  /// the play. `notStarted` without an active play.
   @discardableResult
   public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
     let added = state.withLock { state -> Bool in
@@ -293,6 +294,10 @@ public final class Replay: @unchecked Sendable {
       return true
     }
     guard added else { return .notStarted }
+    // A writer that cannot keep up ends its task at once (T13), not when the play ends.
+    recorder.whenOverrun { [weak self, weak recorder] in
+      if let self, let recorder { removeRecorder(recorder) }
+    }
     restart()
     return .ok
   }
