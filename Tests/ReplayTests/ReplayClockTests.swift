@@ -164,6 +164,31 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
   }
 
+  @Test func audioResumesAtThePositionWhenTheSpeedReturnsTo1x() throws {
+    // At 4× the audio is muted and not decoded, while the graph reads ahead of the position; back at 1×
+    // the audio of the position plays at once, in step with the video (not after what was read ahead).
+    let harness = try ReplayHarness(seconds: 12, audio: true)
+    harness.play(0, 12_000)
+    harness.run(for: .seconds(1))
+    harness.replay.setSpeed(.x4)
+    harness.run(for: .seconds(1))
+    let heard = harness.audio.instants.count
+    harness.replay.setSpeed(.x1)
+    let back = harness.clock.now.microseconds
+    let position = try #require(harness.renderer.frames.last).media
+    harness.run(for: .seconds(2))
+    let after = Array(harness.audio.instants[heard...])
+    let first = try #require(after.first)
+    // Decoding resumes at the next audio packet the graph hands on, and plays the first frame that is
+    // on time: within a few 64 ms frames (it was 1.85 s, what the graph had read ahead, before the
+    // packets were kept).
+    #expect(first.at - back <= 200_000, "the audio came back \(first.at - back) µs after the speed")
+    #expect(abs(first.media - position) <= 200_000, "the audio came back at \(first.media), the video at \(position)")
+    harness.runToEnd()
+    expectInStep(harness, from: position + 200_000, to: media(12_000), "after the return to 1x")
+    #expect(harness.log.completions == 1)
+  }
+
   @Test func aPauseKeepsAudioAndVideoInStep() throws {
     let harness = try ReplayHarness(seconds: 6, audio: true)
     harness.play(0, 6000)

@@ -64,8 +64,8 @@ import TiCloudStorage
     #expect(decoded() > 0)
     harness.runToEnd()
     #expect(harness.log.completions == 1)
-    // Audio plays again from what the graph reads after the change (what was read ahead was dropped
-    // undecoded), in step with the picture.
+    // Audio plays again from the position (what was read ahead was kept undecoded, and what of it is
+    // past is not played), in step with the picture.
     let resumed = try #require(harness.audio.instants.first)
     #expect(resumed.media >= media(2000))
     let picture = try #require(harness.renderer.frames.first { $0.media >= resumed.media })

@@ -5,7 +5,9 @@ import PipelineGraph
 ///
 /// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` or a flush
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
-/// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×). A
+/// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×) but
+/// keeps the latest packets (``retainedWhileDiscarding``), which are decoded first when decoding resumes:
+/// what the graph read ahead while muted is not lost, and its ``Pacer`` drops what is already past. A
 /// packet libavcodec rejects is a failure of this node with `recordingUnreadable`/`mediaUnreadable`.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; so are ``keyframesOnly``,
@@ -25,8 +27,14 @@ public final class FrameDecoder: Node {
   public let threads: Int
   /// Decode keyframes only.
   public var keyframesOnly: Bool
-  /// Decode nothing: packets are dropped, and decoding starts afresh (at a keyframe) when this ends.
+  /// Decode nothing: packets are kept (the latest ``retainedWhileDiscarding``), and decoding starts
+  /// afresh with them (at a keyframe) when this ends.
   public var discardsAll = false
+  /// The most packets kept while ``discardsAll`` (the oldest go first): more than the graph reads ahead
+  /// of the position at any speed.
+  public static let retainedWhileDiscarding = 512
+
+  private var retained: [EncodedPacket] = []
 
   private var decoder: MediaDecoder?
   /// Frames decoded so far.
@@ -48,8 +56,19 @@ public final class FrameDecoder: Node {
       // What the decoder holds would refer to packets it never gets: it reopens when decoding resumes.
       decoder = nil
       skipping = true
+      retained.append(input)
+      if retained.count > Self.retainedWhileDiscarding { retained.removeFirst(retained.count / 2) }
       return
     }
+    if !retained.isEmpty {
+      let waiting = retained
+      retained = []
+      for packet in waiting { try decode(packet, context: context) }
+    }
+    try decode(input, context: context)
+  }
+
+  private func decode(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
     // A frame after a skipped one may refer to it: once frames are skipped, decoding resumes only at a
     // keyframe (also when keyframes-only mode ends).
     guard input.isKeyframe || (!keyframesOnly && !skipping) else {
@@ -89,6 +108,7 @@ public final class FrameDecoder: Node {
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
     switch try MediaEvent(event) {
     case .formatChange(let change) where change.track == track:
+      retained = []
       try drain(context: context)
     case .gap(let gap) where gap.concerns(track):
       // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
@@ -107,5 +127,6 @@ public final class FrameDecoder: Node {
   public func flush(context: NodeContext<DecodedFrame>) {
     decoder = nil
     skipping = false
+    retained = []
   }
 }

@@ -9,7 +9,9 @@ import Synchronization
 ///   is held for its own before the end of stream goes on, so the position reaches the end on time.
 /// - At fast speeds a frame already later than its own scaled duration is dropped (and counted); after
 ///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
-/// - A `muted` pacer (the audio branch) presents nothing off 1×, and its ``decoder`` decodes nothing then.
+/// - A `muted` pacer (the audio branch) presents nothing off 1×, and its ``decoder`` decodes nothing then
+///   (it keeps the packets, and decodes them first back at 1×); nor does it present a frame later than
+///   its duration.
 /// - The anchor is a ``PlaybackTimeline`` that the pacers of one playback share (audio and video of the
 ///   same time are presented together). The first frame waits for the first frames of the other
 ///   pacers that preroll (bounded by ``PlaybackTimeline/prerollLimit``); a muted pacer is not waited
@@ -58,6 +60,8 @@ public final class Pacer: Node {
   private var consecutiveDrops = 0
   private var lastPresented: DecodedFrame?
   private var endHeld = false
+  /// A muted pacer back at 1×: late frames are dropped until one is on time.
+  private var resyncing = false
   private let counters = Counters()
 
   struct Control: Sendable, Equatable {
@@ -161,7 +165,10 @@ public final class Pacer: Node {
     }
     let rateChanged = wanted.rate != applied.rate
     applied = wanted
-    if muted && rateChanged { registerWithTimeline() }
+    if muted && rateChanged {
+      registerWithTimeline()
+      resyncing = applied.rate == .normal
+    }
     if let frame = pending {
       timer?.cancel()
       timer = nil
@@ -224,6 +231,12 @@ public final class Pacer: Node {
     if due <= now {
       let lateness = now.microseconds - due.microseconds
       let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
+      // Audio decoded again after a muted stretch starts with what was read then: what is past is not
+      // played (late audio would put the sound behind the picture), until a frame is on time.
+      if muted && (lateness > allowance || resyncing && lateness > 0) {
+        counters.muted.add(1, ordering: .relaxed)
+        return
+      }
       if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowance {
         counters.dropped.add(1, ordering: .relaxed)
         consecutiveDrops += 1
@@ -249,6 +262,7 @@ public final class Pacer: Node {
   }
 
   private func present(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
+    resyncing = false
     if consecutiveDrops > 0 {
       consecutiveDrops = 0
       decoder?.keyframesOnly = false
