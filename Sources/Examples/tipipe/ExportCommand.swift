@@ -53,7 +53,7 @@ enum ExportCommand {
   ]
 
   /// The request the flags describe and where its recordings come from.
-  static func request(from flags: FlagParser) throws -> (ExportJob.Request, Endpoint) {
+  static func request(from flags: FlagParser, cache: URL? = nil) throws -> (ExportJob.Request, Endpoint) {
     let endpoint = try Endpoint(flags)
     guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
     guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
@@ -61,9 +61,10 @@ enum ExportCommand {
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
     let audioChannel =
       flags.string("--audio-channel") == nil ? nil : try flags.integer("--audio-channel", default: 0, range: 0...255)
-    let out = try outputPath("--out", try flags.required("--out"))
+    let library = try flags.required("--endpoint")
+    let out = try outputPath("--out", try flags.required("--out"), cache: cache, endpoint: library)
     if let reportPath = flags.string("--report"), reportPath != "-" {
-      guard !OutputFile.sameFile(try outputPath("--report", reportPath), out) else {
+      guard !OutputFile.sameFile(try outputPath("--report", reportPath, cache: cache, endpoint: library), out) else {
         throw UsageError(message: "--report and --out name the same file")
       }
     }
@@ -85,7 +86,8 @@ enum ExportCommand {
     let (endpoint, token, request, options, cache) = try {
       () throws -> (String, String, TiCloudStorageExportRequest, Options, URL) in
       let flags = try FlagParser(arguments, known: Self.flags.merging(["--cache": .value]) { $1 })
-      let (request, endpoint) = try Self.request(from: flags)
+      let cache = try FacadeSession.cacheDirectory(flags)
+      let (request, endpoint) = try Self.request(from: flags, cache: cache)
       let options = Options(
         reportPath: flags.string("--report"), quiet: flags.has("--quiet"),
         progressLines: flags.has("--progress-lines"))
@@ -93,10 +95,7 @@ enum ExportCommand {
         startTimeMs: request.range.start.milliseconds, endTimeMs: request.range.end.milliseconds,
         videoChannelId: Int(request.videoTrack.channel), audioChannelId: request.audioTrack.map { Int($0.channel) },
         outputPath: request.output.path)
-      return (
-        try flags.required("--endpoint"), endpoint.token, facadeRequest, options,
-        try FacadeSession.cacheDirectory(flags)
-      )
+      return (try flags.required("--endpoint"), endpoint.token, facadeRequest, options, cache)
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
       try export(request, with: storage, options)
@@ -200,14 +199,32 @@ struct Endpoint {
   }
 }
 
-/// `path` as an output of `flag`: a usage error when it is empty or must not be replaced.
-func outputPath(_ flag: String, _ path: String) throws -> URL {
+/// `path` as an output of `flag`: a usage error when it is empty or must not be replaced, when it lies
+/// in the SDK's `cache` directory (its own files are there) or when it names a file of the `file://`
+/// library at `endpoint` that the run reads (its index or one of its objects).
+func outputPath(_ flag: String, _ path: String, cache: URL? = nil, endpoint: String? = nil) throws -> URL {
   guard !path.isEmpty else { throw UsageError(message: "\(flag) must not be empty") }
   let url = URL(fileURLWithPath: path)
   do {
     try OutputFile.validate(url)
   } catch let error as TiError {
     throw UsageError(message: "\(flag): \(error.message)")
+  }
+  if let cache, lies(url, in: cache) {
+    throw UsageError(
+      message: "\(flag): \(path) lies in the cache directory \(cache.path), where the SDK keeps its files")
+  }
+  if let endpoint, let library = URL(string: endpoint), library.isFileURL, !library.path.isEmpty,
+    FileManager.default.fileExists(atPath: url.path)
+  {
+    let directory = URL(fileURLWithPath: library.path)
+    var read = [directory.appendingPathComponent("index.json")]
+    if let index = try? RecordingIndex.load(library: directory) {
+      read += index.segments.map { $0.fileURL(in: directory) }
+    }
+    if read.contains(where: { OutputFile.sameFile($0, url) }) {
+      throw UsageError(message: "\(flag): \(path) is a file of the library the run reads; it is not replaced")
+    }
   }
   // The file could not be created (fileWriteFailed, as when the export tries): found now, not after the
   // whole run that would have produced it.
@@ -217,4 +234,15 @@ func outputPath(_ flag: String, _ path: String) throws -> URL {
     throw TiError(.fileWriteFailed, "\(flag): cannot create \(path): the directory \(directory) does not exist")
   }
   return url
+}
+
+/// Whether `url` is `directory` or lies under it, symbolic links of existing directories resolved.
+private func lies(_ url: URL, in directory: URL) -> Bool {
+  func canonical(_ url: URL) -> [String] {
+    url.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(url.lastPathComponent)
+      .standardizedFileURL.pathComponents
+  }
+  let path = canonical(url)
+  let folder = canonical(directory)
+  return path.count >= folder.count && Array(path.prefix(folder.count)) == folder
 }

@@ -41,12 +41,22 @@ enum FacadeSession {
   }
 
   /// Runs `body` off the main thread (``runOffMain(_:)``) with a device instance of `token` on
-  /// `endpoint`, its work root in `cache`; the instance is disposed and the SDK shut down after it.
+  /// `endpoint`, its work root in `cache`; the instance is disposed and the SDK shut down after it. When
+  /// the SDK cannot start there (a work root that cannot be a directory), the command's `failureLines`
+  /// for that error go to standard output before its error line (cli.md: a failed query still prints
+  /// its JSON).
   static func run(
-    endpoint: String, token: String, cache: URL, _ body: @escaping @Sendable (TiCloudStorage) throws -> Int32
+    endpoint: String, token: String, cache: URL, failureLines: @escaping @Sendable (TiError) -> [String] = { _ in [] },
+    _ body: @escaping @Sendable (TiCloudStorage) throws -> Int32
   ) -> Never {
     runOffMain {
-      let storage = try open(endpoint: endpoint, token: token, cache: cache)
+      let storage: TiCloudStorage
+      do {
+        storage = try open(endpoint: endpoint, token: token, cache: cache)
+      } catch {
+        for line in failureLines(TiError(error)) { StandardOutput.line(line) }
+        throw error
+      }
       defer { close(storage) }
       return try body(storage)
     }
@@ -101,20 +111,25 @@ enum FacadeSession {
     }
   }
 
-  /// Moves a file the SDK returned out of its cache to `destination` (F9): renamed when both are on one
-  /// file system, else copied beside `destination` first; only a regular file is replaced.
+  /// Moves a file the SDK returned out of its cache to `destination` (F9): linked (or, across file
+  /// systems, copied) beside `destination` first, renamed into place, and only then removed from the
+  /// cache; only a regular file is replaced. On failure the file stays where it was, at `path`.
   static func move(_ path: String, to destination: URL) throws {
-    try OutputFile.validate(destination)
+    do {
+      try OutputFile.validate(destination)
+    } catch let error as TiError {
+      throw TiError(.fileWriteFailed, error.message)
+    }
     let temporary = OutputFile.workingPath(for: destination)
-    if rename(path, temporary) != 0 {
+    if link(path, temporary) != 0 {
       do {
         try FileManager.default.copyItem(atPath: path, toPath: temporary)
       } catch {
         unlink(temporary)
         throw TiError(.fileWriteFailed, "cannot copy \(path) to \(destination.path): \(error.localizedDescription)")
       }
-      unlink(path)
     }
     try OutputFile.install(temporary, at: destination)
+    unlink(path)
   }
 }

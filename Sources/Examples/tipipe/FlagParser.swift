@@ -16,7 +16,12 @@ struct FlagParser {
     var index = 0
     while index < arguments.count {
       let flag = arguments[index]
-      guard let kind = known[flag] else { throw UsageError(message: "unknown flag '\(flag)'") }
+      guard let kind = known[flag] else {
+        guard flag.hasPrefix("-") else {
+          throw UsageError(message: "unexpected argument '\(flag)' (every value follows its flag)")
+        }
+        throw UsageError(message: "unknown flag '\(flag)'")
+      }
       present.insert(flag)
       if kind == .boolean {
         index += 1

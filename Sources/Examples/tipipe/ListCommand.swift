@@ -35,7 +35,10 @@ enum ListCommand {
       let cache = try FacadeSession.cacheDirectory(flags)
       return (endpoint, token, start, end, cache)
     }()
-    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
+    FacadeSession.run(
+      endpoint: endpoint, token: token, cache: cache,
+      failureLines: { ["{\"code\":\($0.code.rawValue),\"recordings\":[]}"] }
+    ) { storage in
       // The facade's listRecordings, as an application calls it.
       FacadeSession.stopOnSignal()
       let result = FacadeSession.waitOnMain { done in
@@ -87,7 +90,9 @@ enum DaysCommand {
       let cache = try FacadeSession.cacheDirectory(flags)
       return (endpoint, token, startDate, endDate, zone, cache)
     }()
-    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
+    FacadeSession.run(
+      endpoint: endpoint, token: token, cache: cache, failureLines: { ["{\"code\":\($0.code.rawValue),\"days\":[]}"] }
+    ) { storage in
       // The facade's listRecordingDays, as an application calls it.
       FacadeSession.stopOnSignal()
       let result = FacadeSession.waitOnMain { done in
@@ -127,6 +132,4 @@ private final class ResultBox<Value: Sendable>: @unchecked Sendable {
 }
 
 /// The error line of `spec/cli.md`.
-func reportError(_ error: TiError) {
-  StandardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
-}
+func reportError(_ error: TiError) { StandardError.report(error) }

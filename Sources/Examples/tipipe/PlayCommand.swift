@@ -22,6 +22,9 @@ enum PlayCommand {
     --record OUT.mp4 records what plays (a RecordingTask: from the first keyframe, source timing, the
     video channel and the audio channel, G.711 as AAC) and prints {"event":"recording","code":…,"file":…,
     "duration_ms":…} before the summary; nothing recordable is noRecordableMedia (6119) and no file.
+    OUT.mp4 may not lie in the cache directory nor name a file of a file:// library; if it is no
+    longer a regular file (or missing) at the end, it is not replaced: the line has code
+    fileWriteFailed (6046) and "kept", the recording's path in the cache (exit 1).
     SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
     """
 
@@ -63,11 +66,21 @@ enum PlayCommand {
         throw UsageError(message: "--pace must be realtime or fast")
       }
       let pace: TiCloudStorageReplayPace = paceText == "fast" ? .asFastAsPossible : .realtime
-      let record = try flags.string("--record").map { try outputPath("--record", $0) }
       let cache = try FacadeSession.cacheDirectory(flags)
+      let record = try flags.string("--record").map {
+        try outputPath("--record", $0, cache: cache, endpoint: endpoint)
+      }
       return (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache)
     }()
-    FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in
+    // A play that cannot start still ends with its error event and a summary (cli.md).
+    let failureLines = { @Sendable (error: TiError) in
+      [
+        "{\"event\":\"error\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\"}",
+        "{\"event\":\"summary\",\"video_frames\":0,\"audio_frames\":0,\"dropped_frames\":0,"
+          + "\"render_size\":{\"width\":0,\"height\":0}}",
+      ]
+    }
+    FacadeSession.run(endpoint: endpoint, token: token, cache: cache, failureLines: failureLines) { storage in
       let play = Play(
         storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel)
       return try play.run(start: start, end: end, initial: initial, record: record)
@@ -156,7 +169,7 @@ enum PlayCommand {
       finished.wait()
       Interruption.shared.removeHandler()
       if let record, let task {
-        PlayCommand.line(try recordingLine(task, to: record))
+        PlayCommand.line(recordingLine(task, to: record))
       }
       // The main queue has run every callback queued before this line.
       FacadeSession.waitOnMain { done in DispatchQueue.main.async { done(()) } }
@@ -177,7 +190,7 @@ enum PlayCommand {
     private var audioFrames: Int { device.frames.load(ordering: .relaxed) }
 
     /// The RecordingTask's result, its file moved to `record`.
-    private func recordingLine(_ started: TiCloudStorageRecordingTaskStartResult, to record: URL) throws -> String {
+    private func recordingLine(_ started: TiCloudStorageRecordingTaskStartResult, to record: URL) -> String {
       func failure(_ code: Int32) -> String {
         "{\"event\":\"recording\",\"code\":\(code),\"name\":\"\(TiCloudStorage.errorToString(code))\",\"file\":null}"
       }
@@ -189,7 +202,18 @@ enum PlayCommand {
       }
       let result = FacadeSession.waitOnMain { done in task.stop(completion: done) }
       guard result.code == TiCloudStorageErrorCode.ok, let file = result.file else { return failure(result.code) }
-      try FacadeSession.move(file.path, to: record)
+      do {
+        try FacadeSession.move(file.path, to: record)
+      } catch {
+        // `--record` was replaced by something that is not a regular file while the play ran: that is
+        // not replaced, and the recording is kept in the cache (its path in the line).
+        let error = TiError(error)
+        reportError(TiError(error.code, "\(error.message); the recording is kept at \(file.path)"))
+        status.withLock { $0 = 1 }
+        return
+          "{\"event\":\"recording\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\",\"file\":null,"
+          + "\"kept\":\(PlayCommand.jsonString(file.path)),\"duration_ms\":\(file.durationMs)}"
+      }
       return
         "{\"event\":\"recording\",\"code\":0,\"file\":\(PlayCommand.jsonString(record.path)),\"duration_ms\":\(file.durationMs)}"
     }
@@ -276,9 +300,9 @@ enum SnapshotCommand {
       guard let at = try flags.time("--at") else { throw UsageError(message: "--at is required") }
       guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
       let channel = try flags.integer("--video-channel", default: 0, range: 0...255)
-      let out = try outputPath("--out", try flags.required("--out"))
-      let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
       let cache = try FacadeSession.cacheDirectory(flags)
+      let out = try outputPath("--out", try flags.required("--out"), cache: cache, endpoint: endpoint)
+      let end = min(at + 86_400_000, MediaTime.validMilliseconds.upperBound)
       return (endpoint, token, at, end, channel, out, cache)
     }()
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache) { storage in

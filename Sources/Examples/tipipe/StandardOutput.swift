@@ -36,4 +36,26 @@ enum StandardOutput {
 /// nothing else happens (FileHandle's write would trap).
 enum StandardError {
   static func write(_ data: Data) { _ = StandardOutput.writeAll(data, to: 2) }
+
+  /// `error: <name> (<code>): <message>` on one line: control characters in the message (a newline in
+  /// an argument it quotes) are escaped, so that a script reading lines sees one.
+  static func report(_ error: TiError) {
+    write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(oneLine(error.message))\n".utf8))
+  }
+
+  /// `text` with its control characters as `\n`, `\t` or `\u{…}`.
+  static func oneLine(_ text: String) -> String {
+    var result = ""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\n": result += "\\n"
+      case "\r": result += "\\r"
+      case "\t": result += "\\t"
+      case _ where scalar.properties.generalCategory == .control:
+        result += "\\u{\(String(scalar.value, radix: 16))}"
+      default: result.unicodeScalars.append(scalar)
+      }
+    }
+    return result
+  }
 }

@@ -45,12 +45,12 @@ let commands: [(name: String, command: Command)] = [
 }
 
 func fail(usage message: String) -> Never {
-  StandardError.write(Data("tipipe: \(message)\n".utf8))
+  StandardError.write(Data("tipipe: \(StandardError.oneLine(message))\n".utf8))
   exit(2)
 }
 
 func fail(_ error: TiError) -> Never {
-  StandardError.write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n".utf8))
+  StandardError.report(error)
   exit(error.code == .invalidArgument ? 2 : 1)
 }
 

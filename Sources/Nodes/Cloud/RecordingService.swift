@@ -63,6 +63,9 @@ public func recordingService(endpoint: String, verifiesWhileReceiving: Bool = tr
     return LocalLibraryService(directory: URL(fileURLWithPath: url.path))
   case "http", "https":
     guard url.host != nil else { throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names no host") }
+    if let port = url.port, !(1...65535).contains(port) {
+      throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names port \(port), outside 1...65535")
+    }
     return CloudService(endpoint: url, verifiesWhileReceiving: verifiesWhileReceiving)
   default:
     throw TiError(.invalidArgument, "the endpoint must be http(s):// or file://, not '\(endpoint)'")

@@ -161,6 +161,10 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
   /// entries); an unreadable or malformed index is `cloudStorageUnavailable`.
   public static func load(library directory: URL) throws -> RecordingIndex {
     let path = directory.appendingPathComponent("index.json").path
+    var status = stat()
+    if stat(directory.path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR {
+      throw TiError(.cloudStorageUnavailable, "the library \(directory.path) is not a directory")
+    }
     let data: Data
     do {
       data = try RegularFile.contents(atPath: path, maximumSize: 256 << 20)

@@ -1,0 +1,131 @@
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import Testing
+
+/// The command line as a hostile user drives it: outputs aimed at what the run reads or keeps, a
+/// recording path swapped while the play runs, a work root that cannot exist, malformed endpoints.
+@Suite("Hostile command lines: nothing the run reads or keeps is replaced, every failure is a line")
+struct HostileCommandLineTests {
+  func library() throws -> TemporaryDirectory {
+    let directory = try TemporaryDirectory()
+    try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: directory.url)
+    return directory
+  }
+
+  func lines(_ text: String) -> [[String: Any]] {
+    text.split(separator: "\n").compactMap {
+      try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+    }
+  }
+
+  var range: [String] { ["--start", String(recordingStart), "--end", String(recordingStart + 3000)] }
+
+  @Test("--record and --out never land on the library's files or in the cache: usage errors, nothing changes")
+  func outputsAimedAtWhatTheRunReadsOrKeeps() throws {
+    let directory = try library()
+    let cache = try TemporaryDirectory()
+    let endpoint = ["--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path]
+    let index = directory.url.appendingPathComponent("index.json").path
+    _ = try tipipe(["list", "--token", "t"] + endpoint + range)
+    let library = try snapshot(directory.url)
+    let kept = try snapshot(cache.url)
+    #expect(!kept.isEmpty)
+    let log = try #require(kept.keys.first { $0.hasSuffix(".log") }, "\(kept.keys)")
+    let object = try #require(try RecordingIndex.load(library: directory.url).segments.first).fileURL(in: directory.url)
+    for target in [index, object.path, cache.url.path, cache.url.appendingPathComponent(log).path] {
+      let play = try tipipe(["play", "--pace", "fast", "--video-channel", "0", "--record", target] + endpoint + range)
+      #expect(play.status == 2, "\(target): \(play.stderr)")
+      #expect(play.stdout.isEmpty)
+      let export = try tipipe(["export", "--video-channel", "0", "--out", target] + endpoint + range)
+      #expect(export.status == 2, "\(target): \(export.stderr)")
+      let snapshot = try tipipe(
+        ["snapshot", "--video-channel", "0", "--at", String(recordingStart), "--out", target] + endpoint)
+      #expect(snapshot.status == 2, "\(target): \(snapshot.stderr)")
+    }
+    #expect(try snapshot(directory.url) == library)
+    // A new file beside the library's is fine, and so is replacing it.
+    let beside = directory.url.appendingPathComponent("export.mp4")
+    #expect(try tipipe(["export", "--video-channel", "0", "--out", beside.path] + endpoint + range).status == 0)
+    #expect(try tipipe(["export", "--video-channel", "0", "--out", beside.path] + endpoint + range).status == 0)
+  }
+
+  @Test("a --record path swapped for a directory during the play is not replaced; the recording is kept")
+  func aRecordPathSwappedDuringThePlay() throws {
+    let directory = try library()
+    let cache = try TemporaryDirectory()
+    let outputs = try TemporaryDirectory()
+    let target = outputs.url.appendingPathComponent("recording.mp4")
+    let process = try tipipeProcess()
+    process.arguments =
+      ["play", "--video-channel", "0", "--record", target.path, "--endpoint", "file://\(directory.url.path)"]
+      + ["--cache", cache.url.path] + range
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = Pipe()
+    try process.run()
+    // The play runs in real time (3 s): the path is swapped once it has begun.
+    var text = ""
+    while !text.contains("\"event\":\"time\"") {
+      let data = output.fileHandleForReading.availableData
+      guard !data.isEmpty else { break }
+      text += String(decoding: data, as: UTF8.self)
+    }
+    try FileManager.default.createDirectory(at: target, withIntermediateDirectories: false)
+    text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 1)
+    let events = lines(text)
+    #expect(events.last?["event"] as? String == "summary")
+    let recording = try #require(events.first { $0["event"] as? String == "recording" })
+    #expect(recording["code"] as? Int == 6046)
+    var status = stat()
+    #expect(lstat(target.path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR)
+    let keptPath = try #require(recording["kept"] as? String)
+    let probe = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of", "csv=p=0", keptPath])
+    #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "h264")
+  }
+
+  @Test("a work root that cannot be a directory: list, days and play still print their JSON, exit 1")
+  func aCacheThatCannotBeADirectory() throws {
+    let directory = try library()
+    let endpoint = ["--endpoint", "file://\(directory.url.path)", "--token", "t", "--cache", "/dev/null"]
+    let list = try tipipe(["list"] + endpoint + range)
+    #expect(list.status == 1)
+    #expect(list.stdout == "{\"code\":6044,\"recordings\":[]}\n")
+    let days = try tipipe(["days", "--start-date", "2026-11-29", "--end-date", "2026-12-01"] + endpoint)
+    #expect(days.status == 1)
+    #expect(days.stdout == "{\"code\":6044,\"days\":[]}\n")
+    let play = try tipipe(["play", "--pace", "fast", "--video-channel", "0"] + endpoint + range)
+    #expect(play.status == 1)
+    let events = lines(play.stdout)
+    #expect(events.compactMap { $0["event"] as? String } == ["error", "summary"])
+    #expect(events.first?["code"] as? Int == 6044)
+    for result in [list, days, play] {
+      #expect(result.stderr.split(separator: "\n").count == 1)
+      #expect(result.stderr.hasPrefix("error: workDirectoryUnavailable (6044)"))
+    }
+  }
+
+  @Test("malformed endpoints and stray words are usage errors on one line")
+  func malformedEndpointsAndStrayWords() throws {
+    let range = self.range + ["--token", "t"]
+    let newline = try tipipe(["list", "--endpoint", "http://a\nb.invalid"] + range)
+    #expect(newline.status == 2)
+    #expect(newline.stderr.split(separator: "\n").count == 1, "\(newline.stderr)")
+    let port = try tipipe(["list", "--endpoint", "http://127.0.0.1:99999"] + range)
+    #expect(port.status == 2)
+    #expect(port.stderr.contains("invalidArgument (6000)") && port.stderr.contains("99999"), "\(port.stderr)")
+    let stray = try tipipe(["list", "--endpoint", "http://127.0.0.1:1", "now"] + range)
+    #expect(stray.status == 2)
+    #expect(stray.stderr.contains("unexpected argument 'now'"), "\(stray.stderr)")
+    let served = try library()
+    let file = served.url.appendingPathComponent("index.json")
+    let serve = try tipipe(["serve", "--root", file.path, "--port", "0"])
+    #expect(serve.status == 1)
+    #expect(serve.stderr.contains("is not a directory"), "\(serve.stderr)")
+  }
+}
