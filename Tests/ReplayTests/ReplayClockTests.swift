@@ -111,6 +111,25 @@ import TiCloudStorage
     #expect(harness.log.times.last == recordingStart + 9000)
   }
 
+  @Test func O40_R74_aHoleBeforeTheAudioPlaysIsReportedWhenTheVideoPresentsNothing() throws {
+    // The play starts in the hole: the audio's gap is crossed before anything presents, and is the
+    // play's gap once the audio presents (the video, which would report gaps, never does).
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 3)], audio: true, videoChannel: 5)
+    harness.play(0, 9000, initial: 4000)
+    harness.runToEnd()
+    let gaps = harness.log.gaps
+    #expect(gaps.count == 1)
+    #expect(gaps.first?.range.start == MediaTime(milliseconds: recordingStart + 4000))
+    #expect(gaps.first?.tracks == [TrackID(.audio, channel: 1)])
+    #expect(gaps.first?.reasons.contains(.noRecording) == true)
+    // Reported before the first time event.
+    let entries = harness.log.entries
+    let gap = try #require(entries.firstIndex { if case .gap = $0 { true } else { false } })
+    let time = try #require(entries.firstIndex { if case .time = $0 { true } else { false } })
+    #expect(gap < time)
+    #expect(harness.log.completions == 1)
+  }
+
   @Test func O40_aVideoOnlyPlayWithoutMediaOfTheChannelFailsItsOutputAndCompletes() throws {
     // Nothing presents: every stretch is a gap of the one track the play presents, skipped; the output
     // fails rather than completes.
@@ -124,6 +143,35 @@ import TiCloudStorage
         MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 9000)
       ])
     #expect(harness.log.gaps.allSatisfy { $0.reasons.contains(.trackUnavailable) })
+  }
+
+  @Test func anHourAt1xThroughTheWholeGraphPresentsEveryFrameOnceAtItsTime() throws {
+    // The whole replay graph (source, verifier, demuxer, detector, decoder, pacer) on the virtual clock:
+    // an hour of 16x16 video at 1 frame per second in 60 s objects.
+    var options = smallOptions(seconds: 3600)
+    options.width = 16
+    options.height = 16
+    options.fps = 1
+    options.gop = 2
+    options.audioCodec = nil
+    options.segmentSeconds = 60
+    let harness = try ReplayHarness(options: options)
+    harness.play(0, 3_600_000)
+    harness.runToEnd(limit: .seconds(7200))
+    let frames = harness.renderer.frames
+    #expect(frames.count == 3600)
+    let first = try #require(frames.first)
+    #expect(first.media == media(0))
+    var misplaced = 0
+    for (index, frame) in frames.enumerated()
+    where frame.media != media(Int64(index) * 1000) || frame.at - first.at != frame.media - first.media {
+      misplaced += 1
+    }
+    #expect(misplaced == 0)
+    // The last frame lasts its second: the end is an hour after the first picture.
+    #expect(harness.clock.now.microseconds - first.at == 3_600_000_000)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty && harness.log.gaps.isEmpty)
+    #expect(harness.log.times == harness.log.times.sorted() && harness.log.times.last == recordingStart + 3_600_000)
   }
 
   @Test func aVideoOnlyGapKeepsTheAudiosTime() throws {

@@ -79,15 +79,15 @@ final class ReplayHarness {
   let outputEvents = Locked<[(event: String, at: Int64)]>([])
 
   /// `seconds` of the small test recording (25 fps, 2 s GOPs, 3 s objects, AAC; video on channel 0,
-  /// audio on 1) with `gaps`, the video output bound to `videoChannel`; `damage` may change the library
-  /// before the replay reads it.
+  /// audio on 1), or a library of other `options`, with `gaps`, the video output bound to
+  /// `videoChannel`; `damage` may change the library before the replay reads it.
   init(
     seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false, videoChannel: UInt8 = 0,
-    damage: (URL) throws -> Void = { _ in }
+    options: LibrarySynthesizer.Options? = nil, damage: (URL) throws -> Void = { _ in }
   ) throws {
     directory = try TemporaryDirectory("tipipe-replay")
-    var options = smallOptions(seconds: seconds)
-    options.gaps = gaps
+    var options = options ?? smallOptions(seconds: seconds)
+    if !gaps.isEmpty { options.gaps = gaps }
     try LibrarySynthesizer(options: options).write(to: directory.url)
     try damage(directory.url)
     self.audio = TimedAudioDevice(clock: clock)

@@ -55,6 +55,8 @@ import TiCloudStorage
       return
     }
     #expect(error.code == .recordingOverrun)
+    // The result did not wait for the disk; the unfinished file's removal did.
+    disk.sync {}
     // No file, finished or not.
     let left = try FileManager.default.contentsOfDirectory(atPath: harness.directory.url.path)
     #expect(!left.contains { $0.hasPrefix("recording") || $0.hasPrefix(".recording") })

@@ -243,6 +243,6 @@ private func lies(_ url: URL, in directory: URL) -> Bool {
       .standardizedFileURL.pathComponents
   }
   let path = canonical(url)
-  let folder = canonical(directory)
+  let folder = directory.resolvingSymlinksInPath().standardizedFileURL.pathComponents
   return path.count >= folder.count && Array(path.prefix(folder.count)) == folder
 }

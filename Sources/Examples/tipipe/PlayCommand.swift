@@ -23,7 +23,7 @@ enum PlayCommand {
     video channel and the audio channel, G.711 as AAC) and prints {"event":"recording","code":…,"file":…,
     "duration_ms":…} before the summary; nothing recordable is noRecordableMedia (6119) and no file.
     OUT.mp4 may not lie in the cache directory nor name a file of a file:// library; if it is no
-    longer a regular file (or missing) at the end, it is not replaced: the line has code
+    longer a regular file at the end (a directory, a FIFO, a link), it is not replaced: the line has code
     fileWriteFailed (6046) and "kept", the recording's path in the cache (exit 1).
     SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
     """

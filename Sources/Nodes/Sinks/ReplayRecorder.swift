@@ -7,7 +7,8 @@ import PipelineGraph
 /// timing whatever the speed, through the recording path the export uses (``MP4Recording``).
 ///
 /// - It records what plays, not what was read ahead: packets wait until the replay's position has
-///   passed them (``advance(to:)``); a seek drops what was read but never played.
+///   passed them (``advance(to:)``); a seek drops what was read but never played. At most
+///   ``maximumUnplayedBytes`` of them wait (when nothing moves the position, the oldest go first).
 /// - It starts at the first video keyframe not earlier than ``startsAt`` (audio before it is dropped).
 /// - A seek (``discontinuity()``) or a hole in the video closes the stretch so far; the next one starts
 ///   at the next keyframe where the file ends (no filler).
@@ -34,6 +35,9 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// The most bytes of played packets waiting to be written before the recorder gives up
   /// (`recordingOverrun`).
   public let maximumPendingBytes: Int
+  /// The most bytes of packets read but not played yet that wait for the position: well above what a
+  /// replay reads ahead (16 MB).
+  public static let maximumUnplayedBytes = 64 << 20
   /// Nothing earlier is recorded (where the replay was when the task started).
   public let startsAt: MediaTime
 
@@ -58,8 +62,10 @@ public final class ReplayRecorder: @unchecked Sendable {
     var overrun = false
     var onOverrun: (@Sendable () -> Void)?
     var finished = false
-    /// Packets read but not played yet, in the order read.
+    /// Packets read but not played yet, in the order read, and their bytes (at most
+    /// ``maximumUnplayedBytes``: the oldest go first when nothing moves the position).
     var unplayed: [EncodedPacket] = []
+    var unplayedBytes = 0
     /// The position played so far: packets up to it are written.
     var played = MediaTime(microseconds: .min)
   }
@@ -89,6 +95,15 @@ public final class ReplayRecorder: @unchecked Sendable {
       guard !state.finished, !state.overrun else { return [] }
       guard packet.time <= state.played else {
         state.unplayed.append(packet)
+        state.unplayedBytes += packet.data.count
+        if state.unplayedBytes > Self.maximumUnplayedBytes {
+          var dropped = 0
+          while dropped < state.unplayed.count && state.unplayedBytes > Self.maximumUnplayedBytes / 2 {
+            state.unplayedBytes -= state.unplayed[dropped].data.count
+            dropped += 1
+          }
+          state.unplayed.removeFirst(dropped)
+        }
         return []
       }
       return [packet]
@@ -100,7 +115,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// `recordingOverrun`; nothing more is written).
   public var hasFallenBehind: Bool { pending.withLock { $0.overrun } }
 
-  /// Calls `handler` once, on a queue of its own, when writing falls behind by more than
+  /// Calls `handler` once, on a global queue, when writing falls behind by more than
   /// ``maximumPendingBytes`` (at once if it already has): the owner ends the task then.
   public func whenOverrun(_ handler: @escaping @Sendable () -> Void) {
     let already = pending.withLock { state -> Bool in
@@ -119,6 +134,7 @@ public final class ReplayRecorder: @unchecked Sendable {
       let played = state.played
       let ready = state.unplayed.filter { $0.time <= played }
       state.unplayed.removeAll { $0.time <= played }
+      state.unplayedBytes -= ready.reduce(0) { $0 + $1.data.count }
       return ready
     }
     send(ready)
@@ -155,6 +171,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   public func discontinuity() {
     pending.withLock { state in
       state.unplayed = []
+      state.unplayedBytes = 0
       state.played = MediaTime(microseconds: .min)
     }
     queue.async { [self] in closeStretch() }
@@ -163,7 +180,10 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// The replay rebuilt its graph at the position (an output came or went): what was read but not played
   /// is dropped, and what is read again up to what was already written is skipped; the stretch goes on.
   public func restarted() {
-    pending.withLock { state in state.unplayed = [] }
+    pending.withLock { state in
+      state.unplayed = []
+      state.unplayedBytes = 0
+    }
     queue.async { [self] in
       skipVideoThrough = lastVideo?.time
       skipAudioThrough = lastAudio
@@ -174,17 +194,27 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// read) and finishes the file: the duration in ms, or why there is no file (`noRecordableMedia` when
   /// nothing could be written). Once only; later calls get nothing (the caller caches the result).
   public func finish(playedToTheEnd: Bool, _ completion: @escaping @Sendable (Result<Int64, TiError>) -> Void) {
-    let (first, rest) = pending.withLock { state -> (Bool, [EncodedPacket]) in
+    let (first, rest, overrun) = pending.withLock { state -> (Bool, [EncodedPacket], Bool) in
       defer {
         state.finished = true
         state.unplayed = []
+        state.unplayedBytes = 0
       }
-      return (!state.finished, playedToTheEnd ? state.unplayed : [])
+      return (!state.finished, playedToTheEnd ? state.unplayed : [], state.overrun)
     }
     guard first else { return }
-    // What was read and never played is written at a natural end: the same limit applies to it.
-    send(rest)
-    queue.async { [self] in completion(conclude()) }
+    guard !overrun else {
+      // The result is known: it does not wait for the writes that fell behind (a stalled disk), only the
+      // unfinished file's removal does.
+      DispatchQueue.global().async { completion(.failure(self.overrunError)) }
+      queue.async { [self] in fail(overrunError) }
+      return
+    }
+    // What was read and never played is written at a natural end (it is in memory already: no limit).
+    queue.async { [self] in
+      for packet in rest where !pending.withLock({ $0.overrun }) { write(packet) }
+      completion(conclude())
+    }
   }
 
   // MARK: On the queue
@@ -290,10 +320,12 @@ public final class ReplayRecorder: @unchecked Sendable {
     held = []
   }
 
+  private var overrunError: TiError {
+    TiError(.recordingOverrun, "writing fell behind the replay by more than \(maximumPendingBytes) bytes")
+  }
+
   private func conclude() -> Result<Int64, TiError> {
-    if pending.withLock({ $0.overrun }) {
-      fail(TiError(.recordingOverrun, "writing fell behind the replay by more than \(maximumPendingBytes) bytes"))
-    }
+    if pending.withLock({ $0.overrun }) { fail(overrunError) }
     if failure == nil, recording == nil, !held.isEmpty {
       do { try openIfReady(force: true) } catch { fail(TiError(error)) }
     }

@@ -6,7 +6,8 @@ import PipelineGraph
 /// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` or a flush
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
 /// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×) but
-/// keeps the latest packets (``retainedWhileDiscarding``), which are decoded first when decoding resumes:
+/// keeps the packets of the latest ``retainedWhileDiscarding`` of media, which are decoded first when
+/// decoding resumes (at the next packet, or at the end of stream):
 /// what the graph read ahead while muted is not lost, and its ``Pacer`` drops what is already past. A
 /// packet libavcodec rejects is a failure of this node with `recordingUnreadable`/`mediaUnreadable`.
 ///
@@ -27,12 +28,14 @@ public final class FrameDecoder: Node {
   public let threads: Int
   /// Decode keyframes only.
   public var keyframesOnly: Bool
-  /// Decode nothing: packets are kept (the latest ``retainedWhileDiscarding``), and decoding starts
-  /// afresh with them (at a keyframe) when this ends.
+  /// Decode nothing: packets are kept (the latest ``retainedWhileDiscarding`` of media), and decoding
+  /// starts afresh with them (at a keyframe) when this ends.
   public var discardsAll = false
-  /// The most packets kept while ``discardsAll`` (the oldest go first): more than the graph reads ahead
-  /// of the position at any speed.
-  public static let retainedWhileDiscarding = 512
+  /// How much media is kept while ``discardsAll`` (older packets go): more than the graph reads ahead of
+  /// the position at any speed and frame rate.
+  public static let retainedWhileDiscarding = MediaDuration.microseconds(30_000_000)
+  /// The most packets kept, whatever their times say.
+  static let retainedPacketLimit = 8192
 
   private var retained: [EncodedPacket] = []
 
@@ -57,15 +60,26 @@ public final class FrameDecoder: Node {
       decoder = nil
       skipping = true
       retained.append(input)
-      if retained.count > Self.retainedWhileDiscarding { retained.removeFirst(retained.count / 2) }
+      let oldest = (try? input.time - Self.retainedWhileDiscarding) ?? MediaTime(microseconds: .min)
+      let old = retained.prefix { $0.time < oldest }.count
+      let excess = max(old, retained.count - Self.retainedPacketLimit)
+      // Amortized: trimmed once a tenth of the limit is due.
+      if excess > Self.retainedPacketLimit / 10 || retained.count > Self.retainedPacketLimit {
+        retained.removeFirst(excess)
+      }
       return
     }
-    if !retained.isEmpty {
-      let waiting = retained
-      retained = []
-      for packet in waiting { try decode(packet, context: context) }
-    }
+    try decodeRetained(context: context)
     try decode(input, context: context)
+  }
+
+  /// Decodes what was kept while discarding, the part within ``retainedWhileDiscarding`` of the newest.
+  private func decodeRetained(context: NodeContext<DecodedFrame>) throws {
+    guard let newest = retained.last else { return }
+    let oldest = (try? newest.time - Self.retainedWhileDiscarding) ?? MediaTime(microseconds: .min)
+    let waiting = retained.drop { $0.time < oldest }
+    retained = []
+    for packet in waiting { try decode(packet, context: context) }
   }
 
   private func decode(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
@@ -108,7 +122,6 @@ public final class FrameDecoder: Node {
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
     switch try MediaEvent(event) {
     case .formatChange(let change) where change.track == track:
-      retained = []
       try drain(context: context)
     case .gap(let gap) where gap.concerns(track):
       // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
@@ -121,7 +134,10 @@ public final class FrameDecoder: Node {
   }
 
   /// Emits the frames still inside the decoder.
-  public func finish(context: NodeContext<DecodedFrame>) throws { try drain(context: context) }
+  public func finish(context: NodeContext<DecodedFrame>) throws {
+    if !discardsAll { try decodeRetained(context: context) }
+    try drain(context: context)
+  }
 
   /// Drops the decoder's state (a seek).
   public func flush(context: NodeContext<DecodedFrame>) {

@@ -85,7 +85,8 @@ public final class Pacer: Node {
     public let presented = Atomic(0)
     /// Frames dropped because they were late.
     public let dropped = Atomic(0)
-    /// Frames skipped because the pacer was muted (audio off 1×).
+    /// Frames skipped because the pacer was muted (audio off 1×), and audio frames dropped as past (read
+    /// while muted, or later than their duration).
     public let muted = Atomic(0)
   }
 
@@ -233,14 +234,17 @@ public final class Pacer: Node {
       let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
       // Audio decoded again after a muted stretch starts with what was read then: what is past is not
       // played (late audio would put the sound behind the picture), until a frame is on time.
+      // A frame held until now (a wake-up, the preroll's end) had suspended the input: a drop resumes it.
       if muted && (lateness > allowance || resyncing && lateness > 0) {
         counters.muted.add(1, ordering: .relaxed)
+        if !applied.paused { context.resumeInput() }
         return
       }
       if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowance {
         counters.dropped.add(1, ordering: .relaxed)
         consecutiveDrops += 1
         if consecutiveDrops >= 3 { decoder?.keyframesOnly = true }
+        if !applied.paused { context.resumeInput() }
         return
       }
       present(frame, context: context)
@@ -326,6 +330,7 @@ public final class Pacer: Node {
     }
     lastPresented = nil
     endHeld = false
+    resyncing = false
     arm(context)
   }
 

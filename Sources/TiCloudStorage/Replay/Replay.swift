@@ -22,9 +22,11 @@ import Synchronization
 /// recorders when one records audio (`tipipe graph replay` prints it).
 ///
 /// The position and the gaps reported follow the first video output, or the first audio output while
-/// the video presents nothing (its channel may carry no media: that output fails with 6130 once 5 s of
-/// its kind have played, O40). A hole is reported once, as that output's track's gap (R74). Outputs
-/// complete with the play (O8). When no output presents anything (a video-only play of a channel
+/// the video has presented nothing since the play, the seek or a rebuild, or has failed (its channel may
+/// carry no media: that output fails with 6130 once 5 s of its kind have played, O40). A hole is
+/// reported once, as that output's track's gap (R74); a gap of another track only (audio missing while
+/// the video plays) is not a gap of the play (an export reports it, per track). Outputs complete with
+/// the play (O8). When no output presents anything (a video-only play of a channel
 /// without media, or such a video with audio off 1×, which is muted), every stretch is a gap of what
 /// the play presents and is skipped without waiting: the play completes as soon as it is read.
 ///
@@ -170,6 +172,13 @@ public final class Replay: @unchecked Sendable {
     /// Gaps crossed since a recording failed for good (R73): reported once media after them plays; if
     /// none does, the play ends with the failure's code instead.
     var heldGaps: [RecordingGap] = []
+    /// Gaps each position candidate crossed while none presented (a start in a hole, a video without
+    /// media): the driver's are reported when it first presents, the first candidate's at the end if none
+    /// does.
+    var earlyGaps: [OutputID: [RecordingGap]] = [:]
+    /// The output whose frames moved the position last in this graph generation (nil after a play, a
+    /// seek or a restart): another one takes over without moving the position back.
+    var positionDriver: OutputID?
     var videoFrames = 0
     var audioFrames = 0
     var droppedBefore = 0
@@ -282,9 +291,9 @@ public final class Replay: @unchecked Sendable {
   /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
   /// even while no output is bound; the graph is rebuilt from the position, so what was read ahead is
   /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion),
-  /// the recorder falls behind (``ReplayRecorder/whenOverrun(_:)``) or ``removeRecorder(_:)`` is called,
+  /// the recorder falls behind (`ReplayRecorder.whenOverrun(_:)`) or ``removeRecorder(_:)`` is called,
   /// directly rather than through `deliver`: on the environment's executor when the graph completes or
-  /// fails, on a queue of the recorder's when it fell behind, else on the thread of the call that ended
+  /// fails, on a global queue when the recorder fell behind, else on the thread of the call that ended
   /// the play. `notStarted` without an active play.
   @discardableResult
   public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
@@ -395,6 +404,8 @@ public final class Replay: @unchecked Sendable {
       state.generation += 1
       state.playNumber += 1
       state.heldGaps = []
+      state.earlyGaps = [:]
+      state.positionDriver = nil
       state.seekPending = false
       state.play = Play(start: startTimeMs, end: endTimeMs, token: token)
       state.active = true
@@ -493,6 +504,8 @@ public final class Replay: @unchecked Sendable {
       }
       state.generation += 1
       state.heldGaps = []
+      state.earlyGaps = [:]
+      state.positionDriver = nil
       state.reportNext = true
       superseded = state.seekPending ? state.target : nil
       state.seekPending = true
@@ -549,6 +562,8 @@ public final class Replay: @unchecked Sendable {
     let (old, recorders) = state.withLock { state -> (Graph?, [ReplayRecorder]) in
       guard state.active else { return (nil, []) }
       state.generation += 1
+      state.earlyGaps = [:]
+      state.positionDriver = nil
       return (retire(&state), state.recorders.map(\.recorder))
     }
     old?.pipeline.stop()
@@ -719,7 +734,9 @@ public final class Replay: @unchecked Sendable {
       self.failed(TiError(failure.error), generation: failedIn)
       return .stopPipeline
     }
-    pipeline.onEndOfStream = { [weak self] flushes in self?.completed(generation: generation + flushes) }
+    pipeline.onEndOfStream = { [weak self] flushes in
+      self?.completed(generation: generation + flushes, candidates: candidates)
+    }
     return Graph(
       pipeline: pipeline, source: source, pacers: pacers, videoPacers: videoPacers, tracks: tracks, base: generation)
   }
@@ -835,13 +852,17 @@ public final class Replay: @unchecked Sendable {
         first = state.bindings[index].events
       }
       let reportsPosition = Self.driver(of: candidates, in: state) == id
-      if reportsPosition && !state.heldGaps.isEmpty {
-        // Media after a failed recording plays: its gaps are gaps after all (R73).
-        if let handler = state.onRecordingGap {
-          let (gaps, play) = (state.heldGaps, state.playNumber)
+      if reportsPosition && (!state.heldGaps.isEmpty || !state.earlyGaps.isEmpty) {
+        // Media after a failed recording plays: its gaps are gaps after all (R73). So are those crossed
+        // before anything presented.
+        let gaps = state.heldGaps + (state.earlyGaps[id] ?? [])
+        if let handler = state.onRecordingGap, !gaps.isEmpty {
+          let play = state.playNumber
           heldGaps = { [weak self] in self?.deliver(play: play) { for gap in gaps { handler(gap) } } }
+          state.reportNext = true
         }
         state.heldGaps = []
+        state.earlyGaps = [:]
       }
       if video { state.videoFrames += 1 } else { state.audioFrames += 1 }
       guard reportsPosition else { return (true, first, nil) }
@@ -856,6 +877,12 @@ public final class Replay: @unchecked Sendable {
         failedOutputs = reached.keys.compactMap { id in state.bindings.first { $0.id == id }?.events }
       }
       let position = frame.time.milliseconds
+      // The audio moved the position while the video decoded up to its first frame: the video takes over
+      // from where the audio is (its first frames may be a little earlier, presented late).
+      if let driver = state.positionDriver, driver != id, let current = state.position, position < current {
+        return (true, first, nil)
+      }
+      state.positionDriver = id
       state.position = position
       state.positionFollowsTarget = true
       state.seekPending = false
@@ -909,19 +936,34 @@ public final class Replay: @unchecked Sendable {
   }
 
   private func crossed(_ gap: RecordingGap, by id: OutputID, candidates: [OutputID], generation: Int) {
-    let handler = state.withLock { state -> ((@Sendable (RecordingGap) -> Void), Int)? in
-      guard state.generation == generation,
-        (Self.driver(of: candidates, in: state) ?? candidates.first { !state.failedOutputs.contains($0) }) == id
-      else { return nil }
-      state.reportNext = true
-      // After a recording that failed for good, gaps wait for media that plays (R73).
-      if Self.failure(of: gap) != nil || !state.heldGaps.isEmpty {
-        state.heldGaps.append(gap)
+    let report = state.withLock { state -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)? in
+      guard state.generation == generation, candidates.contains(id) else { return nil }
+      guard let driver = Self.driver(of: candidates, in: state) else {
+        state.earlyGaps[id, default: []].append(gap)
         return nil
       }
-      return state.onRecordingGap.map { ($0, state.playNumber) }
+      guard driver == id else { return nil }
+      return Self.admit([gap], &state)
     }
-    if let (handler, play) = handler { deliver(play: play) { handler(gap) } }
+    if let (handler, gaps, play) = report { deliver(play: play) { for gap in gaps { handler(gap) } } }
+  }
+
+  /// Gaps the position crossed: those to report now, with the handler and the play; after a recording
+  /// that failed for good they wait for media that plays (R73).
+  private static func admit(_ gaps: [RecordingGap], _ state: inout State)
+    -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)?
+  {
+    var now: [RecordingGap] = []
+    for gap in gaps {
+      state.reportNext = true
+      if failure(of: gap) != nil || !state.heldGaps.isEmpty {
+        state.heldGaps.append(gap)
+      } else {
+        now.append(gap)
+      }
+    }
+    guard !now.isEmpty, let handler = state.onRecordingGap else { return nil }
+    return (handler, now, state.playNumber)
   }
 
   /// The error a gap's failure ends a play with when nothing after it plays (R57–R59, R73); nil for a
@@ -942,12 +984,22 @@ public final class Replay: @unchecked Sendable {
     return nil
   }
 
-  private func completed(generation: Int) {
-    // Nothing played after a recording that failed for good: the play ends with its error (R73).
-    let failure = state.withLock { state -> TiError? in
-      guard state.generation == generation else { return nil }
-      return state.heldGaps.lazy.compactMap(Self.failure(of:)).last
+  private func completed(generation: Int, candidates: [OutputID]) {
+    // Nothing presented: the gaps the first candidate crossed are the play's.
+    let (failure, early) = state.withLock {
+      state -> (TiError?, (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)?) in
+      guard state.generation == generation else { return (nil, nil) }
+      var early: (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)?
+      if !state.earlyGaps.isEmpty {
+        let fallback = candidates.first { !state.failedOutputs.contains($0) } ?? candidates.first
+        let gaps = fallback.flatMap { state.earlyGaps[$0] } ?? []
+        state.earlyGaps = [:]
+        early = Self.admit(gaps, &state)
+      }
+      // Nothing played after a recording that failed for good: the play ends with its error (R73).
+      return (state.heldGaps.lazy.compactMap(Self.failure(of:)).last, early)
     }
+    if let (handler, gaps, play) = early { deliver(play: play) { for gap in gaps { handler(gap) } } }
     if let failure { return failed(failure, generation: generation) }
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     var outputs: [@Sendable (OutputEvent) -> Void] = []
