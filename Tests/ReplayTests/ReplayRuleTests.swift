@@ -291,6 +291,21 @@ import TiCloudStorage
     }
   }
 
+  @Test func R74_aStartJustBeforeAHoleReportsTheHoleWhenTheAudiosFirstFrameComesFirst() throws {
+    // The first frame not earlier than 2970 ms is the video's at 5000 (after the hole [3000, 5000)), the
+    // audio's at 5056 is decoded first: the audio does not take the position, nor the hole, from the
+    // video (found by a hostile run of `tipipe play --initial`).
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 2)], audio: true)
+    harness.play(0, 9000, initial: 2970)
+    harness.runToEnd()
+    let gaps = harness.log.gaps
+    #expect(gaps.map(\.tracks) == [[TrackID(.video, channel: 0)]])
+    #expect(
+      gaps.first?.range == MediaRange(startMilliseconds: recordingStart + 3000, endMilliseconds: recordingStart + 5000))
+    #expect(harness.log.times.first == recordingStart + 5000)
+    #expect(harness.log.completions == 1)
+  }
+
   @Test func R71_aGapIsReportedBetweenTheTimeEventsAroundIt() throws {
     let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 3)])
     harness.play(0, 9000)

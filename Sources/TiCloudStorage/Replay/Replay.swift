@@ -21,8 +21,9 @@ import Synchronization
 /// after the detector, a `RawDumpTap` on the demuxer's output, and an `AudioTranscoder` before the
 /// recorders when one records audio (`tipipe graph replay` prints it).
 ///
-/// The position and the gaps reported follow the first video output, or the first audio output while
-/// the video has presented nothing since the play, the seek or a rebuild, or has failed (its channel may
+/// The position and the gaps reported follow the first video output, or the first audio output once it
+/// has presented 500 ms of media while the video presented nothing since the play or the seek, or when
+/// the video has failed (its channel may
 /// carry no media: that output fails with 6130 once 5 s of its kind have played, O40). A hole is
 /// reported once, as that output's track's gap (R74); a gap of another track only (audio missing while
 /// the video plays) is not a gap of the play (an export reports it, per track). Outputs complete with
@@ -172,10 +173,13 @@ public final class Replay: @unchecked Sendable {
     /// Gaps crossed since a recording failed for good (R73): reported once media after them plays; if
     /// none does, the play ends with the failure's code instead.
     var heldGaps: [RecordingGap] = []
-    /// Gaps each position candidate crossed while none presented (a start in a hole, a video without
-    /// media): the driver's are reported when it first presents, the first candidate's at the end if none
-    /// does.
+    /// Gaps a position candidate crossed while another one was the driver and it had presented nothing:
+    /// reported if it takes over (the audio of a play whose video presents nothing).
     var earlyGaps: [OutputID: [RecordingGap]] = [:]
+    /// The ranges reported since the play or the seek (a take-over reports none twice).
+    var reportedRanges: [MediaRange] = []
+    /// The first and the latest frame each output presented since the play or the seek.
+    var presentedSpan: [OutputID: (first: MediaTime, latest: MediaTime)] = [:]
     /// The output whose frames moved the position last in this graph generation (nil after a play, a
     /// seek or a restart): another one takes over without moving the position back.
     var positionDriver: OutputID?
@@ -405,6 +409,7 @@ public final class Replay: @unchecked Sendable {
       state.playNumber += 1
       state.heldGaps = []
       state.earlyGaps = [:]
+      state.reportedRanges = []
       state.positionDriver = nil
       state.seekPending = false
       state.play = Play(start: startTimeMs, end: endTimeMs, token: token)
@@ -418,6 +423,7 @@ public final class Replay: @unchecked Sendable {
       state.reportNext = true
       state.lastFrame = nil
       state.presentingOutputs = []
+      state.presentedSpan = [:]
       state.failedOutputs = []
       state.drainedOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
@@ -505,6 +511,7 @@ public final class Replay: @unchecked Sendable {
       state.generation += 1
       state.heldGaps = []
       state.earlyGaps = [:]
+      state.reportedRanges = []
       state.positionDriver = nil
       state.reportNext = true
       superseded = state.seekPending ? state.target : nil
@@ -513,6 +520,7 @@ public final class Replay: @unchecked Sendable {
       state.positionFollowsTarget = false
       state.mismatches = [:]
       state.presentingOutputs = []
+      state.presentedSpan = [:]
       state.drainedOutputs = []
       for index in state.bindings.indices { state.bindings[index].joinsAt = nil }
       // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
@@ -851,11 +859,15 @@ public final class Replay: @unchecked Sendable {
         state.bindings[index].joinsAt = nil
         first = state.bindings[index].events
       }
+      state.presentedSpan[id] = (state.presentedSpan[id]?.first ?? frame.time, frame.time)
       let reportsPosition = Self.driver(of: candidates, in: state) == id
-      if reportsPosition && (!state.heldGaps.isEmpty || !state.earlyGaps.isEmpty) {
-        // Media after a failed recording plays: its gaps are gaps after all (R73). So are those crossed
-        // before anything presented.
-        let gaps = state.heldGaps + (state.earlyGaps[id] ?? [])
+      if reportsPosition && (!state.heldGaps.isEmpty || state.earlyGaps[id] != nil) {
+        // Media after a failed recording plays: its gaps are gaps after all (R73). So are those the
+        // output crossed before it took the position over.
+        let reported = state.reportedRanges
+        let early = (state.earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } }
+        let gaps = state.heldGaps + early
+        state.reportedRanges = Array((state.reportedRanges + gaps.map(\.range)).suffix(64))
         if let handler = state.onRecordingGap, !gaps.isEmpty {
           let play = state.playNumber
           heldGaps = { [weak self] in self?.deliver(play: play) { for gap in gaps { handler(gap) } } }
@@ -902,11 +914,20 @@ public final class Replay: @unchecked Sendable {
   private static let channelMismatch = TiError(
     .channelMismatch, "no media of the output's channel for 5 s of playback while its kind had some")
 
-  /// Which of `candidates` moves the position: the first that presents (and has not failed), so that
-  /// the position goes on with the audio while the video presents nothing (O40: its channel may carry
-  /// nothing). Before any presents, the first that has not failed reports the gaps.
+  /// Which of `candidates` (the first video output, the first audio output) moves the position and
+  /// reports the gaps: the first that has not failed, unless it has presented nothing since the play or
+  /// the seek while a later one has presented for ``PlaybackTimeline/prerollLimit`` of media — then that
+  /// one (O40: the video's channel may carry nothing, and the audio goes on). So the audio's first
+  /// frames before the video's do not take the position, nor a hole's report, from the video.
   private static func driver(of candidates: [OutputID], in state: State) -> OutputID? {
-    candidates.first { state.presentingOutputs.contains($0) && !state.failedOutputs.contains($0) }
+    let alive = candidates.filter { !state.failedOutputs.contains($0) }
+    guard let first = alive.first else { return nil }
+    if state.presentingOutputs.contains(first) { return first }
+    for other in alive.dropFirst() {
+      guard let span = state.presentedSpan[other], let played = try? span.latest - span.first else { continue }
+      if played >= PlaybackTimeline.prerollLimit { return other }
+    }
+    return first
   }
 
   /// A bound channel carries nothing (O40): its output fails once the position reaches `time` (the media
@@ -938,11 +959,10 @@ public final class Replay: @unchecked Sendable {
   private func crossed(_ gap: RecordingGap, by id: OutputID, candidates: [OutputID], generation: Int) {
     let report = state.withLock { state -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)? in
       guard state.generation == generation, candidates.contains(id) else { return nil }
-      guard let driver = Self.driver(of: candidates, in: state) else {
-        state.earlyGaps[id, default: []].append(gap)
+      guard Self.driver(of: candidates, in: state) == id else {
+        if !state.presentingOutputs.contains(id) { state.earlyGaps[id, default: []].append(gap) }
         return nil
       }
-      guard driver == id else { return nil }
       return Self.admit([gap], &state)
     }
     if let (handler, gaps, play) = report { deliver(play: play) { for gap in gaps { handler(gap) } } }
@@ -962,6 +982,7 @@ public final class Replay: @unchecked Sendable {
         now.append(gap)
       }
     }
+    state.reportedRanges = Array((state.reportedRanges + now.map(\.range)).suffix(64))
     guard !now.isEmpty, let handler = state.onRecordingGap else { return nil }
     return (handler, now, state.playNumber)
   }
@@ -985,13 +1006,14 @@ public final class Replay: @unchecked Sendable {
   }
 
   private func completed(generation: Int, candidates: [OutputID]) {
-    // Nothing presented: the gaps the first candidate crossed are the play's.
+    // Gaps the driver crossed before it took over and presented nothing since (the first failed) are the
+    // play's.
     let (failure, early) = state.withLock {
       state -> (TiError?, (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)?) in
       guard state.generation == generation else { return (nil, nil) }
       var early: (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)?
       if !state.earlyGaps.isEmpty {
-        let fallback = candidates.first { !state.failedOutputs.contains($0) } ?? candidates.first
+        let fallback = Self.driver(of: candidates, in: state)
         let gaps = fallback.flatMap { state.earlyGaps[$0] } ?? []
         state.earlyGaps = [:]
         early = Self.admit(gaps, &state)
