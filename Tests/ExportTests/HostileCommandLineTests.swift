@@ -89,6 +89,92 @@ struct HostileCommandLineTests {
     #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "h264")
   }
 
+  /// Runs `tipipe arguments` through `sh -c` with `redirection` applied to it (`>&-`, `> FILE`).
+  func shell(_ arguments: [String], _ redirection: String) throws -> Finished {
+    let process = try tipipeProcess()
+    let executable = try #require(process.executableURL).path
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "exec \"$0\" \"$@\" \(redirection)", executable] + arguments
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return Finished(status: process.terminationStatus, reason: process.terminationReason, stdout: "", stderr: text)
+  }
+
+  @Test("a closed standard output fails the play; nothing it meant for stdout lands in the SDK's log")
+  func aClosedStandardOutput() throws {
+    let directory = try library()
+    let cache = try TemporaryDirectory()
+    let play = try shell(
+      ["play", "--pace", "fast", "--video-channel", "0", "--endpoint", "file://\(directory.url.path)"]
+        + ["--cache", cache.url.path] + range, ">&-")
+    #expect(play.status == 1)
+    #expect(play.stderr.contains("error: fileWriteFailed (6046): standard output"), "\(play.stderr)")
+    let logs = try FileManager.default.subpathsOfDirectory(atPath: cache.url.path).filter { $0.hasSuffix(".log") }
+    #expect(!logs.isEmpty)
+    for log in logs {
+      let text = try String(contentsOf: cache.url.appendingPathComponent(log), encoding: .utf8)
+      #expect(!text.contains("\"event\""), "\(log)")
+    }
+  }
+
+  @Test("--record that is stdout's file or ends in '/' is a usage error; a recording not made is exit 1")
+  func recordingsThatCannotBeMade() throws {
+    let directory = try library()
+    let cache = try TemporaryDirectory()
+    let outputs = try TemporaryDirectory()
+    let play = ["play", "--pace", "fast", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path]
+    let same = outputs.url.appendingPathComponent("same.mp4").path
+    let redirected = try shell(play + ["--video-channel", "0", "--record", same] + range, "> '\(same)'")
+    #expect(redirected.status == 2, "\(redirected.stderr)")
+    #expect(redirected.stderr.contains("is where standard output goes"))
+    let slash = try tipipe(play + ["--video-channel", "0", "--record", outputs.url.path + "/new.mp4/"] + range)
+    #expect(slash.status == 2)
+    #expect(!FileManager.default.fileExists(atPath: outputs.url.appendingPathComponent("new.mp4").path))
+    let nothing = try tipipe(
+      play + ["--video-channel", "9", "--record", outputs.url.appendingPathComponent("none.mp4").path] + range)
+    #expect(nothing.status == 1)
+    #expect(
+      nothing.stderr.hasPrefix("error: noRecordableMedia (6119)") && nothing.stderr.split(separator: "\n").count == 1)
+    let events = lines(nothing.stdout)
+    #expect(events.first { $0["event"] as? String == "recording" }?["code"] as? Int == 6119)
+    #expect(events.last?["event"] as? String == "summary")
+  }
+
+  @Test("a signal during a play ends it with the cancelled error event, then the summary")
+  func aSignalDuringThePlay() throws {
+    let directory = try library()
+    let cache = try TemporaryDirectory()
+    let process = try tipipeProcess()
+    process.arguments =
+      ["play", "--video-channel", "0", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path] + range
+    let output = Pipe()
+    process.standardOutput = output
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    var text = ""
+    while !text.contains("\"event\":\"time\"") {
+      let data = output.fileHandleForReading.availableData
+      guard !data.isEmpty else { break }
+      text += String(decoding: data, as: UTF8.self)
+    }
+    process.interrupt()
+    text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 1)
+    #expect(errorText.hasPrefix("error: cancelled (6115)"))
+    let names = lines(text).compactMap { $0["event"] as? String }
+    #expect(!names.contains("completed"))
+    #expect(names.filter { $0 == "error" }.count == 1)
+    #expect(names.last == "summary")
+    let error = try #require(lines(text).first { $0["event"] as? String == "error" })
+    #expect(error["code"] as? Int == 6115)
+  }
+
   @Test("a work root that cannot be a directory: list, days and play still print their JSON, exit 1")
   func aCacheThatCannotBeADirectory() throws {
     let directory = try library()

@@ -204,11 +204,20 @@ struct Endpoint {
 /// library at `endpoint` that the run reads (its index or one of its objects).
 func outputPath(_ flag: String, _ path: String, cache: URL? = nil, endpoint: String? = nil) throws -> URL {
   guard !path.isEmpty else { throw UsageError(message: "\(flag) must not be empty") }
+  guard !path.hasSuffix("/") else { throw UsageError(message: "\(flag): \(path) names a directory") }
   let url = URL(fileURLWithPath: path)
   do {
     try OutputFile.validate(url)
   } catch let error as TiError {
     throw UsageError(message: "\(flag): \(error.message)")
+  }
+  // The file standard output is redirected to: the rename would replace it, and the lines with it.
+  var output = stat()
+  var named = stat()
+  if fstat(1, &output) == 0, output.st_mode & S_IFMT == S_IFREG, stat(url.path, &named) == 0,
+    named.st_dev == output.st_dev, named.st_ino == output.st_ino
+  {
+    throw UsageError(message: "\(flag): \(path) is where standard output goes")
   }
   if let cache, lies(url, in: cache) {
     throw UsageError(

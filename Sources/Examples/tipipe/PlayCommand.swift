@@ -21,7 +21,8 @@ enum PlayCommand {
     --pace fast runs the same semantics on a free-running clock, as fast as the machine allows.
     --record OUT.mp4 records what plays (a RecordingTask: from the first keyframe, source timing, the
     video channel and the audio channel, G.711 as AAC) and prints {"event":"recording","code":…,"file":…,
-    "duration_ms":…} before the summary; nothing recordable is noRecordableMedia (6119) and no file.
+    "duration_ms":…} before the summary; nothing recordable is noRecordableMedia (6119) and no file
+    (a recording not made is exit 1 with its error line).
     OUT.mp4 may not lie in the cache directory nor name a file of a file:// library; if it is no
     longer a regular file at the end (a directory, a FIFO, a link), it is not replaced: the line has code
     fileWriteFailed (6046) and "kept", the recording's path in the cache (exit 1).
@@ -168,6 +169,12 @@ enum PlayCommand {
       }
       finished.wait()
       Interruption.shared.removeHandler()
+      // A signal ends the play with its error event too (one of completed or error per play), after what
+      // the main queue still had to print.
+      if interruption.withLock({ $0 }) != nil && PlayCommand.outputFailure.withLock({ $0 }) == nil {
+        FacadeSession.waitOnMain { done in DispatchQueue.main.async { done(()) } }
+        PlayCommand.line("{\"event\":\"error\",\"code\":6115,\"name\":\"cancelled\"}")
+      }
       if let record, let task {
         PlayCommand.line(recordingLine(task, to: record))
       }
@@ -191,8 +198,15 @@ enum PlayCommand {
 
     /// The RecordingTask's result, its file moved to `record`.
     private func recordingLine(_ started: TiCloudStorageRecordingTaskStartResult, to record: URL) -> String {
+      // A recording asked for and not made is a failed operation: exit 1 with its error line (unless the
+      // play's own failure has one already: one error line per run).
       func failure(_ code: Int32) -> String {
-        "{\"event\":\"recording\",\"code\":\(code),\"name\":\"\(TiCloudStorage.errorToString(code))\",\"file\":null}"
+        if status.withLock({ $0 }) == 0 {
+          reportError(FacadeSession.error(code, "the recording was not made: \(TiCloudStorage.errorToString(code))"))
+          status.withLock { $0 = 1 }
+        }
+        return
+          "{\"event\":\"recording\",\"code\":\(code),\"name\":\"\(TiCloudStorage.errorToString(code))\",\"file\":null}"
       }
       guard let task = started.task else {
         // The play ran out before a task could start (a range with nothing in it, on a fast clock):
@@ -208,8 +222,10 @@ enum PlayCommand {
         // `--record` was replaced by something that is not a regular file while the play ran: that is
         // not replaced, and the recording is kept in the cache (its path in the line).
         let error = TiError(error)
-        reportError(TiError(error.code, "\(error.message); the recording is kept at \(file.path)"))
-        status.withLock { $0 = 1 }
+        if status.withLock({ $0 }) == 0 {
+          reportError(TiError(error.code, "\(error.message); the recording is kept at \(file.path)"))
+          status.withLock { $0 = 1 }
+        }
         return
           "{\"event\":\"recording\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\",\"file\":null,"
           + "\"kept\":\(PlayCommand.jsonString(file.path)),\"duration_ms\":\(file.durationMs)}"

@@ -5,9 +5,28 @@ import Nodes
 /// pipe, a full disk or a closed descriptor is an error the command reports, not a trap or a silent
 /// loss (SIGPIPE is ignored from the first statement of `main`, see ``Interruption``).
 enum StandardOutput {
+  /// Standard output was closed when the process started (its descriptor now holds /dev/null).
+  nonisolated(unsafe) private static var closedAtStart = false
+
+  /// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed; notes a closed standard output.
+  /// Call first, before any thread or file exists.
+  static func reserveClosedStreams() {
+    for descriptor: Int32 in [0, 1, 2] where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+      let opened = open("/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY)
+      if opened >= 0 && opened != descriptor {
+        dup2(opened, descriptor)
+        close(opened)
+      }
+      if descriptor == 1 { closedAtStart = true }
+    }
+  }
+
   /// Writes all of `data`; the error when standard output cannot take it.
   static func write(_ data: Data) -> TiError? {
-    writeAll(data, to: 1).map { TiError(.fileWriteFailed, "standard output: \(String(cString: strerror($0)))") }
+    if closedAtStart { return TiError(.fileWriteFailed, "standard output: \(String(cString: strerror(EBADF)))") }
+    return writeAll(data, to: 1).map {
+      TiError(.fileWriteFailed, "standard output: \(String(cString: strerror($0)))")
+    }
   }
 
   /// Writes `text` and a line break; when that fails, the command fails (exit 1, its error line).

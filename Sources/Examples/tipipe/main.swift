@@ -7,6 +7,9 @@ import PipelineGraph
 
 // First of all: from here on SIGINT, SIGTERM and SIGHUP cancel instead of killing the process.
 Interruption.shared.install()
+// A standard stream the caller closed is held by /dev/null, so that no file the process opens later (the
+// SDK's log) takes its descriptor and receives the JSON lines; machine output to a closed stdout fails.
+StandardOutput.reserveClosedStreams()
 
 /// A subcommand: its help text and what runs it (returning the exit status).
 struct Command {
