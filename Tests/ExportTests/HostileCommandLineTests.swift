@@ -175,6 +175,28 @@ struct HostileCommandLineTests {
     #expect(error["code"] as? Int == 6115)
   }
 
+  @Test("the unfinished recordings of a process that died are removed from the cache, and only those")
+  func staleRecordingsInTheCache() throws {
+    let directory = try library()
+    let cache = try TemporaryDirectory()
+    let media = cache.url.appendingPathComponent("media")
+    try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+    let finished = Process()
+    finished.executableURL = URL(fileURLWithPath: "/bin/true")
+    try finished.run()
+    finished.waitUntilExit()
+    let dead = media.appendingPathComponent(".recording-a.mp4.\(finished.processIdentifier).\(UUID()).partial.mp4")
+    let alive = media.appendingPathComponent(".recording-b.mp4.\(getpid()).\(UUID()).partial.mp4")
+    let kept = media.appendingPathComponent("recording-c.mp4")
+    for file in [dead, alive, kept] { #expect(FileManager.default.createFile(atPath: file.path, contents: Data())) }
+    let list = try tipipe(
+      ["list", "--endpoint", "file://\(directory.url.path)", "--token", "t", "--cache", cache.url.path] + range)
+    #expect(list.status == 0, "\(list.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: dead.path))
+    #expect(FileManager.default.fileExists(atPath: alive.path))
+    #expect(FileManager.default.fileExists(atPath: kept.path))
+  }
+
   @Test("a work root that cannot be a directory: list, days and play still print their JSON, exit 1")
   func aCacheThatCannotBeADirectory() throws {
     let directory = try library()

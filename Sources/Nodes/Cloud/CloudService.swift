@@ -102,7 +102,10 @@ public final class CloudService: RecordingService {
       let detail = message.map { ": \($0)" } ?? ""
       switch (status, error) {
       case (400, _): return .failure(TiError(.invalidArgument, "the service refused the query\(detail)"))
-      case (401, "token_expired"): return .failure(TiError(.tokenExpired, "the token has expired\(detail)"))
+      case (401, "token_expired"):
+        // The reference server says just that: not twice.
+        let said = message == "the token has expired" ? "" : detail
+        return .failure(TiError(.tokenExpired, "the token has expired\(said)"))
       case (401, _), (403, _):
         return .failure(TiError(.permissionDenied, "the token is invalid or has no access to the device\(detail)"))
       default:

@@ -82,16 +82,22 @@ public enum OutputFile {
   /// Removes the temporary files that writers of `destination` left beside it when they died: regular
   /// files named `.<name>.<pid>.<uuid>.partial…` whose process no longer exists.
   package static func removeStaleWorkingFiles(besides destination: URL) {
-    let directory = destination.deletingLastPathComponent()
-    let prefix = ".\(destination.lastPathComponent)."
+    removeStaleWorkingFiles(in: destination.deletingLastPathComponent(), named: destination.lastPathComponent)
+  }
+
+  /// Removes the temporary files of any writer into `directory` that died (a recording's, in the SDK's
+  /// media folder, after a SIGKILL); with `name`, only those of writers of that file.
+  package static func removeStaleWorkingFiles(in directory: URL, named name: String? = nil) {
     guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
-    for name in names where name.hasPrefix(prefix) {
-      let rest = name.dropFirst(prefix.count).split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
-      guard rest.count == 3, let pid = Int32(rest[0]), pid > 0, UUID(uuidString: String(rest[1])) != nil,
-        rest[2].hasPrefix("partial")
+    for entry in names where entry.hasPrefix(".") {
+      let parts = entry.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
+      // `<name>.<pid>.<uuid>.partial…`: the name may hold dots, the rest does not.
+      guard let index = parts.lastIndex(where: { UUID(uuidString: String($0)) != nil }), index >= 2,
+        index + 1 < parts.count, parts[index + 1].hasPrefix("partial"), let pid = Int32(parts[index - 1]), pid > 0
       else { continue }
+      if let name, parts[..<(index - 1)].joined(separator: ".") != name { continue }
       guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-      let path = directory.appendingPathComponent(name).path
+      let path = directory.appendingPathComponent(entry).path
       var status = stat()
       guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
       unlink(path)

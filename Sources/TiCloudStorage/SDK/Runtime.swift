@@ -121,6 +121,8 @@ final class Runtime: @unchecked Sendable {
       return nil
     }
     if let raced { return raced }
+    // What recordings of a process that died left unfinished (the result never came: nobody owns them).
+    OutputFile.removeStaleWorkingFiles(in: wanted.workRoot.appendingPathComponent("media", isDirectory: true))
     log.write("initialized: appId \(appId), endpoint \(Self.redacted(endpoint)), work root \(wanted.workRoot.path)")
     return TiCloudStorageErrorCode.ok
   }
