@@ -32,14 +32,16 @@ final class ServedLibrary: @unchecked Sendable {  // the directory is only remov
   let log = RequestLog()
 
   /// `seconds` of the small test recording (3 s objects), served with `faults`.
-  convenience init(seconds: Int = 12, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 300) throws {
+  // URLs live an hour: on two cores under the thread sanitizer an async test may wait minutes for the
+  // cooperative pool between its listing and its fetch (a 300 s URL expired there once: urlRefused).
+  convenience init(seconds: Int = 12, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600) throws {
     let directory = try TemporaryDirectory("tipipe-cloud")
     try LibrarySynthesizer(options: smallOptions(seconds: seconds)).write(to: directory.url)
     try self.init(directory: directory, faults: faults, urlLifetime: urlLifetime)
   }
 
   /// Serves the library already in `directory`.
-  init(directory: TemporaryDirectory, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 300) throws {
+  init(directory: TemporaryDirectory, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600) throws {
     self.directory = directory
     deviceId = try RecordingIndex.load(library: directory.url).deviceId
     var configuration = ServerConfiguration(root: directory.url, secret: secret)
