@@ -22,6 +22,30 @@ struct HostileCommandLineTests {
 
   var range: [String] { ["--start", String(recordingStart), "--end", String(recordingStart + 3000)] }
 
+  /// Runs a real-time `tipipe play` with `arguments`, calls `begun` once its first time line is out, and
+  /// reads it to its end.
+  func play(_ arguments: [String], whenPlaying begun: (Process) throws -> Void) throws -> Finished {
+    let process = try tipipeProcess()
+    process.arguments = ["play"] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    var text = ""
+    while !text.contains("\"event\":\"time\"") {
+      let data = output.fileHandleForReading.availableData
+      guard !data.isEmpty else { break }
+      text += String(decoding: data, as: UTF8.self)
+    }
+    try begun(process)
+    text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return Finished(
+      status: process.terminationStatus, reason: process.terminationReason, stdout: text, stderr: errorText)
+  }
+
   @Test("--record and --out never land on the library's files or in the cache: usage errors, nothing changes")
   func outputsAimedAtWhatTheRunReadsOrKeeps() throws {
     let directory = try library()
@@ -57,26 +81,13 @@ struct HostileCommandLineTests {
     let cache = try TemporaryDirectory()
     let outputs = try TemporaryDirectory()
     let target = outputs.url.appendingPathComponent("recording.mp4")
-    let process = try tipipeProcess()
-    process.arguments =
-      ["play", "--video-channel", "0", "--record", target.path, "--endpoint", "file://\(directory.url.path)"]
-      + ["--cache", cache.url.path] + range
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = Pipe()
-    try process.run()
     // The play runs in real time (3 s): the path is swapped once it has begun.
-    var text = ""
-    while !text.contains("\"event\":\"time\"") {
-      let data = output.fileHandleForReading.availableData
-      guard !data.isEmpty else { break }
-      text += String(decoding: data, as: UTF8.self)
-    }
-    try FileManager.default.createDirectory(at: target, withIntermediateDirectories: false)
-    text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 1)
-    let events = lines(text)
+    let played = try play(
+      ["--video-channel", "0", "--record", target.path, "--endpoint", "file://\(directory.url.path)"]
+        + ["--cache", cache.url.path] + range
+    ) { _ in try FileManager.default.createDirectory(at: target, withIntermediateDirectories: false) }
+    #expect(played.status == 1)
+    let events = lines(played.stdout)
     #expect(events.last?["event"] as? String == "summary")
     let recording = try #require(events.first { $0["event"] as? String == "recording" })
     #expect(recording["code"] as? Int == 6046)
@@ -147,25 +158,11 @@ struct HostileCommandLineTests {
   func aSignalDuringThePlay() throws {
     let directory = try library()
     let cache = try TemporaryDirectory()
-    let process = try tipipeProcess()
-    process.arguments =
-      ["play", "--video-channel", "0", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path] + range
-    let output = Pipe()
-    process.standardOutput = output
-    let errors = Pipe()
-    process.standardError = errors
-    try process.run()
-    var text = ""
-    while !text.contains("\"event\":\"time\"") {
-      let data = output.fileHandleForReading.availableData
-      guard !data.isEmpty else { break }
-      text += String(decoding: data, as: UTF8.self)
-    }
-    process.interrupt()
-    text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 1)
+    let played = try play(
+      ["--video-channel", "0", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path] + range
+    ) { $0.interrupt() }
+    let (text, errorText) = (played.stdout, played.stderr)
+    #expect(played.status == 1)
     #expect(errorText.hasPrefix("error: cancelled (6115)"))
     let names = lines(text).compactMap { $0["event"] as? String }
     #expect(!names.contains("completed"))
