@@ -4,7 +4,9 @@ import PipelineGraph
 import Synchronization
 
 /// Export as a graph configuration: `source → SegmentVerifier → SegmentDemuxer → TrackRouter →
-/// AudioTranscoder → GapDetector → Exporter`, on its own executor thread and a free-running clock.
+/// AudioTranscoder → GapDetector → Exporter` over library objects, or `source → RangeGate → TrackRouter →
+/// AudioTranscoder → GapDetector → Exporter` over any source of packets (a media file), on its own
+/// executor thread and a free-running clock.
 ///
 /// The MP4 is written under a temporary name beside `output` and renamed on success; a cancelled,
 /// stopped or failed export leaves no file. `cancel()` and `stop()` are non-blocking requests: the
@@ -59,15 +61,46 @@ public final class ExportJob: @unchecked Sendable {
     public let packets: TrackRouter
   }
 
-  /// Builds the graph over `source`, lets `branches` add nodes to it, and starts it. Progress (fraction,
-  /// covered ms) and gaps are delivered on the export's thread; `completion` is called exactly once.
-  public init<Source: SourceNode>(
+  /// Builds the graph over `source` (library objects, `LocalLibrarySource` or `CloudSegmentSource`), lets
+  /// `branches` add nodes to it, and starts it. Progress (fraction, covered ms) and gaps are delivered on
+  /// the export's thread; `completion` is called exactly once.
+  public convenience init<Source: SourceNode>(
     request: Request, source: Source,
     progress: (@Sendable (Double, Int64) -> Void)? = nil,
     gap: (@Sendable (RecordingGap) -> Void)? = nil,
     branches: ((Graph) throws -> Void)? = nil,
     completion: @escaping @Sendable (ExportResult) -> Void
   ) throws where Source.Output == FetchedObject {
+    try self.init(
+      request: request, sourceID: ObjectIdentifier(source), progress: progress, gap: gap, branches: branches,
+      completion: completion
+    ) { pipeline in try Self.front(source, request: request, in: pipeline) }
+  }
+
+  /// Builds the graph over a source of packets (a ``MediaFileSource``, a ``SyntheticSource``, a node of
+  /// one's own), lets `branches` add nodes to it, and starts it: `source → RangeGate → TrackRouter →
+  /// AudioTranscoder → GapDetector → Exporter`. The request's range and tracks are in the source's times and track ids
+  /// (a ``MediaFileSource`` made with `init(path:)` gives the file's own times: see
+  /// ``MediaFileInfo``). Progress and gaps are delivered on the export's thread; `completion` is called
+  /// exactly once.
+  public convenience init<Source: SourceNode>(
+    request: Request, packets source: Source,
+    progress: (@Sendable (Double, Int64) -> Void)? = nil,
+    gap: (@Sendable (RecordingGap) -> Void)? = nil,
+    branches: ((Graph) throws -> Void)? = nil,
+    completion: @escaping @Sendable (ExportResult) -> Void
+  ) throws where Source.Output == EncodedPacket {
+    try self.init(
+      request: request, sourceID: ObjectIdentifier(source), progress: progress, gap: gap, branches: branches,
+      completion: completion
+    ) { pipeline in Self.front(packets: source, request: request, in: pipeline) }
+  }
+
+  private init(
+    request: Request, sourceID: ObjectIdentifier, progress: (@Sendable (Double, Int64) -> Void)?,
+    gap: (@Sendable (RecordingGap) -> Void)?, branches: ((Graph) throws -> Void)?,
+    completion: @escaping @Sendable (ExportResult) -> Void, front: (Pipeline) throws -> TrackRouter
+  ) throws {
     try OutputFile.validate(request.output)
     OutputFile.removeStaleWorkingFiles(besides: request.output)
     self.request = request
@@ -80,8 +113,8 @@ public final class ExportJob: @unchecked Sendable {
         workingPath: workingPath))
     exporter.onProgress = progress
     exporter.onGap = gap
-    let router = try Self.connect(source, to: exporter, request: request, in: pipeline)
-    let sourceID = ObjectIdentifier(source)
+    let router = try front(pipeline)
+    try Self.back(from: router, to: exporter, in: pipeline)
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
       // ends the stream instead of the pipeline, so what was already
@@ -100,32 +133,65 @@ public final class ExportJob: @unchecked Sendable {
   public static func configuration<Source: SourceNode>(request: Request, source: Source) throws -> Pipeline
   where Source.Output == FetchedObject {
     let pipeline = Pipeline(executor: ManualExecutor(), clock: VirtualClock(freeRunning: true))
-    let exporter = Exporter(
-      configuration: .init(
-        range: request.range, videoTrack: request.videoTrack, audioTrack: request.audioTrack,
-        workingPath: OutputFile.workingPath(for: request.output)))
-    _ = try connect(source, to: exporter, request: request, in: pipeline)
+    let router = try front(source, request: request, in: pipeline)
+    try back(from: router, to: exporter(for: request), in: pipeline)
     return pipeline
   }
 
-  /// Connects `source → SegmentVerifier → SegmentDemuxer → TrackRouter → AudioTranscoder → GapDetector →
-  /// exporter` in `pipeline`; returns the router (the fan-out point of `branches`).
-  private static func connect<Source: SourceNode>(
-    _ source: Source, to exporter: Exporter, request: Request, in pipeline: Pipeline
+  /// The graph an export of `request` over a source of packets runs, built but not started.
+  public static func configuration<Source: SourceNode>(request: Request, packets source: Source) throws -> Pipeline
+  where Source.Output == EncodedPacket {
+    let pipeline = Pipeline(executor: ManualExecutor(), clock: VirtualClock(freeRunning: true))
+    let router = front(packets: source, request: request, in: pipeline)
+    try back(from: router, to: exporter(for: request), in: pipeline)
+    return pipeline
+  }
+
+  private static func exporter(for request: Request) -> Exporter {
+    Exporter(
+      configuration: .init(
+        range: request.range, videoTrack: request.videoTrack, audioTrack: request.audioTrack,
+        workingPath: OutputFile.workingPath(for: request.output)))
+  }
+
+  private static func router(for request: Request) -> TrackRouter {
+    TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
+  }
+
+  /// `source → SegmentVerifier → SegmentDemuxer → TrackRouter`; returns the router (the fan-out point of
+  /// `branches`).
+  private static func front<Source: SourceNode>(
+    _ source: Source, request: Request, in pipeline: Pipeline
   ) throws -> TrackRouter where Source.Output == FetchedObject {
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: request.range.start, endingAt: request.range.end)
-    let router = TrackRouter(tracks: Set([request.videoTrack] + (request.audioTrack.map { [$0] } ?? [])))
-    let transcoder = try AudioTranscoder()
+    let router = router(for: request)
     // Memory stays bounded whatever the range's length: a few objects in flight, a few MB of packets.
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 2, bytes: 8 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    return router
+  }
+
+  /// `source → RangeGate → TrackRouter`: the range's packets from the keyframe at or before its start, as
+  /// the demuxer trims library objects.
+  private static func front<Source: SourceNode>(
+    packets source: Source, request: Request, in pipeline: Pipeline
+  ) -> TrackRouter where Source.Output == EncodedPacket {
+    let gate = RangeGate(keeping: [request.range], videoTrack: request.videoTrack, audioTrack: request.audioTrack)
+    let router = router(for: request)
+    pipeline.connect(source, to: gate, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    pipeline.connect(gate, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    return router
+  }
+
+  /// `router → AudioTranscoder → GapDetector → exporter`.
+  private static func back(from router: TrackRouter, to exporter: Exporter, in pipeline: Pipeline) throws {
+    let transcoder = try AudioTranscoder()
     pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     let detector = GapDetector(configuration: exporter.configuration.gapDetector)
     pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(detector, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-    return router
   }
 
   /// Requests cancellation: no file, termination `cancelled`, code `cancelled` (6115). Non-blocking.

@@ -175,4 +175,78 @@ struct ExportPropertyTests {
       ["-v", "error", "-show_entries", "stream=codec_type,start_time,duration", "-of", "csv=p=0", file.path]
     ).replacingOccurrences(of: "\n", with: " ")
   }
+
+  /// 24 s in 3 s objects, 2 s GOPs: the object of 6–9 s unlisted (a hole), the one after it (which starts
+  /// mid-GOP) without its leading keyframe; the object of 15–18 s corrupted, the one after it without its
+  /// leading keyframe.
+  func leadingKeyframeLibrary(in directory: URL) throws -> (url: URL, keyframes: [Int64]) {
+    let url = directory.appendingPathComponent("lib-lead")
+    let summary = try LibrarySynthesizer(options: smallOptions(seconds: 24)).write(to: url)
+    let objects = summary.index.segments.map { $0.startMs - recordingStart }
+    let afterHole = try #require(objects.firstIndex(of: 9_000))
+    let corrupted = try #require(objects.firstIndex(of: 15_000))
+    try LibraryFaults.stripLeadingKeyframe(segment: afterHole, in: url)
+    try LibraryFaults.corruptObject(segment: corrupted, in: url)
+    try LibraryFaults.stripLeadingKeyframe(segment: corrupted + 1, in: url)
+    try LibraryFaults.rewriteIndex(in: url) { segments in
+      segments.filter { $0.startMs != recordingStart + 6_000 }
+    }
+    let keyframes = summary.videoFrames.filter(\.isKeyframe).map { $0.time - recordingStart }
+    return (url, keyframes)
+  }
+
+  @Test(
+    "E26: a missing leading keyframe right after a hole and right after a rejected object: exactly the reasons the library holds"
+  )
+  func leadingKeyframeAfterHoleAndRejectedObject() throws {
+    let directory = try TemporaryDirectory()
+    let library = try leadingKeyframeLibrary(in: directory.url)
+    let videoTrack = ExportReport.Track(TrackID(.video, channel: 0))
+    // The first keyframe left after each damaged stretch: the one after the stripped object's first.
+    let afterHole = try #require(library.keyframes.filter { $0 >= 9_000 }.dropFirst().first)
+    let afterCorrupted = try #require(library.keyframes.filter { $0 >= 18_000 }.dropFirst().first)
+    var generator = SeededGenerator(seed: fuzzSeed(0x6C65_6164))
+    var cases: [(Int64, Int64)] = [(8_000, 16_000), (14_000, 23_000), (0, 24_000)]
+    for _ in 0..<fuzzCases(6) {
+      let from = Int64(generator.next() % 9_000)
+      cases.append((from, 20_000 + Int64(generator.next() % 4_000)))
+    }
+    // Anywhere: inside the hole, inside the undecodable groups, ending in them.
+    for _ in 0..<fuzzCases(24) {
+      let from = Int64(generator.next() % 22_000)
+      cases.append((from, from + 1 + Int64(generator.next() % UInt64(24_000 - from))))
+    }
+    let output = directory.url.appendingPathComponent("out.mp4")
+    for (from, to) in cases {
+      let (result, _) = try export(library: library.url, range: range(from, to), to: output)
+      let label = "[\(from), \(to))"
+      let gaps = result.report.gaps.filter { $0.tracks.contains(videoTrack) }
+      let hole = gaps.first { $0.range.startMs - recordingStart <= 6_000 && $0.range.endMs - recordingStart > 6_000 }
+      if from < 6_000 && to > 6_000 {
+        let gap = try #require(hole, "\(label): \(gaps)")
+        #expect(gap.range.endMs - recordingStart == min(afterHole, to), "\(label): \(gap)")
+        let reasons: Set<GapReason> = to > 9_000 ? [.noRecording, .noKeyFrame] : [.noRecording]
+        #expect(Set(gap.reasons) == reasons, "\(label): \(gap.reasons)")
+      }
+      if from < 15_000 && to > afterCorrupted {
+        let gap = try #require(
+          gaps.first { $0.range.startMs - recordingStart <= 15_000 && $0.range.endMs - recordingStart > 15_000 },
+          "\(label): \(gaps)")
+        #expect(gap.range.endMs - recordingStart == afterCorrupted, "\(label): \(gap)")
+        #expect(Set(gap.reasons) == [.integrityFailed, .noKeyFrame], "\(label): \(gap.reasons)")
+      }
+      #expect(!gaps.contains { $0.reasons.contains(.trackUnavailable) }, "\(label): \(gaps)")
+      // Every reason is the library's there: the hole, the undecodable groups, the corrupted object.
+      let held: [(Int64, Int64, GapReason)] = [
+        (6_000, 9_000, .noRecording), (9_000, afterHole, .noKeyFrame), (15_000, 18_000, .integrityFailed),
+        (18_000, afterCorrupted, .noKeyFrame), (24_000, 30_000, .noRecording),
+      ]
+      for gap in gaps {
+        let (start, end) = (gap.range.startMs - recordingStart, gap.range.endMs - recordingStart)
+        let there = Set(held.filter { $0.0 < end && $0.1 > start }.map(\.2))
+        #expect(Set(gap.reasons) == there, "\(label): \(gap.reasons) at \(start)–\(end)")
+      }
+      if let file = result.file { try FileManager.default.removeItem(at: file) }
+    }
+  }
 }

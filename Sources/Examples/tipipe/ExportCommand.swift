@@ -33,6 +33,8 @@ enum ExportCommand {
     usage: tipipe export --endpoint E [--token K] --start T --end T --video-channel N
                          [--audio-channel N] --out FILE.mp4 [--report FILE.json|-] [--quiet]
                          [--progress-lines] [--cache DIR] [--verbose]
+           tipipe export --input FILE --start S [--end S] --out FILE.mp4 [--cut keyframe]
+                         [--report FILE.json|-] [--quiet] [--progress-lines] [--verbose]
 
     Exports [start, end) (at most 10 days) of the recordings at E (http(s)://… the cloud API, with
     --token; file:///DIR a local library) into one MP4 whose timeline cuts the gaps out, and writes
@@ -43,6 +45,12 @@ enum ExportCommand {
     produced (complete or not), 1 when the export failed, 2 for a usage error. Runs through the SDK
     facade (TiCloudStorage.exportRecording, detailed overload, with the request's outputPath) with its
     work root in --cache DIR (default ~/.cache/tirtc).
+
+    With --input, exports [S, E) of a media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC): S and
+    E are seconds from the file's start (12.5, 1:02.5, 01:00:00; `tipipe probe` lists its keyframes),
+    --end defaults to the end of its video; its first video and audio tracks are kept. The export
+    starts at the keyframe at or before S (--cut keyframe, the default); the report's times are
+    milliseconds from the file's start.
     """
 
   /// The flags `export` (and `bench export`) take.
@@ -81,6 +89,8 @@ enum ExportCommand {
   }
 
   static func run(_ arguments: [String]) throws -> Int32 {
+    // A media file instead of a library.
+    if arguments.contains("--input") { return try FileExportCommand.run(arguments) }
     // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
     // keeps while it runs the main queue (LeakSanitizer would report it).
     let (endpoint, token, request, options, cache) = try {

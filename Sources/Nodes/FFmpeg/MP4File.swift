@@ -21,6 +21,14 @@ final class MP4File {
   /// edit list, so that a decoder has it (no fade-in) and the track's first presented sample is at 0.
   /// Set before the first audio frame; later audio times are shifted by it.
   var audioLeadIn = MediaDuration.zero
+  /// Where the video's presentation ends, when frames after it were written as references of B-frames
+  /// before it: the finished file's video edit list ends there. (The remux fallback cannot keep it: such a
+  /// file then shows those frames at its end.)
+  var videoPresentationEnd: MediaDuration?
+  /// How long after the file's start the audio begins (its first frame starts after the first video
+  /// frame). The fragmented file cannot say it (the muxer starts each track at 0 once the `moov` is
+  /// written); the finished file's audio edit list begins with an empty edit that long.
+  var audioStart = MediaDuration.zero
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
   /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
@@ -164,9 +172,10 @@ final class MP4File {
     try FFmpeg.check(av_write_trailer(context), "finishing \(path)", code: .fileWriteFailed)
     close()
     do {
-      try MP4Finalizer.finalizeInPlace(path: path, audioLeadIn: audioLeadIn)
+      try MP4Finalizer.finalizeInPlace(
+        path: path, audioLeadIn: audioLeadIn, audioStart: audioStart, videoEnd: videoPresentationEnd)
     } catch is MP4Error {
-      try Self.remux(from: path, to: destination, audioLeadIn: audioLeadIn)
+      try Self.remux(from: path, to: destination, audioLeadIn: try checked { try audioLeadIn - audioStart })
       return
     } catch {
       throw TiError(.fileWriteFailed, "finishing \(path): \(error.localizedDescription)")
@@ -193,6 +202,8 @@ final class MP4File {
     self.context = nil
   }
 
+  /// `audioLeadIn` moves the audio back (a lead-in) or, negative, forward (a late start): the muxer writes
+  /// the edit list.
   private static func remux(from source: String, to destination: String, audioLeadIn: MediaDuration) throws {
     let input = try InputFormatContext(path: source)
     var output: UnsafeMutablePointer<AVFormatContext>?
@@ -222,7 +233,7 @@ final class MP4File {
       try FFmpeg.check(status, "reading \(source)", code: .fileWriteFailed)
       let index = Int(packet.pointer.pointee.stream_index)
       let timeBase = input.streams[index].pointee.time_base
-      if input.streams[index].pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO, audioLeadIn > .zero,
+      if input.streams[index].pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO, audioLeadIn != .zero,
         let base = TimeBase(numerator: timeBase.num, denominator: timeBase.den),
         let lead = try? audioLeadIn.ticks(in: base)
       {

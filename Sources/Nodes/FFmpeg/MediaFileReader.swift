@@ -5,6 +5,10 @@ import PipelineGraph
 /// Reads the first H.264/H.265 video stream and the first AAC/G.711 audio stream of a standard media
 /// file with libavformat, video converted to Annex B. Owns its format context, packet and bitstream
 /// filters.
+///
+/// Every packet leaves with a decode and a presentation timestamp: raw elementary streams (`.h264`,
+/// `.aac`) carry none, so they are counted from 0 in decode order by the packets' durations (such a
+/// stream's frames are taken to be shown in decode order).
 final class MediaFileReader {
   /// A selected stream.
   struct Stream {
@@ -16,16 +20,28 @@ final class MediaFileReader {
     let timeBase: TimeBase
     /// Its first timestamp, in its time base, when the container gives one.
     let startTicks: Int64?
+    /// The container's frame rate (video), when it states one.
+    let framesPerSecond: Double?
+    /// True when the codec says frames are reordered (B-frames).
+    let reorders: Bool
+  }
+
+  /// One audio or video stream of the file, selected or not (for ``MediaFileInfo``).
+  struct Described {
+    let index: Int32
+    let kind: TrackKind
+    let codecName: String
   }
 
   /// One packet read.
   struct RawPacket {
     let stream: Int32
     let data: Data
-    /// Presentation (or, without one, decode) timestamp, in the stream's time base.
+    /// Presentation timestamp, in the stream's time base.
     let pts: Int64
-    /// Decode timestamp, when there is one.
-    let dts: Int64?
+    /// Decode timestamp, in the stream's time base.
+    let dts: Int64
+    /// The container's duration (0 when it gives none).
     let duration: Int64
     let isKeyframe: Bool
   }
@@ -35,22 +51,42 @@ final class MediaFileReader {
   private(set) var video: Stream?
   /// The audio stream, if the file has a supported one.
   private(set) var audio: Stream?
+  /// Every audio and video stream, in the file's order.
+  private(set) var described: [Described] = []
+  /// The container's name (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
+  let containerName: String
   private let input: InputFormatContext
   private let packet: Packet
   private var filters: [Int32: BitstreamFilter] = [:]
+  /// Where the next untimed packet of a stream is decoded (raw elementary streams).
+  private var untimedNext: [Int32: Int64] = [:]
 
   /// Opens `path` and picks its streams.
   /// - Throws: ``TiError`` `notFound`/`mediaUnreadable` when it cannot be opened, `trackUnavailable`
   ///   when it has no supported stream.
   init(path: String) throws {
     self.path = path
+    // A FIFO or a device would block or never end: only regular files (or links to them) are read.
+    var status = stat()
+    guard stat(path, &status) == 0 else {
+      throw TiError.gap(.notFound, "cannot open \(path): \(String(cString: strerror(errno)))")
+    }
+    guard status.st_mode & S_IFMT == S_IFREG else {
+      throw TiError.gap(.mediaUnreadable, "\(path) is not a regular file")
+    }
     input = try InputFormatContext(path: path)
     packet = try Packet()
+    containerName = input.pointer.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "unknown"
     for stream in input.streams {
       let parameters = stream.pointee.codecpar!
+      let index = stream.pointee.index
+      let type = parameters.pointee.codec_type
+      if type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO {
+        let name = avcodec_get_name(parameters.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
+        described.append(Described(index: index, kind: type == AVMEDIA_TYPE_VIDEO ? .video : .audio, codecName: name))
+      }
       guard let timeBase = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den)
       else { continue }
-      let index = stream.pointee.index
       let start = stream.pointee.start_time == cff_nopts_value() ? nil : stream.pointee.start_time
       switch parameters.pointee.codec_id {
       case AV_CODEC_ID_H264 where video == nil, AV_CODEC_ID_HEVC where video == nil:
@@ -60,11 +96,14 @@ final class MediaFileReader {
             name: codec == .h265 ? "hevc_mp4toannexb" : "h264_mp4toannexb", parameters: parameters,
             timeBase: stream.pointee.time_base)
         }
+        let rate = stream.pointee.avg_frame_rate.num > 0 ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
         video = Stream(
           index: index,
           format: TrackFormat(
             codec: codec, width: Int(parameters.pointee.width), height: Int(parameters.pointee.height)),
-          timeBase: timeBase, startTicks: start)
+          timeBase: timeBase, startTicks: start,
+          framesPerSecond: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : nil,
+          reorders: parameters.pointee.video_delay > 0)
       case AV_CODEC_ID_AAC where audio == nil, AV_CODEC_ID_PCM_ALAW where audio == nil,
         AV_CODEC_ID_PCM_MULAW where audio == nil:
         let codec: Codec =
@@ -75,7 +114,7 @@ final class MediaFileReader {
           format: TrackFormat(
             codec: codec, sampleRate: Int(parameters.pointee.sample_rate),
             channels: Int(parameters.pointee.ch_layout.nb_channels)),
-          timeBase: timeBase, startTicks: start)
+          timeBase: timeBase, startTicks: start, framesPerSecond: nil, reorders: false)
       default:
         continue
       }
@@ -85,9 +124,62 @@ final class MediaFileReader {
     }
   }
 
+  /// Packets read ahead (while decode times are being recovered), oldest first.
+  private var readAhead: [RawPacket] = []
+
   /// The next packet of a selected stream, or nil at the end of the file.
+  ///
+  /// Matroska stores presentation times only: libavformat derives decode times from them once it has
+  /// seen as many frames as the stream reorders, so the first frames come without one. They are read
+  /// ahead to the first frame that has one and given the decode times before it, a frame apart.
+  /// - Parameter payload: false skips the payload (and its conversion to Annex B): for scanning.
   /// - Throws: ``TiError`` `recordingUnreadable` when reading fails.
-  func read() throws -> RawPacket? {
+  func read(payload: Bool = true) throws -> RawPacket? {
+    if !readAhead.isEmpty { return readAhead.removeFirst() }
+    guard let first = try readPacket(payload: payload) else { return nil }
+    guard first.dts == nil, first.stream == video?.index else { return first.timed }
+    // Read up to the first video frame with a decode time (a few frames: the reordering depth).
+    var waiting = [first]
+    var known: Read?
+    while waiting.count < 256, let next = try readPacket(payload: payload) {
+      waiting.append(next)
+      if next.stream == first.stream, next.dts != nil {
+        known = next
+        break
+      }
+    }
+    let untimed = waiting.indices.filter { waiting[$0].stream == first.stream && waiting[$0].dts == nil }
+    let frame = max(1, first.duration)
+    // Without any decode time (a short file), frames are decoded in presentation order.
+    let sorted = untimed.map { waiting[$0].pts }.sorted()
+    for (position, index) in untimed.enumerated() {
+      let dts: Int64
+      if let knownDts = known?.dts {
+        dts = knownDts &- Int64(untimed.count - position) &* frame
+      } else {
+        dts = min(sorted[position], waiting[index].pts)
+      }
+      waiting[index].dts = dts
+    }
+    readAhead = waiting.dropFirst().map(\.timed)
+    return waiting[0].timed
+  }
+
+  /// A packet as libavformat gives it: a decode time only when it has one.
+  private struct Read {
+    var stream: Int32
+    var data: Data
+    var pts: Int64
+    var dts: Int64?
+    var duration: Int64
+    var isKeyframe: Bool
+
+    var timed: RawPacket {
+      RawPacket(stream: stream, data: data, pts: pts, dts: dts ?? pts, duration: duration, isKeyframe: isKeyframe)
+    }
+  }
+
+  private func readPacket(payload: Bool) throws -> Read? {
     while true {
       let status = av_read_frame(input.pointer, packet.pointer)
       if status == FFmpeg.endOfFile { return nil }
@@ -95,17 +187,50 @@ final class MediaFileReader {
       defer { av_packet_unref(packet.pointer) }
       let stream = packet.pointer.pointee.stream_index
       guard stream == video?.index || stream == audio?.index else { continue }
-      try filters[stream]?.filter(packet.pointer)
+      if payload { try filters[stream]?.filter(packet.pointer) }
       let p = packet.pointer.pointee
-      return RawPacket(
-        stream: stream, data: Data(bytes: p.data, count: Int(p.size)), pts: p.pts == cff_nopts_value() ? p.dts : p.pts,
-        dts: p.dts == cff_nopts_value() ? nil : p.dts, duration: max(0, p.duration),
-        isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0)
+      let none = cff_nopts_value()
+      let duration = max(0, p.duration)
+      var dts: Int64? = p.dts == none ? nil : p.dts
+      var pts = p.pts
+      if dts == nil && pts == none {
+        // A raw elementary stream: times follow the packets in decode order, which is the order they are
+        // shown in only without B-frames (their order is in the bitstream's picture counts, which only
+        // decoding recovers).
+        if stream == video?.index && video?.reorders == true {
+          throw TiError.gap(
+            .unsupportedMedia,
+            "\(path) is a raw video stream with B-frames: it has no timestamps to show its frames in order "
+              + "(remux it into MP4, MKV or MPEG-TS first)")
+        }
+        let next = untimedNext[stream] ?? 0
+        (dts, pts) = (next, next)
+        untimedNext[stream] = next.addingReportingOverflow(duration).partialValue
+      } else if pts == none {
+        pts = dts ?? 0
+      } else if dts == nil && (stream != video?.index || video?.reorders != true) {
+        dts = pts
+      }
+      return Read(
+        stream: stream, data: payload ? Data(bytes: p.data, count: Int(p.size)) : Data(), pts: pts, dts: dts,
+        duration: duration, isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0)
     }
+  }
+
+  /// The file's start: the earliest first timestamp of the selected streams (0 when the container
+  /// gives none). Packets before it are encoder priming that an edit list hides (MP4 AAC at pts −1024).
+  var start: MediaDuration {
+    let starts = [video, audio].compactMap { stream in
+      stream.flatMap { stream in stream.startTicks.flatMap { try? MediaDuration(ticks: $0, timeBase: stream.timeBase) }
+      }
+    }
+    return starts.min() ?? .zero
   }
 
   /// Goes back to the start of the file.
   func rewind() {
     av_seek_frame(input.pointer, -1, 0, AVSEEK_FLAG_BACKWARD)
+    untimedNext.removeAll()
+    readAhead.removeAll()
   }
 }

@@ -4,6 +4,11 @@ import PipelineGraph
 /// Records what reaches it into an MP4 (stream copy): one video track and optionally one AAC track,
 /// timed from the first video keyframe, gaps kept as they are (a recording, not an export).
 ///
+/// The file's tracks are declared when it is created, so it waits until every declared track has its
+/// first packet: the video's first keyframe and the audio's first packet (audio usually follows video in
+/// a file's order), or ``audioWait`` of video without audio — then the file has no audio track and
+/// ``gaps`` says so, never a silently missing stream.
+///
 /// It writes through ``MP4Recording`` (the path it shares with the ``Exporter``) in one stretch: the
 /// file is written fragmented under a working name beside `destination` and, at the end of the stream,
 /// finalized into an ordinary MP4 with its index at the front under `destination`. Packets before the
@@ -29,6 +34,16 @@ public final class MP4Writer: Node {
   public let audioTrack: TrackID?
   private var recording: MP4Recording?
   private var audioFormat: TrackFormat?
+  /// Until the file exists: video from its first keyframe, and audio.
+  private var waitingVideo: [EncodedPacket] = []
+  private var waitingAudio: [EncodedPacket] = []
+  /// The declared audio track the file was made without, why, and from when.
+  private var missingAudio: (TrackID, GapReason, MediaTime)?
+  /// How long the file waits for the declared audio track's first packet (2 s of video).
+  public static let audioWait = MediaDuration.microseconds(2_000_000)
+  /// What the file lacks, once it is finished: the declared audio track when none came within
+  /// ``audioWait`` (`trackUnavailable`) or it was not AAC (`unsupportedMedia`), over the whole recording.
+  public private(set) var gaps: [RecordingGap] = []
   /// Packets not recorded.
   public private(set) var skippedPackets = 0
   /// True once the final file exists.
@@ -50,32 +65,69 @@ public final class MP4Writer: Node {
   public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
     if input.track == audioTrack {
       audioFormat = audioFormat ?? input.format
-      guard let recording, let audio = recording.audio, input.format.codec == .aac,
-        input.format.sampleRate == audio.sampleRate
+      guard let recording else {
+        // Until the file exists: kept (a few seconds' worth) for the file that waits for it.
+        waitingAudio.append(input)
+        if waitingAudio.count > 256 { waitingAudio.removeFirst() }
+        return try openWhenReady(force: false)
+      }
+      guard let audio = recording.audio, input.format.codec == .aac, input.format.sampleRate == audio.sampleRate
       else { return skippedPackets += 1 }
       return try recording.writeAudio(input)
     }
     guard input.track == videoTrack else { return skippedPackets += 1 }
-    if recording == nil {
-      guard input.isKeyframe else { return skippedPackets += 1 }
-      try OutputFile.validate(destination)
-      let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
-      let recording = try MP4Recording(
-        workingPath: OutputFile.workingPath(for: destination), video: input.format, audio: audio,
-        reservedIndexBytes: reservedIndexBytes)
-      recording.begin(at: input.time)
-      self.recording = recording
+    guard let recording else {
+      guard input.isKeyframe || !waitingVideo.isEmpty else { return skippedPackets += 1 }
+      waitingVideo.append(input)
+      return try openWhenReady(force: false)
     }
-    guard let recording, GapDetector.sameVideo(input.format, recording.video) else { return skippedPackets += 1 }
+    guard GapDetector.sameVideo(input.format, recording.video) else { return skippedPackets += 1 }
     try recording.writeVideo(input)
+  }
+
+  /// Creates the file once every declared track has its format: the audio's first packet came, or
+  /// ``audioWait`` of video went by without one (the file then has no audio track, and ``gaps`` says so).
+  private func openWhenReady(force: Bool) throws {
+    guard recording == nil, let first = waitingVideo.first else { return }
+    let span = (try? (waitingVideo.last?.time ?? first.time) - first.time) ?? .zero
+    guard force || audioTrack == nil || audioFormat != nil || span >= Self.audioWait else { return }
+    try OutputFile.validate(destination)
+    let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
+    let recording = try MP4Recording(
+      workingPath: OutputFile.workingPath(for: destination), video: first.format, audio: audio,
+      reservedIndexBytes: reservedIndexBytes)
+    recording.begin(at: first.time)
+    self.recording = recording
+    if let audioTrack, audio == nil {
+      let reason: GapReason = audioFormat == nil ? .trackUnavailable : .unsupportedMedia
+      missingAudio = (audioTrack, reason, first.time)
+    }
+    let (video, sound) = (waitingVideo, waitingAudio)
+    waitingVideo = []
+    waitingAudio = []
+    for packet in video {
+      if GapDetector.sameVideo(packet.format, recording.video) {
+        try recording.writeVideo(packet)
+      } else {
+        skippedPackets += 1
+      }
+    }
+    for packet in sound {
+      if audio != nil, packet.format.codec == .aac { try recording.writeAudio(packet) } else { skippedPackets += 1 }
+    }
   }
 
   /// Finalizes the file at the end of the stream, on the pipeline's workers (finishing an MP4 reads
   /// and writes its index, or remuxes it: blocking disk I/O stays off the graph's thread); the end of
   /// stream follows once the file is in place.
   public func finish(context: NodeContext<Never>) throws {
+    try openWhenReady(force: true)
     guard let recording else { throw TiError(.noRecordableMedia, "nothing was recorded") }
-    try recording.end(at: MediaTime(microseconds: .max))
+    let written = try recording.end(at: MediaTime(microseconds: .max))
+    if let (track, reason, from) = missingAudio {
+      let end = max(written?.end ?? from, from)
+      gaps.append(RecordingGap(range: MediaRange(start: from, end: end), tracks: [track], reasons: [reason]))
+    }
     self.recording = nil
     context.holdEndOfStream()
     // The recording is handed whole to the worker: nothing here touches it any more.
@@ -96,5 +148,7 @@ public final class MP4Writer: Node {
   public func stop(context: NodeContext<Never>) {
     recording?.abandon()
     recording = nil
+    waitingVideo = []
+    waitingAudio = []
   }
 }

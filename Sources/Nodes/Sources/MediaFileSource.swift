@@ -1,13 +1,25 @@
 import Foundation
 import PipelineGraph
 
-/// Reads a standard media file (MP4, MKV, MPEG-TS… anything libavformat opens) and presents it as a
-/// recording that starts at a given UTC time: H.264/H.265 video (converted to Annex B with in-band
-/// parameter sets) and AAC (framed in ADTS) or G.711 audio, as ``EncodedPacket``s.
+/// Reads a standard media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC… anything libavformat
+/// opens) as a recording: H.264/H.265 video (converted to Annex B with in-band parameter sets) and AAC
+/// (framed in ADTS) or G.711 audio, as ``EncodedPacket``s in the file's order (decode order: with
+/// B-frames, presentation times go back and forth, decode times only forward).
 ///
 /// The first video stream becomes track (video, `videoChannel`), the first audio stream
 /// (audio, `audioChannel`); other streams and codecs are skipped. Each track's format is announced by a
 /// `formatChange` event before its first packet.
+///
+/// Times: ``init(path:videoChannel:audioChannel:)`` keeps the file's own timeline (a packet at 1.5 s of
+/// the file is at `MediaTime(microseconds: 1_500_000)`; ``MediaFileInfo/start`` is where it begins);
+/// ``init(path:startTime:videoChannel:audioChannel:)`` places the file's start at a UTC instant, as a
+/// camera's recording. Audio before the file's start (the AAC encoder's priming, which an edit list
+/// hides from players) is skipped.
+///
+/// Durations: a packet lasts until the next packet of its track in decode order (one packet of
+/// look-ahead per track), so containers without per-packet durations (MPEG-TS) give continuous tracks;
+/// audio keeps the container's exact frame duration where it has one; the last packet lasts as the
+/// container says, or as the one before it.
 ///
 /// - Note: reading runs on the node's executor; for local files it is page-cache speed.
 ///
@@ -21,12 +33,19 @@ public final class MediaFileSource: SourceNode {
     var format: TrackFormat
     var timeBase: TimeBase
     var announced = false
+    /// The packet read last, waiting for the next one to give its duration.
+    var pending: (packet: EncodedPacket, containerDuration: MediaDuration)?
+    var lastDuration: MediaDuration
   }
+
+  /// The longest a packet is taken to last (10 s): a longer step is a hole in the file, not a frame.
+  static let maximumDuration = MediaDuration.microseconds(10_000_000)
 
   /// The node's name.
   public let name = "MediaFileSource"
-  private let path: String
-  private let startTime: MediaTime
+  /// The file.
+  public let path: String
+  private let startTime: MediaTime?
   private let videoChannel: UInt8
   private let audioChannel: UInt8
   private var reader: MediaFileReader?
@@ -34,7 +53,7 @@ public final class MediaFileSource: SourceNode {
   /// The file's time that maps to `startTime`.
   private var anchor = MediaDuration.zero
 
-  /// Reads `path`, placing its first frame at `startTime`.
+  /// Reads `path`, placing its start (``MediaFileInfo/start``) at `startTime`.
   public init(path: String, startTime: MediaTime, videoChannel: UInt8 = 0, audioChannel: UInt8 = 1) {
     self.path = path
     self.startTime = startTime
@@ -42,28 +61,47 @@ public final class MediaFileSource: SourceNode {
     self.audioChannel = audioChannel
   }
 
+  /// Reads `path` on its own timeline: a packet's time is its time in the file.
+  public init(path: String, videoChannel: UInt8 = 0, audioChannel: UInt8 = 1) {
+    self.path = path
+    startTime = nil
+    self.videoChannel = videoChannel
+    self.audioChannel = audioChannel
+  }
+
+  /// The video track the source emits, if the file has a supported video stream (known once started).
+  public var videoTrack: TrackID { TrackID(.video, channel: videoChannel) }
+  /// The audio track the source emits, if the file has a supported audio stream.
+  public var audioTrack: TrackID { TrackID(.audio, channel: audioChannel) }
+
+  /// Describes the file at `path`: its start, duration, tracks and keyframes (reads the whole file's
+  /// packet headers, not its media).
+  /// - Throws: ``TiError`` `notFound`/`mediaUnreadable` when it cannot be read, `trackUnavailable` when
+  ///   it has no supported stream.
+  public static func probe(path: String) throws -> MediaFileInfo {
+    try MediaFileInfo(reading: MediaFileReader(path: path))
+  }
+
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {
     let reader = try MediaFileReader(path: path)
     self.reader = reader
+    tracks.removeAll()
     if let video = reader.video {
+      let frame = video.framesPerSecond.map { MediaDuration.microseconds(Int64(1_000_000 / max($0, 1))) }
       tracks[video.index] = Track(
-        id: TrackID(.video, channel: videoChannel), format: video.format, timeBase: video.timeBase)
+        id: TrackID(.video, channel: videoChannel), format: video.format, timeBase: video.timeBase,
+        lastDuration: frame ?? .microseconds(40_000))
     }
     if let audio = reader.audio {
       tracks[audio.index] = Track(
-        id: TrackID(.audio, channel: audioChannel), format: audio.format, timeBase: audio.timeBase)
+        id: TrackID(.audio, channel: audioChannel), format: audio.format, timeBase: audio.timeBase,
+        lastDuration: .microseconds(20_000))
     }
-    // The earliest start of the selected streams is the recording's start: packets before it are encoder
-    // priming that the container's edit list hides (MP4 AAC at pts −1024).
-    let starts = [reader.video, reader.audio].compactMap { stream in
-      stream.flatMap { stream in stream.startTicks.flatMap { try? MediaDuration(ticks: $0, timeBase: stream.timeBase) }
-      }
-    }
-    anchor = starts.min() ?? .zero
+    anchor = reader.start
   }
 
-  /// Reads the next packet of a selected stream.
+  /// Reads packets until one is ready to leave (its successor gave its duration), or the file ends.
   public func produce(context: NodeContext<EncodedPacket>) throws -> ProduceResult {
     guard let reader else { return .finished }
     while let raw = try reader.read() {
@@ -76,7 +114,7 @@ public final class MediaFileSource: SourceNode {
         if !sets.isEmpty { track.format.parameterSets = sets }
       }
       if track.format.codec == .aac, let adts = ADTSHeader(data), adts.frameLength == data.count {
-        // MPEG-TS carries AAC in ADTS already.
+        // MPEG-TS and raw AAC carry it in ADTS already.
         track.format.audioSpecificConfig = adts.audioSpecificConfig
       } else if track.format.codec == .aac {
         guard
@@ -88,19 +126,50 @@ public final class MediaFileSource: SourceNode {
         track.format.audioSpecificConfig = ADTSHeader(header)?.audioSpecificConfig ?? Data()
         data = header + data
       }
-      let time = try mediaTime(raw.pts, track)
-      if !track.announced {
-        track.announced = true
-        context.send(.formatChange(FormatChange(track: track.id, format: track.format, time: time)))
+      let packet = EncodedPacket(
+        track: track.id, format: track.format, time: try mediaTime(raw.pts, track),
+        decodeTime: try mediaTime(raw.dts, track), duration: .zero,
+        isKeyframe: track.id.kind == .audio || raw.isKeyframe, data: data)
+      let containerDuration = try offset(raw.duration, track)
+      let previous = track.pending
+      track.pending = (packet, containerDuration)
+      if let previous {
+        let step = (try? packet.decodeTime - previous.packet.decodeTime) ?? .zero
+        let duration: MediaDuration
+        if track.id.kind == .audio && previous.containerDuration > .zero {
+          duration = previous.containerDuration
+        } else if step > .zero && step <= Self.maximumDuration {
+          duration = step
+        } else {
+          duration = previous.containerDuration > .zero ? previous.containerDuration : track.lastDuration
+        }
+        track.lastDuration = duration
+        emit(previous.packet.withDuration(duration), &track, context)
+        tracks[raw.stream] = track
+        return .produced
       }
       tracks[raw.stream] = track
-      context.emit(
-        EncodedPacket(
-          track: track.id, format: track.format, time: time, decodeTime: try raw.dts.map { try mediaTime($0, track) },
-          duration: try offset(raw.duration, track), isKeyframe: track.id.kind == .audio || raw.isKeyframe, data: data))
-      return .produced
     }
-    return .finished
+    // The end: the last packet of each track, earliest first.
+    let last = tracks.compactMap { key, track in track.pending.map { (key, $0) } }
+      .sorted { $0.1.packet.decodeTime < $1.1.packet.decodeTime }
+    guard !last.isEmpty else { return .finished }
+    for (key, pending) in last {
+      guard var track = tracks[key] else { continue }
+      track.pending = nil
+      let duration = pending.containerDuration > .zero ? pending.containerDuration : track.lastDuration
+      emit(pending.packet.withDuration(duration), &track, context)
+      tracks[key] = track
+    }
+    return .produced
+  }
+
+  private func emit(_ packet: EncodedPacket, _ track: inout Track, _ context: NodeContext<EncodedPacket>) {
+    if !track.announced {
+      track.announced = true
+      context.send(.formatChange(FormatChange(track: track.id, format: packet.format, time: packet.time)))
+    }
+    context.emit(packet)
   }
 
   /// `ticks` of the track's time base as a duration from the file's time 0.
@@ -112,7 +181,11 @@ public final class MediaFileSource: SourceNode {
 
   /// The recording time of `ticks` of the track's time base.
   private func mediaTime(_ ticks: Int64, _ track: Track) throws -> MediaTime {
-    do { return try startTime + (try offset(ticks, track) - anchor) } catch {
+    do {
+      let fileTime = try offset(ticks, track)
+      guard let startTime else { return MediaTime(microseconds: fileTime.microseconds) }
+      return try startTime + (try fileTime - anchor)
+    } catch {
       throw TiError.gap(.mediaUnreadable, "\(path): a timestamp of \(ticks) ticks is out of range: \(error)")
     }
   }
@@ -120,6 +193,9 @@ public final class MediaFileSource: SourceNode {
   /// Seeks back to the start of the file.
   public func flush(context: NodeContext<EncodedPacket>) {
     reader?.rewind()
-    for key in tracks.keys { tracks[key]?.announced = false }
+    for key in tracks.keys {
+      tracks[key]?.announced = false
+      tracks[key]?.pending = nil
+    }
   }
 }

@@ -16,7 +16,12 @@ import PipelineGraph
 ///   not over it.
 /// - a video frame lasts until the next one (the demuxer's look-ahead, at most
 ///   ``SegmentDemuxer/maximumFrameDuration``); audio may be silent for up to ``audioTolerance``
-///   without a gap (encoder padding, millisecond record times).
+///   without a gap (encoder padding, millisecond record times);
+/// - video continuity is judged in decode order (``EncodedPacket/decodeTime``): packets of a stream with
+///   B-frames arrive in decode order and their presentation times go back and forth, so a frame
+///   follows when it is decoded where the previous one ends; the gap's range is in presentation time,
+///   from the end of the latest frame shown to the keyframe after the hole. A frame shown after the
+///   range's end but decoded before frames inside it passes (B-frames need it).
 ///
 /// Video frames are dropped until the first keyframe and after any video gap until the next one
 /// (`noKeyFrame` when nothing else explains them): nothing before a keyframe can be decoded. For media
@@ -81,6 +86,9 @@ public final class GapDetector: Node {
     /// Everything before this is either media passed on or a gap sent.
     var through: MediaTime
     var format: TrackFormat?
+    /// Where the next video frame is decoded: the end, in decode order, of the last frame seen (nil
+    /// before the first).
+    var decodedThrough: MediaTime?
     var needsKeyframe: Bool
     /// Packets dropped since then, and why (a fact once the run ends).
     var dropped: (since: MediaTime, reasons: [GapReason])?
@@ -137,16 +145,30 @@ public final class GapDetector: Node {
     guard var video else { return context.emit(packet) }
     defer { self.video = video }
     let range = configuration.range
-    if packet.time >= range.end {
-      // Past the range: it only tells how long the last frame inside lasts.
+    // Continuity is judged in decode order (with B-frames, presentation times go back and forth), from
+    // the frames passed on: what is dropped does not follow.
+    let decodedThrough = video.decodedThrough
+    let decodeEnd = packet.decodeTime.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+    if packet.decodeTime >= range.end {
+      // Past the range (every later frame is shown at or after its decode time): it only tells how long
+      // the last frame inside lasts.
       end(&video, at: range.end, tolerance: Self.videoTolerance, context)
+      return context.emit(packet)
+    }
+    // Shown after the range but decoded before frames inside it (a reference of B-frames): passed on.
+    if packet.time >= range.end {
+      video.decodedThrough = max(decodedThrough ?? decodeEnd, decodeEnd)
       return context.emit(packet)
     }
     refute(at: packet.time, for: video.track)
     // A hole is longer than the tolerance of millisecond record times, or any silence a fact explains (a
-    // range that starts a millisecond before its first frame).
+    // range that starts a millisecond before its first frame). The first frame is judged by when it is
+    // shown, the others by when they are decoded.
+    let late = { (time: MediaTime, through: MediaTime) in
+      time > ((try? through + Self.videoTolerance) ?? through)
+    }
     let afterHole =
-      packet.time > ((try? video.through + Self.videoTolerance) ?? video.through)
+      decodedThrough.map { late(packet.decodeTime, $0) } ?? late(packet.time, video.through)
       || (packet.time > video.through && explained(MediaRange(start: video.through, end: packet.time), video.track))
     if configuration.writesFile, let format = video.format, !Self.sameVideo(packet.format, format) {
       video.needsKeyframe = true
@@ -167,8 +189,10 @@ public final class GapDetector: Node {
     if let cut = firstObjectStart(after: packet.time, endingBy: end), let duration = try? cut - packet.time {
       passed = packet.withDuration(duration)
       video.through = max(video.through, cut)
+      video.decodedThrough = packet.decodeTime.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
     } else {
       video.through = max(video.through, end)
+      video.decodedThrough = max(decodedThrough ?? decodeEnd, decodeEnd)
     }
     context.emit(passed)
   }

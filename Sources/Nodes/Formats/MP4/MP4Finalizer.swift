@@ -36,7 +36,13 @@ enum MP4Finalizer {
   /// Finalizes `path` in place. Throws ``MP4Error`` (nothing written) when the file is not laid out as
   /// expected or the index does not fit the reserved room. The sound track's first `audioLeadIn` µs are
   /// hidden by an edit list (see ``MP4File/audioLeadIn``).
-  static func finalizeInPlace(path: String, audioLeadIn: MediaDuration = .zero) throws {
+  /// A given `videoEnd` ends the video track's presentation there (an edit list): frames after it are
+  /// references of B-frames before it.
+  /// A positive `audioStart` begins the sound track's presentation that late (an empty edit).
+  static func finalizeInPlace(
+    path: String, audioLeadIn: MediaDuration = .zero, audioStart: MediaDuration = .zero,
+    videoEnd: MediaDuration? = nil
+  ) throws {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
     let boxes = try topLevelBoxes(file)
@@ -87,10 +93,26 @@ enum MP4Finalizer {
       {
         hidden = min(mediaDuration, UInt64(max(0, ticks)))
       }
-      let trackDuration = mediaTimescale == 0 ? 0 : (mediaDuration - hidden) * movieTimescale / mediaTimescale
-      movieDuration = max(movieDuration, trackDuration)
+      var trackDuration = mediaTimescale == 0 ? 0 : (mediaDuration - hidden) * movieTimescale / mediaTimescale
+      var trimmed = false
+      if let videoEnd, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("vide".utf8),
+        let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: movieTimescale)),
+        let ticks = try? videoEnd.ticks(in: timeBase), ticks > 0, UInt64(ticks) < trackDuration
+      {
+        trackDuration = UInt64(ticks)
+        trimmed = true
+      }
+      var emptyEdit: UInt64 = 0
+      if audioStart > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
+        let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: movieTimescale)),
+        let ticks = try? audioStart.ticks(in: timeBase), ticks > 0
+      {
+        emptyEdit = UInt64(ticks)
+      }
+      movieDuration = max(movieDuration, emptyEdit + trackDuration)
       newMoov.children[index] = try rebuild(
-        trak, track: track, trackDuration: trackDuration, mediaDuration: mediaDuration, hiddenMediaTime: hidden)
+        trak, track: track, trackDuration: trackDuration, mediaDuration: mediaDuration, hiddenMediaTime: hidden,
+        trimmed: trimmed, emptyEdit: emptyEdit)
     }
     if let mvhdIndex = newMoov.children.firstIndex(where: { $0.type == "mvhd" }) {
       newMoov.children[mvhdIndex].payload = try withDuration(
@@ -268,14 +290,23 @@ enum MP4Finalizer {
   }
 
   private static func rebuild(
-    _ trak: MP4Box, track: Track, trackDuration: UInt64, mediaDuration: UInt64, hiddenMediaTime: UInt64
+    _ trak: MP4Box, track: Track, trackDuration: UInt64, mediaDuration: UInt64, hiddenMediaTime: UInt64,
+    trimmed: Bool = false, emptyEdit: UInt64 = 0
   ) throws -> MP4Box {
     var trak = trak
     trak.children.removeAll { $0.type == "edts" }
-    if hiddenMediaTime > 0, let tkhd = trak.children.firstIndex(where: { $0.type == "tkhd" }) {
-      // One edit: the whole track but its first `hiddenMediaTime`, presented from 0.
+    if hiddenMediaTime > 0 || trimmed || emptyEdit > 0,
+      let tkhd = trak.children.firstIndex(where: { $0.type == "tkhd" })
+    {
+      // The whole track but its first `hiddenMediaTime` (or its frames after `trackDuration`), presented
+      // from 0, or from `emptyEdit` after an empty edit.
       let elst = fullBox("elst") { data in
-        data.appendBigEndian(UInt32(1))
+        data.appendBigEndian(UInt32(emptyEdit > 0 ? 2 : 1))
+        if emptyEdit > 0 {
+          data.appendBigEndian(UInt32(clamping: emptyEdit))
+          data.appendBigEndian(UInt32.max)  // media time −1: an empty edit
+          data.appendBigEndian(UInt32(0x0001_0000))
+        }
         data.appendBigEndian(UInt32(clamping: trackDuration))
         data.appendBigEndian(UInt32(clamping: hiddenMediaTime))
         data.appendBigEndian(UInt32(0x0001_0000))  // media rate 1.0
@@ -283,7 +314,8 @@ enum MP4Finalizer {
       trak.children.insert(MP4Box(type: "edts", children: [elst]), at: tkhd + 1)
     }
     for (index, child) in trak.children.enumerated() where child.type == "tkhd" {
-      trak.children[index].payload = try withDuration(child.payload, trackDuration, v0Offset: 20, v1Offset: 28)
+      trak.children[index].payload = try withDuration(
+        child.payload, emptyEdit + trackDuration, v0Offset: 20, v1Offset: 28)
     }
     guard let mdiaIndex = trak.children.firstIndex(where: { $0.type == "mdia" }) else {
       throw MP4Error.malformed("no mdia")

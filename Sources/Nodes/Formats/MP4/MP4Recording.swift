@@ -8,7 +8,9 @@ import PipelineGraph
 /// previous one ended, so an export cuts gaps out and a recorder keeps one stretch. Within a stretch:
 /// - a video frame lasts until the next frame in decode order (one frame of look-ahead, the only one
 ///   on this path); a frame whose decode time does not follow the previous one's cannot be written and
-///   is left out (``skippedVideoPackets``); nothing at or after ``limit`` is written;
+///   is left out (``skippedVideoPackets``); nothing shown at or after ``limit`` is presented: a frame
+///   shown after it but decoded before it (the reference of B-frames just before the limit) is written
+///   and hidden by the video track's edit list, frames decoded at or after it are not written;
 /// - audio is written once the video has reached its end, so it never runs past the video, and never
 ///   overlaps the frame before it (a frame up to 2 ms early, from millisecond record times, is moved
 ///   after it); audio that starts before the file's first video frame is its lead-in, hidden by an
@@ -47,6 +49,9 @@ final class MP4Recording {
   private(set) var videoPackets = 0
   /// Audio frames written.
   private(set) var audioPackets = 0
+  /// Frames shown at or after ``limit`` written as references of B-frames before it (hidden by an edit
+  /// list: not part of the file's presentation).
+  private(set) var hiddenVideoPackets = 0
   /// Video frames left out because their decode time did not follow the previous one's.
   private(set) var skippedVideoPackets = 0
 
@@ -85,7 +90,9 @@ final class MP4Recording {
       try emitVideo(previous, lasting: step > .zero ? step : previous.duration)
       pendingVideo = nil
     }
-    if packet.time >= limit {
+    // Every frame decoded at or after the limit is shown after it (a frame is never shown before it is
+    // decoded); a frame shown after the limit but decoded before it is the reference of B-frames inside.
+    if packet.decodeTime >= limit {
       videoEnded = true
       return try flushAudio(upTo: min(stretch?.videoEnd ?? limit, limit))
     }
@@ -112,9 +119,13 @@ final class MP4Recording {
   /// `keepAudioFrom` on stays for the next stretch. Returns the source range written.
   @discardableResult
   func end(at end: MediaTime, keepAudioFrom: MediaTime? = nil) throws -> MediaRange? {
-    if let pending = pendingVideo {
+    if let pending = pendingVideo, pending.time >= limit {
+      try emitVideo(pending, lasting: pending.duration)
+      pendingVideo = nil
+    } else if let pending = pendingVideo {
       let end = max(end, stretch?.videoEnd ?? end)
       let stop = pending.time.advanced(by: pending.duration, notAfter: min(end, limit))
+      try flushAudio(upTo: stop, closing: true)
       try emitVideo(pending, lasting: try checked { try stop - pending.time })
       pendingVideo = nil
     }
@@ -125,12 +136,19 @@ final class MP4Recording {
     videoEnded = false
     guard open.videoEnd > open.sourceStart else { return nil }
     outputEnd = try checked { try open.outputStart + (try open.videoEnd - open.sourceStart) }
+    // References shown after the limit were written: the video's presentation ends with the stretch.
+    if hiddenVideoPackets > 0 { file?.videoPresentationEnd = outputEnd }
     return MediaRange(start: open.sourceStart, end: open.videoEnd)
   }
 
   private func emitVideo(_ packet: EncodedPacket, lasting duration: MediaDuration) throws {
-    guard var open = stretch, let file, packet.time < limit else { return }
-    let stop = packet.time.advanced(by: duration, notAfter: limit)
+    guard var open = stretch, let file else { return }
+    // Shown after the limit: written for the frames that refer to it, hidden by the video's edit list.
+    let hidden = packet.time >= limit
+    let stop =
+      hidden
+      ? packet.time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
+      : packet.time.advanced(by: duration, notAfter: limit)
     guard stop > packet.time else { return }
     // Decode times keep their distance to presentation times (B-frames decode before they are shown), so
     // a reordered stretch starts with a decode time before its output start; the muxer's signed
@@ -142,6 +160,10 @@ final class MP4Recording {
     try file.writeVideo(
       packet.data, time: time, decodeTime: decodeTime, duration: try checked { try stop - packet.time },
       isKeyframe: packet.isKeyframe)
+    if hidden {
+      hiddenVideoPackets += 1
+      return
+    }
     videoPackets += 1
     open.videoEnd = max(open.videoEnd, stop)
     stretch = open
@@ -180,6 +202,8 @@ final class MP4Recording {
       let previousEnd = open.audioEnd ?? open.sourceStart
       if packet.time < (try? previousEnd - .microseconds(2_000)) ?? previousEnd { continue }
       let outputTime = try checked { try open.outputStart + (try max(packet.time, previousEnd) - open.sourceStart) }
+      // The first frame after the file's start: the audio begins there, not at 0.
+      if audioPackets == 0 { file.audioStart = outputTime }
       try file.writeAudio(packet.data, time: outputTime, duration: packet.duration)
       audioPackets += 1
       open.audioEnd = max(end, open.audioEnd ?? end)

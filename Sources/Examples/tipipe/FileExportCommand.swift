@@ -1,0 +1,162 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import TiCloudStorage
+
+/// `tipipe export --input FILE` (`spec/cli.md`): a range of a media file into one MP4, with the report as
+/// JSON, its times in milliseconds from the file's start.
+enum FileExportCommand {
+  static let flags: [String: FlagParser.Kind] = [
+    "--input": .value, "--start": .value, "--end": .value, "--out": .value, "--report": .value, "--cut": .value,
+    "--quiet": .boolean, "--progress-lines": .boolean,
+  ]
+
+  /// `12.5`, `90`, `1:02.25`, `01:00:00`: seconds from the file's start, to the microsecond.
+  static func offset(_ flag: String, _ text: String) throws -> MediaDuration {
+    let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard (1...3).contains(fields.count) else { throw invalid(flag, text) }
+    var seconds: Int64 = 0
+    var fraction: Int64 = 0
+    for (position, field) in fields.enumerated() {
+      let last = position == fields.count - 1
+      let pieces = field.split(separator: ".", omittingEmptySubsequences: false)
+      guard pieces.count == 1 || (last && pieces.count == 2), !pieces[0].isEmpty, pieces[0].count <= 12,
+        pieces[0].allSatisfy(\.isASCIIDigit), let whole = Int64(pieces[0]), position == 0 || whole < 60
+      else { throw invalid(flag, text) }
+      seconds = seconds * 60 + whole
+      if pieces.count == 2 {
+        let digits = pieces[1]
+        guard !digits.isEmpty, digits.count <= 6, digits.allSatisfy(\.isASCIIDigit) else { throw invalid(flag, text) }
+        fraction = Int64(digits.padding(toLength: 6, withPad: "0", startingAt: 0)) ?? 0
+      }
+    }
+    // At most a century: far inside MediaTime's range, whatever the file's start.
+    guard seconds <= 100 * 365 * 86_400 else { throw invalid(flag, text) }
+    return .microseconds(seconds * 1_000_000 + fraction)
+  }
+
+  private static func invalid(_ flag: String, _ text: String) -> UsageError {
+    UsageError(message: "\(flag) must be seconds from the file's start (12.5, 1:02.5, 01:00:00), not '\(text)'")
+  }
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(arguments, known: flags)
+    let input = try flags.required("--input")
+    let out = try outputPath("--out", try flags.required("--out"))
+    let reportPath = flags.string("--report")
+    if let reportPath, reportPath != "-" {
+      guard !OutputFile.sameFile(try outputPath("--report", reportPath), out) else {
+        throw UsageError(message: "--report and --out name the same file")
+      }
+    }
+    switch flags.string("--cut") ?? "keyframe" {
+    case "keyframe": break
+    case "exact": throw UsageError(message: "--cut exact is not available yet: only keyframe cuts are")
+    case let other: throw UsageError(message: "--cut must be keyframe or exact, not '\(other)'")
+    }
+    guard let startText = flags.string("--start") else { throw UsageError(message: "--start is required") }
+    let startOffset = try offset("--start", startText)
+    let endOffset = try flags.string("--end").map { try offset("--end", $0) }
+    if let endOffset, endOffset <= startOffset { throw UsageError(message: "--start must be before --end") }
+    guard !OutputFile.sameFile(URL(fileURLWithPath: input), out) else {
+      throw UsageError(message: "--out names the input file; it is not replaced")
+    }
+
+    let info = try MediaFileSource.probe(path: input)
+    guard let video = info.video else {
+      throw TiError.gap(.trackUnavailable, "\(input) has no H.264/H.265 video to export")
+    }
+    let origin = info.start
+    let start = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))
+    let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
+    guard start < end else {
+      throw UsageError(message: "--start is at or after the end of the file's video (\(info.duration))")
+    }
+    let request = ExportJob.Request(
+      range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: info.audio == nil ? nil : TrackID(.audio, channel: 1), output: out)
+    let quiet = flags.has("--quiet")
+    let showProgress = !quiet && isatty(STDERR_FILENO) == 1
+    let progressLines = flags.has("--progress-lines")
+    let job = try ExportJob(
+      request: request, packets: MediaFileSource(path: input),
+      progress: { fraction, covered in
+        if progressLines {
+          StandardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
+        } else if showProgress {
+          StandardError.write(
+            Data(String(format: "\r%5.1f%%  %.1f s covered", fraction * 100, Double(covered) / 1000).utf8))
+        }
+      }, completion: { _ in })
+    Interruption.shared.onSignal { _ in job.cancel() }
+    let result = job.waitForResult()
+    Interruption.shared.removeHandler()
+    if showProgress { StandardError.write(Data("\n".utf8)) }
+    let report = relative(result.report, to: origin)
+    if let reportPath {
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+      let json = try encoder.encode(
+        Output(code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report))
+      if reportPath == "-" {
+        if let error = StandardOutput.write(json + Data("\n".utf8)) { fail(error) }
+      } else {
+        try OutputFile.write(json + Data("\n".utf8), to: URL(fileURLWithPath: reportPath))
+      }
+    }
+    guard result.code == .ok, let file = result.file else {
+      reportError(TiError(result.code, result.message ?? "the export ended \(report.termination)"))
+      return 1
+    }
+    if showProgress {
+      StandardError.write(
+        Data(
+          ("wrote \(file.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
+            + "\(report.gaps.count) gap(s), complete: \(report.complete)\n").utf8))
+    }
+    return 0
+  }
+
+  /// The report with its times in milliseconds from `origin` (the file's start).
+  static func relative(_ report: ExportReport, to origin: MediaTime) -> ExportReport {
+    let shift = origin.milliseconds
+    func move(_ range: ExportReport.Range) -> ExportReport.Range {
+      ExportReport.Range(startMs: range.startMs - shift, endMs: range.endMs - shift)
+    }
+    var moved = report
+    moved.requestedRange = move(report.requestedRange)
+    moved.segments = report.segments.map {
+      ExportReport.Segment(
+        sourceRange: move($0.sourceRange), outputStartMs: $0.outputStartMs, outputEndMs: $0.outputEndMs)
+    }
+    moved.gaps = report.gaps.map { ExportReport.Gap(range: move($0.range), tracks: $0.tracks, reasons: $0.reasons) }
+    moved.unprocessedRanges = report.unprocessedRanges.map(move)
+    return moved
+  }
+
+  struct Output: Encodable {
+    var code: Int32
+    var file: String?
+    var durationMs: Int64
+    var report: ExportReport
+
+    enum CodingKeys: String, CodingKey {
+      case code, file
+      case durationMs = "duration_ms"
+      case report
+    }
+
+    func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: CodingKeys.self)
+      try container.encode(code, forKey: .code)
+      try container.encode(file, forKey: .file)
+      try container.encode(durationMs, forKey: .durationMs)
+      try container.encode(report, forKey: .report)
+    }
+  }
+}
+
+extension Character {
+  fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}

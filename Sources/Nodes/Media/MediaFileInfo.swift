@@ -1,0 +1,121 @@
+import Foundation
+import PipelineGraph
+
+/// What a standard media file holds, as ``MediaFileSource/probe(path:)`` finds it: where it starts and
+/// ends, its audio and video streams, and its keyframes, on the file's own timeline (the times a
+/// ``MediaFileSource`` made with ``MediaFileSource/init(path:videoChannel:audioChannel:)`` gives its
+/// packets).
+public struct MediaFileInfo: Sendable, Equatable {
+  /// One audio or video stream of the file.
+  public struct Track: Sendable, Equatable {
+    /// The container's stream index.
+    public var index: Int
+    /// Video or audio.
+    public var kind: TrackKind
+    /// libavcodec's name of the codec (`h264`, `hevc`, `aac`, `opus`…).
+    public var codecName: String
+    /// The codec as tipipe carries it, or nil when the stream is not read (another codec, or not the
+    /// first stream of its kind).
+    public var codec: Codec?
+    /// Picture width (video).
+    public var width: Int
+    /// Picture height (video).
+    public var height: Int
+    /// The container's frame rate (video), when it states one.
+    public var framesPerSecond: Double?
+    /// True when frames are shown in another order than they are decoded (B-frames).
+    public var hasBFrames: Bool
+    /// Sample rate (audio).
+    public var sampleRate: Int
+    /// Channels (audio).
+    public var channels: Int
+    /// Packets of the stream (frames), for the streams that are read; 0 for the others.
+    public var packets: Int
+    /// From its first frame shown to the end of its last, for the streams that are read (empty for
+    /// the others). An export that follows the video covers the file when it asks for the video's range.
+    public var range: MediaRange
+  }
+
+  /// The file.
+  public var path: String
+  /// libavformat's name of the container (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `matroska,webm`, `h264`…).
+  public var container: String
+  /// The first instant of media (the earliest first timestamp of the streams read).
+  public var start: MediaTime
+  /// The end of the last frame or audio frame.
+  public var end: MediaTime
+  /// The audio and video streams, in the file's order.
+  public var tracks: [Track]
+  /// The presentation times of the video keyframes, in order.
+  public var keyframes: [MediaTime]
+
+  /// `end − start`.
+  public var duration: MediaDuration { (try? end - start) ?? .zero }
+  /// The video stream that is read, if any.
+  public var video: Track? { tracks.first { $0.kind == .video && $0.codec != nil } }
+  /// The audio stream that is read, if any.
+  public var audio: Track? { tracks.first { $0.kind == .audio && $0.codec != nil } }
+
+  /// The last keyframe at or before `time` (the first keyframe when there is none before).
+  public func keyframe(atOrBefore time: MediaTime) -> MediaTime? {
+    keyframes.last { $0 <= time } ?? keyframes.first
+  }
+
+  init(reading reader: MediaFileReader) throws {
+    path = reader.path
+    container = reader.containerName
+    let start = reader.start
+    self.start = MediaTime(microseconds: start.microseconds)
+    var end = self.start
+    var keyframes: [MediaTime] = []
+    var counts: [Int32: Int] = [:]
+    var latest: [Int32: MediaTime] = [:]
+    var spans: [Int32: MediaRange] = [:]
+    var reordered = false
+    let selected = [reader.video, reader.audio].compactMap { $0 }
+    while let raw = try reader.read(payload: false) {
+      guard let stream = selected.first(where: { $0.index == raw.stream }) else { continue }
+      let time: MediaTime
+      let duration: MediaDuration
+      do {
+        time = MediaTime(microseconds: try MediaDuration(ticks: raw.pts, timeBase: stream.timeBase).microseconds)
+        duration = try MediaDuration(ticks: raw.duration, timeBase: stream.timeBase)
+      } catch {
+        throw TiError.gap(.mediaUnreadable, "\(reader.path): a timestamp of \(raw.pts) ticks is out of range")
+      }
+      if stream.format.codec.kind == .audio && time < self.start { continue }
+      counts[raw.stream, default: 0] += 1
+      let frameEnd = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
+      end = max(end, frameEnd)
+      if let span = spans[raw.stream] {
+        spans[raw.stream] = MediaRange(start: min(span.start, time), end: max(span.end, frameEnd))
+      } else {
+        spans[raw.stream] = MediaRange(start: time, end: frameEnd)
+      }
+      if stream.format.codec.kind == .video {
+        if let previous = latest[raw.stream], time < previous { reordered = true }
+        latest[raw.stream] = max(latest[raw.stream] ?? time, time)
+        if raw.isKeyframe { keyframes.append(time) }
+      }
+    }
+    if let video = reader.video, let last = latest[video.index], end <= last {
+      // No durations in the container: the last frame lasts one frame.
+      let frame = video.framesPerSecond.map { Int64(1_000_000 / max($0, 1)) } ?? 40_000
+      end = last.advanced(by: .microseconds(frame), notAfter: MediaTime(microseconds: .max))
+      if let span = spans[video.index] { spans[video.index] = MediaRange(start: span.start, end: max(span.end, end)) }
+    }
+    self.end = end
+    self.keyframes = keyframes.sorted()
+    let fileStart = self.start
+    tracks = reader.described.map { described in
+      let stream = [reader.video, reader.audio].compactMap { $0 }.first { $0.index == described.index }
+      let format = stream?.format
+      return Track(
+        index: Int(described.index), kind: described.kind, codecName: described.codecName, codec: format?.codec,
+        width: format?.width ?? 0, height: format?.height ?? 0, framesPerSecond: stream?.framesPerSecond,
+        hasBFrames: described.kind == .video && stream != nil && (reordered || stream?.reorders == true),
+        sampleRate: format?.sampleRate ?? 0, channels: format?.channels ?? 0, packets: counts[described.index] ?? 0,
+        range: spans[described.index] ?? MediaRange(start: fileStart, end: fileStart))
+    }
+  }
+}

@@ -1,0 +1,199 @@
+import PipelineGraph
+
+/// Keeps the stretches of a stream of packets (in decode order) that a flow asks for, each as a player
+/// or a file needs it, and drops the rest: the packets of a media file outside an export's range, the
+/// seconds a detector did not flag.
+///
+/// For each kept range `[start, end)`:
+/// - video passes from the keyframe at or before `start` (the first keyframe after it when there is
+///   none before): the frames of that group of pictures are held until a frame shown at or after
+///   `start` arrives, and dropped when a later keyframe still before `start` arrives;
+/// - audio passes from that keyframe's time (with the frame that straddles it), so sound and picture
+///   start together;
+/// - video passes until a frame *decoded* at or after `end` (every later frame is shown after it): a frame
+///   shown after `end` but decoded before frames inside the range passes, for it is their reference
+///   (B-frames); audio passes while it starts before `end`.
+///
+/// Between two kept ranges the gate states what it dropped: a `gap` event of the gated tracks, reason
+/// `noRecording` (nothing was asked for there), from the end of one range to where the next begins,
+/// sent just before the next range's first packet. A ``GapDetector`` downstream turns it into the
+/// stream's gap and an ``Exporter`` cuts the file there. Before the first range and after the last,
+/// nothing is stated: that is outside what the flow asked for. Packets of other tracks pass unchanged.
+///
+/// Confined to its pipeline's executor; a flush starts again at the first range.
+public final class RangeGate: Node {
+  /// Consumes packets in decode order.
+  public typealias Input = EncodedPacket
+  /// Emits the packets of the kept ranges.
+  public typealias Output = EncodedPacket
+
+  private enum Held {
+    case packet(EncodedPacket)
+    case event(PipelineEvent)
+  }
+
+  private enum Phase {
+    /// Before range `index`: holding its first group of pictures.
+    case waiting(index: Int)
+    /// Inside range `index` (its video began at `videoStart`).
+    case passing(index: Int, videoStart: MediaTime)
+    /// After the last range.
+    case done
+  }
+
+  /// The node's name.
+  public let name = "RangeGate"
+  /// The kept ranges, sorted and merged.
+  public let ranges: [MediaRange]
+  /// The video track the ranges follow.
+  public let videoTrack: TrackID
+  /// The audio track kept with it, if any.
+  public let audioTrack: TrackID?
+  private var phase: Phase
+  private var held: [Held] = []
+  /// The range just left, while its audio may still come (audio trails video in the file's order).
+  private var closing: MediaRange?
+  /// Audio held while no video leads into the next range: at most this much (10 s).
+  static let maximumHeldAudio = MediaDuration.microseconds(10_000_000)
+  /// Packets dropped (outside every range).
+  public private(set) var droppedPackets = 0
+
+  /// A gate keeping `ranges` of `videoTrack` (and of `audioTrack` with it).
+  public init(keeping ranges: [MediaRange], videoTrack: TrackID, audioTrack: TrackID? = nil) {
+    var merged: [MediaRange] = []
+    for range in ranges.filter({ !$0.isEmpty }).sorted(by: { $0.start < $1.start }) {
+      if let last = merged.last, range.start <= last.end {
+        merged[merged.count - 1] = MediaRange(start: last.start, end: max(last.end, range.end))
+      } else {
+        merged.append(range)
+      }
+    }
+    self.ranges = merged
+    self.videoTrack = videoTrack
+    self.audioTrack = audioTrack
+    phase = merged.isEmpty ? .done : .waiting(index: 0)
+  }
+
+  /// Passes, holds or drops a packet.
+  public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
+    if input.track == videoTrack {
+      video(input, context)
+    } else if input.track == audioTrack {
+      audio(input, context)
+    } else {
+      context.emit(input)
+    }
+  }
+
+  private func video(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
+    switch phase {
+    case .done:
+      droppedPackets += 1
+    case .passing(let index, let videoStart):
+      let range = ranges[index]
+      guard packet.decodeTime >= range.end else { return context.emit(packet) }
+      closing = MediaRange(start: videoStart, end: range.end)
+      phase = index + 1 < ranges.count ? .waiting(index: index + 1) : .done
+      video(packet, context)
+    case .waiting(let index):
+      let range = ranges[index]
+      if packet.isKeyframe && packet.time <= range.start {
+        // A later group of pictures still leads into the range: the one held is not needed.
+        droppedPackets += held.count { if case .packet = $0 { true } else { false } }
+        held.removeAll { if case .packet = $0 { true } else { false } }
+      }
+      let keyframe = firstHeldVideo?.time
+      if keyframe == nil && !packet.isKeyframe {
+        // Nothing can be decoded before a keyframe.
+        droppedPackets += 1
+        return
+      }
+      held.append(.packet(packet))
+      if packet.time >= range.start || packet.decodeTime >= range.start {
+        release(index: index, context)
+      }
+    }
+  }
+
+  private var firstHeldVideo: EncodedPacket? {
+    for item in held {
+      if case .packet(let packet) = item, packet.track == videoTrack { return packet }
+    }
+    return nil
+  }
+
+  private func audio(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
+    if let closing, packet.time < closing.end {
+      if Self.reaches(packet, closing.start) { context.emit(packet) } else { droppedPackets += 1 }
+      return
+    }
+    switch phase {
+    case .done: droppedPackets += 1
+    case .passing(let index, let videoStart):
+      if packet.time < ranges[index].end && Self.reaches(packet, videoStart) {
+        context.emit(packet)
+      } else {
+        droppedPackets += 1
+      }
+    case .waiting:
+      // Held with the group of pictures that may lead into the range; without one, a bounded stretch.
+      if let keyframe = firstHeldVideo, !Self.reaches(packet, keyframe.time) { return droppedPackets += 1 }
+      let oldest = (try? packet.time - Self.maximumHeldAudio) ?? packet.time
+      let before = held.count
+      held.removeAll {
+        if case .packet(let earlier) = $0 { earlier.track != videoTrack && earlier.time < oldest } else { false }
+      }
+      droppedPackets += before - held.count
+      held.append(.packet(packet))
+    }
+  }
+
+  /// The held group of pictures begins range `index`: its video from the keyframe, audio from then.
+  private func release(index: Int, _ context: NodeContext<EncodedPacket>) {
+    let items = held
+    held = []
+    guard
+      let start = items.lazy.compactMap({ item -> MediaTime? in
+        if case .packet(let packet) = item, packet.track == self.videoTrack { return packet.time }
+        return nil
+      }).first
+    else { return }
+    if let closing, closing.end < start {
+      let tracks = [videoTrack] + (audioTrack.map { [$0] } ?? [])
+      context.send(
+        .gap(RecordingGap(range: MediaRange(start: closing.end, end: start), tracks: tracks, reasons: [.noRecording])))
+    }
+    closing = nil
+    phase = .passing(index: index, videoStart: start)
+    for item in items {
+      switch item {
+      case .event(let event): context.send(event)
+      case .packet(let packet):
+        if packet.track == videoTrack || Self.reaches(packet, start) {
+          context.emit(packet)
+        } else {
+          droppedPackets += 1
+        }
+      }
+    }
+  }
+
+  /// Events keep their place among held packets.
+  public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
+    if case .waiting = phase, !held.isEmpty { return held.append(.event(event)) }
+    context.send(event)
+  }
+
+  /// Whether an audio frame sounds at or after `time` (one that straddles the video's start is the
+  /// audio's lead-in: a file hides its first part, a player needs it to start without a fade-in).
+  private static func reaches(_ packet: EncodedPacket, _ time: MediaTime) -> Bool {
+    packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)) > time
+  }
+
+  /// Starts again at the first range.
+  public func flush(context: NodeContext<EncodedPacket>) {
+    held.removeAll()
+    closing = nil
+    phase = ranges.isEmpty ? .done : .waiting(index: 0)
+  }
+}
