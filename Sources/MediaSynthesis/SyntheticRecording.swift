@@ -23,7 +23,7 @@ public final class SyntheticRecording {
   private let holes: [(Int64, Int64)]
   private let boundaries: [Int64]
   private var nextBoundary = 0
-  private var video: VideoEncoder
+  private var video: TestPatternEncoder
   private var frameIndex = 0
   private var sinceKeyframe = 0
   private var previousInHole = true
@@ -77,7 +77,7 @@ public final class SyntheticRecording {
       $0 >= o.startMilliseconds && $0 <= o.startMilliseconds + Int64(o.durationSeconds) * 1000
     }
     .sorted()
-    video = try VideoEncoder(codec: o.videoCodec, width: o.width, height: o.height, fps: o.fps)
+    video = try TestPatternEncoder(codec: o.videoCodec, width: o.width, height: o.height, fps: o.fps)
     if let codec = o.audioCodec {
       audio = try AudioEncoder(codec: codec, sampleRate: o.audioSampleRate, channels: o.audioChannels)
     }
@@ -139,7 +139,7 @@ public final class SyntheticRecording {
       }
       var forceKey = previousInHole || sinceKeyframe >= o.gop
       if let change = o.videoChanges.first(where: { start + Int64($0.offsetSeconds) * 1000 == time }) {
-        video = try VideoEncoder(codec: change.codec, width: change.width, height: change.height, fps: o.fps)
+        video = try TestPatternEncoder(codec: change.codec, width: change.width, height: change.height, fps: o.fps)
         forceKey = true
       }
       previousInHole = false

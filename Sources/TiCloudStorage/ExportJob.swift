@@ -22,14 +22,29 @@ public final class ExportJob: @unchecked Sendable {
     public var audioTrack: TrackID?
     /// The final MP4's path.
     public var output: URL
+    /// Where the file starts: at the keyframe at or before the range's start (the seed's export, the
+    /// default) or exactly at it.
+    public var cut: Cut
 
     /// Creates a request.
-    public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, output: URL) {
+    public init(range: MediaRange, videoTrack: TrackID, audioTrack: TrackID?, output: URL, cut: Cut = .keyframe) {
       self.range = range
       self.videoTrack = videoTrack
       self.audioTrack = audioTrack
       self.output = output
+      self.cut = cut
     }
+  }
+
+  /// Where an export starts.
+  public enum Cut: String, Sendable, CaseIterable {
+    /// At the keyframe at or before the range's start: every frame is copied, the file may begin up
+    /// to a group of pictures early (the report's first source range says where).
+    case keyframe
+    /// Exactly at the range's start: the group of pictures that holds it is decoded and re-encoded
+    /// from the start on (``ExactCut``), the rest is copied; the report's first source range starts at
+    /// the range's start.
+    case exact
   }
 
   private enum Ending {
@@ -114,7 +129,7 @@ public final class ExportJob: @unchecked Sendable {
     exporter.onProgress = progress
     exporter.onGap = gap
     let router = try front(pipeline)
-    try Self.back(from: router, to: exporter, in: pipeline)
+    try Self.back(from: router, to: exporter, request: request, in: pipeline)
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
       // ends the stream instead of the pipeline, so what was already
@@ -134,7 +149,7 @@ public final class ExportJob: @unchecked Sendable {
   where Source.Output == FetchedObject {
     let pipeline = Pipeline(executor: ManualExecutor(), clock: VirtualClock(freeRunning: true))
     let router = try front(source, request: request, in: pipeline)
-    try back(from: router, to: exporter(for: request), in: pipeline)
+    try back(from: router, to: exporter(for: request), request: request, in: pipeline)
     return pipeline
   }
 
@@ -143,7 +158,7 @@ public final class ExportJob: @unchecked Sendable {
   where Source.Output == EncodedPacket {
     let pipeline = Pipeline(executor: ManualExecutor(), clock: VirtualClock(freeRunning: true))
     let router = front(packets: source, request: request, in: pipeline)
-    try back(from: router, to: exporter(for: request), in: pipeline)
+    try back(from: router, to: exporter(for: request), request: request, in: pipeline)
     return pipeline
   }
 
@@ -185,10 +200,19 @@ public final class ExportJob: @unchecked Sendable {
     return router
   }
 
-  /// `router → AudioTranscoder → GapDetector → exporter`.
-  private static func back(from router: TrackRouter, to exporter: Exporter, in pipeline: Pipeline) throws {
+  /// `router → [ExactCut] → AudioTranscoder → GapDetector → exporter`.
+  private static func back(
+    from router: TrackRouter, to exporter: Exporter, request: Request, in pipeline: Pipeline
+  ) throws {
     let transcoder = try AudioTranscoder()
-    pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    switch request.cut {
+    case .keyframe:
+      pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    case .exact:
+      let cut = ExactCut(start: request.range.start, videoTrack: request.videoTrack, audioTrack: request.audioTrack)
+      pipeline.connect(router, to: cut, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+      pipeline.connect(cut, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    }
     let detector = GapDetector(configuration: exporter.configuration.gapDetector)
     pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(detector, to: exporter, limits: EdgeLimits(items: 256, bytes: 4 << 20))

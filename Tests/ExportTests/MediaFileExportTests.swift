@@ -13,6 +13,12 @@ import TiCloudStorage
 @Suite("Exports and recordings of ordinary media files")
 struct MediaFileExportTests {
   struct Case: CustomStringConvertible, Sendable {
+    init(container: String, codec: String, bFrames: Bool) {
+      self.container = container
+      self.codec = codec
+      self.bFrames = bFrames
+    }
+
     var container: String
     var codec: String
     var bFrames: Bool
@@ -89,11 +95,13 @@ struct MediaFileExportTests {
   }
 
   /// Exports `[from, to)` of `file` (on its own timeline) through ``ExportJob`` over a ``MediaFileSource``.
-  static func export(_ file: URL, _ range: MediaRange, to output: URL) throws -> ExportResult {
+  static func export(
+    _ file: URL, _ range: MediaRange, to output: URL, cut: ExportJob.Cut = .keyframe
+  ) throws -> ExportResult {
     let job = try ExportJob(
       request: .init(
         range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1),
-        output: output),
+        output: output, cut: cut),
       packets: MediaFileSource(path: file.path), completion: { _ in })
     return job.waitForResult()
   }
@@ -238,5 +246,82 @@ struct MediaFileExportTests {
     let judged = try Self.judge(output)
     #expect(judged.videoFrames == 100)
     #expect(judged.audioDuration == nil)
+  }
+
+  /// Runs a command; its standard error.
+  static func standardError(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let data = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+  }
+
+  /// The PSNR (dB) of `file`'s first picture against `source`'s picture at `time` seconds from its start
+  /// (decoded by ffmpeg, which seeks frame-accurately when it decodes).
+  static func firstPicturePSNR(_ file: URL, against source: URL, at time: Double) throws -> Double {
+    let reference = file.deletingPathExtension().appendingPathExtension("png")
+    _ = try standardError(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-i", source.path, "-ss", String(format: "%.6f", time - 0.001), "-frames:v", "1",
+        reference.path,
+      ])
+    let text = try standardError(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "info", "-nostats", "-i", file.path, "-i", reference.path, "-lavfi",
+        "[0:v]trim=end_frame=1[a];[a][1:v]psnr",
+        "-f", "null", "-",
+      ])
+    guard let range = text.range(of: "average:") else { return -1 }
+    let value = text[range.upperBound...].prefix { !$0.isWhitespace }
+    return value == "inf" ? 100 : Double(value) ?? -1
+  }
+
+  @Test(
+    "exact cuts start at the requested time: the edge re-encoded, the rest copied, every frame, no decode error",
+    arguments: [cases[0], cases[5], cases[6], cases[9]])
+  func exactCuts(_ item: Case) throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(item, seconds: 8, in: directory.url)
+    let info = try MediaFileSource.probe(path: file.path)
+    let video = try #require(info.video)
+    let source = try Self.frameTimes(file)
+    var generator = SeededGenerator(seed: fuzzSeed(0x6578_6163) &+ UInt64(item.description.utf8.count))
+    for round in 0..<fuzzCases(3) {
+      let span = video.range.duration.microseconds
+      let from = 100_000 + Int64(generator.next() % UInt64(span - 1_500_000))
+      let to = from + 400_000 + Int64(generator.next() % UInt64(span - from - 400_000))
+      let range = MediaRange(
+        start: MediaTime(microseconds: video.range.start.microseconds + from),
+        end: MediaTime(microseconds: video.range.start.microseconds + to))
+      let output = directory.url.appendingPathComponent("exact-\(round).mp4")
+      let result = try Self.export(file, range, to: output, cut: .exact)
+      let label = "\(item) round \(round) [\(range.start), \(range.end))"
+      #expect(result.code == .ok, "\(label): \(result.message ?? "")")
+      #expect(result.report.segments.count == 1, "\(label): \(result.report.segments)")
+      #expect(result.report.segments.first?.sourceRange.startMs == range.start.milliseconds, "\(label)")
+      #expect(result.report.complete, "\(label): \(result.report.gaps)")
+      // Every source frame shown in [start, end): the one shown at the start and those after it.
+      let (first, last) = (Double(range.start.microseconds) / 1e6, Double(range.end.microseconds) / 1e6)
+      let shown = source.filter { $0 + 0.04 > first + 0.0005 && $0 < last - 0.0005 }
+      let judged = try Self.judge(output)
+      #expect(judged.videoFrames == shown.count, "\(label)")
+      #expect(abs(judged.videoDuration - (last - first)) < 0.002, "\(label): \(judged.videoDuration)")
+      try Self.expectAudioWithVideo(judged, label)
+      let errors = try Self.standardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"])
+      #expect(errors.isEmpty, "\(label): \(errors)")
+      // The first picture is the source's picture at the start (re-encoded: close, not equal).
+      let origin = Double(info.start.microseconds) / 1e6
+      let at = try #require(shown.first) - origin
+      let psnr = try Self.firstPicturePSNR(output, against: file, at: at)
+      #expect(psnr >= 30, "\(label): PSNR \(psnr) dB of the picture at \(at) s")
+    }
   }
 }

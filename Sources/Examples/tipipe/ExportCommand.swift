@@ -33,7 +33,7 @@ enum ExportCommand {
     usage: tipipe export --endpoint E [--token K] --start T --end T --video-channel N
                          [--audio-channel N] --out FILE.mp4 [--report FILE.json|-] [--quiet]
                          [--progress-lines] [--cache DIR] [--verbose]
-           tipipe export --input FILE --start S [--end S] --out FILE.mp4 [--cut keyframe]
+           tipipe export --input FILE --start S [--end S] --out FILE.mp4 [--cut keyframe|exact]
                          [--report FILE.json|-] [--quiet] [--progress-lines] [--verbose]
 
     Exports [start, end) (at most 10 days) of the recordings at E (http(s)://… the cloud API, with
@@ -49,7 +49,8 @@ enum ExportCommand {
     With --input, exports [S, E) of a media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC): S and
     E are seconds from the file's start (12.5, 1:02.5, 01:00:00; `tipipe probe` lists its keyframes),
     --end defaults to the end of its video; its first video and audio tracks are kept. The export
-    starts at the keyframe at or before S (--cut keyframe, the default); the report's times are
+    starts at the keyframe at or before S (--cut keyframe, the default) or exactly at S (--cut exact:
+    the group of pictures holding S is re-encoded from S on, the rest copied); the report's times are
     milliseconds from the file's start.
     """
 

@@ -50,10 +50,9 @@ enum FileExportCommand {
         throw UsageError(message: "--report and --out name the same file")
       }
     }
-    switch flags.string("--cut") ?? "keyframe" {
-    case "keyframe": break
-    case "exact": throw UsageError(message: "--cut exact is not available yet: only keyframe cuts are")
-    case let other: throw UsageError(message: "--cut must be keyframe or exact, not '\(other)'")
+    let cutName = flags.string("--cut") ?? "keyframe"
+    guard let cut = ExportJob.Cut(rawValue: cutName) else {
+      throw UsageError(message: "--cut must be keyframe or exact, not '\(cutName)'")
     }
     guard let startText = flags.string("--start") else { throw UsageError(message: "--start is required") }
     let startOffset = try offset("--start", startText)
@@ -75,7 +74,7 @@ enum FileExportCommand {
     }
     let request = ExportJob.Request(
       range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
-      audioTrack: info.audio == nil ? nil : TrackID(.audio, channel: 1), output: out)
+      audioTrack: info.audio == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
     let quiet = flags.has("--quiet")
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
     let progressLines = flags.has("--progress-lines")

@@ -4,7 +4,7 @@ import PipelineGraph
 
 /// Encodes a moving test picture with libx264 or libx265: real H.264/H.265 access units in Annex B,
 /// parameter sets in-band before every keyframe, no B-frames, keyframes exactly where asked.
-package final class VideoEncoder {
+package final class TestPatternEncoder {
   package let codec: Codec
   package let width: Int
   package let height: Int

@@ -1,0 +1,95 @@
+internal import CFFmpeg
+import Foundation
+import PipelineGraph
+
+/// libx264 or libx265 through libavcodec: decoded pictures in, H.264/H.265 access units out (Annex B,
+/// parameter sets in-band before every keyframe, no B-frames, no look-ahead: one picture in, one access
+/// unit out). Owns its codec context, packet and scaler.
+final class PictureEncoder {
+  /// What the encoder makes.
+  struct Settings: Sendable, Hashable {
+    var codec: Codec
+    var width: Int
+    var height: Int
+    /// x264/x265 constant rate factor (lower is better; 18 is visually lossless for most material).
+    var quality: Int
+    /// A keyframe at least this often (nil: only where asked).
+    var keyframeInterval: MediaDuration?
+    /// x264/x265 preset.
+    var preset: String
+  }
+
+  let settings: Settings
+  private let context: CodecContext
+  private let packet: Packet
+  private var scaler: PictureScaler?
+  private var lastKeyframe: MediaTime?
+
+  init(_ settings: Settings) throws {
+    guard settings.width > 0, settings.height > 0, settings.width % 2 == 0, settings.height % 2 == 0 else {
+      throw TiError(.invalidArgument, "video size \(settings.width)x\(settings.height) must be positive and even")
+    }
+    let name = settings.codec == .h265 ? "libx265" : "libx264"
+    guard settings.codec.kind == .video, let encoder = avcodec_find_encoder_by_name(name) else {
+      throw TiError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
+    }
+    self.settings = settings
+    context = try CodecContext(codec: encoder)
+    let c = context.pointer
+    c.pointee.width = Int32(settings.width)
+    c.pointee.height = Int32(settings.height)
+    c.pointee.time_base = AVRational(num: 1, den: 1_000_000)
+    c.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+    c.pointee.gop_size = 1 << 20  // keyframes where asked (or at the interval, below)
+    c.pointee.max_b_frames = 0
+    c.pointee.thread_count = 0
+    var options = [
+      "preset": settings.preset, "tune": "zerolatency", "forced-idr": "1",
+      "crf": "\(max(0, min(51, settings.quality)))",
+    ]
+    if settings.codec == .h265 {
+      options["x265-params"] = "log-level=error:scenecut=0:repeat-headers=1:bframes=0:open-gop=0"
+    } else {
+      options["x264-params"] = "scenecut=0:repeat-headers=1:open-gop=0"
+    }
+    try context.open(options: options)
+    packet = try Packet()
+  }
+
+  /// Encodes `picture` shown at `time`: the access unit and whether it is a keyframe.
+  func encode(_ picture: FrameBuffer, at time: MediaTime, keyframe: Bool) throws -> (data: Data, isKeyframe: Bool) {
+    var input = picture
+    let source = picture.pointer.pointee
+    if source.format != AV_PIX_FMT_YUV420P.rawValue || Int(source.width) != settings.width
+      || Int(source.height) != settings.height
+    {
+      if scaler == nil {
+        scaler = try PictureScaler(to: PixelFormat(name: "yuv420p"), width: settings.width, height: settings.height)
+      }
+      input = try scaler!.convert(picture)
+    }
+    var due = lastKeyframe == nil
+    if let last = lastKeyframe, let interval = settings.keyframeInterval {
+      due = (try? time - last).map { $0 >= interval } ?? true
+    }
+    let forced = keyframe || due
+    input.pointer.pointee.pts = time.microseconds
+    input.pointer.pointee.pict_type = forced ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+    defer { input.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE }
+    try FFmpeg.check(avcodec_send_frame(context.pointer, input.pointer), "encoding a picture", code: .ioFailed)
+    var result: (Data, Bool)?
+    while true {
+      let status = avcodec_receive_packet(context.pointer, packet.pointer)
+      if status == FFmpeg.again || status == FFmpeg.endOfFile { break }
+      try FFmpeg.check(status, "receiving an encoded picture", code: .ioFailed)
+      let data = Data(bytes: packet.pointer.pointee.data, count: Int(packet.pointer.pointee.size))
+      let isKey = packet.pointer.pointee.flags & AV_PKT_FLAG_KEY != 0
+      av_packet_unref(packet.pointer)
+      guard result == nil else { throw TiError(.ioFailed, "the encoder gave two access units for one picture") }
+      result = (data, isKey)
+    }
+    guard let result else { throw TiError(.ioFailed, "the encoder delayed a picture") }
+    if result.1 { lastKeyframe = time }
+    return result
+  }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import PipelineGraph
+
+/// Makes a stream of packets start exactly at a time between keyframes (a *smart cut*): the group of
+/// pictures that holds `start` is decoded and its pictures from `start` on are re-encoded with the same
+/// codec and size (the first one a keyframe, shown from `start`); everything from the next keyframe on
+/// is copied as it came. Only the edge is encoded, so an exact cut costs about as much as a keyframe cut.
+///
+/// It sits where a keyframe-aligned stream begins (after a ``RangeGate`` or a demuxer trimming at
+/// `start`): video before the first keyframe is dropped; the first group of pictures is held until the
+/// next keyframe and, for an open group of pictures (H.265 CRA), the leading pictures after it that are
+/// shown before it (they refer to the group being replaced: they are re-encoded with it and their
+/// originals dropped). Audio that ends by `start` is dropped, the rest waits with the held video and
+/// follows it. Re-encoded pictures are decoded before they are shown by the reordering delay of the
+/// copied stream, so decode times keep increasing into it. A stream whose first keyframe is at or after
+/// `start` passes unchanged.
+///
+/// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again (a new cut).
+public final class ExactCut: Node {
+  /// Consumes packets in decode order.
+  public typealias Input = EncodedPacket
+  /// Emits the cut stream.
+  public typealias Output = EncodedPacket
+
+  private enum Held {
+    case packet(EncodedPacket)
+    case event(PipelineEvent)
+  }
+
+  /// The node's name.
+  public let name = "ExactCut"
+  /// Where the output starts.
+  public let start: MediaTime
+  /// The video track cut.
+  public let videoTrack: TrackID
+  /// The audio track cut with it, if any.
+  public let audioTrack: TrackID?
+  /// The re-encoding quality (x264/x265 constant rate factor).
+  public let quality: Int
+  private var passing = false
+  private var keyframe: EncodedPacket?
+  private var next: EncodedPacket?
+  private var held: [Held] = []
+  private var decoder: MediaDecoder?
+  private var encoder: PictureEncoder?
+  /// The last picture decoded, waiting for the next one to give its duration.
+  private var pendingPicture: (time: MediaTime, duration: MediaDuration, frame: FrameBuffer)?
+  private var encoded: [EncodedPacket] = []
+  private var encodedFormat: TrackFormat?
+  /// Pictures re-encoded (0 when the stream started at a keyframe).
+  public private(set) var picturesEncoded = 0
+
+  /// A cut of `videoTrack` (and `audioTrack` with it) at `start`.
+  public init(start: MediaTime, videoTrack: TrackID, audioTrack: TrackID? = nil, quality: Int = 18) {
+    self.start = start
+    self.videoTrack = videoTrack
+    self.audioTrack = audioTrack
+    self.quality = quality
+  }
+
+  /// Holds, re-encodes or passes a packet.
+  public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
+    guard !passing else { return context.emit(input) }
+    if input.track == audioTrack {
+      guard input.time.advanced(by: input.duration, notAfter: MediaTime(microseconds: .max)) > start else { return }
+      return held.append(.packet(input))
+    }
+    guard input.track == videoTrack else { return held.append(.packet(input)) }
+    guard let keyframe else {
+      guard input.isKeyframe else { return }
+      guard input.time < start else {
+        // The stream starts at or after `start` on its own.
+        passing = true
+        return release(then: input, context)
+      }
+      self.keyframe = input
+      return try decode(input)
+    }
+    guard let next else {
+      if input.isKeyframe && input.time > keyframe.time {
+        self.next = input
+      }
+      return try decode(input)
+    }
+    if input.time < next.time {
+      // A leading picture of an open group of pictures: it refers to the group being replaced.
+      return try decode(input)
+    }
+    try cut(context, followedBy: input)
+    context.emit(input)
+  }
+
+  private func decode(_ packet: EncodedPacket) throws {
+    let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: 0)
+    self.decoder = decoder
+    try decoder.send(packet)
+    for picture in try decoder.receive() { try accept(picture) }
+  }
+
+  /// A picture in presentation order: the one before it now has its duration.
+  private func accept(_ picture: (time: MediaTime, duration: MediaDuration, frame: FrameBuffer)) throws {
+    if let limit = next?.time, picture.time >= limit { return }
+    if let pending = pendingPicture, let duration = try? picture.time - pending.time, duration > .zero {
+      try encode(pending.frame, at: pending.time, lasting: duration)
+    }
+    pendingPicture = picture
+  }
+
+  private func encode(_ picture: FrameBuffer, at time: MediaTime, lasting duration: MediaDuration) throws {
+    let end = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
+    guard end > start else { return }
+    // The picture shown at `start` is shown from `start`.
+    let shown = max(time, start)
+    let encoder =
+      try self.encoder
+      ?? PictureEncoder(
+        .init(
+          codec: keyframe?.format.codec ?? .h264, width: picture.width & ~1, height: picture.height & ~1,
+          quality: quality, keyframeInterval: nil, preset: "veryfast"))
+    self.encoder = encoder
+    let (data, isKeyframe) = try encoder.encode(picture, at: shown, keyframe: picturesEncoded == 0)
+    var format =
+      encodedFormat
+      ?? TrackFormat(codec: encoder.settings.codec, width: encoder.settings.width, height: encoder.settings.height)
+    if isKeyframe {
+      let sets = VideoParameterProbe.parameterSets(in: data, codec: format.codec)
+      if !sets.isEmpty { format.parameterSets = sets }
+    }
+    encodedFormat = format
+    picturesEncoded += 1
+    encoded.append(
+      EncodedPacket(
+        track: videoTrack, format: format, time: shown, duration: (try? end - shown) ?? duration,
+        isKeyframe: isKeyframe, data: data))
+  }
+
+  /// The held group is complete: its pictures from `start` on are encoded and sent, decoded ahead of
+  /// their time by the copied stream's reordering delay, then what was held, then the next keyframe.
+  private func cut(_ context: NodeContext<EncodedPacket>, followedBy following: EncodedPacket? = nil) throws {
+    passing = true
+    if let decoder {
+      decoder.sendEndOfStream()
+      for picture in try decoder.receive() { try accept(picture) }
+    }
+    if let pending = pendingPicture {
+      let end = next?.time ?? pending.time.advanced(by: pending.duration, notAfter: MediaTime(microseconds: .max))
+      if let duration = try? end - pending.time, duration > .zero {
+        try encode(pending.frame, at: pending.time, lasting: duration)
+      }
+    }
+    pendingPicture = nil
+    decoder = nil
+    let delay = next.flatMap { try? $0.time - $0.decodeTime } ?? .zero
+    if let format = encodedFormat, !encoded.isEmpty {
+      context.send(.formatChange(FormatChange(track: videoTrack, format: format, time: start)))
+      for packet in encoded {
+        context.emit(
+          EncodedPacket(
+            track: packet.track, format: packet.format, time: packet.time,
+            decodeTime: (try? packet.time - delay) ?? packet.time, duration: packet.duration,
+            isKeyframe: packet.isKeyframe, data: packet.data))
+      }
+    }
+    encoded = []
+    // The next keyframe lasts, in decode order, until the picture that follows it once the leading
+    // pictures are gone: decode times stay continuous.
+    var copied = next
+    if let next, let following, let step = try? following.decodeTime - next.decodeTime, step > .zero {
+      copied = next.withDuration(step)
+    }
+    release(then: copied, context)
+  }
+
+  /// Sends what was held (but the copied video's own format announcements, sent again before its
+  /// first keyframe), then `packet`.
+  private func release(then packet: EncodedPacket?, _ context: NodeContext<EncodedPacket>) {
+    let items = held
+    held = []
+    for item in items {
+      switch item {
+      case .packet(let packet): context.emit(packet)
+      case .event(let event):
+        if picturesEncoded > 0, case .formatChange(let change as FormatChange) = event, change.track == videoTrack {
+          continue
+        }
+        context.send(event)
+      }
+    }
+    guard let packet else { return }
+    if picturesEncoded > 0 {
+      context.send(.formatChange(FormatChange(track: videoTrack, format: packet.format, time: packet.time)))
+    }
+    context.emit(packet)
+  }
+
+  /// Events keep their place among held packets.
+  public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
+    guard passing else { return held.append(.event(event)) }
+    context.send(event)
+  }
+
+  /// The stream ended inside the first group: it is cut at its end.
+  public func finish(context: NodeContext<EncodedPacket>) throws {
+    if !passing { try cut(context) }
+  }
+
+  /// Starts again: a new cut.
+  public func flush(context: NodeContext<EncodedPacket>) {
+    passing = false
+    keyframe = nil
+    next = nil
+    held = []
+    decoder = nil
+    encoder = nil
+    pendingPicture = nil
+    encoded = []
+    encodedFormat = nil
+    picturesEncoded = 0
+  }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import Testing
+
+/// `tipipe probe` and `tipipe export --input` (spec/cli.md, "Local media files") as a script drives them.
+@Suite("tipipe probe and export --input")
+struct FileCommandTests {
+  struct ProbeOutput: Decodable {
+    struct Track: Decodable {
+      var index: Int
+      var kind: String
+      var codec: String
+      var width: Int?
+      var fps: Double?
+      var b_frames: Bool?
+      var sample_rate: Int?
+      var channels: Int?
+    }
+    var duration_s: Double
+    var start_s: Double
+    var tracks: [Track]
+    var keyframes_s: [Double]
+  }
+
+  struct ReportOutput: Decodable {
+    struct Range: Decodable {
+      var start_ms: Int64
+      var end_ms: Int64
+    }
+    struct Segment: Decodable { var source_range: Range }
+    struct Report: Decodable {
+      var requested_range: Range
+      var segments: [Segment]
+      var complete: Bool
+    }
+    var code: Int32
+    var file: String?
+    var report: Report
+  }
+
+  @Test("probe --json: spec/cli.md's object; seconds from the file's start")
+  func probeJSON() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "ts", codec: "h264", bFrames: true), in: directory.url)
+    let finished = try tipipe(["probe", file.path, "--json"])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    let probe = try JSONDecoder().decode(ProbeOutput.self, from: Data(finished.stdout.utf8))
+    #expect(abs(probe.duration_s - 6) < 0.1)
+    #expect(probe.start_s > 1)  // MPEG-TS starts at its own clock
+    let video = try #require(probe.tracks.first { $0.kind == "video" })
+    #expect(video.codec == "h264" && video.width == 320 && video.b_frames == true && video.fps == 25)
+    let audio = try #require(probe.tracks.first { $0.kind == "audio" })
+    #expect(audio.codec == "aac" && audio.sample_rate == 44100 && audio.channels == 1)
+    // The video starts a little after the audio: its keyframes are 2 s apart from there.
+    #expect(probe.keyframes_s.count == 3)
+    #expect(zip(probe.keyframes_s, probe.keyframes_s.dropFirst()).allSatisfy { abs($1 - $0 - 2) < 0.001 })
+  }
+
+  @Test("probe: a missing file, a directory, a device and a file that is not media are exit 1 with one error line")
+  func probeRefuses() throws {
+    let directory = try TemporaryDirectory()
+    let text = directory.url.appendingPathComponent("notes.txt")
+    try Data("not media".utf8).write(to: text)
+    for (path, name) in [
+      (directory.url.appendingPathComponent("missing.mp4").path, "recordingNotFound"),
+      (directory.url.path, "recordingUnreadable"), ("/dev/zero", "recordingUnreadable"),
+      (text.path, "recordingUnreadable"),
+    ] {
+      let finished = try tipipe(["probe", path])
+      #expect(finished.status == 1, "\(path): \(finished.stderr)")
+      #expect(finished.stderr.hasPrefix("error: \(name) ("), "\(path): \(finished.stderr)")
+      #expect(finished.stderr.split(separator: "\n").count == 1, "\(path): \(finished.stderr)")
+    }
+    #expect(try tipipe(["probe"]).status == 2)
+    #expect(try tipipe(["probe", "a", "b"]).status == 2)
+  }
+
+  @Test("export --input: times in seconds from the file's start, keyframe and exact cuts, the report relative")
+  func exportInput() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), in: directory.url)
+    let out = directory.url.appendingPathComponent("cut.mp4")
+    for (cut, expectedStart) in [("keyframe", Int64(2_000)), ("exact", Int64(2_500))] {
+      let finished = try tipipe([
+        "export", "--input", file.path, "--start", "2.5", "--end", "0:04.5", "--out", out.path, "--cut", cut,
+        "--report", "-",
+      ])
+      #expect(finished.status == 0, "\(cut): \(finished.stderr)")
+      let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+      #expect(output.code == 0 && output.file == out.path)
+      #expect(output.report.requested_range.start_ms == 2_500 && output.report.requested_range.end_ms == 4_500)
+      #expect(output.report.segments.first?.source_range.start_ms == expectedStart, "\(cut)")
+      #expect(output.report.complete)
+      let judged = try MediaFileExportTests.judge(out)
+      #expect(abs(judged.videoDuration - Double(4_500 - expectedStart) / 1000) < 0.002, "\(cut)")
+    }
+    // --end defaults to the end of the video.
+    let whole = try tipipe(["export", "--input", file.path, "--start", "0", "--out", out.path, "--report", "-"])
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(whole.stdout.utf8))
+    #expect(output.report.requested_range.end_ms == 6_000 && output.report.complete)
+  }
+
+  @Test("export --input refuses bad times, a bad cut and writing over its input (usage errors, nothing written)")
+  func exportInputRefuses() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), in: directory.url)
+    let out = directory.url.appendingPathComponent("out.mp4")
+    let bad: [[String]] = [
+      ["--start", "-1"], ["--start", "1:75"], ["--start", "abc"], ["--start", "3", "--end", "2"],
+      ["--start", "1", "--cut", "smart"], ["--start", "1.1234567"], ["--start", "99999999999999999999"],
+    ]
+    for flags in bad {
+      let finished = try tipipe(["export", "--input", file.path, "--out", out.path] + flags)
+      #expect(finished.status == 2, "\(flags): \(finished.stderr)")
+    }
+    let overwrite = try tipipe(["export", "--input", file.path, "--start", "1", "--out", file.path])
+    #expect(overwrite.status == 2, "\(overwrite.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: out.path))
+    #expect(try MediaFileSource.probe(path: file.path).video?.packets == 150, "the input is intact")
+    // A start past the end of the video.
+    let late = try tipipe(["export", "--input", file.path, "--start", "60", "--out", out.path])
+    #expect(late.status == 2, "\(late.stderr)")
+  }
+}
