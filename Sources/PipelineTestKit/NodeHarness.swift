@@ -1,7 +1,7 @@
 import PipelineGraph
 
-/// Runs one node between a scripted input and a recording output, on a ``ManualExecutor`` and a
-/// ``VirtualClock`` (GStreamer's `GstHarness`, swift-nio's `EmbeddedChannel`).
+/// Runs one node between a scripted input and a recording output, on a `ManualExecutor` and a
+/// `VirtualClock` (GStreamer's `GstHarness`, swift-nio's `EmbeddedChannel`).
 ///
 /// ```swift
 /// let harness = try NodeHarness(Doubler())
@@ -39,6 +39,8 @@ public final class NodeHarness<Subject: Node> {
   /// Builds and starts the harness around `node`.
   ///
   /// - Parameters:
+  ///   - node: the node under test.
+  ///   - clock: the clock the pipeline runs on (advance it to fire the node's timers).
   ///   - outputLimits: the bound of the edge after the node (to observe backpressure).
   ///   - errorDisposition: what the pipeline does with the node's failures (they are recorded either way).
   public init(

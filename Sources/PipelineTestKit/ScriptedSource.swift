@@ -5,7 +5,7 @@ import PipelineGraph
 /// Entries can be appended while the pipeline runs (``append(_:)``); once ``endInput()`` was called and the
 /// script is exhausted the source finishes. Until then it waits for more.
 ///
-/// - Important: use it on the thread that drives a ``ManualExecutor`` (the test's).
+/// - Important: use it on the thread that drives a `ManualExecutor` (the test's).
 public final class ScriptedSource<Item>: SourceNode {
   /// The source emits `Item`s.
   public typealias Output = Item

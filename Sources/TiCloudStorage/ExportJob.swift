@@ -42,7 +42,7 @@ public final class ExportJob: @unchecked Sendable {
     /// to a group of pictures early (the report's first source range says where).
     case keyframe
     /// Exactly at the range's start: the group of pictures that holds it is decoded and re-encoded
-    /// from the start on (``ExactCut``), the rest is copied; the report's first source range starts at
+    /// from the start on (`ExactCut`), the rest is copied; the report's first source range starts at
     /// the range's start.
     case exact
   }
@@ -92,11 +92,11 @@ public final class ExportJob: @unchecked Sendable {
     ) { pipeline in try Self.front(source, request: request, in: pipeline) }
   }
 
-  /// Builds the graph over a source of packets (a ``MediaFileSource``, a ``SyntheticSource``, a node of
+  /// Builds the graph over a source of packets (a `MediaFileSource`, a `SyntheticSource`, a node of
   /// one's own), lets `branches` add nodes to it, and starts it: `source → RangeGate → TrackRouter →
   /// AudioTranscoder → GapDetector → Exporter`. The request's range and tracks are in the source's times and track ids
-  /// (a ``MediaFileSource`` made with `init(path:)` gives the file's own times: see
-  /// ``MediaFileInfo``). Progress and gaps are delivered on the export's thread; `completion` is called
+  /// (a `MediaFileSource` made with `init(path:)` gives the file's own times: see
+  /// `MediaFileInfo`). Progress and gaps are delivered on the export's thread; `completion` is called
   /// exactly once.
   public convenience init<Source: SourceNode>(
     request: Request, packets source: Source,

@@ -17,7 +17,7 @@ public struct TiError: Error, Sendable, CustomStringConvertible, Equatable {
     self.gapReason = gapReason
   }
 
-  /// `error` as a ``TiError``: itself, the one a ``NodeFailure`` carries, or `ioFailed` with its text
+  /// `error` as a ``TiError``: itself, the one a `NodeFailure` carries, or `ioFailed` with its text
   /// for any other error.
   public init(_ error: any Error) {
     switch error {

@@ -22,7 +22,7 @@ import PipelineGraph
 ///   is not a gap). Nothing to export (`noRecordableMedia`) is known only once everything was scanned.
 /// - `complete` exactly when the task was not cut short and there is neither gap nor unprocessed range.
 ///
-/// Milliseconds come from ``MediaTime/milliseconds`` alone (nearest, halves away from zero); segment
+/// Milliseconds come from `MediaTime/milliseconds` alone (nearest, halves away from zero); segment
 /// lengths are differences of those, so the partition is exact in the report's unit.
 public struct ExportTimeline: Sendable {
   /// The requested range.

@@ -10,7 +10,7 @@ import Synchronization
 /// ends the stretch being written (at the gap's start) and the next video packet, a keyframe, begins
 /// the next one; every gap event goes to the timeline. The file's streams are declared up front, so
 /// the first packets wait until the audio format is known (or 2 s of video passed without audio).
-/// Writing goes through ``MP4Recording``, the path it shares with ``MP4Writer``.
+/// Writing goes through `MP4Recording`, the path it shares with ``MP4Writer``.
 ///
 /// Progress is the scanned fraction of the range, monotonic; `onProgress` gets coalesced values.
 public final class Exporter: Node {

@@ -9,7 +9,7 @@ import PipelineGraph
 /// a file's order), or ``audioWait`` of video without audio — then the file has no audio track and
 /// ``gaps`` says so, never a silently missing stream.
 ///
-/// It writes through ``MP4Recording`` (the path it shares with the ``Exporter``) in one stretch: the
+/// It writes through `MP4Recording` (the path it shares with the ``Exporter``) in one stretch: the
 /// file is written fragmented under a working name beside `destination` and, at the end of the stream,
 /// finalized into an ordinary MP4 with its index at the front under `destination`. Packets before the
 /// first keyframe, of other tracks, or in another video format than the first are skipped

@@ -66,7 +66,7 @@ public final class RawDumpWriter: @unchecked Sendable {
     public var failure: TiError?
   }
 
-  /// The directory the files go to (created by ``init(directory:tracks:maximumBytes:)``).
+  /// The directory the files go to (created by ``init(directory:tracks:maximumBytes:maximumDurationMs:)``).
   public let directory: URL
   /// The tracks captured.
   public let tracks: Set<TrackID>

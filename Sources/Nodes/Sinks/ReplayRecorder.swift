@@ -4,7 +4,7 @@ import PipelineGraph
 
 /// Records what a replay plays into an MP4 (the seed's RecordingTask): stream copy of one video track
 /// and optionally its AAC audio (the replay graph hands it G.711 already transcoded to AAC), at source
-/// timing whatever the speed, through the recording path the export uses (``MP4Recording``).
+/// timing whatever the speed, through the recording path the export uses (`MP4Recording`).
 ///
 /// - It records what plays, not what was read ahead: packets wait until the replay's position has
 ///   passed them (``advance(to:)``); a seek drops what was read but never played. At most

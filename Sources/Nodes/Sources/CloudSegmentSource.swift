@@ -20,7 +20,7 @@ import PipelineGraph
 /// one: the keyframe at or before the range start may lie there.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again from the
-/// range's start, or from a seek's target (``NodeContext/seekTarget``) to the range's end. The
+/// range's start, or from a seek's target (`NodeContext/seekTarget`) to the range's end. The
 /// service's completions come back to that executor through the node's context. ``readsAhead`` may be
 /// set from any thread.
 public final class CloudSegmentSource: SourceNode {

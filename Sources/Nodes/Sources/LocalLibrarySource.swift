@@ -106,7 +106,7 @@ public final class LocalLibrarySource: SourceNode {
     }
   }
 
-  /// Restarts from the beginning of the range, or from a seek's target (``NodeContext/seekTarget``) to
+  /// Restarts from the beginning of the range, or from a seek's target (`NodeContext/seekTarget`) to
   /// the range's end.
   public func flush(context: NodeContext<FetchedObject>) {
     if let index { plan = Self.plan(index: index, range: context.seekTarget.map { range.starting(at: $0) } ?? range) }

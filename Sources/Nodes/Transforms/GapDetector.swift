@@ -33,7 +33,7 @@ import PipelineGraph
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle (read ``gaps`` there, or once the
 /// pipeline is idle); a flush restarts the accounting at the range's start (or a seek's target,
-/// ``NodeContext/seekTarget``, to the range's end), and ``gaps`` keeps what was sent.
+/// `NodeContext/seekTarget`, to the range's end), and ``gaps`` keeps what was sent.
 public final class GapDetector: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket

@@ -5,7 +5,7 @@ import PipelineGraph
 /// (audio packets each decode alone). Packets of other tracks and every event pass unchanged.
 ///
 /// States: closed → open (at the first packet that qualifies); a flush closes it again, and after a
-/// seek's flush (``NodeContext/seekTarget``) it opens at the track's first keyframe, whatever its time:
+/// seek's flush (`NodeContext/seekTarget`) it opens at the track's first keyframe, whatever its time:
 /// the seek starts every branch afresh from the keyframe at or before the target. Confined to its
 /// pipeline's executor.
 public final class KeyframeGate: Node {

@@ -21,7 +21,7 @@ import Synchronization
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
 ///   the first presented frame is the first whose time is not earlier than the target. With
 ///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
-///   pacer holds the next one until it resumes. A seek's flush (``NodeContext/seekTarget``) makes its
+///   pacer holds the next one until it resumes. A seek's flush (`NodeContext/seekTarget`) makes its
 ///   target the new `presentFrom`, and `showsFirstFrameWhilePaused` becomes `showsFirstFrameAfterSeek`
 ///   (a video pacer shows the target's frame while paused, an audio one plays nothing); a flush without
 ///   a target restores both as made. A flush also ends keyframes-only decoding.

@@ -19,11 +19,11 @@ import PipelineGraph
 ///   millisecond before the end of the last one taken, was already covered and is dropped, so media is
 ///   never emitted twice and a track's times never go back.
 ///
-/// It is a ``SteppingNode``: an object's records are demuxed one at a time as the output has room, so
+/// It is a `SteppingNode`: an object's records are demuxed one at a time as the output has room, so
 /// the edge after it stays within its bounds however many packets an object holds.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush forgets all decoding state (a
-/// seek's target, ``NodeContext/seekTarget``, becomes the new `startingAt`).
+/// seek's target, `NodeContext/seekTarget`, becomes the new `startingAt`).
 public final class SegmentDemuxer: SteppingNode {
   /// Consumes parsed objects.
   public typealias Input = SegmentObject

@@ -8,7 +8,7 @@ import Synchronization
 /// backoff, and cancellation that takes effect at once.
 ///
 /// Exchanges are submitted from any thread; their completions are called on the network thread and
-/// must only hand the outcome on (``NodeContext/makeCompletion(_:)`` does).
+/// must only hand the outcome on (`NodeContext/makeCompletion(_:)` does).
 final class HTTPTransport: @unchecked Sendable {
   /// The transport of the process.
   static let shared = HTTPTransport()

@@ -128,7 +128,7 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
   /// Decodes an index, mapping malformed JSON to a typed error (`cloudStorageUnavailable`) that says
   /// what is wrong; `source` names the index in messages.
   ///
-  /// An entry with an empty range, a negative size or a time outside ``MediaTime/validMilliseconds``
+  /// An entry with an empty range, a negative size or a time outside `MediaTime/validMilliseconds`
   /// makes the index malformed.
   public static func decode(_ data: Data, source: String = "the index") throws -> RecordingIndex {
     let index: RecordingIndex
