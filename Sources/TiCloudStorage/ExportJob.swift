@@ -98,22 +98,27 @@ public final class ExportJob: @unchecked Sendable {
   /// (a `MediaFileSource` made with `init(path:)` gives the file's own times: see
   /// `MediaFileInfo`). Progress and gaps are delivered on the export's thread; `completion` is called
   /// exactly once.
+  ///
+  /// A `valve` keeps only the stretches a decision taken on another branch keeps (a branch of one's own
+  /// that decodes `Graph.packets` and judges the pictures): it sits after the track router, so the file
+  /// holds the kept stretches and the report gives the rest as gaps.
   public convenience init<Source: SourceNode>(
     request: Request, packets source: Source,
     progress: (@Sendable (Double, Int64) -> Void)? = nil,
     gap: (@Sendable (RecordingGap) -> Void)? = nil,
     branches: ((Graph) throws -> Void)? = nil,
+    valve: Valve? = nil,
     completion: @escaping @Sendable (ExportResult) -> Void
   ) throws where Source.Output == EncodedPacket {
     try self.init(
       request: request, sourceID: ObjectIdentifier(source), progress: progress, gap: gap, branches: branches,
-      completion: completion
+      valve: valve, completion: completion
     ) { pipeline in Self.front(packets: source, request: request, in: pipeline) }
   }
 
   private init(
     request: Request, sourceID: ObjectIdentifier, progress: (@Sendable (Double, Int64) -> Void)?,
-    gap: (@Sendable (RecordingGap) -> Void)?, branches: ((Graph) throws -> Void)?,
+    gap: (@Sendable (RecordingGap) -> Void)?, branches: ((Graph) throws -> Void)?, valve: Valve? = nil,
     completion: @escaping @Sendable (ExportResult) -> Void, front: (Pipeline) throws -> TrackRouter
   ) throws {
     try OutputFile.validate(request.output)
@@ -129,7 +134,7 @@ public final class ExportJob: @unchecked Sendable {
     exporter.onProgress = progress
     exporter.onGap = gap
     let router = try front(pipeline)
-    try Self.back(from: router, to: exporter, request: request, in: pipeline)
+    try Self.back(from: router, to: exporter, request: request, valve: valve, in: pipeline)
     pipeline.errorHandler = { [unowned self] failure in
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
       // ends the stream instead of the pipeline, so what was already
@@ -200,18 +205,27 @@ public final class ExportJob: @unchecked Sendable {
     return router
   }
 
-  /// `router → [ExactCut] → AudioTranscoder → GapDetector → exporter`.
+  /// `router → [Valve] → [ExactCut] → AudioTranscoder → GapDetector → exporter`.
   private static func back(
-    from router: TrackRouter, to exporter: Exporter, request: Request, in pipeline: Pipeline
+    from router: TrackRouter, to exporter: Exporter, request: Request, valve: Valve? = nil, in pipeline: Pipeline
   ) throws {
     let transcoder = try AudioTranscoder()
-    switch request.cut {
-    case .keyframe:
-      pipeline.connect(router, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-    case .exact:
+    let limits = EdgeLimits(items: 256, bytes: 4 << 20)
+    switch (request.cut, valve) {
+    case (.keyframe, nil):
+      pipeline.connect(router, to: transcoder, limits: limits)
+    case (.keyframe, let valve?):
+      pipeline.connect(router, to: valve, limits: limits)
+      pipeline.connect(valve, to: transcoder, limits: limits)
+    case (.exact, let valve):
       let cut = ExactCut(start: request.range.start, videoTrack: request.videoTrack, audioTrack: request.audioTrack)
-      pipeline.connect(router, to: cut, limits: EdgeLimits(items: 256, bytes: 4 << 20))
-      pipeline.connect(cut, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+      if let valve {
+        pipeline.connect(router, to: valve, limits: limits)
+        pipeline.connect(valve, to: cut, limits: limits)
+      } else {
+        pipeline.connect(router, to: cut, limits: limits)
+      }
+      pipeline.connect(cut, to: transcoder, limits: limits)
     }
     let detector = GapDetector(configuration: exporter.configuration.gapDetector)
     pipeline.connect(transcoder, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))

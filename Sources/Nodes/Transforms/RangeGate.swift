@@ -10,9 +10,11 @@ import PipelineGraph
 ///   `start` arrives, and dropped when a later keyframe still before `start` arrives;
 /// - audio passes from that keyframe's time (with the frame that straddles it), so sound and picture
 ///   start together;
-/// - video passes until a frame *decoded* at or after `end` (every later frame is shown after it): a frame
-///   shown after `end` but decoded before frames inside the range passes, for it is their reference
-///   (B-frames); audio passes while it starts before `end`.
+/// - video passes until a frame *decoded* at or after `end` that is shown after every frame passed (every
+///   later frame is shown after it): a frame shown after `end` but decoded before frames inside the range
+///   passes, for it is their reference (B-frames), and so do the frames shown between — so a stretch may end a few pictures after `end` (at most the reordering depth), as it
+///   may begin a group of pictures before `start`; an ``Exporter`` whose range ends at `end` hides them;
+///   audio passes while it starts before `end`.
 ///
 /// Between two kept ranges the gate states what it dropped: a `gap` event of the gated tracks, reason
 /// `noRecording` (nothing was asked for there), from the end of one range to where the next begins,
@@ -43,8 +45,10 @@ public final class RangeGate: Node {
 
   /// The node's name.
   public let name = "RangeGate"
-  /// The kept ranges, sorted and merged.
-  public let ranges: [MediaRange]
+  /// The kept ranges, sorted and merged (a ``Valve``'s grow as its decisions come).
+  public private(set) var ranges: [MediaRange]
+  /// More ranges may come (``add(_:)``): after the last known one, the gate waits instead of closing.
+  private var expectsMore = false
   /// The video track the ranges follow.
   public let videoTrack: TrackID
   /// The audio track kept with it, if any.
@@ -53,6 +57,10 @@ public final class RangeGate: Node {
   private var held: [Held] = []
   /// The range just left, while its audio may still come (audio trails video in the file's order).
   private var closing: MediaRange?
+  /// The latest presentation time of the video passed in the current range.
+  private var latestShown = MediaTime(microseconds: .min)
+  /// Where the video passed in the current range ends (audio goes as far).
+  private var shownEnd = MediaTime(microseconds: .min)
   /// Audio held while no video leads into the next range: at most this much (10 s).
   static let maximumHeldAudio = MediaDuration.microseconds(10_000_000)
   /// Packets dropped (outside every range).
@@ -91,11 +99,27 @@ public final class RangeGate: Node {
       droppedPackets += 1
     case .passing(let index, let videoStart):
       let range = ranges[index]
-      guard packet.decodeTime >= range.end else { return context.emit(packet) }
-      closing = MediaRange(start: videoStart, end: range.end)
-      phase = index + 1 < ranges.count ? .waiting(index: index + 1) : .done
+      // Until a frame decoded at or after the end that is shown after every frame passed: one shown
+      // before them fills the stretch (B-frames between a reference after the end and the frames before).
+      guard packet.decodeTime >= range.end && packet.time >= latestShown else {
+        latestShown = max(latestShown, packet.time)
+        shownEnd = max(shownEnd, packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)))
+        return context.emit(packet)
+      }
+      closing = MediaRange(start: videoStart, end: max(range.end, shownEnd))
+      phase = index + 1 < ranges.count || expectsMore ? .waiting(index: index + 1) : .done
       video(packet, context)
     case .waiting(let index):
+      guard index < ranges.count else {
+        // The next range is not known yet: hold the group of pictures that may lead into it.
+        if packet.isKeyframe {
+          droppedPackets += held.count { if case .packet = $0 { true } else { false } }
+          held.removeAll { if case .packet = $0 { true } else { false } }
+        } else if firstHeldVideo == nil {
+          return droppedPackets += 1
+        }
+        return held.append(.packet(packet))
+      }
       let range = ranges[index]
       if packet.isKeyframe && packet.time <= range.start {
         // A later group of pictures still leads into the range: the one held is not needed.
@@ -130,11 +154,14 @@ public final class RangeGate: Node {
     switch phase {
     case .done: droppedPackets += 1
     case .passing(let index, let videoStart):
-      if packet.time < ranges[index].end && Self.reaches(packet, videoStart) {
+      if packet.time < max(ranges[index].end, shownEnd) && Self.reaches(packet, videoStart) {
         context.emit(packet)
       } else {
         droppedPackets += 1
       }
+    case .waiting(let index) where index >= ranges.count && firstHeldVideo == nil:
+      // No range known and no group of pictures held: nothing can lead into a range from here.
+      droppedPackets += 1
     case .waiting:
       // Held with the group of pictures that may lead into the range; without one, a bounded stretch.
       if let keyframe = firstHeldVideo, !Self.reaches(packet, keyframe.time) { return droppedPackets += 1 }
@@ -164,6 +191,8 @@ public final class RangeGate: Node {
         .gap(RecordingGap(range: MediaRange(start: closing.end, end: start), tracks: tracks, reasons: [.noRecording])))
     }
     closing = nil
+    latestShown = start
+    shownEnd = start
     phase = .passing(index: index, videoStart: start)
     for item in items {
       switch item {
@@ -175,6 +204,33 @@ public final class RangeGate: Node {
           droppedPackets += 1
         }
       }
+    }
+  }
+
+  /// Makes the gate wait for ranges still to come (``add(_:)``) instead of closing after the last one.
+  func expectMoreRanges() {
+    expectsMore = true
+    if case .done = phase { phase = .waiting(index: ranges.count) }
+  }
+
+  /// Appends a range to keep, after (or overlapping the end of) the last one; no more are expected
+  /// once `final` is set.
+  func add(_ range: MediaRange) {
+    guard !range.isEmpty else { return }
+    if let last = ranges.last, range.start <= last.end {
+      ranges[ranges.count - 1] = MediaRange(start: last.start, end: max(last.end, range.end))
+    } else if ranges.last.map({ range.start > $0.start }) ?? true {
+      ranges.append(range)
+    }
+  }
+
+  /// No more ranges come.
+  func endRanges() {
+    expectsMore = false
+    if case .waiting(let index) = phase, index >= ranges.count {
+      phase = .done
+      droppedPackets += held.count { if case .packet = $0 { true } else { false } }
+      held.removeAll { if case .packet = $0 { true } else { false } }
     }
   }
 
@@ -194,6 +250,6 @@ public final class RangeGate: Node {
   public func flush(context: NodeContext<EncodedPacket>) {
     held.removeAll()
     closing = nil
-    phase = ranges.isEmpty ? .done : .waiting(index: 0)
+    phase = ranges.isEmpty && !expectsMore ? .done : .waiting(index: 0)
   }
 }
