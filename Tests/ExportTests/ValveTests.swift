@@ -32,8 +32,10 @@ final class PictureJudge: Node {
 
 @Suite("Valve: packets kept by decisions taken on decoded pictures, in one pass")
 struct ValveTests {
-  @Test("one pass: pictures judged on one branch, their stretches exported on the other, cut at keyframes")
-  func onePass() throws {
+  @Test(
+    "one pass: pictures judged on one branch, their stretches exported on the other, cut at keyframes or exactly",
+    arguments: ExportJob.Cut.allCases)
+  func onePass(cut: ExportJob.Cut) throws {
     let directory = try TemporaryDirectory()
     let file = try MediaFileExportTests.makeFile(
       .init(container: "mp4", codec: "h264", bFrames: true), seconds: 8, in: directory.url)
@@ -48,7 +50,8 @@ struct ValveTests {
     let reports = LockedArray<ExportResult>()
     let job = try ExportJob(
       request: .init(
-        range: MediaRange(start: info.start, end: info.end), videoTrack: video, audioTrack: audio, output: output),
+        range: MediaRange(start: info.start, end: info.end), videoTrack: video, audioTrack: audio, output: output,
+        cut: cut),
       packets: MediaFileSource(path: file.path),
       branches: { graph in
         // The decisions branch: decode and judge, beside the exported packets.
@@ -63,14 +66,18 @@ struct ValveTests {
     let segments = result.report.segments.map { ($0.sourceRange.startMs, $0.sourceRange.endMs) }
     // Each flagged stretch from the keyframe at or before it (keyframes every 2 s) to its end, or the few
     // pictures after it that pictures inside refer to (B-frames: at most the reordering depth, 3 here).
-    #expect(segments.map(\.0) == [2_000, 6_000], "\(segments)")
+    // Exact: from where each was decided (the first picture judged in it).
+    #expect(segments.map(\.0) == (cut == .exact ? [2_520, 6_120] : [2_000, 6_000]), "\(cut): \(segments)")
     #expect(segments.count == 2 && segments[0].1 >= 4_200 && segments[0].1 <= 4_200 + 4 * 40, "\(segments)")
     #expect(segments.count == 2 && segments[1].1 >= 7_000 && segments[1].1 <= 7_000 + 4 * 40, "\(segments)")
     let gap = try #require(result.report.gaps.first { $0.range.startMs == segments[0].1 })
-    #expect(gap.range.endMs == 6_000 && gap.reasons == [.noRecording])
+    #expect(gap.range.endMs == segments[1].0 && gap.reasons == [.noRecording], "\(gap)")
     let judged = try MediaFileExportTests.judge(output)
     #expect(Int64(judged.videoFrames) * 40 == result.report.coveredDurationMs, "\(judged)")
     try MediaFileExportTests.expectAudioWithVideo(judged, "valve")
+    let errors = try MediaFileExportTests.standardError(
+      "/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"])
+    #expect(errors.isEmpty, "\(cut): \(errors)")
     #expect(judge.judged == 200)
   }
 

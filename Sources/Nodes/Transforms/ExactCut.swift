@@ -13,7 +13,8 @@ import PipelineGraph
 /// originals dropped). Audio that ends by `start` is dropped, the rest waits with the held video and
 /// follows it. Re-encoded pictures are decoded before they are shown by the reordering delay of the
 /// copied stream, so decode times keep increasing into it. A stream whose first keyframe is at or after
-/// `start` passes unchanged.
+/// `start` passes unchanged. Each ``StretchStart`` event (a gate's next kept stretch) starts a new cut at
+/// its time, so every stretch of a ``RangeGate`` or a ``Valve`` begins exactly where it was asked to.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again (a new cut).
 public final class ExactCut: Node {
@@ -29,8 +30,8 @@ public final class ExactCut: Node {
 
   /// The node's name.
   public let name = "ExactCut"
-  /// Where the output starts.
-  public let start: MediaTime
+  /// Where the output starts (each ``StretchStart`` moves it: every stretch is cut exactly).
+  public private(set) var start: MediaTime
   /// The video track cut.
   public let videoTrack: TrackID
   /// The audio track cut with it, if any.
@@ -150,7 +151,9 @@ public final class ExactCut: Node {
     }
     pendingPicture = nil
     decoder = nil
-    let delay = next.flatMap { try? $0.time - $0.decodeTime } ?? .zero
+    // The copied stream's reordering delay (the next keyframe's; without one, the replaced group's own):
+    // a stretch's decode times keep the same distance to its presentation times throughout.
+    let delay = (next ?? keyframe).flatMap { try? $0.time - $0.decodeTime } ?? .zero
     if let format = encodedFormat, !encoded.isEmpty {
       context.send(.formatChange(FormatChange(track: videoTrack, format: format, time: start)))
       for packet in encoded {
@@ -193,8 +196,14 @@ public final class ExactCut: Node {
     context.emit(packet)
   }
 
-  /// Events keep their place among held packets.
+  /// Events keep their place among held packets; a ``StretchStart`` of the video track begins a new cut
+  /// there (the stretches of a ``RangeGate`` or a ``Valve``, each cut exactly).
   public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
+    if case .custom(let payload as StretchStart) = event, payload.track == videoTrack {
+      if !passing { try cut(context) }
+      reset()
+      start = payload.time
+    }
     guard passing else { return held.append(.event(event)) }
     context.send(event)
   }
@@ -205,7 +214,9 @@ public final class ExactCut: Node {
   }
 
   /// Starts again: a new cut.
-  public func flush(context: NodeContext<EncodedPacket>) {
+  public func flush(context: NodeContext<EncodedPacket>) { reset() }
+
+  private func reset() {
     passing = false
     keyframe = nil
     next = nil

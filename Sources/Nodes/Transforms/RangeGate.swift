@@ -16,7 +16,8 @@ import PipelineGraph
 ///   may begin a group of pictures before `start`; an ``Exporter`` whose range ends at `end` hides them;
 ///   audio passes while it starts before `end`.
 ///
-/// Between two kept ranges the gate states what it dropped: a `gap` event of the gated tracks, reason
+/// Each stretch is announced by a ``StretchStart`` event (where it was asked to start) before its first
+/// packet, for an ``ExactCut`` downstream. Between two kept ranges the gate states what it dropped: a `gap` event of the gated tracks, reason
 /// `noRecording` (nothing was asked for there), from the end of one range to where the next begins,
 /// sent just before the next range's first packet. A ``GapDetector`` downstream turns it into the
 /// stream's gap and an ``Exporter`` cuts the file there. Before the first range and after the last,
@@ -191,6 +192,7 @@ public final class RangeGate: Node {
         .gap(RecordingGap(range: MediaRange(start: closing.end, end: start), tracks: tracks, reasons: [.noRecording])))
     }
     closing = nil
+    context.send(.custom(StretchStart(track: videoTrack, time: max(start, ranges[index].start))))
     latestShown = start
     shownEnd = start
     phase = .passing(index: index, videoStart: start)
