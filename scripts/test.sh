@@ -66,6 +66,13 @@ sed -i "s|.package(name: \"tipipe\", path: \"../..\")|.package(url: \"file://$ta
 grep -q 'exact: "0.0.1-ci"' "$tagged/LumaDiff/Package.swift"
 swift run --package-path "$tagged/LumaDiff" lumadiff
 
+# A second consumer: scene changes on decoded pictures decide, in the same pass, which seconds of an
+# ordinary file (default libx264, AAC) go into an MP4 cut exactly; its program checks what it found.
+echo "== consumer package (Examples/SceneCuts), by path" >&2
+swift build --package-path Examples/SceneCuts -Xswiftc -warnings-as-errors
+swift test --package-path Examples/SceneCuts -Xswiftc -warnings-as-errors
+swift run --package-path Examples/SceneCuts scenecuts
+
 echo "== README snippets" >&2
 mkdir -p "$tagged/Snippets/Sources/snippets"
 cat > "$tagged/Snippets/Package.swift" <<MANIFEST

@@ -220,6 +220,7 @@ public final class ExportJob: @unchecked Sendable {
     case (.exact, let valve):
       let cut = ExactCut(start: request.range.start, videoTrack: request.videoTrack, audioTrack: request.audioTrack)
       if let valve {
+        valve.cutsExactly = true
         pipeline.connect(router, to: valve, limits: limits)
         pipeline.connect(valve, to: cut, limits: limits)
       } else {

@@ -60,6 +60,14 @@ public final class RangeGate: Node {
   private var closing: MediaRange?
   /// The latest presentation time of the video passed in the current range.
   private var latestShown = MediaTime(microseconds: .min)
+  /// The packets passed since the last video keyframe (the group a next stretch may begin in).
+  private var sinceKeyframe: [EncodedPacket] = []
+  /// How many of the held packets, at their front, were sent with the last stretch.
+  private var alreadySent = 0
+  /// Each stretch is sent from its own keyframe, even when the last one ended in the same group of
+  /// pictures (for an ``ExactCut`` downstream, which cuts each where it was asked); otherwise such
+  /// stretches join, as a keyframe cut must.
+  var resendsGroups = false
   /// Where the video passed in the current range ends (audio goes as far).
   private var shownEnd = MediaTime(microseconds: .min)
   /// Audio held while no video leads into the next range: at most this much (10 s).
@@ -105,17 +113,24 @@ public final class RangeGate: Node {
       guard packet.decodeTime >= range.end && packet.time >= latestShown else {
         latestShown = max(latestShown, packet.time)
         shownEnd = max(shownEnd, packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)))
+        if packet.isKeyframe { sinceKeyframe = [] }
+        sinceKeyframe.append(packet)
         return context.emit(packet)
       }
       closing = MediaRange(start: videoStart, end: max(range.end, shownEnd))
       phase = index + 1 < ranges.count || expectsMore ? .waiting(index: index + 1) : .done
+      // The group of pictures the stretch ended in may lead into the next one: held again, as sent.
+      if case .waiting = phase, !sinceKeyframe.isEmpty {
+        held = sinceKeyframe.map { .packet($0) }
+        alreadySent = held.count
+      }
+      sinceKeyframe = []
       video(packet, context)
     case .waiting(let index):
       guard index < ranges.count else {
         // The next range is not known yet: hold the group of pictures that may lead into it.
         if packet.isKeyframe {
-          droppedPackets += held.count { if case .packet = $0 { true } else { false } }
-          held.removeAll { if case .packet = $0 { true } else { false } }
+          dropHeldPackets()
         } else if firstHeldVideo == nil {
           return droppedPackets += 1
         }
@@ -124,8 +139,7 @@ public final class RangeGate: Node {
       let range = ranges[index]
       if packet.isKeyframe && packet.time <= range.start {
         // A later group of pictures still leads into the range: the one held is not needed.
-        droppedPackets += held.count { if case .packet = $0 { true } else { false } }
-        held.removeAll { if case .packet = $0 { true } else { false } }
+        dropHeldPackets()
       }
       let keyframe = firstHeldVideo?.time
       if keyframe == nil && !packet.isKeyframe {
@@ -186,27 +200,53 @@ public final class RangeGate: Node {
         return nil
       }).first
     else { return }
-    if let closing, closing.end < start {
+    let sent = alreadySent
+    alreadySent = 0
+    let requested = max(start, ranges[index].start)
+    if sent > 0, !resendsGroups, let closing {
+      // The range begins in the group of pictures the last stretch ended in: the stretch goes on (a keyframe
+      // cut begins where decoding can), with what was not sent yet.
+      self.closing = nil
+      phase = .passing(index: index, videoStart: closing.start)
+      for item in items.dropFirst(sent) { forward(item, from: closing.start, context) }
+      return
+    }
+    if let closing, closing.end < requested {
       let tracks = [videoTrack] + (audioTrack.map { [$0] } ?? [])
+      let gapEnd = sent > 0 ? requested : start
       context.send(
-        .gap(RecordingGap(range: MediaRange(start: closing.end, end: start), tracks: tracks, reasons: [.noRecording])))
+        .gap(RecordingGap(range: MediaRange(start: closing.end, end: gapEnd), tracks: tracks, reasons: [.noRecording])))
     }
     closing = nil
-    context.send(.custom(StretchStart(track: videoTrack, time: max(start, ranges[index].start))))
+    context.send(.custom(StretchStart(track: videoTrack, time: requested)))
     latestShown = start
     shownEnd = start
     phase = .passing(index: index, videoStart: start)
-    for item in items {
-      switch item {
-      case .event(let event): context.send(event)
-      case .packet(let packet):
-        if packet.track == videoTrack || Self.reaches(packet, start) {
-          context.emit(packet)
-        } else {
-          droppedPackets += 1
-        }
+    for item in items { forward(item, from: start, context) }
+  }
+
+  private func forward(_ item: Held, from start: MediaTime, _ context: NodeContext<EncodedPacket>) {
+    switch item {
+    case .event(let event): context.send(event)
+    case .packet(let packet):
+      if packet.track == videoTrack {
+        latestShown = max(latestShown, packet.time)
+        shownEnd = max(shownEnd, packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)))
+        if packet.isKeyframe { sinceKeyframe = [] }
+        sinceKeyframe.append(packet)
+        context.emit(packet)
+      } else if Self.reaches(packet, start) {
+        context.emit(packet)
+      } else {
+        droppedPackets += 1
       }
     }
+  }
+
+  private func dropHeldPackets() {
+    droppedPackets += held.dropFirst(alreadySent).count { if case .packet = $0 { true } else { false } }
+    held.removeAll { if case .packet = $0 { true } else { false } }
+    alreadySent = 0
   }
 
   /// Makes the gate wait for ranges still to come (``add(_:)``) instead of closing after the last one.
@@ -231,8 +271,7 @@ public final class RangeGate: Node {
     expectsMore = false
     if case .waiting(let index) = phase, index >= ranges.count {
       phase = .done
-      droppedPackets += held.count { if case .packet = $0 { true } else { false } }
-      held.removeAll { if case .packet = $0 { true } else { false } }
+      dropHeldPackets()
     }
   }
 
@@ -251,6 +290,8 @@ public final class RangeGate: Node {
   /// Starts again at the first range.
   public func flush(context: NodeContext<EncodedPacket>) {
     held.removeAll()
+    sinceKeyframe.removeAll()
+    alreadySent = 0
     closing = nil
     phase = ranges.isEmpty && !expectsMore ? .done : .waiting(index: 0)
   }

@@ -50,6 +50,14 @@ public final class Valve: Node {
     gate.expectMoreRanges()
   }
 
+  /// Each stretch is sent from its own keyframe even when the last one ended in the same group of
+  /// pictures, for an ``ExactCut`` that cuts each exactly (an export with `cut: .exact` sets it); otherwise
+  /// such stretches join, as a keyframe cut must.
+  public var cutsExactly: Bool {
+    get { gate.resendsGroups }
+    set { gate.resendsGroups = newValue }
+  }
+
   /// The kept stretches as far as decided.
   public var ranges: [MediaRange] { gate.ranges }
   /// Packets dropped (outside every kept stretch).
