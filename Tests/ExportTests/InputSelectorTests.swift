@@ -23,10 +23,10 @@ struct InputSelectorTests {
   func psnr(_ a: URL, _ atA: Double, _ b: URL, _ atB: Double, in directory: URL) throws -> Double {
     let (pa, pb) = (directory.appendingPathComponent("a.png"), directory.appendingPathComponent("b.png"))
     for (file, at, png) in [(a, atA, pa), (b, atB, pb)] {
-      _ = try MediaFileExportTests.standardError(
+      _ = try runForStandardError(
         "/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", file.path, "-ss", "\(at)", "-frames:v", "1", png.path])
     }
-    let text = try MediaFileExportTests.standardError(
+    let text = try runForStandardError(
       "/usr/bin/ffmpeg", ["-v", "info", "-nostats", "-i", pa.path, "-i", pb.path, "-lavfi", "psnr", "-f", "null", "-"])
     guard let range = text.range(of: "average:") else { return -1 }
     let value = text[range.upperBound...].prefix { !$0.isWhitespace }

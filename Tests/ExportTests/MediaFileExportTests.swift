@@ -248,31 +248,17 @@ struct MediaFileExportTests {
     #expect(judged.audioDuration == nil)
   }
 
-  /// Runs a command; its standard error.
-  static func standardError(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let errors = Pipe()
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let data = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
-  }
-
   /// The PSNR (dB) of `file`'s first picture against `source`'s picture at `time` seconds from its start
   /// (decoded by ffmpeg, which seeks frame-accurately when it decodes).
   static func firstPicturePSNR(_ file: URL, against source: URL, at time: Double) throws -> Double {
     let reference = file.deletingPathExtension().appendingPathExtension("png")
-    _ = try standardError(
+    _ = try runForStandardError(
       "/usr/bin/ffmpeg",
       [
         "-v", "error", "-y", "-i", source.path, "-ss", String(format: "%.6f", time - 0.001), "-frames:v", "1",
         reference.path,
       ])
-    let text = try standardError(
+    let text = try runForStandardError(
       "/usr/bin/ffmpeg",
       [
         "-v", "info", "-nostats", "-i", file.path, "-i", reference.path, "-lavfi",
@@ -315,7 +301,7 @@ struct MediaFileExportTests {
       #expect(judged.videoFrames == shown.count, "\(label)")
       #expect(abs(judged.videoDuration - (last - first)) < 0.002, "\(label): \(judged.videoDuration)")
       try Self.expectAudioWithVideo(judged, label)
-      let errors = try Self.standardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"])
+      let errors = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"])
       #expect(errors.isEmpty, "\(label): \(errors)")
       // The first picture is the source's picture at the start (re-encoded: close, not equal).
       let origin = Double(info.start.microseconds) / 1e6

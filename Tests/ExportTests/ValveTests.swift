@@ -75,7 +75,7 @@ struct ValveTests {
     let judged = try MediaFileExportTests.judge(output)
     #expect(Int64(judged.videoFrames) * 40 == result.report.coveredDurationMs, "\(judged)")
     try MediaFileExportTests.expectAudioWithVideo(judged, "valve")
-    let errors = try MediaFileExportTests.standardError(
+    let errors = try runForStandardError(
       "/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"])
     #expect(errors.isEmpty, "\(cut): \(errors)")
     #expect(judge.judged == 200)

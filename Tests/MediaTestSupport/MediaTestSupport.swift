@@ -56,6 +56,21 @@ public func runForData(_ executable: String, _ arguments: [String]) throws -> Da
   return data
 }
 
+/// Runs a command and returns its standard error as text (standard output is discarded): what a
+/// decoder or muxer complained of.
+public func runForStandardError(_ executable: String, _ arguments: [String]) throws -> String {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  let errors = Pipe()
+  process.standardError = errors
+  process.standardOutput = FileHandle.nullDevice
+  try process.run()
+  let data = errors.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return String(decoding: data, as: UTF8.self)
+}
+
 /// Writes at `destination` a library made of `copies` back-to-back copies of the library at `source`
 /// (each re-timed by the source's span): long recordings for tests that need a slow export, without
 /// encoding them.

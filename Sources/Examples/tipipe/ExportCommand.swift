@@ -6,11 +6,12 @@ import TiCloudStorage
 
 /// `tipipe export` (`spec/cli.md`): a range of a library into one MP4, with the report as JSON.
 enum ExportCommand {
-  struct Output: Encodable {
+  /// The report JSON of spec/cli.md: `file` always present (`null` when no MP4 was produced).
+  struct Output<Report: Encodable>: Encodable {
     var code: Int32
     var file: String?
     var durationMs: Int64
-    var report: TiCloudStorageExportReport
+    var report: Report
 
     enum CodingKeys: String, CodingKey {
       case code, file
@@ -18,7 +19,6 @@ enum ExportCommand {
       case report
     }
 
-    // `file` is always present: `null` when no MP4 was produced.
     func encode(to encoder: any Encoder) throws {
       var container = encoder.container(keyedBy: CodingKeys.self)
       try container.encode(code, forKey: .code)

@@ -97,7 +97,8 @@ enum FileExportCommand {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
       let json = try encoder.encode(
-        Output(code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report))
+        ExportCommand.Output(
+          code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report))
       if reportPath == "-" {
         if let error = StandardOutput.write(json + Data("\n".utf8)) { fail(error) }
       } else {
@@ -132,27 +133,6 @@ enum FileExportCommand {
     moved.gaps = report.gaps.map { ExportReport.Gap(range: move($0.range), tracks: $0.tracks, reasons: $0.reasons) }
     moved.unprocessedRanges = report.unprocessedRanges.map(move)
     return moved
-  }
-
-  struct Output: Encodable {
-    var code: Int32
-    var file: String?
-    var durationMs: Int64
-    var report: ExportReport
-
-    enum CodingKeys: String, CodingKey {
-      case code, file
-      case durationMs = "duration_ms"
-      case report
-    }
-
-    func encode(to encoder: any Encoder) throws {
-      var container = encoder.container(keyedBy: CodingKeys.self)
-      try container.encode(code, forKey: .code)
-      try container.encode(file, forKey: .file)
-      try container.encode(durationMs, forKey: .durationMs)
-      try container.encode(report, forKey: .report)
-    }
   }
 }
 
