@@ -126,4 +126,45 @@ struct FileCommandTests {
     let late = try tipipe(["export", "--input", file.path, "--start", "60", "--out", out.path])
     #expect(late.status == 2, "\(late.stderr)")
   }
+
+  @Test("hostile runs: --report naming the input, an exact cut of 4:4:4 or odd-sized video, a start in the last frame")
+  func hostileRuns() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), in: directory.url)
+    let out = directory.url.appendingPathComponent("out.mp4")
+    // --report must not replace the input (found by a hostile run: the video was overwritten by JSON).
+    let report = try tipipe([
+      "export", "--input", file.path, "--start", "0", "--end", "2", "--out", out.path, "--report", file.path,
+    ])
+    #expect(report.status == 2, "\(report.stderr)")
+    #expect(try MediaFileSource.probe(path: file.path).video?.packets == 150, "the input is intact")
+    // An exact cut re-encodes 8-bit 4:2:0 of even size only: anything else is refused, not mixed in.
+    for (size, format) in [("320x240", "yuv444p"), ("321x241", "yuv444p"), ("320x240", "yuv420p10le")] {
+      let odd = directory.url.appendingPathComponent("\(size)-\(format).mp4")
+      _ = try run(
+        "/usr/bin/ffmpeg",
+        [
+          "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(size):rate=25", "-t", "4", "-c:v", "libx264",
+          "-pix_fmt", format, "-g", "25", odd.path,
+        ])
+      let exact = try tipipe([
+        "export", "--input", odd.path, "--start", "1.3", "--end", "3.3", "--cut", "exact", "--out", out.path,
+      ])
+      #expect(exact.status == 1 && exact.stderr.hasPrefix("error: unsupportedFormat ("), "\(format): \(exact.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: out.path), "\(format)")
+      let keyframe = try tipipe(["export", "--input", odd.path, "--start", "1.3", "--end", "3.3", "--out", out.path])
+      #expect(keyframe.status == 0, "\(format): \(keyframe.stderr)")
+      try? FileManager.default.removeItem(at: out)
+    }
+    // A start inside the last frame's duration: that frame is shown at the start.
+    for cut in ["keyframe", "exact"] {
+      let last = try tipipe([
+        "export", "--input", file.path, "--start", "5.97", "--cut", cut, "--out", out.path, "--report", "-",
+      ])
+      #expect(last.status == 0, "\(cut): \(last.stderr)")
+      let output = try JSONDecoder().decode(ReportOutput.self, from: Data(last.stdout.utf8))
+      #expect(output.report.segments.first?.source_range.start_ms == (cut == "exact" ? 5_970 : 4_000), "\(cut)")
+    }
+  }
 }

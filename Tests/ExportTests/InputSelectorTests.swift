@@ -13,7 +13,8 @@ struct InputSelectorTests {
       "/usr/bin/ffmpeg",
       [
         "-v", "error", "-y", "-f", "lavfi", "-i", "\(source)=size=320x240:rate=25", "-f", "lavfi", "-i",
-        "sine=frequency=440:sample_rate=44100", "-t", "6", "-c:v", "libx264", "-bf", "0", "-g", "50", "-c:a", "aac",
+        "sine=frequency=440:sample_rate=44100", "-t", "6", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-bf", "0", "-g",
+        "50", "-c:a", "aac",
         file.path,
       ])
     return file

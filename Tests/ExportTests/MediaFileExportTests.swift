@@ -49,7 +49,7 @@ struct MediaFileExportTests {
       [
         "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
         "sine=frequency=440:sample_rate=44100", "-t", "\(seconds)",
-      ] + video + ["-c:a", "aac", "-b:a", "64k"] + extra + [file.path])
+      ] + video + ["-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k"] + extra + [file.path])
     return file
   }
 

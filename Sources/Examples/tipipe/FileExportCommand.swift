@@ -58,12 +58,16 @@ enum FileExportCommand {
     let startOffset = try offset("--start", startText)
     let endOffset = try flags.string("--end").map { try offset("--end", $0) }
     if let endOffset, endOffset <= startOffset { throw UsageError(message: "--start must be before --end") }
-    guard !OutputFile.sameFile(URL(fileURLWithPath: input), out) else {
+    let inputURL = URL(fileURLWithPath: input)
+    guard !OutputFile.sameFile(inputURL, out) else {
       throw UsageError(message: "--out names the input file; it is not replaced")
+    }
+    if let reportPath, reportPath != "-", OutputFile.sameFile(inputURL, URL(fileURLWithPath: reportPath)) {
+      throw UsageError(message: "--report names the input file; it is not replaced")
     }
 
     let info = try MediaFileSource.probe(path: input)
-    guard let video = info.video else {
+    guard let video = info.video, video.packets > 0 else {
       throw TiError.gap(.trackUnavailable, "\(input) has no H.264/H.265 video to export")
     }
     let origin = info.start

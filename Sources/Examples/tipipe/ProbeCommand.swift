@@ -91,7 +91,8 @@ enum ProbeCommand {
 
   /// Seconds from the file's start.
   static func seconds(_ time: MediaTime, from start: MediaTime) -> Double {
-    Double(time.microseconds - start.microseconds) / 1e6
+    let (difference, overflow) = time.microseconds.subtractingReportingOverflow(start.microseconds)
+    return overflow ? Double(time.microseconds) / 1e6 - Double(start.microseconds) / 1e6 : Double(difference) / 1e6
   }
 
   static func describe(_ info: MediaFileInfo) -> Output {

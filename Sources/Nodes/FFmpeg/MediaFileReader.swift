@@ -150,16 +150,16 @@ final class MediaFileReader {
     }
     let untimed = waiting.indices.filter { waiting[$0].stream == first.stream && waiting[$0].dts == nil }
     let frame = max(1, first.duration)
-    // Without any decode time (a short file), frames are decoded in presentation order.
+    // Without any decode time (a short file): the presentation times in order, shifted back so that no
+    // frame is decoded after it is shown (strictly increasing, as the muxer needs).
     let sorted = untimed.map { waiting[$0].pts }.sorted()
+    let shift = untimed.enumerated().map { sorted[$0.offset] &- waiting[$0.element].pts }.max() ?? 0
     for (position, index) in untimed.enumerated() {
-      let dts: Int64
       if let knownDts = known?.dts {
-        dts = knownDts &- Int64(untimed.count - position) &* frame
+        waiting[index].dts = knownDts &- Int64(untimed.count - position) &* frame
       } else {
-        dts = min(sorted[position], waiting[index].pts)
+        waiting[index].dts = sorted[position] &- max(0, shift)
       }
-      waiting[index].dts = dts
     }
     readAhead = waiting.dropFirst().map(\.timed)
     return waiting[0].timed

@@ -58,7 +58,7 @@ final class PictureEncoder {
 
   /// Encodes `picture` shown at `time`: the access unit and whether it is a keyframe.
   func encode(_ picture: FrameBuffer, at time: MediaTime, keyframe: Bool) throws -> (data: Data, isKeyframe: Bool) {
-    var input = picture
+    var input: FrameBuffer
     let source = picture.pointer.pointee
     if source.format != AV_PIX_FMT_YUV420P.rawValue || Int(source.width) != settings.width
       || Int(source.height) != settings.height
@@ -67,6 +67,11 @@ final class PictureEncoder {
         scaler = try PictureScaler(to: PixelFormat(name: "yuv420p"), width: settings.width, height: settings.height)
       }
       input = try scaler!.convert(picture)
+    } else {
+      // A new reference to the same pixels: the picture may be shared (fan-out) and is never written;
+      // the fields the encoder reads are set on this frame of our own.
+      input = try FrameBuffer()
+      try FFmpeg.check(av_frame_ref(input.pointer, picture.pointer), "referencing a picture")
     }
     var due = lastKeyframe == nil
     if let last = lastKeyframe, let interval = settings.keyframeInterval {
@@ -75,7 +80,6 @@ final class PictureEncoder {
     let forced = keyframe || due
     input.pointer.pointee.pts = time.microseconds
     input.pointer.pointee.pict_type = forced ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
-    defer { input.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE }
     try FFmpeg.check(avcodec_send_frame(context.pointer, input.pointer), "encoding a picture", code: .ioFailed)
     var result: (Data, Bool)?
     while true {

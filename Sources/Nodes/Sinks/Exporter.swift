@@ -95,7 +95,8 @@ public final class Exporter: Node {
   private func video(_ packet: EncodedPacket) throws {
     guard let recording else {
       // Until the file exists, keep everything from the first keyframe inside the range.
-      guard packet.time < rangeEnd, packet.isKeyframe || !startVideo.isEmpty else { return }
+      // Decoded before the end: a frame shown after it may be the reference of B-frames before it.
+      guard packet.decodeTime < rangeEnd, packet.isKeyframe || !startVideo.isEmpty else { return }
       startVideo.append(packet)
       return try openFile(force: false)
     }

@@ -5,6 +5,8 @@ import PipelineGraph
 /// pictures that holds `start` is decoded and its pictures from `start` on are re-encoded with the same
 /// codec and size (the first one a keyframe, shown from `start`); everything from the next keyframe on
 /// is copied as it came. Only the edge is encoded, so an exact cut costs about as much as a keyframe cut.
+/// The edge is re-encoded as 8-bit 4:2:0: a stream of another pixel format or of an odd size fails the
+/// node with `unsupportedFormat` rather than mix formats in one track.
 ///
 /// It sits where a keyframe-aligned stream begins (after a ``RangeGate`` or a demuxer trimming at
 /// `start`): video before the first keyframe is dropped; the first group of pictures is held until the
@@ -112,11 +114,22 @@ public final class ExactCut: Node {
     guard end > start else { return }
     // The picture shown at `start` is shown from `start`.
     let shown = max(time, start)
+    // The re-encoded pictures share one track with the copied ones: same size, same 8-bit 4:2:0 (what
+    // the encoder makes here); anything else would mix formats in one stream.
+    guard let pixels = picture.pixelFormat, [.yuv420p, .yuvj420p].contains(pixels), picture.width % 2 == 0,
+      picture.height % 2 == 0
+    else {
+      throw TiError(
+        .unsupportedFormat,
+        "an exact cut re-encodes 8-bit 4:2:0 pictures of even size; this stream has "
+          + "\(picture.pixelFormat.map { "\($0)" } ?? "unknown") \(picture.width)x\(picture.height) pictures "
+          + "(cut at a keyframe instead)")
+    }
     let encoder =
       try self.encoder
       ?? PictureEncoder(
         .init(
-          codec: keyframe?.format.codec ?? .h264, width: picture.width & ~1, height: picture.height & ~1,
+          codec: keyframe?.format.codec ?? .h264, width: picture.width, height: picture.height,
           quality: quality, keyframeInterval: nil, preset: "veryfast"))
     self.encoder = encoder
     let (data, isKeyframe) = try encoder.encode(picture, at: shown, keyframe: picturesEncoded == 0)

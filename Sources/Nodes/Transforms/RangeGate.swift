@@ -113,8 +113,11 @@ public final class RangeGate: Node {
       guard packet.decodeTime >= range.end && packet.time >= latestShown else {
         latestShown = max(latestShown, packet.time)
         shownEnd = max(shownEnd, packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)))
-        if packet.isKeyframe { sinceKeyframe = [] }
-        sinceKeyframe.append(packet)
+        // Kept only when more ranges may follow (a Valve's): a single range never needs it again.
+        if expectsMore {
+          if packet.isKeyframe { sinceKeyframe = [] }
+          sinceKeyframe.append(packet)
+        }
         return context.emit(packet)
       }
       closing = MediaRange(start: videoStart, end: max(range.end, shownEnd))
@@ -148,7 +151,8 @@ public final class RangeGate: Node {
         return
       }
       held.append(.packet(packet))
-      if packet.time >= range.start || packet.decodeTime >= range.start {
+      // The frame shown at the start (or one after it) is in: the group leads into the range.
+      if packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)) > range.start {
         release(index: index, context)
       }
     }
@@ -203,9 +207,10 @@ public final class RangeGate: Node {
     let sent = alreadySent
     alreadySent = 0
     let requested = max(start, ranges[index].start)
-    if sent > 0, !resendsGroups, let closing {
+    if sent > 0, let closing, !resendsGroups || requested <= closing.end {
       // The range begins in the group of pictures the last stretch ended in: the stretch goes on (a keyframe
-      // cut begins where decoding can), with what was not sent yet.
+      // cut begins where decoding can; an exact one too when the range begins before the stretch ended),
+      // with what was not sent yet.
       self.closing = nil
       phase = .passing(index: index, videoStart: closing.start)
       for item in items.dropFirst(sent) { forward(item, from: closing.start, context) }
@@ -232,8 +237,10 @@ public final class RangeGate: Node {
       if packet.track == videoTrack {
         latestShown = max(latestShown, packet.time)
         shownEnd = max(shownEnd, packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max)))
-        if packet.isKeyframe { sinceKeyframe = [] }
-        sinceKeyframe.append(packet)
+        if expectsMore {
+          if packet.isKeyframe { sinceKeyframe = [] }
+          sinceKeyframe.append(packet)
+        }
         context.emit(packet)
       } else if Self.reaches(packet, start) {
         context.emit(packet)

@@ -64,12 +64,18 @@ public final class Valve: Node {
   public var droppedPackets: Int { gate.droppedPackets }
 
   /// Listens to the decisions (each wakes the valve on its executor).
-  public func start(context: NodeContext<EncodedPacket>) throws {
+  public func start(context: NodeContext<EncodedPacket>) throws { listen(context) }
+
+  private func listen(_ context: NodeContext<EncodedPacket>) {
+    // Made again at each flush: a wake-up belongs to one flush generation.
     let wake = context.makeCompletion { [unowned self] (_: Bool) in
       do { try drain(context) } catch { context.fail(error) }
     }
     decisions.listen { wake(true) }
   }
+
+  /// Stops listening: the decisions no longer hold the pipeline.
+  public func stop(context: NodeContext<EncodedPacket>) { decisions.stopListening() }
 
   /// Holds a packet until its time is decided.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
@@ -140,5 +146,8 @@ public final class Valve: Node {
   public func flush(context: NodeContext<EncodedPacket>) {
     held.removeAll()
     headIndex = 0
+    endPending = false
+    gate.flush(context: context)
+    listen(context)
   }
 }

@@ -62,4 +62,7 @@ public final class ValveDecisions: @unchecked Sendable {
 
   /// `body` runs after every decision (from the decider's thread).
   func listen(_ body: @escaping @Sendable () -> Void) { lock.withLock { listener = body } }
+
+  /// Forgets the listener (its valve stopped).
+  func stopListening() { lock.withLock { listener = nil } }
 }

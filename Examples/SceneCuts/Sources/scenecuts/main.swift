@@ -16,7 +16,8 @@ func makeDemoInput(at path: String) throws {
   for scene in scenes { arguments += ["-f", "lavfi", "-t", "3", "-i", "\(scene)=size=320x240:rate=25"] }
   arguments += ["-f", "lavfi", "-t", "12", "-i", "sine=frequency=330:sample_rate=44100"]
   arguments += ["-filter_complex", "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0[v]", "-map", "[v]", "-map", "4:a"]
-  arguments += ["-c:v", "libx264", "-c:a", "aac", path]
+  // 8-bit 4:2:0, as cameras make it (ffmpeg's test sources are RGB: libx264 would pick 4:4:4).
+  arguments += ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", path]
   let ffmpeg = Process()
   ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
   ffmpeg.arguments = arguments
