@@ -11,6 +11,8 @@ final class Interruption: @unchecked Sendable {
   static let shared = Interruption()
 
   static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+  /// The main thread's signal stack (64 KB; kept for the process's life).
+  static let signalStackSize = 64 << 10
   private let lock = NSLock()
   // Guarded by `lock`.
   private var handler: (@Sendable (Int32) -> Void)?
@@ -43,11 +45,19 @@ final class Interruption: @unchecked Sendable {
     waiter.name = "tipipe.signals"
     waiter.start()
     started.wait()
+    // The handler runs on a stack of its own: the main thread parks in `sigsuspend` only after `main`'s
+    // frames are gone without returning (`dispatchMain`), and a handler on that stack would write where
+    // the address sanitizer still marks `main`'s locals (a report that depends on `main`'s frame size).
+    var alternate = stack_t()
+    alternate.ss_sp = signalStack
+    alternate.ss_size = Self.signalStackSize
+    alternate.ss_flags = 0
+    sigaltstack(&alternate, nil)
     for signal in Self.signals {
       var action = sigaction()
       action.__sigaction_handler.sa_handler = { signal in pthread_kill(signalWaiter, signal) }
       sigemptyset(&action.sa_mask)
-      action.sa_flags = SA_RESTART
+      action.sa_flags = SA_RESTART | SA_ONSTACK
       sigaction(signal, &action, nil)
     }
   }
@@ -81,3 +91,7 @@ final class Interruption: @unchecked Sendable {
 
 /// The thread that takes the signals (set once, before any handler can run).
 nonisolated(unsafe) private var signalWaiter = pthread_t()
+
+/// The memory of the main thread's signal stack (allocated once, never freed: the process's life).
+nonisolated(unsafe) private let signalStack = UnsafeMutableRawPointer.allocate(
+  byteCount: Interruption.signalStackSize, alignment: 16)
