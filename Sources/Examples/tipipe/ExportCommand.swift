@@ -26,6 +26,26 @@ enum ExportCommand {
       try container.encode(durationMs, forKey: .durationMs)
       try container.encode(report, forKey: .report)
     }
+
+    /// Writes the report as pretty JSON to `path` (`-`: standard output).
+    func write(to path: String) throws {
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+      let json = try encoder.encode(self) + Data("\n".utf8)
+      if path == "-" {
+        if let error = StandardOutput.write(json) { fail(error) }
+      } else {
+        try OutputFile.write(json, to: URL(fileURLWithPath: path))
+      }
+    }
+  }
+
+  /// The human line after a successful export (stderr, on a terminal).
+  static func wrote(_ file: String, covered: Int64, segments: Int, gaps: Int, complete: Bool) {
+    StandardError.write(
+      Data(
+        ("wrote \(file): \(covered) ms covered in \(segments) segment(s), \(gaps) gap(s), complete: \(complete)\n")
+          .utf8))
   }
 
   static let summary = "export [start, end) of a library to one MP4 (gaps cut out) with its report"
@@ -160,15 +180,8 @@ enum ExportCommand {
     if showProgress { StandardError.write(Data("\n".utf8)) }
 
     if let reportPath = options.reportPath, let report = result.report {
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-      let json = try encoder.encode(
-        Output(code: result.code, file: result.file?.path, durationMs: result.file?.durationMs ?? 0, report: report))
-      if reportPath == "-" {
-        if let error = StandardOutput.write(json + Data("\n".utf8)) { fail(error) }
-      } else {
-        try OutputFile.write(json + Data("\n".utf8), to: URL(fileURLWithPath: reportPath))
-      }
+      try Output(code: result.code, file: result.file?.path, durationMs: result.file?.durationMs ?? 0, report: report)
+        .write(to: reportPath)
     }
     guard result.code == TiCloudStorageErrorCode.ok, let file = result.file, let report = result.report else {
       let termination = result.report.map { "\($0.termination)" } ?? "without a report"
@@ -176,10 +189,9 @@ enum ExportCommand {
       return 1
     }
     if showProgress {
-      StandardError.write(
-        Data(
-          ("wrote \(file.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
-            + "\(report.gaps.count) gap(s), complete: \(report.complete)\n").utf8))
+      wrote(
+        file.path, covered: report.coveredDurationMs, segments: report.segments.count, gaps: report.gaps.count,
+        complete: report.complete)
     }
     return 0
   }

@@ -98,26 +98,18 @@ enum FileExportCommand {
     if showProgress { StandardError.write(Data("\n".utf8)) }
     let report = relative(result.report, to: origin)
     if let reportPath {
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-      let json = try encoder.encode(
-        ExportCommand.Output(
-          code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report))
-      if reportPath == "-" {
-        if let error = StandardOutput.write(json + Data("\n".utf8)) { fail(error) }
-      } else {
-        try OutputFile.write(json + Data("\n".utf8), to: URL(fileURLWithPath: reportPath))
-      }
+      try ExportCommand.Output(
+        code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report
+      ).write(to: reportPath)
     }
     guard result.code == .ok, let file = result.file else {
       reportError(TiError(result.code, result.message ?? "the export ended \(report.termination)"))
       return 1
     }
     if showProgress {
-      StandardError.write(
-        Data(
-          ("wrote \(file.path): \(report.coveredDurationMs) ms covered in \(report.segments.count) segment(s), "
-            + "\(report.gaps.count) gap(s), complete: \(report.complete)\n").utf8))
+      ExportCommand.wrote(
+        file.path, covered: report.coveredDurationMs, segments: report.segments.count, gaps: report.gaps.count,
+        complete: report.complete)
     }
     return 0
   }

@@ -69,7 +69,7 @@ public final class MediaFileSource: SourceNode {
     self.audioChannel = audioChannel
   }
 
-  /// The video track the source emits, if the file has a supported video stream (known once started).
+  /// The video track the source emits (when the file has a supported video stream).
   public var videoTrack: TrackID { TrackID(.video, channel: videoChannel) }
   /// The audio track the source emits, if the file has a supported audio stream.
   public var audioTrack: TrackID { TrackID(.audio, channel: audioChannel) }
