@@ -310,4 +310,20 @@ struct MediaFileExportTests {
       #expect(psnr >= 30, "\(label): PSNR \(psnr) dB of the picture at \(at) s")
     }
   }
+
+  @Test("an exact cut in a long group of pictures (libx264's default 10 s) keeps the audio with the re-encoded edge")
+  func exactCutInALongGroup() throws {
+    let directory = try TemporaryDirectory()
+    // Found using the CLI: the re-encoded edge (2.7 s) went out before any audio, so the file was made
+    // without an audio track.
+    let file = try Self.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), seconds: 12, extra: ["-g", "250"], in: directory.url)
+    let output = directory.url.appendingPathComponent("exact.mp4")
+    let range = MediaRange(start: MediaTime(microseconds: 7_300_000), end: MediaTime(microseconds: 11_000_000))
+    let result = try Self.export(file, range, to: output, cut: .exact)
+    #expect(result.code == .ok && result.report.complete, "\(result.report.gaps)")
+    let judged = try Self.judge(output)
+    #expect(judged.videoFrames == 93)
+    try Self.expectAudioWithVideo(judged, "exact in a long group")
+  }
 }

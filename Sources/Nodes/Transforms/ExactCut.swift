@@ -169,13 +169,12 @@ public final class ExactCut: Node {
     let delay = (next ?? keyframe).flatMap { try? $0.time - $0.decodeTime } ?? .zero
     if let format = encodedFormat, !encoded.isEmpty {
       context.send(.formatChange(FormatChange(track: videoTrack, format: format, time: start)))
-      for packet in encoded {
-        context.emit(
-          EncodedPacket(
-            track: packet.track, format: packet.format, time: packet.time,
-            decodeTime: (try? packet.time - delay) ?? packet.time, duration: packet.duration,
-            isKeyframe: packet.isKeyframe, data: packet.data))
-      }
+    }
+    let pictures = encoded.map { packet in
+      EncodedPacket(
+        track: packet.track, format: packet.format, time: packet.time,
+        decodeTime: (try? packet.time - delay) ?? packet.time, duration: packet.duration,
+        isKeyframe: packet.isKeyframe, data: packet.data)
     }
     encoded = []
     // The next keyframe lasts, in decode order, until the picture that follows it once the leading
@@ -184,17 +183,26 @@ public final class ExactCut: Node {
     if let next, let following, let step = try? following.decodeTime - next.decodeTime, step > .zero {
       copied = next.withDuration(step)
     }
-    release(then: copied, context)
+    release(then: copied, after: pictures, context)
   }
 
-  /// Sends what was held (but the copied video's own format announcements, sent again before its
-  /// first keyframe), then `packet`.
-  private func release(then packet: EncodedPacket?, _ context: NodeContext<EncodedPacket>) {
+  /// Sends what was held, in time order with the re-encoded `pictures` (audio never waits behind a whole
+  /// group of pictures: a writer would take the audio for missing), but the copied video's own format
+  /// announcements (sent again before its first keyframe), then `packet`.
+  private func release(
+    then packet: EncodedPacket?, after pictures: [EncodedPacket] = [], _ context: NodeContext<EncodedPacket>
+  ) {
     let items = held
     held = []
+    var nextPicture = 0
     for item in items {
       switch item {
-      case .packet(let packet): context.emit(packet)
+      case .packet(let packet):
+        while nextPicture < pictures.count, pictures[nextPicture].time <= packet.time {
+          context.emit(pictures[nextPicture])
+          nextPicture += 1
+        }
+        context.emit(packet)
       case .event(let event):
         if picturesEncoded > 0, case .formatChange(let change as FormatChange) = event, change.track == videoTrack {
           continue
@@ -202,6 +210,7 @@ public final class ExactCut: Node {
         context.send(event)
       }
     }
+    for picture in pictures[nextPicture...] { context.emit(picture) }
     guard let packet else { return }
     if picturesEncoded > 0 {
       context.send(.formatChange(FormatChange(track: videoTrack, format: packet.format, time: packet.time)))
