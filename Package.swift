@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "Nodes", targets: ["Nodes"]),
     .library(name: "MediaSynthesis", targets: ["MediaSynthesis"]),
     .library(name: "TiCloudStorage", targets: ["TiCloudStorage"]),
+    .library(name: "ReplayTestKit", targets: ["ReplayTestKit"]),
     .library(name: "CloudServer", targets: ["CloudServer"]),
     .executable(name: "tipipe", targets: ["tipipe"]),
   ],
@@ -41,6 +42,10 @@ let package = Package(
     ),
     .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph", "CArchive"], swiftSettings: strict),
+    // A Replay under a test's control: manual executor, virtual clock, timed outputs, fixture libraries.
+    .target(
+      name: "ReplayTestKit", dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph"],
+      swiftSettings: strict),
     // The reference server of spec/cloud-api.md (`tipipe serve`), for development, tests and benchmarks.
     .target(
       name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD", "CArchive"], swiftSettings: strict),
@@ -57,7 +62,7 @@ let package = Package(
     ),
     .target(
       name: "MediaTestSupport",
-      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit"],
+      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "ReplayTestKit"],
       path: "Tests/MediaTestSupport",
       swiftSettings: strict
     ),
@@ -79,6 +84,7 @@ let package = Package(
       name: "ReplayTests",
       dependencies: [
         "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
+        "ReplayTestKit",
       ],
       swiftSettings: strict
     ),
@@ -86,6 +92,7 @@ let package = Package(
       name: "SDKTests",
       dependencies: [
         "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
+        "PipelineTestKit",
       ],
       swiftSettings: strict
     ),

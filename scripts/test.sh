@@ -17,7 +17,7 @@ swift test -Xswiftc -warnings-as-errors
 # The DocC catalog of every library, from the debug build's modules; a warning fails.
 echo "== documentation (DocC, warnings are errors)" >&2
 modules="$(swift build --show-bin-path)/Modules"
-for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit; do
+for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit; do
   docs=$(mktemp -d)
   swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
     -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -target "$(uname -m)-unknown-linux-gnu" \

@@ -308,7 +308,34 @@ struct MediaFileExportTests {
       let at = try #require(shown.first) - origin
       let psnr = try Self.firstPicturePSNR(output, against: file, at: at)
       #expect(psnr >= 30, "\(label): PSNR \(psnr) dB of the picture at \(at) s")
+      if item.codec == "h264" { try Self.expectSampleEntryDescribesEveryPicture(output, directory.url, label) }
     }
+  }
+
+  /// A strict player uses only the sample entry's parameter sets: with every in-band SPS and PPS removed
+  /// (ffmpeg's `filter_units`), the file decodes to the same pictures. The re-encoded edge's sets take
+  /// ids of their own, and the sample entry holds them beside the copied stream's.
+  static func expectSampleEntryDescribesEveryPicture(_ file: URL, _ directory: URL, _ label: String) throws {
+    let stripped = directory.appendingPathComponent("stripped-\(UUID().uuidString.prefix(6)).mp4")
+    _ = try runForStandardError(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-i", file.path, "-map", "0:v", "-c", "copy", "-bsf:v", "filter_units=remove_types=7|8",
+        stripped.path,
+      ])
+    let hashes = { (url: URL) throws -> [String] in
+      try run("/usr/bin/ffmpeg", ["-v", "error", "-i", url.path, "-map", "0:v", "-f", "framemd5", "-"])
+        .split(separator: "\n").filter { !$0.hasPrefix("#") }.map { String($0.split(separator: ",").last ?? "") }
+    }
+    let whole = try hashes(file)
+    // ffmpeg's remux drops the edit list that hides the reference pictures after the end: compare what
+    // the original shows.
+    let withoutSets = try hashes(stripped)
+    #expect(
+      !whole.isEmpty && Array(withoutSets.prefix(whole.count)) == whole,
+      "\(label): pictures differ without in-band sets")
+    let errors = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", stripped.path, "-f", "null", "-"])
+    #expect(errors.isEmpty, "\(label): \(errors)")
   }
 
   @Test("an exact cut in a long group of pictures (libx264's default 10 s) keeps the audio with the re-encoded edge")

@@ -4,6 +4,7 @@ import MediaSynthesis
 import Nodes
 import PipelineGraph
 import PipelineTestKit
+import ReplayTestKit
 
 /// A fresh temporary directory, removed when the object is released.
 public final class TemporaryDirectory {
@@ -19,23 +20,11 @@ public final class TemporaryDirectory {
   deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-/// The first instant of the test recordings.
-public let recordingStart: Int64 = 1_795_996_800_000
+/// The first instant of the test recordings (ReplayTestKit's fixtures).
+public let recordingStart: Int64 = ReplayFixtures.recordingStart
 
 /// Small, fast synthetic recordings: 320x240, 25 fps, 2 s GOPs, 3 s objects (GOPs span objects), AAC.
-public func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options {
-  var options = LibrarySynthesizer.Options()
-  options.startMilliseconds = recordingStart
-  options.durationSeconds = seconds
-  options.segmentSeconds = 3
-  options.width = 320
-  options.height = 240
-  options.fps = 25
-  options.gop = 50
-  // Fixed keys and IVs: a failure reproduces run after run.
-  options.seed = 0x7469_7069_7065
-  return options
-}
+public func smallOptions(seconds: Int = 9) -> LibrarySynthesizer.Options { ReplayFixtures.options(seconds: seconds) }
 
 /// Runs a command and returns its standard output as text (standard error is discarded).
 public func run(_ executable: String, _ arguments: [String]) throws -> String {

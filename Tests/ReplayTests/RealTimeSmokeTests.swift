@@ -4,6 +4,7 @@ import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import ReplayTestKit
 import Synchronization
 import Testing
 import TiCloudStorage

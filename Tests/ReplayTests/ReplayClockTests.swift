@@ -3,6 +3,7 @@ import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import ReplayTestKit
 import Testing
 import TiCloudStorage
 
@@ -94,12 +95,12 @@ import TiCloudStorage
     let preroll = PlaybackTimeline.prerollLimit.microseconds
     harness.play(0, 9000)
     harness.run(for: .seconds(5))
-    #expect(harness.outputEvents.withLock { $0.map(\.event) } == ["audio presenting"])
+    #expect(harness.outputEvents.map(\.event) == ["audio presenting"])
     // Reported every 100 ms or more, audio frames lasting 64 ms.
     let position = try #require(harness.log.times.last) - recordingStart
     #expect(position > 4300 && position <= 4500)
     harness.runToEnd()
-    let events = harness.outputEvents.withLock { $0 }
+    let events = harness.outputEvents
     #expect(events.map(\.event) == ["audio presenting", "video failed 6130", "audio completed"])
     // Noticed at the first video packet 5 s after the first one: when the audio frame of that time plays.
     let failedAt = try #require(events.first { $0.event == "video failed 6130" }).at - start
@@ -136,7 +137,7 @@ import TiCloudStorage
     let harness = try ReplayHarness(seconds: 9, videoChannel: 5)
     harness.play(0, 9000)
     harness.runToEnd()
-    #expect(harness.outputEvents.withLock { $0.map(\.event) } == ["video failed 6130"])
+    #expect(harness.outputEvents.map(\.event) == ["video failed 6130"])
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
     #expect(
       harness.log.gaps.map(\.range) == [

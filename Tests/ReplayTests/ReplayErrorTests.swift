@@ -5,6 +5,7 @@ import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import ReplayTestKit
 import Testing
 import TiCloudStorage
 

@@ -3,6 +3,7 @@ import Foundation
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import ReplayTestKit
 import Testing
 import TiCloudStorage
 
@@ -10,13 +11,13 @@ import TiCloudStorage
 @Suite struct ReplayRecorderTests {
   @Test func T13_aWriterThatFallsBehindEndsItsTaskDuringThePlayAndLeavesNoFile() throws {
     let harness = try ReplayHarness(seconds: 9)
-    let objects = try FileManager.default.subpathsOfDirectory(atPath: harness.directory.url.path)
+    let objects = try FileManager.default.subpathsOfDirectory(atPath: harness.library.path)
       .filter { !$0.hasSuffix(".json") }
-      .map { try FileManager.default.attributesOfItem(atPath: harness.directory.url.appendingPathComponent($0).path) }
+      .map { try FileManager.default.attributesOfItem(atPath: harness.library.appendingPathComponent($0).path) }
       .compactMap { $0[.type] as? FileAttributeType == .typeRegular ? $0[.size] as? Int : nil }
     // About 3 s of the 9 s of media: read ahead, the whole recording is more than that.
     let limit = objects.reduce(0, +) / 3
-    let output = harness.directory.url.appendingPathComponent("recording.mp4")
+    let output = harness.library.appendingPathComponent("recording.mp4")
     let disk = DispatchQueue(label: "a stalled disk")
     disk.suspend()
     let recorder = ReplayRecorder(
@@ -58,7 +59,7 @@ import TiCloudStorage
     // The result did not wait for the disk; the unfinished file's removal did.
     disk.sync {}
     // No file, finished or not.
-    let left = try FileManager.default.contentsOfDirectory(atPath: harness.directory.url.path)
+    let left = try FileManager.default.contentsOfDirectory(atPath: harness.library.path)
     #expect(!left.contains { $0.hasPrefix("recording") || $0.hasPrefix(".recording") })
   }
 }

@@ -2,6 +2,7 @@ import Foundation
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import ReplayTestKit
 import Testing
 import TiCloudStorage
 
@@ -358,9 +359,8 @@ import TiCloudStorage
     #expect(harness.renderer.frames.count == 150)
     #expect(harness.log.completions == 1)
     let unbound = Replay(
-      service: LocalLibraryService(directory: harness.directory.url),
-      environment: .init(
-        executor: harness.executor, clock: harness.clock, workers: harness.executor, deliver: { $0() }))
+      service: LocalLibraryService(directory: harness.library),
+      environment: .manual(executor: harness.executor, clock: harness.clock))
     #expect(unbound.play(startTimeMs: 0, endTimeMs: 1, token: "t") == .notBound)
   }
 
@@ -417,7 +417,7 @@ import TiCloudStorage
     let frame = try #require(harness.replay.lastPresentedFrame)
     let jpeg = try frame.jpegData()
     #expect(jpeg.starts(with: [0xFF, 0xD8]))
-    let file = harness.directory.url.appendingPathComponent("snapshot.jpg")
+    let file = harness.library.appendingPathComponent("snapshot.jpg")
     try jpeg.write(to: file)
     let probe = try run(
       "/usr/bin/ffprobe",

@@ -220,6 +220,17 @@ extension SDKRules.Diagnostics {
     #expect(session.close() == ok)
   }
 
+  @Test func X8_X9_X10_anAwaitedUploadReturnsItsOutcomeAndARefusalAtOnce() async throws {
+    #expect(TiCloudStorage.shutdown() == ok)
+    #expect(await TiRtcLogging.upload().code == TiCloudStorageErrorCode.notInitialized)
+    let session = try SDKSession()
+    let result = await TiRtcLogging.upload()
+    #expect(result.code == ok && result.succeeded)
+    _ = try uploaded(result.logId)
+    // The upload counts as running until its outcome was handed over: shutdown is free again.
+    #expect(session.close() == ok)
+  }
+
   @Test func X9_X11_X12_refusedUploadsNeverCompleteAndShutdownWaitsForOne() async throws {
     // Not initialized: notInitialized at once, no completion.
     #expect(TiCloudStorage.shutdown() == ok)

@@ -3,6 +3,7 @@ import Foundation
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import PipelineTestKit
 import Testing
 
 @testable import TiCloudStorage
@@ -207,6 +208,37 @@ extension SDKRules {
           }
         })
       #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E3_E10_E32_anAwaitedExportReturnsItsResultAndCancellingItsTaskCancelsIt() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let gaps = LockedArray<String>()
+      let result = await session.pump {
+        await storage.exportRecording(request(), onRecordingGap: { gaps.append($0.range.description) })
+      }
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      #expect(FileManager.default.fileExists(atPath: file.path))
+      #expect(result.report?.termination == .exhausted)
+      #expect(gaps.values == result.report?.gaps.map(\.range.description))
+      // A refused export returns at once with its code.
+      let unauthorized = TiCloudStorage(token: "")
+      let refused = await unauthorized.exportRecording(
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart + 10, endTimeMs: recordingStart, videoChannelId: 0, audioChannelId: nil))
+      #expect(refused.code == TiCloudStorageErrorCode.invalidArgument)
+      #expect(refused.file == nil && refused.report == nil)
+      // Cancelling the awaiting task cancels the export: no file.
+      let before = try FileManager.default.contentsOfDirectory(atPath: session.media.path).count
+      let awaiting = Task { @MainActor in await storage.exportRecording(request()) }
+      awaiting.cancel()
+      let cancelled = await session.pump { await awaiting.value }
+      #expect(cancelled.code == TiCloudStorageErrorCode.cancelled)
+      #expect(cancelled.file == nil && cancelled.report?.termination == .cancelled)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).count == before)
+      #expect(storage.dispose() == ok && unauthorized.dispose() == ok)
       #expect(session.close() == ok)
     }
 

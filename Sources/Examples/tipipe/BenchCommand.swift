@@ -20,7 +20,7 @@ enum BenchCommand {
     source → verify → demux → decode (or file source → decode) as fast as the machine allows.
     export: an export as `tipipe export` makes it. Both print frames, seconds, frames/s, CPU seconds
     (user + sys of the process) and each node's items in/out and busy time; --json prints one JSON
-    object instead. --threads sets libavcodec's decoding threads (default: one per core).
+    object instead. --threads sets libavcodec's decoding threads (default: one per core, FrameDecoder's default).
     fetch: lists and downloads every object of [start, end) (CloudSegmentSource with at most
     --transfers at once, no SHA-256 on arrival) into a sink that only counts them: frames are objects,
     and bytes are printed.
@@ -163,7 +163,7 @@ enum BenchCommand {
   /// Decodes every video frame of the range or file; returns the frames decoded and the statistics.
   private static func decode(_ flags: FlagParser) throws -> (Int, PipelineStatistics) {
     let threads = try flags.integer(
-      "--threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...64)
+      "--threads", default: FrameDecoder.defaultThreads, range: 1...64)
     let keyframesOnly = flags.has("--keyframes-only")
     if let input = flags.string("--input") {
       guard flags.string("--endpoint") == nil else { throw UsageError(message: "give --input or --endpoint, not both") }

@@ -29,8 +29,7 @@ enum GraphCommand {
     if kind == "replay" {
       let replay = Replay(
         service: service,
-        environment: ReplayEnvironment(
-          executor: ManualExecutor(), clock: VirtualClock(), workers: ManualExecutor(), deliver: { $0() }))
+        environment: .manual(executor: ManualExecutor(), clock: VirtualClock()))
       replay.bindVideo(channel: 0, renderer: NullRenderer())
       replay.bindAudio(channel: 1, device: NullAudioDevice())
       pipeline = try replay.configuration(startTimeMs: range.start.milliseconds, endTimeMs: range.end.milliseconds)

@@ -17,6 +17,9 @@ final class PictureEncoder {
     var keyframeInterval: MediaDuration?
     /// x264/x265 preset.
     var preset: String
+    /// The id of the H.264 SPS and PPS (x264's `sps-id`, 0...31): an edge re-encoded into a copied stream
+    /// takes one the stream does not use, so both sets can sit in one sample entry. Ignored for H.265.
+    var parameterSetId = 0
   }
 
   let settings: Settings
@@ -50,7 +53,8 @@ final class PictureEncoder {
     if settings.codec == .h265 {
       options["x265-params"] = "log-level=error:scenecut=0:repeat-headers=1:bframes=0:open-gop=0"
     } else {
-      options["x264-params"] = "scenecut=0:repeat-headers=1:open-gop=0"
+      options["x264-params"] =
+        "scenecut=0:repeat-headers=1:open-gop=0:sps-id=\(max(0, min(31, settings.parameterSetId)))"
     }
     try context.open(options: options)
     packet = try Packet()

@@ -80,6 +80,28 @@ final class VideoParameterProbe {
     return result
   }
 
+  /// The ids the H.264 SPS and PPS NAL units of `sets` (Annex B) take: each SPS's own, each PPS's own
+  /// and the SPS it refers to. A set too short to read is skipped.
+  static func h264ParameterSetIDs(in sets: Data) -> Set<Int> {
+    var ids = Set<Int>()
+    for unit in nalUnits(in: sets) {
+      guard let first = unit.first else { continue }
+      var bits = ExpGolombReader(rbsp: unit.dropFirst())
+      switch first & 0x1F {
+      case 7:
+        // profile_idc, constraint flags, level_idc, then seq_parameter_set_id.
+        guard bits.skip(24), let id = bits.unsignedExpGolomb() else { continue }
+        ids.insert(id)
+      case 8:
+        // pic_parameter_set_id, then seq_parameter_set_id.
+        guard let id = bits.unsignedExpGolomb(), let sps = bits.unsignedExpGolomb() else { continue }
+        ids.formUnion([id, sps])
+      default: continue
+      }
+    }
+    return ids
+  }
+
   /// The NAL units of an Annex B stream, without their start codes.
   static func nalUnits(in stream: Data) -> [Data] {
     var units: [Data] = []
@@ -102,5 +124,59 @@ final class VideoParameterProbe {
       if let start = unitStart, start < bytes.count { units.append(Data(bytes[start...])) }
     }
     return units
+  }
+}
+
+/// Reads the bits of a NAL unit's payload (emulation prevention bytes removed): fixed fields and
+/// unsigned Exp-Golomb codes, as H.264 and H.265 headers are written.
+struct ExpGolombReader {
+  private let bytes: [UInt8]
+  private var position = 0
+
+  /// A reader of `payload`, the NAL unit after its header.
+  init(rbsp payload: Data) {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(payload.count)
+    var zeros = 0
+    for byte in payload {
+      // 0x000003 carries 0x0000: the 3 is not part of the payload.
+      if zeros >= 2, byte == 3 {
+        zeros = 0
+        continue
+      }
+      zeros = byte == 0 ? zeros + 1 : 0
+      bytes.append(byte)
+    }
+    self.bytes = bytes
+  }
+
+  private mutating func bit() -> Int? {
+    guard position < bytes.count * 8 else { return nil }
+    defer { position += 1 }
+    return Int(bytes[position / 8] >> (7 - UInt8(position % 8))) & 1
+  }
+
+  /// Skips `count` bits; false past the end.
+  mutating func skip(_ count: Int) -> Bool {
+    guard position + count <= bytes.count * 8 else { return false }
+    position += count
+    return true
+  }
+
+  /// One `ue(v)`; nil past the end or beyond 31 leading zeros.
+  mutating func unsignedExpGolomb() -> Int? {
+    var zeros = 0
+    while true {
+      guard let next = bit() else { return nil }
+      if next == 1 { break }
+      zeros += 1
+      guard zeros < 32 else { return nil }
+    }
+    var value = 0
+    for _ in 0..<zeros {
+      guard let next = bit() else { return nil }
+      value = value << 1 | next
+    }
+    return (1 << zeros) - 1 + value
   }
 }

@@ -94,7 +94,7 @@ public final class ExactCut: Node {
   }
 
   private func decode(_ packet: EncodedPacket) throws {
-    let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: 0)
+    let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: FrameDecoder.defaultThreads)
     self.decoder = decoder
     try decoder.send(packet)
     for picture in try decoder.receive() { try accept(picture) }
@@ -125,12 +125,13 @@ public final class ExactCut: Node {
           + "\(picture.pixelFormat.map { "\($0)" } ?? "unknown") \(picture.width)x\(picture.height) pictures "
           + "(cut at a keyframe instead)")
     }
+    let codec = keyframe?.format.codec ?? .h264
     let encoder =
       try self.encoder
       ?? PictureEncoder(
         .init(
-          codec: keyframe?.format.codec ?? .h264, width: picture.width, height: picture.height,
-          quality: quality, keyframeInterval: nil, preset: "veryfast"))
+          codec: codec, width: picture.width, height: picture.height, quality: quality, keyframeInterval: nil,
+          preset: "veryfast", parameterSetId: freeParameterSetId(among: copiedParameterSets)))
     self.encoder = encoder
     let (data, isKeyframe) = try encoder.encode(picture, at: shown, keyframe: picturesEncoded == 0)
     var format =
@@ -138,7 +139,9 @@ public final class ExactCut: Node {
       ?? TrackFormat(codec: encoder.settings.codec, width: encoder.settings.width, height: encoder.settings.height)
     if isKeyframe {
       let sets = VideoParameterProbe.parameterSets(in: data, codec: format.codec)
-      if !sets.isEmpty { format.parameterSets = sets }
+      // H.264: the edge's sets (ids of their own) and the copied stream's, so that the one sample entry a
+      // file's track takes from its first packet describes every picture, the copied ones too.
+      if !sets.isEmpty { format.parameterSets = codec == .h264 ? sets + copiedParameterSets : sets }
     }
     encodedFormat = format
     picturesEncoded += 1
@@ -146,6 +149,24 @@ public final class ExactCut: Node {
       EncodedPacket(
         track: videoTrack, format: format, time: shown, duration: (try? end - shown) ?? duration,
         isKeyframe: isKeyframe, data: data))
+  }
+
+  /// The parameter sets of the copied stream: its keyframes' formats, or what the first one carries.
+  private var copiedParameterSets: Data {
+    var sets = Data()
+    for packet in [keyframe, next].compactMap({ $0 }) {
+      let own =
+        packet.format.parameterSets.isEmpty
+        ? VideoParameterProbe.parameterSets(in: packet.data, codec: packet.format.codec) : packet.format.parameterSets
+      if sets.range(of: own) == nil { sets.append(own) }
+    }
+    return sets
+  }
+
+  /// The smallest H.264 SPS/PPS id `sets` do not take (x264 gives its PPS the SPS's id).
+  private func freeParameterSetId(among sets: Data) -> Int {
+    let taken = VideoParameterProbe.h264ParameterSetIDs(in: sets)
+    return (0...31).first { !taken.contains($0) } ?? 0
   }
 
   /// The held group is complete: its pictures from `start` on are encoded and sent, decoded ahead of

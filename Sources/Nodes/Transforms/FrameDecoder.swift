@@ -26,6 +26,11 @@ public final class FrameDecoder: Node {
   public let track: TrackID
   /// Decoding threads (libavcodec's `thread_count`).
   public let threads: Int
+  /// The decoding threads of a decoder made without saying: one per core, as `ffmpeg` and GStreamer's
+  /// `avdec_*` decode by default, and what `tipipe bench decode` measures. libavcodec's frame threads
+  /// hold back one frame per thread; a flow that wants each frame as soon as its packet arrives (a
+  /// replay's first picture after a seek) asks for 1.
+  public static let defaultThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
   /// Decode keyframes only.
   public var keyframesOnly: Bool
   /// Decode nothing: packets are kept (the latest ``retainedWhileDiscarding`` of media), and decoding
@@ -44,8 +49,11 @@ public final class FrameDecoder: Node {
   public private(set) var framesDecoded = 0
   private var skipping = false
 
-  /// Creates a decoder for `track`.
-  public init(name: String = "FrameDecoder", track: TrackID, threads: Int = 1, keyframesOnly: Bool = false) throws {
+  /// Creates a decoder for `track` with `threads` decoding threads (``defaultThreads`` unless said).
+  public init(
+    name: String = "FrameDecoder", track: TrackID, threads: Int = FrameDecoder.defaultThreads,
+    keyframesOnly: Bool = false
+  ) throws {
     self.name = name
     self.track = track
     self.threads = max(1, threads)

@@ -128,6 +128,9 @@ public final class Replay: @unchecked Sendable {
   }
 
   struct State {
+    /// Those awaiting a play's end (the async ``play(startTimeMs:endTimeMs:initialTimeMs:token:)``), by
+    /// play number.
+    var waiters: [Int: Waiter] = [:]
     var onTimeChanged: (@Sendable (Int64) -> Void)?
     var onError: ErrorHandler?
     var onCompleted: (@Sendable () -> Void)?
@@ -396,17 +399,83 @@ public final class Replay: @unchecked Sendable {
   /// callbacks; the speed, bindings and volumes are kept, a pause is not.
   @discardableResult
   public func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) -> TiErrorCode {
+    begin(startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: token, waiter: nil)
+  }
+
+  /// Plays `[startTimeMs, endTimeMs)` as ``play(startTimeMs:endTimeMs:initialTimeMs:token:)`` does and
+  /// returns when the play has ended: ``Ending/completed`` at the end of the range (after `onCompleted`
+  /// was delivered), ``Ending/stopped`` when ``stop()`` or another play ended it first. Its failure
+  /// (`onError`'s error) and a refused play (`invalidArgument`, `notBound`) are thrown. Cancelling the
+  /// awaiting task stops the play. The callbacks are delivered as usual meanwhile.
+  public func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) async throws
+    -> Ending
+  {
+    let stream = AsyncStream<Result<Ending, TiError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
+    let playNumber = Locked<Int?>(nil)
+    let code = begin(
+      startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: token,
+      waiter: Waiter(
+        started: { number in playNumber.withLock { $0 = number } },
+        end: { result in
+          stream.continuation.yield(result)
+          stream.continuation.finish()
+        }))
+    guard code == .ok else { throw TiError(code, "the play was refused") }
+    let outcome = await withTaskCancellationHandler {
+      var iterator = stream.stream.makeAsyncIterator()
+      return await iterator.next()
+    } onCancel: { [weak self] in
+      guard let self, let number = playNumber.withLock({ $0 }) else { return }
+      if state.withLock({ $0.playNumber == number }) { stop() }
+    }
+    guard let outcome else { return .stopped }
+    return try outcome.get()
+  }
+
+  /// How an awaited play ended.
+  public enum Ending: Sendable, Equatable {
+    /// The range was played to its end (`onCompleted`).
+    case completed
+    /// ``stop()``, another play, or the awaiting task's cancellation ended it first.
+    case stopped
+  }
+
+  /// One awaiting an async play's end.
+  struct Waiter {
+    /// Told the play's number, under the state's lock, when the play is accepted.
+    let started: @Sendable (Int) -> Void
+    /// Told the ending, once.
+    let end: @Sendable (Result<Ending, TiError>) -> Void
+  }
+
+  /// Hands `waiters` (of plays a stop or a new play ended) their ending `stopped`, through `deliver`,
+  /// after anything already delivered.
+  private func releaseWaiters(_ waiters: [Waiter]) {
+    guard !waiters.isEmpty else { return }
+    environment.deliver { for waiter in waiters { waiter.end(.success(.stopped)) } }
+  }
+
+  private func begin(
+    startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64?, token: String, waiter: Waiter?
+  ) -> TiErrorCode {
     guard MediaTime.validMilliseconds.contains(startTimeMs), MediaTime.validMilliseconds.contains(endTimeMs),
       startTimeMs < endTimeMs
     else { return .invalidArgument }
     if let initial = initialTimeMs, !(startTimeMs..<endTimeMs).contains(initial) { return .invalidArgument }
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
+    var released: [Waiter] = []
     let old = state.withLock { state -> Graph?? in
       guard !state.bindings.isEmpty else { return nil }
       ended = state.recorders
       state.recorders = []
       state.generation += 1
       state.playNumber += 1
+      released = Array(state.waiters.values)
+      state.waiters = [:]
+      if let waiter {
+        state.waiters[state.playNumber] = waiter
+        waiter.started(state.playNumber)
+      }
       state.heldGaps = []
       state.earlyGaps = [:]
       state.reportedRanges = []
@@ -432,6 +501,7 @@ public final class Replay: @unchecked Sendable {
     guard let old else { return .notBound }
     old?.pipeline.stop()
     endRecorders(ended)
+    releaseWaiters(released)
     // Both ends are valid times: the span cannot overflow. Over 10 days the play is accepted and ends
     // through onError (R21), as a listing of that span would.
     guard endTimeMs - startTimeMs <= Self.maximumSpanMs else {
@@ -547,9 +617,12 @@ public final class Replay: @unchecked Sendable {
   @discardableResult
   public func stop() -> TiErrorCode {
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
+    var released: [Waiter] = []
     let old = state.withLock { state -> Graph? in
       state.generation += 1
       state.playNumber += 1
+      released = Array(state.waiters.values)
+      state.waiters = [:]
       state.heldGaps = []
       state.active = false
       state.paused = false
@@ -560,6 +633,7 @@ public final class Replay: @unchecked Sendable {
     }
     old?.pipeline.stop()
     endRecorders(ended)
+    releaseWaiters(released)
     return .ok
   }
 
@@ -757,7 +831,10 @@ public final class Replay: @unchecked Sendable {
     let generation = plan.generation
     let id = binding.id
     let name = binding.isVideo ? "Video\(binding.channel)" : "Audio\(binding.channel)"
-    let decoder = try FrameDecoder(name: "\(name)Decoder", track: binding.track)
+    // One thread: frame threads would hold back a frame each, and a seek's first picture, a step while
+    // paused and the frame shown at a gap must come out with their own packet (ExoPlayer and ffplay
+    // play with low-delay decoders for the same reason).
+    let decoder = try FrameDecoder(name: "\(name)Decoder", track: binding.track, threads: 1)
     let joining = binding.joinsAt.map { MediaTime(milliseconds: $0) }
     let presentFrom = joining ?? plan.presentFrom
     let pacer: Pacer
@@ -1026,6 +1103,7 @@ public final class Replay: @unchecked Sendable {
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
     var outputs: [@Sendable (OutputEvent) -> Void] = []
     var mismatched: [@Sendable (OutputEvent) -> Void] = []
+    var waiter: Waiter?
     let handlers = state.withLock { state -> ((@Sendable (Int64) -> Void)?, (@Sendable () -> Void)?, Int64, Int)? in
       guard state.generation == generation, state.active, let play = state.play else { return nil }
       // An output whose channel carried nothing fails rather than completes, even where nothing
@@ -1045,6 +1123,7 @@ public final class Replay: @unchecked Sendable {
       state.lastReported = play.end
       ended = state.recorders
       state.recorders = []
+      waiter = state.waiters.removeValue(forKey: state.playNumber)
       return (moved ? state.onTimeChanged : nil, state.onCompleted, play.end, state.playNumber)
     }
     for events in mismatched {
@@ -1057,16 +1136,20 @@ public final class Replay: @unchecked Sendable {
       time?(end)
       done?()
     }
+    // Delivered after the callbacks, whether or not a new play drops them meanwhile.
+    if let waiter { environment.deliver { waiter.end(.success(.completed)) } }
   }
 
   private func failed(_ error: TiError, generation: Int) {
     var ended: [(recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)] = []
+    var waiter: Waiter?
     let handler = state.withLock { state -> (ErrorHandler?, Int)? in
       guard state.generation == generation, state.active else { return nil }
       state.active = false
       state.paused = false
       ended = state.recorders
       state.recorders = []
+      waiter = state.waiters.removeValue(forKey: state.playNumber)
       return (state.onError, state.playNumber)
     }
     endRecorders(ended)
@@ -1074,6 +1157,7 @@ public final class Replay: @unchecked Sendable {
     let graph = state.withLock { $0.generation == generation ? $0.graph : nil }
     graph?.pipeline.stop()
     if let handler { deliver(play: play) { handler(error) } }
+    if let waiter { environment.deliver { waiter.end(.failure(error)) } }
   }
 
   /// Delivers a play's callback, unless a stop or a new play came before it ran (R70).

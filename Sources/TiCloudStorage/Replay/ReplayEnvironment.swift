@@ -6,8 +6,8 @@ import PipelineGraph
 /// - ``realtime(callbacks:)``: a thread of its own and the monotonic clock (an application).
 /// - ``freeRunning(callbacks:)``: the same semantics on a clock that jumps to the next presentation
 ///   as soon as the graph is idle (`tipipe play --pace fast`, snapshots, tests of whole runs).
-/// - ``init(executor:clock:workers:deliver:)`` with a `ManualExecutor` and a `VirtualClock`: every
-///   job and every instant under a test's control.
+/// - ``manual(executor:clock:)``: every job and every instant under a test's control (a
+///   `ManualExecutor` and a `VirtualClock`; ReplayTestKit's `ReplayHarness` drives one).
 ///
 /// A value; no states. The replay calls `deliver` from its executor and from its callers' threads, so
 /// `deliver` must be thread-safe and run the callback later, not inside its own call.
@@ -38,6 +38,14 @@ public struct ReplayEnvironment: Sendable {
     ReplayEnvironment(
       executor: ThreadExecutor(name: "tipipe.replay"), clock: MonotonicClock(), workers: WorkerPool.shared,
       deliver: { callbacks.async(execute: $0) })
+  }
+
+  /// Everything on `executor` under a test's control: the graphs' jobs, the workers' reads, and the
+  /// callbacks, each queued there as a job of its own (never run inside the call that caused it, as
+  /// the contract of ``deliver`` asks), on `clock`'s instants.
+  public static func manual(executor: ManualExecutor, clock: VirtualClock) -> ReplayEnvironment {
+    ReplayEnvironment(
+      executor: executor, clock: clock, workers: executor, deliver: { [executor] in executor.execute($0) })
   }
 
   /// Replay semantics as fast as the machine allows; callbacks on `callbacks`.

@@ -169,6 +169,34 @@ extension TiCloudStorage {
     }
   }
 
+  /// Exports as the detailed overload does and returns the result when the export has ended, in the
+  /// caller's context; `onRecordingGap` runs on the SDK's background queue. A refused export returns at
+  /// once with the refusal's code, no file and no report. Cancelling the awaiting task cancels the
+  /// export (its result then says cancelled, 6115, unless another ending came first).
+  public func exportRecording(
+    _ request: TiCloudStorageExportRequest, onRecordingGap: (@Sendable (TiCloudStorageRecordingGap) -> Void)? = nil
+  ) async -> TiCloudStorageExportResult {
+    let running = Locked<TiCloudStorageExportTask?>(nil)
+    return await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        let start = exportRecording(
+          request, progress: nil, progressDetail: nil, onRecordingGap: onRecordingGap.map { gap in { gap($0) } },
+          callbackThread: .background
+        ) { continuation.resume(returning: $0) }
+        guard let task = start.task else {
+          return continuation.resume(
+            returning: TiCloudStorageExportResult(
+              code: start.code, file: nil, report: nil, message: "the export was refused (\(start.code))"))
+        }
+        running.withLock { $0 = task }
+        // A cancellation that came before the task was known.
+        if Task.isCancelled { _ = task.cancel() }
+      }
+    } onCancel: {
+      _ = running.withLock { $0 }?.cancel()
+    }
+  }
+
   /// Exports `[startTimeMs, endTimeMs)` of the request's channels to a new MP4 in the SDK cache
   /// directory (or at the request's `outputPath`, a Linux addition) with the instance's current token
   /// (E2), its callbacks on `callbackThread` (E9).

@@ -34,6 +34,24 @@ public enum TiRtcLogging {
   /// while another upload runs — and then `completion` is never called (X9). `TiCloudStorage.shutdown()`
   /// returns inUse until the completion is delivered (X12).
   public static func upload(completion: @escaping @MainActor @Sendable (TiRtcLogUploadResult) -> Void) -> Int32 {
+    upload(on: .main) { result in MainActor.assumeIsolated { completion(result) } }
+  }
+
+  /// Uploads as ``upload(completion:)`` does and returns the outcome when it is known, in the caller's
+  /// context rather than on the main queue; a refused upload (notInitialized, inUse) returns at once
+  /// with that code and no log id.
+  public static func upload() async -> TiRtcLogUploadResult {
+    await withCheckedContinuation { continuation in
+      let code = upload(on: DispatchQueue.global()) { continuation.resume(returning: $0) }
+      if code != TiCloudStorageErrorCode.ok { continuation.resume(returning: TiRtcLogUploadResult(code: code)) }
+    }
+  }
+
+  /// Starts an upload whose outcome is handed to `completion` on `queue`; the upload counts as running
+  /// until then (X12).
+  private static func upload(
+    on queue: DispatchQueue, completion: @escaping @Sendable (TiRtcLogUploadResult) -> Void
+  ) -> Int32 {
     let runtime = Runtime.shared
     let accepted = runtime.withLock { () -> Result<(Runtime.Configuration, RuntimeLog?), Refusal> in
       guard let configuration = runtime.configuration else {
@@ -44,10 +62,10 @@ public enum TiRtcLogging {
     }
     guard case .success(let (configuration, log)) = accepted else { return accepted.failureCode }
     let deliver: @Sendable (TiRtcLogUploadResult) -> Void = { result in
-      DispatchQueue.main.async {
+      queue.async {
         // Delivered from here on: a caller woken by the completion may shut down at once.
         runtime.endUpload()
-        MainActor.assumeIsolated { completion(result) }
+        completion(result)
       }
     }
     DispatchQueue.global().async {
