@@ -38,6 +38,39 @@ struct MediaFileSourceTests {
     return (video.frames, audio.frames, video.formatChanges.count)
   }
 
+  @Test("a flush reads the file again from its start (MP4, MPEG-TS, raw H.264 and AAC)")
+  func flushRereadsFromTheStart() throws {
+    let directory = try TemporaryDirectory()
+    let mp4 = try makeFile("flush.mp4", in: directory.url, extraArguments: ["-bf", "2"])
+    let ts = try makeFile("flush.ts", in: directory.url, extraArguments: [])
+    let h264 = directory.url.appendingPathComponent("flush.h264")
+    let aac = directory.url.appendingPathComponent("flush.aac")
+    // A raw stream has no timestamps: without B-frames its frames are shown in the order they come.
+    let plain = try makeFile("plain.mp4", in: directory.url, extraArguments: ["-bf", "0"])
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-i", plain.path, "-map", "0:v", "-c", "copy", h264.path])
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-i", mp4.path, "-map", "0:a", "-c", "copy", aac.path])
+    for file in [mp4, ts, h264, aac] {
+      let executor = ManualExecutor()
+      let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+      let sink = CollectingSink<EncodedPacket>()
+      let failures = LockedArray<String>()
+      pipeline.errorHandler = { failures.append("\($0)"); return .stopPipeline }
+      pipeline.connect(MediaFileSource(path: file.path), to: sink)
+      try pipeline.start()
+      executor.runUntilIdle()
+      let first = sink.items.map { "\($0.track) \($0.time) \($0.data.count)" }
+      #expect(first.count > 50, "\(file.lastPathComponent): \(first.count) packets")
+      sink.reset()
+      pipeline.flush()
+      executor.runUntilIdle()
+      let again = sink.items.map { "\($0.track) \($0.time) \($0.data.count)" }
+      #expect(
+        again == first, "\(file.lastPathComponent): \(again.count) packets after the flush, \(first.count) before")
+      pipeline.stop()
+      executor.runUntilIdle()
+    }
+  }
+
   @Test("an MP4 with B-frames, an MKV and an MPEG-TS decode to ffprobe's frame counts")
   func containers() throws {
     let directory = try TemporaryDirectory()

@@ -228,9 +228,12 @@ final class MediaFileReader {
   }
 
   /// Goes back to the start of the file.
-  func rewind() {
-    av_seek_frame(input.pointer, -1, 0, AVSEEK_FLAG_BACKWARD)
+  /// Seeks back to the file's start; false when libavformat cannot (the reader is then where it was,
+  /// and the caller opens the file again).
+  func rewind() -> Bool {
+    guard av_seek_frame(input.pointer, -1, 0, AVSEEK_FLAG_BACKWARD) >= 0 else { return false }
     untimedNext.removeAll()
     readAhead.removeAll()
+    return true
   }
 }

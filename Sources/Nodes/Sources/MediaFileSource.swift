@@ -49,6 +49,8 @@ public final class MediaFileSource: SourceNode {
   private let videoChannel: UInt8
   private let audioChannel: UInt8
   private var reader: MediaFileReader?
+  /// Why the file could not be opened again after a flush (thrown by the next read).
+  private var reopenFailure: (any Error)?
   private var tracks: [Int32: Track] = [:]
   /// The file's time that maps to `startTime`.
   private var anchor = MediaDuration.zero
@@ -103,6 +105,10 @@ public final class MediaFileSource: SourceNode {
 
   /// Reads packets until one is ready to leave (its successor gave its duration), or the file ends.
   public func produce(context: NodeContext<EncodedPacket>) throws -> ProduceResult {
+    if let reopenFailure {
+      self.reopenFailure = nil
+      throw reopenFailure
+    }
     guard let reader else { return .finished }
     while let raw = try reader.read() {
       guard var track = tracks[raw.stream] else { continue }
@@ -192,7 +198,15 @@ public final class MediaFileSource: SourceNode {
 
   /// Seeks back to the start of the file.
   public func flush(context: NodeContext<EncodedPacket>) {
-    reader?.rewind()
+    if let reader, !reader.rewind() {
+      // A stream libavformat cannot seek in: read it again from the start, or fail at the next read.
+      do {
+        self.reader = try MediaFileReader(path: path)
+      } catch {
+        self.reader = nil
+        reopenFailure = error
+      }
+    }
     for key in tracks.keys {
       tracks[key]?.announced = false
       tracks[key]?.pending = nil
