@@ -10,6 +10,7 @@ packages=(
   ffmpeg curl
   gstreamer1.0-tools gstreamer1.0-plugins-good
   time
+  chromium  # browser tests: exported files played in a <video> element
 )
 
 missing=()

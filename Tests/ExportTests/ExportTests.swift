@@ -72,8 +72,12 @@ struct ExportTests {
         reportRange(0, 3000), reportRange(6000, 9000), reportRange(16000, 19000), reportRange(21000, 24000),
       ])
     #expect(report.coveredDurationMs == 12000)
-    _ = try expectPlayable(result)
+    let probe = try expectPlayable(result)
     #expect(observations.progress.last == 1.0)
+    // A browser plays the spliced file to its end: every frame, none corrupted.
+    let playback = try playInChromium(try #require(result.file))
+    #expect(playback.ended && playback.corrupted == 0, "\(playback)")
+    #expect(playback.frames == probe.videoPackets.count, "\(playback)")
   }
 
   @Test("E28: a codec and resolution change mid-range is an unsupportedMedia gap until a compatible keyframe")

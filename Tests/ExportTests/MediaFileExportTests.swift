@@ -338,6 +338,27 @@ struct MediaFileExportTests {
     #expect(errors.isEmpty, "\(label): \(errors)")
   }
 
+  @Test(
+    "exact and keyframe cuts play in Chromium to their end, every frame, none corrupted",
+    arguments: [cases[0], cases[6]])
+  func cutsPlayInABrowser(_ item: Case) throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(item, seconds: 6, in: directory.url)
+    let start = try #require(MediaFileSource.probe(path: file.path).video).range.start.microseconds
+    for cut in ExportJob.Cut.allCases {
+      let output = directory.url.appendingPathComponent("browser-\(cut).mp4")
+      let range = MediaRange(
+        start: MediaTime(microseconds: start + 1_300_000), end: MediaTime(microseconds: start + 4_700_000))
+      let result = try Self.export(file, range, to: output, cut: cut)
+      #expect(result.code == .ok, "\(item) \(cut): \(result.message ?? "")")
+      let judged = try Self.judge(output)
+      let playback = try playInChromium(output)
+      #expect(playback.ended && playback.error == nil, "\(item) \(cut): \(playback)")
+      #expect(playback.corrupted == 0, "\(item) \(cut): \(playback)")
+      #expect(playback.frames == judged.videoFrames, "\(item) \(cut): \(playback), ffprobe \(judged.videoFrames)")
+    }
+  }
+
   @Test("an exact cut in a long group of pictures (libx264's default 10 s) keeps the audio with the re-encoded edge")
   func exactCutInALongGroup() throws {
     let directory = try TemporaryDirectory()

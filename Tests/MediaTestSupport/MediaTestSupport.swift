@@ -201,3 +201,68 @@ public struct RecordMutator {
     return (object, key)
   }
 }
+
+/// What Chromium made of a media file played to its end in a `<video>` element (headless, muted, 4×).
+public struct BrowserPlayback: Sendable, CustomStringConvertible {
+  /// The page saw `ended`.
+  public var ended: Bool
+  /// `getVideoPlaybackQuality()`: frames decoded (shown or dropped for lateness) and frames corrupted.
+  public var frames: Int
+  /// Frames the decoder reported corrupted.
+  public var corrupted: Int
+  /// The element's duration, in seconds.
+  public var duration: Double
+  /// The element's error (code and message), when playback failed.
+  public var error: String?
+  /// What the page logged, as Chromium printed it.
+  public var line: String
+
+  public var description: String { line }
+}
+
+/// Plays `file` in headless Chromium (`/usr/bin/chromium`, installed by scripts/setup.sh) to its end
+/// and reports what the page saw; the browser quits when the video ends or fails (a 120 s cap is only a
+/// guard against a hang, never a measurement).
+public func playInChromium(_ file: URL) throws -> BrowserPlayback {
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-browser-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  defer { try? FileManager.default.removeItem(at: directory) }
+  let page = directory.appendingPathComponent("play.html")
+  try """
+  <!doctype html><html><body><video id=v muted playsinline></video><script>
+  const v = document.getElementById('v');
+  const done = () => setTimeout(() => window.close(), 50);
+  v.onended = () => {
+    const q = v.getVideoPlaybackQuality();
+    console.log(`tipipe-playback ended frames=${q.totalVideoFrames} corrupted=${q.corruptedVideoFrames} duration=${v.duration}`);
+    done();
+  };
+  v.onerror = () => { console.log(`tipipe-playback error ${v.error.code} ${v.error.message}`); done(); };
+  v.src = decodeURIComponent(location.hash.slice(1));
+  v.playbackRate = 4;
+  v.play().catch(e => { console.log(`tipipe-playback error play ${e}`); done(); });
+  </script></body></html>
+  """.write(to: page, atomically: true, encoding: .utf8)
+  let target = file.absoluteURL.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+  let output = try runForStandardError(
+    "/usr/bin/timeout",
+    [
+      "120", "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--mute-audio",
+      "--autoplay-policy=no-user-gesture-required", "--enable-logging=stderr", "--v=0",
+      "--user-data-dir=\(directory.appendingPathComponent("profile").path)", "\(page.absoluteString)#\(target)",
+    ])
+  guard let line = output.split(separator: "\n").first(where: { $0.contains("tipipe-playback") }) else {
+    return BrowserPlayback(
+      ended: false, frames: 0, corrupted: 0, duration: 0, error: "no answer from the page", line: "")
+  }
+  let text = String(line)
+  func value(_ key: String) -> String? {
+    guard let range = text.range(of: "\(key)=") else { return nil }
+    return String(text[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" })
+  }
+  let ended = text.contains("tipipe-playback ended")
+  return BrowserPlayback(
+    ended: ended, frames: Int(value("frames") ?? "") ?? -1, corrupted: Int(value("corrupted") ?? "") ?? -1,
+    duration: Double(value("duration") ?? "") ?? -1,
+    error: ended ? nil : String(text[text.range(of: "tipipe-playback ")!.upperBound...]), line: text)
+}
