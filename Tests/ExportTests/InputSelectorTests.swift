@@ -2,6 +2,7 @@ import Foundation
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import PipelineTestKit
 import Testing
 
 @Suite("InputSelector: two files, one stream, switched at a keyframe")
@@ -67,5 +68,60 @@ struct InputSelectorTests {
     #expect(try psnr(output, 3.96, first, 3.96, in: directory.url) > 40, "the last frame of the first input")
     #expect(try psnr(output, 4.0, second, 4.0, in: directory.url) > 40, "from the switch: the second input")
     #expect(try psnr(output, 5.0, first, 5.0, in: directory.url) < 20, "not the first input after it")
+  }
+}
+
+@Suite("InputSelector holds at most its limit at a switch")
+struct InputSelectorBoundTests {
+  let a = TrackID(.video, channel: 0)
+  let b = TrackID(.video, channel: 2)
+
+  func packet(_ track: TrackID, _ ms: Int64, key: Bool = false) -> EncodedPacket {
+    EncodedPacket(
+      track: track, format: TrackFormat(codec: .h264, width: 320, height: 240), time: MediaTime(milliseconds: ms),
+      duration: .microseconds(40_000), isKeyframe: key, data: Data(count: 100))
+  }
+
+  func harness() throws -> NodeHarness<InputSelector> {
+    try NodeHarness(InputSelector(choices: [.init(video: a), .init(video: b)], videoTrack: a))
+  }
+
+  @Test("a new input without a keyframe: the old input flows on, no more than 10 s behind, and the switch moves on")
+  func newInputWithoutKeyframe() throws {
+    let harness = try harness()
+    harness.node.select(1, at: MediaTime(milliseconds: 1000))
+    // The old input plays 60 s (a keyframe every 2 s); the new one sends only non-keyframes meanwhile.
+    for ms in stride(from: Int64(0), to: 60_000, by: 40) {
+      harness.push(packet(a, ms, key: ms % 2000 == 0))
+      harness.push(packet(b, ms))
+    }
+    harness.runUntilIdle()
+    let out = harness.outputItems.map(\.time.milliseconds)
+    // Everything but the last 10 s of the old input went out, in order; nothing of the new one.
+    #expect(out.count >= (60_000 - 10_000) / 40 - 1, "\(out.count) packets out")
+    #expect(out == out.sorted())
+    #expect(harness.outputItems.allSatisfy { $0.track == a })
+    // Then the new input's keyframe: the switch is at it, after what already went out.
+    harness.push(packet(b, 60_000, key: true))
+    harness.push(packet(a, 60_000, key: true))
+    harness.push(packet(b, 60_040))
+    harness.runUntilIdle()
+    #expect(harness.node.switches.map(\.at.milliseconds) == [60_000])
+    let times = harness.outputItems.map(\.time.milliseconds)
+    #expect(times == Array(stride(from: Int64(0), through: 60_040, by: 40)), "every instant once")
+  }
+
+  @Test("an old input that lags by more than 10 s: the switch goes ahead without it")
+  func oldInputLagging() throws {
+    let harness = try harness()
+    harness.node.select(1, at: MediaTime(milliseconds: 1000))
+    harness.push(packet(a, 0, key: true))
+    // The new input runs 30 s ahead; the old one sends nothing more.
+    for ms in stride(from: Int64(2000), to: 32_000, by: 40) { harness.push(packet(b, ms, key: ms % 2000 == 0)) }
+    harness.runUntilIdle()
+    #expect(harness.node.switches.map(\.at.milliseconds) == [2000])
+    #expect(harness.node.active == 1)
+    // The new input's packets went out: what is held is never more than the limit.
+    #expect(harness.outputItems.count == 1 + (32_000 - 2000) / 40)
   }
 }

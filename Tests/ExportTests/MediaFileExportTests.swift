@@ -3,6 +3,7 @@ import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import PipelineTestKit
 import Testing
 import TiCloudStorage
 
@@ -373,5 +374,41 @@ struct MediaFileExportTests {
     let judged = try Self.judge(output)
     #expect(judged.videoFrames == 93)
     try Self.expectAudioWithVideo(judged, "exact in a long group")
+  }
+}
+
+@Suite("ExactCut holds at most its limit")
+struct ExactCutBoundTests {
+  @Test("a group of pictures that passes the limit without a next keyframe fails with resourceExhausted")
+  func holdsAtMostItsLimit() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 1, in: directory.url)
+    // The file's first keyframe, read as a flow would.
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let packets = CollectingSink<EncodedPacket>()
+    pipeline.connect(MediaFileSource(path: file.path), to: packets)
+    try pipeline.start()
+    executor.runUntilIdle()
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let keyframe = try #require(packets.items.first { $0.track == video && $0.isKeyframe })
+    let harness = try NodeHarness(
+      ExactCut(
+        start: MediaTime(microseconds: keyframe.time.microseconds + 500_000), videoTrack: video, audioTrack: audio))
+    harness.push(keyframe)
+    // Then only audio (as a stream without a second keyframe brings it), 1 MiB a packet.
+    let format = TrackFormat(codec: .aac, sampleRate: 44100, channels: 1)
+    for index in 0..<(ExactCut.holdLimit >> 20) + 2 {
+      harness.push(
+        EncodedPacket(
+          track: audio, format: format,
+          time: MediaTime(microseconds: keyframe.time.microseconds + Int64(600_000 + index * 23_000)),
+          duration: .microseconds(23_000), isKeyframe: true, data: Data(count: 1 << 20)))
+    }
+    harness.runUntilIdle()
+    let failure = try #require(harness.reportedFailures.first)
+    #expect((failure.error as? TiError)?.code == .resourceExhausted, "\(failure)")
   }
 }

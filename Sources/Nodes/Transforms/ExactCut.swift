@@ -18,6 +18,10 @@ import PipelineGraph
 /// `start` passes unchanged. Each ``StretchStart`` event (a gate's next kept stretch) starts a new cut at
 /// its time, so every stretch of a ``RangeGate`` or a ``Valve`` begins exactly where it was asked to.
 ///
+/// What it holds is bounded by ``holdLimit``: a group of pictures that grows past it (a stream with no
+/// second keyframe within it, as intra-refresh cameras make) fails the node with `resourceExhausted`
+/// rather than hold the file in memory.
+///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again (a new cut).
 public final class ExactCut: Node {
   /// Consumes packets in decode order.
@@ -50,6 +54,10 @@ public final class ExactCut: Node {
   private var pendingPicture: (time: MediaTime, duration: MediaDuration, frame: FrameBuffer)?
   private var encoded: [EncodedPacket] = []
   private var encodedFormat: TrackFormat?
+  /// The most bytes held while a group of pictures is read: the packets waiting (audio, other tracks) and
+  /// the re-encoded pictures (the group's own packets are decoded as they come, not kept).
+  public static let holdLimit = 128 << 20
+  private var heldBytes = 0
   /// Pictures re-encoded (0 when the stream started at a keyframe).
   public private(set) var picturesEncoded = 0
 
@@ -66,9 +74,9 @@ public final class ExactCut: Node {
     guard !passing else { return context.emit(input) }
     if input.track == audioTrack {
       guard input.time.advanced(by: input.duration, notAfter: MediaTime(microseconds: .max)) > start else { return }
-      return held.append(.packet(input))
+      return try hold(input)
     }
-    guard input.track == videoTrack else { return held.append(.packet(input)) }
+    guard input.track == videoTrack else { return try hold(input) }
     guard let keyframe else {
       guard input.isKeyframe else { return }
       guard input.time < start else {
@@ -91,6 +99,21 @@ public final class ExactCut: Node {
     }
     try cut(context, followedBy: input)
     context.emit(input)
+  }
+
+  private func hold(_ packet: EncodedPacket) throws {
+    held.append(.packet(packet))
+    try count(packet.data.count)
+  }
+
+  private func count(_ bytes: Int) throws {
+    heldBytes += bytes
+    guard heldBytes <= Self.holdLimit else {
+      throw TiError(
+        .resourceExhausted,
+        "an exact cut at \(start) holds the group of pictures until the next keyframe, and this one passed "
+          + "\(Self.holdLimit >> 20) MiB without one (cut at a keyframe instead)")
+    }
   }
 
   private func decode(_ packet: EncodedPacket) throws {
@@ -145,6 +168,7 @@ public final class ExactCut: Node {
     }
     encodedFormat = format
     picturesEncoded += 1
+    try count(data.count)
     encoded.append(
       EncodedPacket(
         track: videoTrack, format: format, time: shown, duration: (try? end - shown) ?? duration,
@@ -261,6 +285,7 @@ public final class ExactCut: Node {
 
   private func reset() {
     passing = false
+    heldBytes = 0
     keyframe = nil
     next = nil
     held = []

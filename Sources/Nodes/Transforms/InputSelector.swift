@@ -12,6 +12,10 @@ import PipelineGraph
 /// is held (both inputs' packets may arrive in any interleaving: the output is the same). The output's
 /// format is announced by a `formatChange` at the switch.
 ///
+/// What waits at a switch is bounded by ``holdLimit``: when the new input has no keyframe within it, the
+/// old input's oldest held packets go out and the switch moves past them; when the old input lags behind
+/// the new one by more than it, the switch goes ahead without waiting for the old input.
+///
 /// The old input's frames shown at or after the switch are dropped: with B-frames, the few before it that
 /// refer to them cannot be decoded; switch inputs without B-frames (as cameras make them), or at a point
 /// where the old input has a keyframe.
@@ -65,6 +69,11 @@ public final class InputSelector: Node {
   private var started = false
   /// The output's format is announced at the next keyframe (the first, and each switch's).
   private var announce = true
+  /// The most media, and bytes, held on either side of a switch.
+  public static let holdLimit = (span: MediaDuration.microseconds(10_000_000), bytes: 64 << 20)
+  /// Bytes of `incoming` and `outgoing`.
+  private var incomingBytes = 0
+  private var outgoingBytes = 0
   /// Packets dropped (inactive inputs, before keyframes).
   public private(set) var droppedPackets = 0
   /// Switches made, with where they took effect.
@@ -95,6 +104,7 @@ public final class InputSelector: Node {
       for packet in outgoing { emit(packet, context) }
       outgoing = []
       incoming = []
+      (incomingBytes, outgoingBytes) = (0, 0)
       oldReached = false
     }
     let current = choices[active]
@@ -104,8 +114,32 @@ public final class InputSelector: Node {
     guard input.track == current.video || input.track == current.audio else { return droppedPackets += 1 }
     guard let pending, input.time >= pending.at else { return emit(input, context) }
     // Past the time asked for: held until the new input's keyframe says where the switch is.
-    guard let keyframe = incoming.first?.time else { return outgoing.append(input) }
+    guard let keyframe = incoming.first?.time else {
+      outgoing.append(input)
+      outgoingBytes += input.data.count
+      return releaseOutgoingBeyondLimit(context)
+    }
     try leave(input, before: keyframe, context)
+  }
+
+  /// The new input has no keyframe within the limit: the old input's oldest held packets go out, and the
+  /// switch can only come after them.
+  private func releaseOutgoingBeyondLimit(_ context: NodeContext<EncodedPacket>) {
+    var released = 0
+    while released < outgoing.count, exceedsLimit(outgoing[released...], bytes: outgoingBytes) {
+      let packet = outgoing[released]
+      emit(packet, context)
+      outgoingBytes -= packet.data.count
+      let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+      if let at = pending?.at { pending?.at = max(at, end) }
+      released += 1
+    }
+    outgoing.removeFirst(released)
+  }
+
+  private func exceedsLimit(_ packets: ArraySlice<EncodedPacket>, bytes: Int) -> Bool {
+    guard let first = packets.first, let last = packets.last else { return false }
+    return bytes > Self.holdLimit.bytes || (try? last.time - first.time).map { $0 > Self.holdLimit.span } ?? true
   }
 
   /// The old input's packet once the switch's keyframe is known: before it, let through; at or after it,
@@ -129,14 +163,19 @@ public final class InputSelector: Node {
       }
       self.pending?.at = packet.time
       incoming.append(packet)
+      incomingBytes += packet.data.count
       let waiting = outgoing
       outgoing = []
+      outgoingBytes = 0
       for old in waiting { try leave(old, before: packet.time, context) }
       return try switchIfReady(context)
     } else if packet.track == choice.audio, let first = incoming.first, packet.time < first.time {
       return droppedPackets += 1
     }
     incoming.append(packet)
+    incomingBytes += packet.data.count
+    // The old input lags by more than the limit: the switch goes ahead without it.
+    if exceedsLimit(incoming[...], bytes: incomingBytes) { oldReached = true }
     try switchIfReady(context)
   }
 
@@ -149,6 +188,7 @@ public final class InputSelector: Node {
     announce = true
     let held = incoming
     incoming = []
+    incomingBytes = 0
     for packet in held { emit(packet, context) }
   }
 
@@ -191,6 +231,7 @@ public final class InputSelector: Node {
   public func finish(context: NodeContext<EncodedPacket>) throws {
     let waiting = outgoing
     outgoing = []
+    outgoingBytes = 0
     if let keyframe = incoming.first?.time {
       for packet in waiting { try leave(packet, before: keyframe, context) }
     } else {
