@@ -217,6 +217,7 @@ public struct BrowserPlayback: Sendable, CustomStringConvertible {
   /// What the page logged, as Chromium printed it.
   public var line: String
 
+  /// The line the page logged.
   public var description: String { line }
 }
 

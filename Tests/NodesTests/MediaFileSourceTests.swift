@@ -54,7 +54,9 @@ struct MediaFileSourceTests {
       let pipeline = Pipeline(executor: executor, clock: VirtualClock())
       let sink = CollectingSink<EncodedPacket>()
       let failures = LockedArray<String>()
-      pipeline.errorHandler = { failures.append("\($0)"); return .stopPipeline }
+      pipeline.errorHandler = {
+        failures.append("\($0)"); return .stopPipeline
+      }
       pipeline.connect(MediaFileSource(path: file.path), to: sink)
       try pipeline.start()
       executor.runUntilIdle()
