@@ -9,7 +9,14 @@ import Synchronization
 final class RequestHandler: Sendable {
   private let configuration: ServerConfiguration
   private let index: RecordingIndex
-  private let files: [String: URL]
+  /// Each object's file under `objects/`, or why its index entry names none the server may serve.
+  private let files: [String: Result<URL, Refusal>]
+  /// `objects/` of the root, symlinks resolved: every file served is inside it.
+  private let objectsFolder: String?
+
+  struct Refusal: Error {
+    let reason: String
+  }
   private let objectRequests = Locked<[String: Int]>([:])
   private let listingRequests = Locked(0)
   private let random: Locked<SplitMix>
@@ -18,13 +25,33 @@ final class RequestHandler: Sendable {
     self.configuration = configuration
     let loaded = try RecordingIndex.load(library: configuration.root)
     index = RecordingIndex(deviceId: loaded.deviceId, segments: loaded.segments.sorted { $0.startMs < $1.startMs })
-    var files: [String: URL] = [:]
-    for segment in index.segments { files[segment.id] = segment.fileURL(in: configuration.root) }
+    var files: [String: Result<URL, Refusal>] = [:]
+    for segment in index.segments { files[segment.id] = Self.file(of: segment, in: configuration.root) }
     self.files = files
+    objectsFolder = Self.realPath(configuration.root.appendingPathComponent("objects").path)
     random = Locked(SplitMix(state: configuration.faults.seed))
   }
 
   func objectRequestCounts() -> [String: Int] { objectRequests.withLock { $0 } }
+
+  /// The file an index entry names: a relative name under `objects/` without `..`; an absolute path, a
+  /// URL or an escape from the folder is refused (the operator writes the library; a bad entry is theirs
+  /// to fix, and it is never served).
+  private static func file(of segment: RecordingIndex.Segment, in root: URL) -> Result<URL, Refusal> {
+    let name = segment.url
+    guard !name.isEmpty, !name.hasPrefix("/"), !name.contains("://"), !name.contains("\\"),
+      !name.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == ".." || $0 == "." }),
+      name.hasPrefix("objects/")
+    else { return .failure(Refusal(reason: "its url is not a relative name under objects/")) }
+    return .success(root.appendingPathComponent(name))
+  }
+
+  /// `path` with every symlink resolved, or nil when it does not exist.
+  private static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
 
   // MARK: Requests
 
@@ -166,13 +193,24 @@ final class RequestHandler: Sendable {
     if attempt <= faults.failFirst || chance(faults.failRate) {
       return .error(faults.failStatus, faults.failStatus == 429 ? "rate_limited" : "internal", "injected failure")
     }
-    guard let url = files[id] else { return .error(404, "not_found", "no object \(id)") }
-    let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+    guard let entry = files[id] else { return .error(404, "not_found", "no object \(id)") }
+    let url: URL
+    switch entry {
+    case .success(let file): url = file
+    case .failure(let refusal): return refused(id, refusal.reason)
+    }
+    // Symlinks are resolved and the file must still be under objects/ (a link out of the library is
+    // not served, whoever holds a signed URL).
+    guard let real = Self.realPath(url.path) else { return .error(404, "not_found", "no object \(id)") }
+    guard let folder = objectsFolder, real.hasPrefix(folder + "/") else {
+      return refused(id, "its file resolves to \(real), outside \(configuration.root.path)/objects")
+    }
+    let descriptor = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
     guard descriptor >= 0 else { return .error(404, "not_found", "no object \(id)") }
     var status = stat()
     guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
       close(descriptor)
-      return .error(404, "not_found", "no object \(id)")
+      return refused(id, "its file is not a regular file")
     }
     let size = Int64(status.st_size)
     var offset: Int64 = 0
@@ -191,6 +229,13 @@ final class RequestHandler: Sendable {
     return .file(
       descriptor: descriptor, offset: offset, length: length, size: size, partial: partial,
       cutAt: truncate ? length / 2 : nil)
+  }
+
+  /// A 500 for an object the library names but the server will not serve, with a log line naming the
+  /// entry for the operator.
+  private func refused(_ id: String, _ reason: String) -> Answer {
+    configuration.log?("index entry \(id.oneLine) is not served: \(reason.oneLine)")
+    return .error(500, "internal", "the library's entry for this object cannot be served")
   }
 
   /// `bytes=N-` or `bytes=N-M` inside a body of `size` bytes, as (first, last) inclusive; nil when the
@@ -231,7 +276,7 @@ final class RequestHandler: Sendable {
     var bytes: Int64 = 0
     switch answer {
     case .reset:
-      configuration.log?("\(method) \(path) reset (injected)")
+      configuration.log?("\(method.oneLine) \(path.oneLine) reset (injected)")
       return .NO
     case .error(let code, let error, let message):
       let body = (try? JSONSerialization.data(withJSONObject: ["error": error, "message": message])) ?? Data()
@@ -275,7 +320,8 @@ final class RequestHandler: Sendable {
     }
     guard let response else { return .NO }
     defer { MHD_destroy_response(response) }
-    configuration.log?("\(method) \(path) \(status) \(bytes)")
+    // What the client sent is escaped: a decoded `%0a` or `%1b[` can neither forge a line nor drive a terminal.
+    configuration.log?("\(method.oneLine) \(path.oneLine) \(status) \(bytes)")
     return MHD_queue_response(connection, UInt32(status), response)
   }
 

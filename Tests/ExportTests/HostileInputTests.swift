@@ -15,9 +15,10 @@ struct Finished {
 }
 
 /// Runs `tipipe` with `arguments` to its end.
-func tipipe(_ arguments: [String], in directory: URL? = nil) throws -> Finished {
+func tipipe(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> Finished {
   let process = try tipipeProcess()
   process.arguments = arguments
+  process.environment?.merge(environment) { $1 }
   if let directory { process.currentDirectoryURL = directory }
   let output = Pipe()
   let errors = Pipe()

@@ -12,7 +12,56 @@ struct FlagParser {
   private var values: [String: [String]] = [:]
   private var present: Set<String> = []
 
-  init(_ arguments: [String], known: [String: Kind]) throws {
+  /// Flags whose values are secrets: each also comes from `<flag>-file` (the file's content, a final
+  /// newline dropped) or, when neither is given, from an environment variable; given on the command
+  /// line, where every local user can read it (`ps`), it works, with a warning when standard error is a
+  /// terminal.
+  static let secretFlags = ["--token": "TIPIPE_TOKEN", "--secret": "TIPIPE_SECRET"]
+
+  init(_ arguments: [String], known: [String: Kind], environment: [String: String] = ProcessInfo.processInfo.environment)
+    throws
+  {
+    var known = known
+    for flag in Self.secretFlags.keys where known[flag] != nil { known[flag + "-file"] = .value }
+    try parse(arguments, known: known)
+    for (flag, variable) in Self.secretFlags where known[flag] != nil {
+      if let path = values[flag + "-file"]?.last {
+        guard values[flag] == nil else { throw UsageError(message: "give \(flag) or \(flag)-file, not both") }
+        values[flag] = [try Self.readSecret(path, flag: flag + "-file")]
+        present.insert(flag)
+      } else if values[flag] != nil {
+        // Told to a person at a terminal; a script's standard error keeps its one line per failure
+        // (spec/cli.md).
+        guard isatty(2) != 0 else { continue }
+        StandardError.write(
+          Data(
+            ("warning: \(flag) on the command line is visible to every local user (ps); "
+              + "use \(flag)-file or \(variable)\n").utf8))
+      } else if let value = environment[variable], !value.isEmpty {
+        values[flag] = [value]
+        present.insert(flag)
+      }
+    }
+  }
+
+  /// A secret kept in a file: a regular file of at most 64 KiB, its one line without the newline.
+  private static func readSecret(_ path: String, flag: String) throws -> String {
+    var status = stat()
+    guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      throw UsageError(message: "\(flag) \(path.oneLine) is not a readable regular file")
+    }
+    guard status.st_size <= 65_536, let data = FileManager.default.contents(atPath: path) else {
+      throw UsageError(message: "\(flag) \(path.oneLine) cannot be read (at most 64 KiB)")
+    }
+    var text = String(decoding: data, as: UTF8.self)
+    while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
+    guard !text.isEmpty, !text.contains(where: { $0.isNewline }) else {
+      throw UsageError(message: "\(flag) \(path.oneLine) must hold one non-empty line")
+    }
+    return text
+  }
+
+  private mutating func parse(_ arguments: [String], known: [String: Kind]) throws {
     var index = 0
     while index < arguments.count {
       let flag = arguments[index]

@@ -6,15 +6,18 @@ import Nodes
 enum ServeCommand {
   static let summary = "serve a library over the cloud API (spec/cloud-api.md), with fault injection"
   static let usage = """
-    usage: tipipe serve --root DIR [--host 127.0.0.1] [--port 8080] [--secret S] [--url-ttl SECONDS]
-                        [--threads N] [--quiet] [fault flags]
+    usage: tipipe serve --root DIR [--host 127.0.0.1] [--port 8080] [--secret-file F] [--url-ttl SECONDS]
+                        [--threads N] [--insecure] [--quiet] [fault flags]
 
     Serves the library in DIR (index.json and its objects, as `tipipe synth` writes them) per
     spec/cloud-api.md: GET /v1/recordings with a bearer token (`tipipe token`), presigned object URLs,
     Range answers (206; 416 for a bad range), JSON error bodies. Binds 127.0.0.1 by default; --port 0
     picks a free port. Prints `listening on http://HOST:PORT` on stdout, then one line per request on
     stderr (never tokens or signatures) unless --quiet. SIGINT, SIGTERM or SIGHUP stop it (exit 0).
-    --secret defaults to "tipipe-dev-secret"; --url-ttl (300) is how long object URLs stay valid.
+    The signing secret comes from --secret-file F (its one line), else TIPIPE_SECRET, else --secret S
+    (visible to every local user through ps: warned about), else the public "tipipe-dev-secret". An
+    address other than loopback with that public secret is refused unless --insecure: anyone could sign
+    tokens for it. --url-ttl (300) is how long object URLs stay valid.
 
     Fault flags (per object id, "first N" counts that object's requests):
       --fail-first N               the first N requests of each object answer --fail-status
@@ -32,11 +35,22 @@ enum ServeCommand {
       --seed N                     seed of the random faults (default 1)
     """
 
+  /// The development secret everyone knows (spec/cli.md's default).
+  static let defaultSecret = "tipipe-dev-secret"
+
+  /// 127.0.0.0/8, ::1 and localhost: only this machine can connect.
+  static func isLoopback(_ host: String) -> Bool {
+    if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+    let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+    return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+  }
+
   static func run(_ arguments: [String]) throws -> Int32 {
     let flags = try FlagParser(
       arguments,
       known: [
         "--root": .value, "--host": .value, "--port": .value, "--secret": .value, "--url-ttl": .value,
+        "--insecure": .boolean,
         "--threads": .value, "--quiet": .boolean, "--fail-first": .value, "--fail-rate": .value,
         "--fail-status": .value, "--truncate-first": .value, "--truncate-rate": .value, "--reset-first": .value,
         "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value,
@@ -45,9 +59,14 @@ enum ServeCommand {
     let root = try flags.required("--root")
     guard !root.isEmpty else { throw UsageError(message: "--root must not be empty") }
     var configuration = ServerConfiguration(
-      root: URL(fileURLWithPath: root), secret: flags.string("--secret") ?? "tipipe-dev-secret")
+      root: URL(fileURLWithPath: root), secret: flags.string("--secret") ?? defaultSecret)
     guard !configuration.secret.isEmpty else { throw UsageError(message: "--secret must not be empty") }
     configuration.host = flags.string("--host") ?? "127.0.0.1"
+    if configuration.secret == defaultSecret && !isLoopback(configuration.host) && !flags.has("--insecure") {
+      throw UsageError(
+        message: "serving \(configuration.host) with the public default secret would let anyone sign tokens: "
+          + "give --secret-file (or TIPIPE_SECRET), or --insecure to do it anyway")
+    }
     configuration.port = UInt16(try flags.integer("--port", default: 8080, range: 0...65535))
     configuration.urlLifetimeSeconds = Int64(try flags.integer("--url-ttl", default: 300, range: 0...604_800))
     configuration.threads = try flags.integer("--threads", default: 4, range: 1...256)
@@ -96,11 +115,11 @@ enum ServeCommand {
 enum TokenCommand {
   static let summary = "print a device token for tipipe serve"
   static let usage = """
-    usage: tipipe token --device-id ID [--secret S] [--ttl SECONDS]
+    usage: tipipe token --device-id ID [--secret-file F] [--ttl SECONDS]
 
     Prints v1.<device_id>.<expires>.<hex(HMAC-SHA256(secret, "v1.<device_id>.<expires>"))>, valid for
-    --ttl seconds (default 3600; 0 gives a token that has already expired). --secret defaults to
-    "tipipe-dev-secret", as for tipipe serve.
+    --ttl seconds (default 3600; 0 gives a token that has already expired). The secret comes from
+    --secret-file, TIPIPE_SECRET or --secret (warned about), else "tipipe-dev-secret", as for tipipe serve.
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -109,7 +128,7 @@ enum TokenCommand {
     guard !device.isEmpty, !device.contains(where: { $0.isWhitespace }) else {
       throw UsageError(message: "--device-id must be non-empty, without spaces")
     }
-    let secret = flags.string("--secret") ?? "tipipe-dev-secret"
+    let secret = flags.string("--secret") ?? ServeCommand.defaultSecret
     guard !secret.isEmpty else { throw UsageError(message: "--secret must not be empty") }
     let ttl = try flags.integer("--ttl", default: 3600, range: 0...315_360_000)
     let now = Int64(Date().timeIntervalSince1970)

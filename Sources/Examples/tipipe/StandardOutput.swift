@@ -63,18 +63,5 @@ enum StandardError {
   }
 
   /// `text` with its control characters as `\n`, `\t` or `\u{…}`.
-  static func oneLine(_ text: String) -> String {
-    var result = ""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\n": result += "\\n"
-      case "\r": result += "\\r"
-      case "\t": result += "\\t"
-      case _ where scalar.properties.generalCategory == .control:
-        result += "\\u{\(String(scalar.value, radix: 16))}"
-      default: result.unicodeScalars.append(scalar)
-      }
-    }
-    return result
-  }
+  static func oneLine(_ text: String) -> String { text.oneLine }
 }

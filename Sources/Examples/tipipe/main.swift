@@ -44,7 +44,9 @@ let commands: [(name: String, command: Command)] = [
   }
   text += "  help     this text, or a command's\n\n"
   text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
-  text += "Times are UTC milliseconds or ISO-8601 with a zone."
+  text += "Times are UTC milliseconds or ISO-8601 with a zone.\n"
+  text += "Secrets stay off the command line (every local user sees it through ps): --token K may be\n"
+  text += "--token-file F or TIPIPE_TOKEN, --secret S --secret-file F or TIPIPE_SECRET."
   return text
 }
 

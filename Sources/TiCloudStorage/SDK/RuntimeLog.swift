@@ -40,7 +40,8 @@ final class RuntimeLog: @unchecked Sendable {
 
   /// Appends a line with its UTC time.
   func write(_ message: String) {
-    let line = "\(Date().formatted(.iso8601)) \(message)\n"
+    // Messages quote what servers and callers sent: one line each, no terminal escapes.
+    let line = "\(Date().formatted(.iso8601)) \(message.oneLine)\n"
     let data = Data(line.utf8)
     lock.withLock {
       if size + data.count > Self.rotationBytes { rotate() }
