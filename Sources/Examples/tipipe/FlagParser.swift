@@ -18,7 +18,9 @@ struct FlagParser {
   /// terminal.
   static let secretFlags = ["--token": "TIPIPE_TOKEN", "--secret": "TIPIPE_SECRET"]
 
-  init(_ arguments: [String], known: [String: Kind], environment: [String: String] = ProcessInfo.processInfo.environment)
+  init(
+    _ arguments: [String], known: [String: Kind], environment: [String: String] = ProcessInfo.processInfo.environment
+  )
     throws
   {
     var known = known
