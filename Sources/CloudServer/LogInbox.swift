@@ -4,11 +4,11 @@ import Nodes
 
 /// One log upload being received (`POST /v1/logs`): the body goes to a hidden file of the library's
 /// `uploads/` folder as it arrives; once complete it must be a gzip-compressed tar that libarchive reads
-/// to its end, and is kept as `uploads/<log id>.tar.gz`. A body that is cut off, too large or not an
-/// archive leaves nothing behind.
+/// to its end within the limits' expansion, and is kept, compressed as received, as
+/// `uploads/<log id>.tar.gz`. A body that is cut off, too large, unpacks to too much or is not an
+/// archive leaves nothing behind. An upload refused at its headers (no valid token, over its device's
+/// limits) drops its body without storing it.
 final class LogInbox: @unchecked Sendable {
-  /// The largest body accepted: a raw dump may hold 1 GiB, logs a few more megabytes.
-  static let maximumBytes: Int64 = (1 << 30) + (64 << 20)
 
   enum Outcome {
     case stored(logId: String, entries: Int, bytes: Int64)
@@ -16,19 +16,42 @@ final class LogInbox: @unchecked Sendable {
   }
 
   let folder: URL
+  /// The device the upload counts against, once its token was checked.
+  let device: String?
+  /// Why the upload was refused at its headers (answered at once).
+  let refusal: Outcome?
+  private let limits: UploadLimits
+  /// The most this body may hold: the upload limit, or what is left of its device's quota.
+  private let allowedBytes: Int64
   private let incoming: URL
   private var descriptor: Int32
   private var received: Int64 = 0
   private var failed: String?
   private var installed = false
 
-  /// Opens the hidden file the body goes to.
-  init(folder: URL) {
+  /// Opens the hidden file the body of `device`'s upload goes to (at most `allowedBytes`).
+  init(folder: URL, device: String, limits: UploadLimits, allowedBytes: Int64) {
     self.folder = folder
+    self.device = device
+    self.limits = limits
+    self.allowedBytes = allowedBytes
+    refusal = nil
     incoming = folder.appendingPathComponent(".incoming-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     descriptor = open(incoming.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     if descriptor < 0 { failed = "the upload folder cannot be written" }
+  }
+
+  /// An upload refused at its headers: nothing is written.
+  init(refused status: Int, _ error: String, _ message: String) {
+    folder = URL(fileURLWithPath: "/")
+    device = nil
+    limits = UploadLimits()
+    allowedBytes = 0
+    refusal = .refused(status: status, error: error, message: message)
+    incoming = URL(fileURLWithPath: "/nonexistent")
+    descriptor = -1
+    installed = true
   }
 
   deinit {
@@ -39,7 +62,7 @@ final class LogInbox: @unchecked Sendable {
   /// Appends the next piece of the body (beyond the limit, the rest is read and dropped).
   func receive(_ bytes: UnsafeRawBufferPointer) {
     received += Int64(bytes.count)
-    guard failed == nil, received <= Self.maximumBytes else { return }
+    guard refusal == nil, failed == nil, received <= allowedBytes else { return }
     var offset = 0
     while offset < bytes.count {
       let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
@@ -53,16 +76,29 @@ final class LogInbox: @unchecked Sendable {
 
   /// The body is complete: checks it and keeps it under a new log id.
   func finish() -> Outcome {
+    if let refusal { return refusal }
     if descriptor >= 0 { close(descriptor) }
     descriptor = -1
-    if received > Self.maximumBytes {
-      return .refused(status: 413, error: "too_large", message: "a log upload holds at most \(Self.maximumBytes) bytes")
+    if received > allowedBytes {
+      return .refused(
+        status: 413, error: "too_large",
+        message: received > limits.maximumBytes
+          ? "a log upload holds at most \(limits.maximumBytes) bytes"
+          : "the device's uploads may hold \(limits.quotaBytes) bytes in all")
     }
     if let failed { return .refused(status: 500, error: "internal", message: failed) }
     guard received > 0 else { return .refused(status: 400, error: "invalid_archive", message: "the body is empty") }
     let entries: Int
+    let unpackLimit = min(
+      limits.maximumUnpackedBytes,
+      received.multipliedReportingOverflow(by: limits.maximumExpansion).overflow
+        ? .max : received * limits.maximumExpansion)
     do {
-      entries = try Self.countEntries(incoming)
+      entries = try Self.countEntries(incoming, unpackingAtMost: unpackLimit)
+    } catch ArchiveReader.Inspection.expands {
+      return .refused(
+        status: 413, error: "too_large",
+        message: "the archive unpacks to more than \(unpackLimit) bytes (\(limits.maximumExpansion)× its size at most)")
     } catch {
       return .refused(status: 400, error: "invalid_archive", message: "the body is not a .tar.gz: \(error)")
     }
@@ -74,11 +110,12 @@ final class LogInbox: @unchecked Sendable {
     return .stored(logId: logId, entries: entries, bytes: received)
   }
 
-  /// Reads the archive to its end (every entry's data too, so a truncated member is found).
-  private static func countEntries(_ file: URL) throws -> Int {
+  /// Reads the archive to its end (every entry's data too, so a truncated member is found), unpacking
+  /// at most `limit` bytes.
+  private static func countEntries(_ file: URL, unpackingAtMost limit: Int64) throws -> Int {
     let reader = ArchiveReader()
     try reader.open(file)
-    return try reader.countEntries()
+    return try reader.countEntries(unpackingAtMost: limit)
   }
 }
 
@@ -100,14 +137,31 @@ private final class ArchiveReader {
     guard archive_read_open_filename(archive, file.path, 64 << 10) == carchive_ok else { throw failure() }
   }
 
-  func countEntries() throws -> Int {
+  enum Inspection: Error {
+    /// The archive unpacks to more than it may.
+    case expands
+  }
+
+  /// Counts the entries, reading their data block by block; past `limit` unpacked bytes (headers and
+  /// data as the decompressor gave them) it stops with ``Inspection/expands``.
+  func countEntries(unpackingAtMost limit: Int64) throws -> Int {
     var entries = 0
     var entry: OpaquePointer?
+    var block: UnsafeRawPointer?
+    var size = 0
+    var offset: Int64 = 0
     while true {
       let status = archive_read_next_header(archive, &entry)
       if status == carchive_eof { return entries }
       guard status == carchive_ok else { throw failure() }
-      guard archive_read_data_skip(archive) == carchive_ok else { throw failure() }
+      while true {
+        let read = archive_read_data_block(archive, &block, &size, &offset)
+        if read == carchive_eof { break }
+        guard read == carchive_ok else { throw failure() }
+        // What the gzip filter has produced so far (sparse holes in tar entries cost nothing to skip).
+        if archive_filter_bytes(archive, 0) > limit { throw Inspection.expands }
+      }
+      if archive_filter_bytes(archive, 0) > limit { throw Inspection.expands }
       entries += 1
     }
   }

@@ -55,7 +55,12 @@ public final class ReferenceServer: Sendable {
           let verb = String(cString: method)
           // The first call only announces the headers: a log upload gets its inbox there.
           guard let request = state.pointee else {
-            state.pointee = handler.begin(path: path, method: verb)
+            let request = handler.begin(connection, path: path, method: verb)
+            state.pointee = request
+            // A refused upload is answered before its body is read.
+            if handler.answersAtOnce(request) {
+              return handler.handle(connection, path: path, method: verb, request: request)
+            }
             return .YES
           }
           // Then the body, in pieces, and a last call to answer.

@@ -20,6 +20,15 @@ final class RequestHandler: Sendable {
   private let objectRequests = Locked<[String: Int]>([:])
   private let listingRequests = Locked(0)
   private let random: Locked<SplitMix>
+  /// Each device's uploads since the server started: stored count and bytes, and when the recent ones
+  /// started (Unix seconds).
+  private let uploadAccounts = Locked<[String: UploadAccount]>([:])
+
+  struct UploadAccount {
+    var count = 0
+    var bytes: Int64 = 0
+    var recentStarts: [Int64] = []
+  }
 
   init(_ configuration: ServerConfiguration) throws {
     self.configuration = configuration
@@ -55,10 +64,80 @@ final class RequestHandler: Sendable {
 
   // MARK: Requests
 
-  /// A request's headers arrived: its per-request state (a log upload's inbox, or a marker).
-  func begin(path: String, method: String) -> UnsafeMutableRawPointer {
+  /// A request's headers arrived: its per-request state (a log upload's inbox, or a marker). An upload
+  /// is checked here, before its body: a valid token of the served device, within its device's limits.
+  func begin(_ connection: OpaquePointer, path: String, method: String) -> UnsafeMutableRawPointer {
     guard method == "POST", path == "/v1/logs" else { return Self.plainRequest }
-    return Unmanaged.passRetained(LogInbox(folder: configuration.root.appendingPathComponent("uploads"))).toOpaque()
+    return Unmanaged.passRetained(admitUpload(connection)).toOpaque()
+  }
+
+  /// True when the request was refused at its headers and is answered at once (its body never read).
+  func answersAtOnce(_ request: UnsafeMutableRawPointer) -> Bool {
+    guard request != Self.plainRequest else { return false }
+    return Unmanaged<LogInbox>.fromOpaque(request).takeUnretainedValue().refusal != nil
+  }
+
+  private func admitUpload(_ connection: OpaquePointer) -> LogInbox {
+    guard let appId = value(connection, .HEADER_KIND, "X-Ti-App-Id"), !appId.isEmpty else {
+      return LogInbox(refused: 400, "invalid_argument", "an X-Ti-App-Id header is required")
+    }
+    let token: CloudToken
+    switch authorize(connection) {
+    case .success(let verified): token = verified
+    case .failure(let refusal): return LogInbox(refused: refusal.status, refusal.error, refusal.message)
+    }
+    let limits = configuration.uploads
+    let now = configuration.now()
+    let admitted = uploadAccounts.withLock { accounts -> Result<Int64, UploadRefusal> in
+      var account = accounts[token.deviceId, default: UploadAccount()]
+      account.recentStarts.removeAll { $0 <= now - 60 }
+      guard account.recentStarts.count < limits.perMinute else {
+        return .failure(UploadRefusal(429, "rate_limited", "at most \(limits.perMinute) log uploads a minute"))
+      }
+      guard account.count < limits.quotaCount, account.bytes < limits.quotaBytes else {
+        return .failure(UploadRefusal(403, "quota_exceeded", "the device's log uploads are over their quota"))
+      }
+      account.recentStarts.append(now)
+      accounts[token.deviceId] = account
+      return .success(min(limits.maximumBytes, limits.quotaBytes - account.bytes))
+    }
+    switch admitted {
+    case .success(let allowed):
+      return LogInbox(
+        folder: configuration.root.appendingPathComponent("uploads"), device: token.deviceId, limits: limits,
+        allowedBytes: allowed)
+    case .failure(let refusal):
+      return LogInbox(refused: refusal.status, refusal.error, refusal.message)
+    }
+  }
+
+  struct UploadRefusal: Error {
+    let status: Int
+    let error: String
+    let message: String
+    init(_ status: Int, _ error: String, _ message: String) {
+      (self.status, self.error, self.message) = (status, error, message)
+    }
+  }
+
+  /// The request's bearer token, verified for the served device.
+  private func authorize(_ connection: OpaquePointer) -> Result<CloudToken, UploadRefusal> {
+    guard let authorization = value(connection, .HEADER_KIND, "Authorization"),
+      authorization.hasPrefix("Bearer ")
+    else { return .failure(UploadRefusal(401, "token_invalid", "an Authorization: Bearer token is required")) }
+    let token: CloudToken
+    do {
+      token = try CloudToken.verify(
+        String(authorization.dropFirst("Bearer ".count)), secret: configuration.secret, now: configuration.now())
+    } catch CloudToken.Refusal.expired {
+      return .failure(UploadRefusal(401, "token_expired", "the token has expired"))
+    } catch {
+      return .failure(UploadRefusal(401, "token_invalid", "the token is not valid"))
+    }
+    guard token.deviceId == index.deviceId else {
+      return .failure(UploadRefusal(403, "permission_denied", "the token is for another device"))
+    }
+    return .success(token)
   }
 
   /// A piece of a request's body: kept by a log upload, dropped by anything else.
@@ -102,13 +181,16 @@ final class RequestHandler: Sendable {
 
   /// `POST /v1/logs` with `X-Ti-App-Id`: 201 `{"log_id": …, "entries": …, "bytes": …}`.
   private func logUpload(_ inbox: LogInbox, _ connection: OpaquePointer) -> Answer {
-    guard let appId = value(connection, .HEADER_KIND, "X-Ti-App-Id"), !appId.isEmpty else {
-      return .error(400, "invalid_argument", "an X-Ti-App-Id header is required")
-    }
     switch inbox.finish() {
     case .refused(let status, let error, let message):
       return .error(status, error, message)
     case .stored(let logId, let entries, let bytes):
+      if let device = inbox.device {
+        uploadAccounts.withLock { accounts in
+          accounts[device, default: UploadAccount()].count += 1
+          accounts[device, default: UploadAccount()].bytes += bytes
+        }
+      }
       let body = try? JSONSerialization.data(
         withJSONObject: ["log_id": logId, "entries": entries, "bytes": bytes] as [String: Any], options: [.sortedKeys])
       return .body(201, "application/json", body ?? Data())
@@ -122,20 +204,8 @@ final class RequestHandler: Sendable {
     if let status = faults.listingStatus {
       return .error(status, status == 429 ? "rate_limited" : "internal", "injected listing failure")
     }
-    guard let authorization = value(connection, .HEADER_KIND, "Authorization"),
-      authorization.hasPrefix("Bearer ")
-    else { return .error(401, "token_invalid", "an Authorization: Bearer token is required") }
-    let token: CloudToken
-    do {
-      token = try CloudToken.verify(
-        String(authorization.dropFirst("Bearer ".count)), secret: configuration.secret, now: configuration.now())
-    } catch CloudToken.Refusal.expired {
-      return .error(401, "token_expired", "the token has expired")
-    } catch {
-      return .error(401, "token_invalid", "the token is not valid")
-    }
-    guard token.deviceId == index.deviceId else {
-      return .error(403, "permission_denied", "the token is for another device")
+    if case .failure(let refusal) = authorize(connection) {
+      return .error(refusal.status, refusal.error, refusal.message)
     }
     if let allowed = faults.tokenRequests {
       let count = listingRequests.withLock { count in

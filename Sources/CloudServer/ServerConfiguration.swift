@@ -21,6 +21,8 @@ public struct ServerConfiguration: Sendable {
   public var connectionLimit = 1024
   /// Injected faults.
   public var faults = ServerFaults()
+  /// What log uploads (`POST /v1/logs`) may cost.
+  public var uploads = UploadLimits()
   /// Receives one line per request (method, path without query, status, bytes): never tokens or
   /// signatures. Nil: no log.
   public var log: (@Sendable (String) -> Void)?
@@ -32,4 +34,26 @@ public struct ServerConfiguration: Sendable {
     self.root = root
     self.secret = secret
   }
+}
+
+/// What the log uploads of one device may cost the server (docs/security.md). Counted since the server
+/// started; an upload over any limit is refused before its body is stored, and an archive is inspected
+/// by reading at most what its limits allow, never unpacked whole.
+public struct UploadLimits: Sendable {
+  /// The largest body of one upload (a raw dump may hold 1 GiB, logs a few more megabytes).
+  public var maximumBytes: Int64 = (1 << 30) + (64 << 20)
+  /// Bytes one device may have stored in all.
+  public var quotaBytes: Int64 = 4 << 30
+  /// Uploads one device may have stored in all.
+  public var quotaCount = 1000
+  /// Uploads one device may start in any 60 seconds.
+  public var perMinute = 6
+  /// How many times its compressed size an archive may unpack to (gzip compresses logs about 10×, video
+  /// barely; a gzip bomb 1000×).
+  public var maximumExpansion: Int64 = 100
+  /// The most an archive may unpack to, whatever its size.
+  public var maximumUnpackedBytes: Int64 = 8 << 30
+
+  /// The defaults above.
+  public init() {}
 }

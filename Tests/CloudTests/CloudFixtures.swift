@@ -34,20 +34,28 @@ final class ServedLibrary: @unchecked Sendable {  // the directory is only remov
   /// `seconds` of the small test recording (3 s objects), served with `faults`.
   // URLs live an hour: on two cores under the thread sanitizer an async test may wait minutes for the
   // cooperative pool between its listing and its fetch (a 300 s URL expired there once: urlRefused).
-  convenience init(seconds: Int = 12, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600) throws {
+  convenience init(
+    seconds: Int = 12, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600,
+    uploads: UploadLimits = UploadLimits(), now: (@Sendable () -> Int64)? = nil
+  ) throws {
     let directory = try TemporaryDirectory("tipipe-cloud")
     try LibrarySynthesizer(options: smallOptions(seconds: seconds)).write(to: directory.url)
-    try self.init(directory: directory, faults: faults, urlLifetime: urlLifetime)
+    try self.init(directory: directory, faults: faults, urlLifetime: urlLifetime, uploads: uploads, now: now)
   }
 
   /// Serves the library already in `directory`.
-  init(directory: TemporaryDirectory, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600) throws {
+  init(
+    directory: TemporaryDirectory, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600,
+    uploads: UploadLimits = UploadLimits(), now: (@Sendable () -> Int64)? = nil
+  ) throws {
     self.directory = directory
     deviceId = try RecordingIndex.load(library: directory.url).deviceId
     var configuration = ServerConfiguration(root: directory.url, secret: secret)
     configuration.port = 0
     configuration.faults = faults
     configuration.urlLifetimeSeconds = urlLifetime
+    configuration.uploads = uploads
+    if let now { configuration.now = now }
     let log = self.log
     configuration.log = { line in log.append(line) }
     server = try ReferenceServer(configuration)

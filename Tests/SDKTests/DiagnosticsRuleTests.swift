@@ -289,6 +289,10 @@ extension SDKRules.Diagnostics {
     configuration.port = 0
     let server = try ReferenceServer(configuration)
     let session = try SDKSession(endpoint: server.endpoint)
+    // The upload route takes a device token: the one of the instance made last.
+    let device = try RecordingIndex.load(library: sharedLibrary).deviceId
+    let storage = TiCloudStorage(
+      token: CloudToken(deviceId: device, expires: Int64(Date().timeIntervalSince1970) + 3600).signed(secret: "s"))
     let result = await Upload().wait()
     #expect(result.succeeded && result.logId?.hasPrefix("log-") == true)
     let archive = try uploaded(result.logId)
@@ -297,6 +301,7 @@ extension SDKRules.Diagnostics {
     server.stop()
     let failed = await Upload().wait()
     #expect(failed.code == TiErrorCode.networkUnavailable.rawValue && failed.logId == nil && !failed.succeeded)
+    #expect(storage.dispose() == ok)
     #expect(session.close() == ok)
   }
 

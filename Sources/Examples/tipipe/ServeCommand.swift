@@ -7,7 +7,7 @@ enum ServeCommand {
   static let summary = "serve a library over the cloud API (spec/cloud-api.md), with fault injection"
   static let usage = """
     usage: tipipe serve --root DIR [--host 127.0.0.1] [--port 8080] [--secret-file F] [--url-ttl SECONDS]
-                        [--threads N] [--insecure] [--quiet] [fault flags]
+                        [--threads N] [--insecure] [--quiet] [upload limits] [fault flags]
 
     Serves the library in DIR (index.json and its objects, as `tipipe synth` writes them) per
     spec/cloud-api.md: GET /v1/recordings with a bearer token (`tipipe token`), presigned object URLs,
@@ -18,6 +18,14 @@ enum ServeCommand {
     (visible to every local user through ps: warned about), else the public "tipipe-dev-secret". An
     address other than loopback with that public secret is refused unless --insecure: anyone could sign
     tokens for it. --url-ttl (300) is how long object URLs stay valid.
+
+    Log uploads (POST /v1/logs) take a device token (Authorization: Bearer) and are kept as received in
+    ROOT/uploads; each device's, since the server started, within (defaults in brackets):
+      --upload-max-bytes N         one upload's body [1140850688]
+      --upload-quota-bytes N       all of a device's uploads [4294967296]
+      --upload-quota-count N       a device's uploads [1000]
+      --uploads-per-minute N       uploads a device starts in any minute [6]
+      --upload-max-expansion N     how many times its size an archive may unpack to [100]
 
     Fault flags (per object id, "first N" counts that object's requests):
       --fail-first N               the first N requests of each object answer --fail-status
@@ -50,7 +58,8 @@ enum ServeCommand {
       arguments,
       known: [
         "--root": .value, "--host": .value, "--port": .value, "--secret": .value, "--url-ttl": .value,
-        "--insecure": .boolean,
+        "--insecure": .boolean, "--upload-max-bytes": .value, "--upload-quota-bytes": .value,
+        "--upload-quota-count": .value, "--uploads-per-minute": .value, "--upload-max-expansion": .value,
         "--threads": .value, "--quiet": .boolean, "--fail-first": .value, "--fail-rate": .value,
         "--fail-status": .value, "--truncate-first": .value, "--truncate-rate": .value, "--reset-first": .value,
         "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value,
@@ -70,6 +79,17 @@ enum ServeCommand {
     configuration.port = UInt16(try flags.integer("--port", default: 8080, range: 0...65535))
     configuration.urlLifetimeSeconds = Int64(try flags.integer("--url-ttl", default: 300, range: 0...604_800))
     configuration.threads = try flags.integer("--threads", default: 4, range: 1...256)
+    var uploads = UploadLimits()
+    uploads.maximumBytes = Int64(
+      try flags.integer("--upload-max-bytes", default: Int(uploads.maximumBytes), range: 0...(1 << 40)))
+    uploads.quotaBytes = Int64(
+      try flags.integer("--upload-quota-bytes", default: Int(uploads.quotaBytes), range: 0...(1 << 50)))
+    uploads.quotaCount = try flags.integer(
+      "--upload-quota-count", default: uploads.quotaCount, range: 0...1_000_000_000)
+    uploads.perMinute = try flags.integer("--uploads-per-minute", default: uploads.perMinute, range: 0...1_000_000)
+    uploads.maximumExpansion = Int64(
+      try flags.integer("--upload-max-expansion", default: Int(uploads.maximumExpansion), range: 1...1_000_000))
+    configuration.uploads = uploads
     var faults = ServerFaults()
     faults.failFirst = try flags.integer("--fail-first", default: 0, range: 0...1_000_000)
     faults.failRate = try probability(flags, "--fail-rate")

@@ -2,8 +2,9 @@ import Foundation
 
 /// Sends a log package to an endpoint's log-upload route and returns the log id the service gave it.
 ///
-/// - `http(s)://`: `POST {endpoint}/v1/logs` with the package as the body (`application/gzip`) and the
-///   app id in `X-Ti-App-Id`; the answer is `201 {"log_id": "…"}`. Transient failures are retried as
+/// - `http(s)://`: `POST {endpoint}/v1/logs` with the package as the body (`application/gzip`), the
+///   app id in `X-Ti-App-Id` and a device token as `Authorization: Bearer` (the route refuses uploads
+///   without one: docs/security.md); the answer is `201 {"log_id": "…"}`. Transient failures are retried as
 ///   for a listing (each attempt sends the whole file again).
 /// - `file://` (a local library): the package is copied to the library's `uploads/<log id>.tar.gz`.
 ///
@@ -13,10 +14,11 @@ public enum LogUpload {
   /// The longest log id accepted from a service (a longer one is not usable).
   public static let maximumLogIdLength = 128
 
-  /// Sends `package` (a `.tar.gz`) to `endpoint` for `appId`; `completion` runs once, never inside the
-  /// call: on the network thread for an `http(s)://` upload, else on a Dispatch global queue.
+  /// Sends `package` (a `.tar.gz`) to `endpoint` for `appId`, showing `token`; `completion` runs once,
+  /// never inside the call: on the network thread for an `http(s)://` upload, else on a Dispatch global
+  /// queue.
   public static func send(
-    _ package: URL, to endpoint: String, appId: String,
+    _ package: URL, to endpoint: String, appId: String, token: String? = nil,
     completion: @escaping @Sendable (Result<String, TiError>) -> Void
   ) {
     guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
@@ -28,15 +30,16 @@ public enum LogUpload {
       DispatchQueue.global().async { completion(storeLocally(package, library: URL(fileURLWithPath: url.path))) }
       return
     }
-    guard !appId.contains(where: { $0.isNewline }) else {
+    guard !appId.contains(where: { $0.isNewline }), !(token ?? "").contains(where: { $0.isNewline }) else {
       DispatchQueue.global().async {
-        completion(.failure(TiError(.invalidArgument, "the app id contains a line break")))
+        completion(.failure(TiError(.invalidArgument, "the app id or the token contains a line break")))
       }
       return
     }
     let base = endpoint.hasSuffix("/") ? endpoint : endpoint + "/"
-    var request = HTTPExchange.Request(
-      url: base + "v1/logs", headers: ["Content-Type: application/gzip", "X-Ti-App-Id: \(appId)"])
+    var headers = ["Content-Type: application/gzip", "X-Ti-App-Id: \(appId)"]
+    if let token, !token.isEmpty { headers.append("Authorization: Bearer \(token)") }
+    var request = HTTPExchange.Request(url: base + "v1/logs", headers: headers)
     request.upload = package
     let exchange = HTTPExchange(request) { outcome in completion(answer(outcome, endpoint: endpoint)) }
     HTTPTransport.shared.submit(exchange)

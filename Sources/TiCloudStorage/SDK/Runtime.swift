@@ -44,6 +44,9 @@ final class Runtime: @unchecked Sendable {
   private let lock = NSLock()
   // Guarded by `lock`.
   private(set) var configuration: Configuration?
+  /// The token of the instance made or given a token last (under the lock): what a log upload shows
+  /// the cloud, whose upload route takes a device token (docs/security.md).
+  var latestToken: String?
   /// Sibling services sharing the runtime, by name (L17–L19).
   private var siblings: [String: Configuration] = [:]
   /// Bumped by every successful `initialize`: an object used in an earlier session is shut down (L23).

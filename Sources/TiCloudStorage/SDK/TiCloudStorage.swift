@@ -82,6 +82,7 @@ public final class TiCloudStorage: @unchecked Sendable {
   /// An instance for the device `token` gives access to; no network, never fails (D1, L6).
   public init(token: String) {
     self.token = token
+    if !token.isEmpty { Runtime.shared.withLock { Runtime.shared.latestToken = token } }
   }
 
   /// Uses `token` for the Lists, Plays and Exports started from now on (D4, D5): ok; invalidArgument
@@ -96,6 +97,7 @@ public final class TiCloudStorage: @unchecked Sendable {
         self.token = token
         tokenExpired = false
       }
+      runtime.latestToken = token
       return TiCloudStorageErrorCode.ok
     }
   }

@@ -53,14 +53,14 @@ public enum TiRtcLogging {
     on queue: DispatchQueue, completion: @escaping @Sendable (TiRtcLogUploadResult) -> Void
   ) -> Int32 {
     let runtime = Runtime.shared
-    let accepted = runtime.withLock { () -> Result<(Runtime.Configuration, RuntimeLog?), Refusal> in
+    let accepted = runtime.withLock { () -> Result<(Runtime.Configuration, RuntimeLog?, String?), Refusal> in
       guard let configuration = runtime.configuration else {
         return .failure(Refusal(TiCloudStorageErrorCode.notInitialized))
       }
       guard runtime.beginUpload() else { return .failure(Refusal(TiCloudStorageErrorCode.inUse)) }
-      return .success((configuration, runtime.log))
+      return .success((configuration, runtime.log, runtime.latestToken))
     }
-    guard case .success(let (configuration, log)) = accepted else { return accepted.failureCode }
+    guard case .success(let (configuration, log, token)) = accepted else { return accepted.failureCode }
     let deliver: @Sendable (TiRtcLogUploadResult) -> Void = { result in
       queue.async {
         // Delivered from here on: a caller woken by the completion may shut down at once.
@@ -77,7 +77,8 @@ public enum TiRtcLogging {
         log?.write("log upload failed: cannot package the logs: \(TiError(error).message)")
         return deliver(TiRtcLogUploadResult(code: TiCloudStorageErrorCode.ioFailed))
       }
-      LogUpload.send(package.archive, to: configuration.endpoint, appId: configuration.appId) { outcome in
+      LogUpload.send(package.archive, to: configuration.endpoint, appId: configuration.appId, token: token) {
+        outcome in
         try? FileManager.default.removeItem(at: package.archive)
         switch outcome {
         case .success(let logId):
