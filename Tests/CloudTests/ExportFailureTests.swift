@@ -44,4 +44,29 @@ import TiCloudStorage
       #expect(!FileManager.default.fileExists(atPath: output.path))
     }
   }
+
+  @Test func aCloudThatDripsEndsTheExportWithinItsStallBudgetAndOneThatMovesDoesNot() throws {
+    let scratch = try TemporaryDirectory()
+    // A byte a second on every object: each transfer stays alive within its own deadline (120 s by
+    // default, four at a time), but the export as a whole receives almost nothing.
+    var faults = ServerFaults()
+    faults.bytesPerSecond = 1
+    let dripping = try ServedLibrary(seconds: 36, faults: faults)
+    let output = scratch.url.appendingPathComponent("drip.mp4")
+    let stalled = try export(
+      CloudSegmentSource(
+        service: dripping.service, range: span(0, 36_000), token: dripping.token, stallBudget: .seconds(2)),
+      range: span(0, 36_000), to: output)
+    #expect(stalled.code == .networkUnavailable, "\(stalled.message ?? "")")
+    #expect(stalled.message?.contains("bytes in") == true, "\(stalled.message ?? "")")
+    #expect(stalled.report.termination == .failed && stalled.file == nil)
+    #expect(!FileManager.default.fileExists(atPath: output.path))
+    // A slow cloud that keeps sending (64 KiB/s) is not a stall: the export completes.
+    faults.bytesPerSecond = 64 << 10
+    let slow = try ServedLibrary(seconds: 6, faults: faults)
+    let moving = try export(
+      CloudSegmentSource(service: slow.service, range: span(0, 6000), token: slow.token, stallBudget: .seconds(2)),
+      range: span(0, 6000), to: scratch.url.appendingPathComponent("slow.mp4"))
+    #expect(moving.code == .ok && moving.report.complete, "\(moving.message ?? "")")
+  }
 }

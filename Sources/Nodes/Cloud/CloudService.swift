@@ -50,7 +50,7 @@ public final class CloudService: RecordingService {
       DispatchQueue.global().async { completion(Self.listing(outcome, listing: listing, endpoint: endpoint)) }
     }
     transport.submit(exchange)
-    return ServiceRequest { [transport] in transport.cancel(exchange) }
+    return ServiceRequest(onCancel: { [transport] in transport.cancel(exchange) }, progress: { exchange.bytesReceived })
   }
 
   /// Fetches an object through its presigned URL, resuming broken transfers with `Range`.
@@ -72,7 +72,7 @@ public final class CloudService: RecordingService {
       completion(Self.object(outcome, name: String(name), sha256: expected))
     }
     transport.submit(exchange)
-    return ServiceRequest { [transport] in transport.cancel(exchange) }
+    return ServiceRequest(onCancel: { [transport] in transport.cancel(exchange) }, progress: { exchange.bytesReceived })
   }
 
   // MARK: The error table

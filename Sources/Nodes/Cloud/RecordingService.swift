@@ -43,9 +43,18 @@ public enum ObjectFetch: Sendable {
 /// `onCancel` given at creation on the calling thread each time (so `onCancel` must be idempotent).
 public final class ServiceRequest: Sendable {
   private let onCancel: @Sendable () -> Void
+  private let progress: (@Sendable () -> Int)?
 
-  /// A request that `onCancel` stops.
-  public init(onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+  /// A request that `onCancel` stops and whose received bytes `progress` tells (nil: a request that
+  /// does not wait on a network).
+  public init(onCancel: @escaping @Sendable () -> Void, progress: (@Sendable () -> Int)? = nil) {
+    self.onCancel = onCancel
+    self.progress = progress
+  }
+
+  /// Bytes the request has received so far (over every attempt), or nil when it does not wait on a
+  /// network (a local library); callable from any thread.
+  public var bytesReceived: Int? { progress?() }
 
   /// Stops the request; idempotent, harmless after it finished.
   public func cancel() { onCancel() }

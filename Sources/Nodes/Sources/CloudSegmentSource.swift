@@ -12,6 +12,10 @@ import PipelineGraph
 ///   become gaps downstream; a listing failure (token expired, permission, service, network) or a
 ///   network failure fails the source when the stream reaches it: what was fetched before it still goes
 ///   downstream, and the operation ends there.
+/// - A stall budget bounds the operation as a whole: when its transfers and listings together receive
+///   fewer than ``minimumProgress`` bytes over `stallBudget` (30 s by default, wall-clock), everything in
+///   flight is cancelled and the source fails with `networkUnavailable` (an export then ends with what it
+///   wrote); each transfer's own retries and deadline still apply within it.
 /// - Flushing or stopping cancels every listing and transfer in flight at once.
 /// - ``readsAhead`` off, it fetches only the object it emits next (a player's first frame gets the disk,
 ///   the network and the CPU to itself); on, up to `prefetchBytes` ahead.
@@ -42,7 +46,7 @@ public final class CloudSegmentSource: SourceNode {
   private var seen: Set<String> = []
   private var covered: MediaTime
   private var listedUntil: MediaTime
-  private var listing: ServiceRequest?
+  private var listing: ServiceRequest? { didSet { watchNetwork() } }
   private var lookedBack = false
   private var nextToRequest = 0
   private var nextToEmit = 0
@@ -51,7 +55,14 @@ public final class CloudSegmentSource: SourceNode {
   // them still goes downstream: the next window's listing, or an object's transfer (network, DNS).
   private var listingFailure: TiError?
   private var transferFailures: [Int: TiError] = [:]
-  private var transfers: [Int: ServiceRequest] = [:]
+  private var transfers: [Int: ServiceRequest] = [:] { didSet { watchNetwork() } }
+  /// The operation's stall budget (nil: none) and its watch while the source runs.
+  private let stallBudget: Duration?
+  private var stallWatch: StallWatch?
+  /// The stall that ended the operation, thrown at the next produce.
+  private var stall: TiError?
+  /// The fewest bytes the operation must receive over its stall budget.
+  public static let minimumProgress = 1024
   private var relisted: Set<Int> = []
   private var bytesInFlight = 0
   /// What other threads share with the executor: the read-ahead switch, and how to wake the source when
@@ -64,8 +75,10 @@ public final class CloudSegmentSource: SourceNode {
   /// until ``readsAhead`` is turned on.
   public init(
     service: any RecordingService, range: MediaRange, token: String, prefetchBytes: Int = 32 << 20,
-    maximumTransfers: Int = 4, window: MediaDuration = .microseconds(3_600_000_000), readsAhead: Bool = true
+    maximumTransfers: Int = 4, window: MediaDuration = .microseconds(3_600_000_000), readsAhead: Bool = true,
+    stallBudget: Duration? = .seconds(30)
   ) {
+    self.stallBudget = stallBudget
     control = Locked((readsAhead, nil))
     self.maximumTransfers = max(1, maximumTransfers)
     self.service = service
@@ -97,11 +110,38 @@ public final class CloudSegmentSource: SourceNode {
     listNextWindow(context: context)
   }
 
+  /// A new watch of the network for this flush generation (the old one's verdict is dropped with it).
+  private func armStallWatch(_ context: NodeContext<FetchedObject>) {
+    stallWatch?.cancel()
+    stallWatch = nil
+    guard let stallBudget else { return }
+    let stalled = context.makeCompletion { [unowned self] (bytes: Int) in
+      guard stall == nil else { return }
+      stall = TiError(
+        .networkUnavailable,
+        "the cloud sent \(bytes) bytes in \(stallBudget) (at least \(Self.minimumProgress) are needed): "
+          + "the operation gives up")
+      cancelAll()
+      context.wake()
+    }
+    stallWatch = StallWatch(budget: stallBudget, minimumBytes: Self.minimumProgress) { stalled($0) }
+    watchNetwork()
+  }
+
+  private func watchNetwork() {
+    stallWatch?.watch(Array(transfers.values) + (listing.map { [$0] } ?? []))
+  }
+
   /// The wake-up holds the node's partition, which holds the node: dropped once the source has nothing
   /// more to read (finished, stopped), so a graph nobody stops is not kept alive by it. A flush re-arms.
-  private func disarm() { control.withLock { $0.wake = nil } }
+  private func disarm() {
+    control.withLock { $0.wake = nil }
+    stallWatch?.cancel()
+    stallWatch = nil
+  }
 
   private func arm(_ context: NodeContext<FetchedObject>) {
+    armStallWatch(context)
     let wake = context.makeCompletion { [unowned self] (_: Void) in
       requestAhead(context: context)
       context.wake()
@@ -111,6 +151,10 @@ public final class CloudSegmentSource: SourceNode {
 
   /// Emits the next step in order, listing and fetching ahead.
   public func produce(context: NodeContext<FetchedObject>) throws -> ProduceResult {
+    if let stall {
+      disarm()
+      throw stall
+    }
     requestAhead(context: context)
     guard nextToEmit < plan.count else {
       if let listingFailure { throw listingFailure }
@@ -281,6 +325,7 @@ public final class CloudSegmentSource: SourceNode {
     relisted.removeAll()
     arrived.removeAll()
     listingFailure = nil
+    stall = nil
     transferFailures.removeAll()
     covered = range.start
     listedUntil = range.start

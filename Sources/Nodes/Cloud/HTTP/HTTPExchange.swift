@@ -23,6 +23,8 @@ final class HTTPExchange: @unchecked Sendable {
   let request: Request
   private let completion: @Sendable (HTTPOutcome) -> Void
   private let cancelRequested = Atomic<Bool>(false)
+  /// Body bytes received over every attempt (readable from any thread: an operation's stall watch).
+  private let bytesArrived = Atomic<Int>(0)
 
   // Network-thread state.
   private var body: BufferPool.FillingBuffer?
@@ -55,6 +57,9 @@ final class HTTPExchange: @unchecked Sendable {
   func cancel() { cancelRequested.store(true, ordering: .releasing) }
 
   var isCancelled: Bool { cancelRequested.load(ordering: .acquiring) }
+
+  /// Body bytes received so far, over every attempt; callable from any thread.
+  var bytesReceived: Int { bytesArrived.load(ordering: .relaxed) }
 
   private var received: Int { body?.count ?? growingBody.count }
 
@@ -136,6 +141,7 @@ final class HTTPExchange: @unchecked Sendable {
       overflowed = true
       return 0
     }
+    bytesArrived.add(bytes.count, ordering: .relaxed)
     if let body {
       guard body.append(bytes) else {
         overflowed = true
