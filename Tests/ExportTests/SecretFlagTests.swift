@@ -41,9 +41,14 @@ struct SecretFlagTests {
     // Both forms at once, an empty file, a directory, a FIFO-like device: usage errors, nothing printed.
     let empty = directory.url.appendingPathComponent("empty")
     try Data().write(to: empty)
+    let fifo = directory.url.appendingPathComponent("fifo")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    let large = directory.url.appendingPathComponent("large")
+    try Data(repeating: 0x61, count: 70_000).write(to: large)
     for arguments in [
       ["--secret", "x", "--secret-file", file.path], ["--secret-file", empty.path],
-      ["--secret-file", directory.url.path], ["--secret-file", "/dev/zero"],
+      ["--secret-file", directory.url.path], ["--secret-file", "/dev/zero"], ["--secret-file", fifo.path],
+      ["--secret-file", large.path],
       ["--secret-file", directory.url.appendingPathComponent("missing").path],
     ] {
       let refused = try tipipe(["token", "--device-id", "d"] + arguments)

@@ -46,16 +46,26 @@ struct FlagParser {
     }
   }
 
-  /// A secret kept in a file: a regular file of at most 64 KiB, its one line without the newline.
+  /// A secret kept in a file: a regular file of at most 64 KiB, its one line without the newline. Read
+  /// with POSIX calls: a FIFO is refused before it can block, and nothing is left allocated when the
+  /// usage error ends the process.
   private static func readSecret(_ path: String, flag: String) throws -> String {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard descriptor >= 0 else { throw UsageError(message: "\(flag) \(path.oneLine) cannot be opened") }
+    defer { close(descriptor) }
     var status = stat()
-    guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+    guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
       throw UsageError(message: "\(flag) \(path.oneLine) is not a readable regular file")
     }
-    guard status.st_size <= 65_536, let data = FileManager.default.contents(atPath: path) else {
-      throw UsageError(message: "\(flag) \(path.oneLine) cannot be read (at most 64 KiB)")
+    var bytes = [UInt8](repeating: 0, count: 65_537)
+    var count = 0
+    while count < bytes.count {
+      let read = bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress! + count, $0.count - count) }
+      guard read > 0 else { break }
+      count += read
     }
-    var text = String(decoding: data, as: UTF8.self)
+    guard count <= 65_536 else { throw UsageError(message: "\(flag) \(path.oneLine) holds more than 64 KiB") }
+    var text = String(decoding: bytes[..<count], as: UTF8.self)
     while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
     guard !text.isEmpty, !text.contains(where: { $0.isNewline }) else {
       throw UsageError(message: "\(flag) \(path.oneLine) must hold one non-empty line")
