@@ -79,6 +79,13 @@ final class LogInbox: @unchecked Sendable {
     if let refusal { return refusal }
     if descriptor >= 0 { close(descriptor) }
     descriptor = -1
+    // A refused body goes before the answer does: a client reading the folder after a 413 finds nothing.
+    defer {
+      if !installed {
+        unlink(incoming.path)
+        installed = true
+      }
+    }
     if received > allowedBytes {
       return .refused(
         status: 413, error: "too_large",
