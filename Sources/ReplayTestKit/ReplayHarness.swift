@@ -98,22 +98,13 @@ public final class ReplayHarness {
   /// Runs every job, moving the clock from timer to timer, until nothing is left or `limit` of clock
   /// time has passed.
   public func runToEnd(limit: Duration = .seconds(3600)) {
-    let deadline = clock.now + limit
-    while true {
-      executor.runUntilIdle()
-      guard let next = clock.nextDeadline, next <= deadline else { break }
-      clock.crank()
-    }
+    executor.runUntilIdle(firingTimersOf: clock, through: clock.now + limit)
   }
 
   /// Runs jobs and timers up to `duration` of clock time from now, and leaves the clock there.
   public func run(for duration: Duration) {
     let target = clock.now + duration
-    while true {
-      executor.runUntilIdle()
-      guard let next = clock.nextDeadline, next <= target else { break }
-      clock.crank()
-    }
+    executor.runUntilIdle(firingTimersOf: clock, through: target)
     clock.advance(to: target)
     executor.runUntilIdle()
   }

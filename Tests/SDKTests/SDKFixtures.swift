@@ -64,11 +64,7 @@ final class SDKSession {
   /// Runs graph jobs and timers for `duration` of clock time, then lets main-queue deliveries run.
   func run(for duration: Duration) async {
     let target = clock.now + duration
-    while true {
-      executor.runUntilIdle()
-      guard let next = clock.nextDeadline, next <= target else { break }
-      clock.crank()
-    }
+    executor.runUntilIdle(firingTimersOf: clock, through: target)
     clock.advance(to: target)
     executor.runUntilIdle()
     await drainMain()

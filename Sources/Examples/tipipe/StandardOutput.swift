@@ -59,9 +59,6 @@ enum StandardError {
   /// `error: <name> (<code>): <message>` on one line: control characters in the message (a newline in
   /// an argument it quotes) are escaped, so that a script reading lines sees one.
   static func report(_ error: TiError) {
-    write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(oneLine(error.message))\n".utf8))
+    write(Data("error: \(error.code.name) (\(error.code.rawValue)): \(error.message.oneLine)\n".utf8))
   }
-
-  /// `text` with its control characters as `\n`, `\t` or `\u{…}`.
-  static func oneLine(_ text: String) -> String { text.oneLine }
 }

@@ -51,7 +51,7 @@ let commands: [(name: String, command: Command)] = [
 }
 
 func fail(usage message: String) -> Never {
-  StandardError.write(Data("tipipe: \(StandardError.oneLine(message))\n".utf8))
+  StandardError.write(Data("tipipe: \(message.oneLine)\n".utf8))
   exit(2)
 }
 
