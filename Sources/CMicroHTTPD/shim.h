@@ -23,7 +23,8 @@ static inline struct MHD_Daemon *cmhd_start(const struct sockaddr_in *address, u
                             (unsigned int)60, MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
   }
-  return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handler,
+  // Suspend/resume: a log upload's archive is inspected off the pool's threads, its connection parked.
+  return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handler,
                           handler_context, MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_THREAD_POOL_SIZE, threads,
                           MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
                           (unsigned int)60, MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,

@@ -1,6 +1,7 @@
 internal import CArchive
 import Foundation
 import Nodes
+import Synchronization
 
 /// One log upload being received (`POST /v1/logs`): the body goes to a hidden file of the library's
 /// `uploads/` folder as it arrives; once complete it must be a gzip-compressed tar that libarchive reads
@@ -28,6 +29,11 @@ final class LogInbox: @unchecked Sendable {
   private var received: Int64 = 0
   private var failed: String?
   private var installed = false
+  /// What ``finish(stopping:)`` decided, read by the connection's thread once it is resumed.
+  private let decided = Mutex<Outcome?>(nil)
+
+  /// The outcome, once the body was checked.
+  var outcome: Outcome? { decided.withLock { $0 } }
 
   /// Opens the hidden file the body of `device`'s upload goes to (at most `allowedBytes`).
   init(folder: URL, device: String, limits: UploadLimits, allowedBytes: Int64) {
@@ -74,8 +80,16 @@ final class LogInbox: @unchecked Sendable {
     }
   }
 
-  /// The body is complete: checks it and keeps it under a new log id.
-  func finish() -> Outcome {
+  /// The body is complete: checks it and keeps it under a new log id (once; later calls return the same
+  /// outcome). A server `stopping` ends the inspection early with 503.
+  func finish(stopping: borrowing Atomic<Bool>) -> Outcome {
+    if let outcome { return outcome }
+    let outcome = check(stopping)
+    decided.withLock { $0 = outcome }
+    return outcome
+  }
+
+  private func check(_ stopping: borrowing Atomic<Bool>) -> Outcome {
     if let refusal { return refusal }
     if descriptor >= 0 { close(descriptor) }
     descriptor = -1
@@ -101,7 +115,13 @@ final class LogInbox: @unchecked Sendable {
       received.multipliedReportingOverflow(by: limits.maximumExpansion).overflow
         ? .max : received * limits.maximumExpansion)
     do {
-      entries = try Self.countEntries(incoming, unpackingAtMost: unpackLimit)
+      let reader = ArchiveReader()
+      try reader.open(incoming)
+      entries = try reader.countEntries(unpackingAtMost: unpackLimit) {
+        stopping.load(ordering: .relaxed)
+      }
+    } catch ArchiveReader.Inspection.stopped {
+      return .refused(status: 503, error: "unavailable", message: "the server is stopping")
     } catch ArchiveReader.Inspection.expands {
       return .refused(
         status: 413, error: "too_large",
@@ -115,14 +135,6 @@ final class LogInbox: @unchecked Sendable {
     }
     installed = true
     return .stored(logId: logId, entries: entries, bytes: received)
-  }
-
-  /// Reads the archive to its end (every entry's data too, so a truncated member is found), unpacking
-  /// at most `limit` bytes.
-  private static func countEntries(_ file: URL, unpackingAtMost limit: Int64) throws -> Int {
-    let reader = ArchiveReader()
-    try reader.open(file)
-    return try reader.countEntries(unpackingAtMost: limit)
   }
 }
 
@@ -147,11 +159,14 @@ private final class ArchiveReader {
   enum Inspection: Error {
     /// The archive unpacks to more than it may.
     case expands
+    /// The server is stopping.
+    case stopped
   }
 
   /// Counts the entries, reading their data block by block; past `limit` unpacked bytes (headers and
   /// data as the decompressor gave them) it stops with ``Inspection/expands``.
-  func countEntries(unpackingAtMost limit: Int64) throws -> Int {
+  /// `stopped` is asked after every block.
+  func countEntries(unpackingAtMost limit: Int64, stopped: () -> Bool) throws -> Int {
     var entries = 0
     var entry: OpaquePointer?
     var block: UnsafeRawPointer?
@@ -165,6 +180,7 @@ private final class ArchiveReader {
         let read = archive_read_data_block(archive, &block, &size, &offset)
         if read == carchive_eof { break }
         guard read == carchive_ok else { throw failure() }
+        if stopped() { throw Inspection.stopped }
         // What the gzip filter has produced so far (sparse holes in tar entries cost nothing to skip).
         if archive_filter_bytes(archive, 0) > limit { throw Inspection.expands }
       }

@@ -94,6 +94,7 @@ public final class ReferenceServer: Sendable {
       return daemon
     }
     guard let running else { return }
+    handler.stop()
     MHD_stop_daemon(running.pointer)
   }
 

@@ -9,13 +9,22 @@ import Synchronization
 final class RequestHandler: Sendable {
   private let configuration: ServerConfiguration
   private let index: RecordingIndex
-  /// Each object's file under `objects/`, or why its index entry names none the server may serve.
-  private let files: [String: Result<URL, Refusal>]
+  /// Each object's file under `objects/` (or its URL on a listed object host), or why its index entry
+  /// names nothing the server may serve.
+  private let files: [String: Result<Location, Refusal>]
   /// `objects/` of the root, symlinks resolved: every file served is inside it.
   private let objectsFolder: String?
 
   struct Refusal: Error {
     let reason: String
+  }
+
+  /// Where an index entry's object is.
+  enum Location {
+    /// A file of the library, served with presigned URLs.
+    case file(URL)
+    /// An absolute URL on a host the operator listed, listed as it is.
+    case remote(String)
   }
   private let objectRequests = Locked<[String: Int]>([:])
   private let listingRequests = Locked(0)
@@ -23,6 +32,13 @@ final class RequestHandler: Sendable {
   /// Each device's uploads since the server started: stored count and bytes, and when the recent ones
   /// started (Unix seconds).
   private let uploadAccounts = Locked<[String: UploadAccount]>([:])
+  /// Archives are inspected here, one at a time, with their connections suspended: inflating a bomb up
+  /// to its cap takes a core for up to a second, which must not hold the other connections of the pool
+  /// thread that received it (a listing waited 480 ms behind 20 bombs), nor more than one core.
+  private let inspections = DispatchQueue(label: "tipipe.serve.upload-inspection")
+  /// Suspended connections: the daemon may stop only once every one has been resumed.
+  private let suspended = DispatchGroup()
+  private let stopping = Atomic<Bool>(false)
 
   struct UploadAccount {
     var count = 0
@@ -34,8 +50,8 @@ final class RequestHandler: Sendable {
     self.configuration = configuration
     let loaded = try RecordingIndex.load(library: configuration.root)
     index = RecordingIndex(deviceId: loaded.deviceId, segments: loaded.segments.sorted { $0.startMs < $1.startMs })
-    var files: [String: Result<URL, Refusal>] = [:]
-    for segment in index.segments { files[segment.id] = Self.file(of: segment, in: configuration.root) }
+    var files: [String: Result<Location, Refusal>] = [:]
+    for segment in index.segments { files[segment.id] = Self.location(of: segment, configuration) }
     self.files = files
     objectsFolder = Self.realPath(configuration.root.appendingPathComponent("objects").path)
     random = Locked(SplitMix(state: configuration.faults.seed))
@@ -43,16 +59,31 @@ final class RequestHandler: Sendable {
 
   func objectRequestCounts() -> [String: Int] { objectRequests.withLock { $0 } }
 
-  /// The file an index entry names: a relative name under `objects/` without `..`; an absolute path, a
+  /// What an index entry names: a relative name under `objects/` without `..`, or an absolute
+  /// `http(s)` URL on one of the operator's ``ServerConfiguration/objectHosts``; an absolute path, another
   /// URL or an escape from the folder is refused (the operator writes the library; a bad entry is theirs
   /// to fix, and it is never served).
-  private static func file(of segment: RecordingIndex.Segment, in root: URL) -> Result<URL, Refusal> {
+  private static func location(
+    of segment: RecordingIndex.Segment, _ configuration: ServerConfiguration
+  ) -> Result<Location, Refusal> {
     let name = segment.url
-    guard !name.isEmpty, !name.hasPrefix("/"), !name.contains("://"), !name.contains("\\"),
+    if name.contains("://") {
+      guard let components = URLComponents(string: name),
+        let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+        let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil
+      else { return .failure(Refusal(reason: "its url is neither an http(s) URL nor a relative name under objects/")) }
+      let hosts = Set(configuration.objectHosts.map { $0.lowercased() })
+      let authority = components.port.map { "\(host):\($0)" } ?? host
+      guard hosts.contains(authority) else {
+        return .failure(Refusal(reason: "its url's host \(authority) is not one of the object hosts (--object-host)"))
+      }
+      return .success(.remote(name))
+    }
+    guard !name.isEmpty, !name.hasPrefix("/"), !name.contains("\\"),
       !name.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == ".." || $0 == "." }),
       name.hasPrefix("objects/")
     else { return .failure(Refusal(reason: "its url is not a relative name under objects/")) }
-    return .success(root.appendingPathComponent(name))
+    return .success(.file(configuration.root.appendingPathComponent(name)))
   }
 
   /// `path` with every symlink resolved, or nil when it does not exist.
@@ -111,6 +142,12 @@ final class RequestHandler: Sendable {
     }
   }
 
+  /// A suspended connection, handed to the inspection queue (libmicrohttpd allows resuming it from any
+  /// thread).
+  private struct Parked: @unchecked Sendable {
+    let connection: OpaquePointer
+  }
+
   struct UploadRefusal: Error {
     let status: Int
     let error: String
@@ -162,7 +199,9 @@ final class RequestHandler: Sendable {
     if faults.latencyMilliseconds > 0 { usleep(UInt32(min(faults.latencyMilliseconds, 60_000)) * 1000) }
     let answer: Answer
     if request != Self.plainRequest {
-      answer = logUpload(Unmanaged<LogInbox>.fromOpaque(request).takeUnretainedValue(), connection)
+      guard let uploaded = logUpload(Unmanaged<LogInbox>.fromOpaque(request).takeUnretainedValue(), connection)
+      else { return .YES }  // suspended: answered once resumed
+      answer = uploaded
     } else if path == "/v1/logs" {
       answer = .error(405, "method_not_allowed", "log uploads are POSTed")
     } else if method != "GET" && method != "HEAD" {
@@ -179,9 +218,29 @@ final class RequestHandler: Sendable {
 
   // MARK: Log uploads
 
-  /// `POST /v1/logs` with `X-Ti-App-Id`: 201 `{"log_id": …, "entries": …, "bytes": …}`.
-  private func logUpload(_ inbox: LogInbox, _ connection: OpaquePointer) -> Answer {
-    switch inbox.finish() {
+  /// `POST /v1/logs` with `X-Ti-App-Id`: 201 `{"log_id": …, "entries": …, "bytes": …}`; nil while its
+  /// archive is being inspected (the connection is suspended, and resumed to answer).
+  private func logUpload(_ inbox: LogInbox, _ connection: OpaquePointer) -> Answer? {
+    if inbox.refusal != nil || configuration.faults.sleeps { return answer(inbox.finish(stopping: stopping), inbox) }
+    if let outcome = inbox.outcome { return answer(outcome, inbox) }
+    // Entered before `stopping` is read: `stop()` sets it, then waits for the group.
+    suspended.enter()
+    guard !stopping.load(ordering: .sequentiallyConsistent) else {
+      suspended.leave()
+      return .error(503, "unavailable", "the server is stopping")
+    }
+    MHD_suspend_connection(connection)
+    let parked = Parked(connection: connection)
+    inspections.async { [self] in
+      _ = inbox.finish(stopping: stopping)
+      MHD_resume_connection(parked.connection)
+      suspended.leave()
+    }
+    return nil
+  }
+
+  private func answer(_ outcome: LogInbox.Outcome, _ inbox: LogInbox) -> Answer {
+    switch outcome {
     case .refused(let status, let error, let message):
       return .error(status, error, message)
     case .stored(let logId, let entries, let bytes):
@@ -195,6 +254,12 @@ final class RequestHandler: Sendable {
         withJSONObject: ["log_id": logId, "entries": entries, "bytes": bytes] as [String: Any], options: [.sortedKeys])
       return .body(201, "application/json", body ?? Data())
     }
+  }
+
+  /// Before the daemon stops: no connection is suspended any more (inspections under way end early).
+  func stop() {
+    stopping.store(true, ordering: .sequentiallyConsistent)
+    suspended.wait()
   }
 
   // MARK: Listing
@@ -226,6 +291,11 @@ final class RequestHandler: Sendable {
     let expires = configuration.now() &+ configuration.urlLifetimeSeconds
     var segments: [RecordingIndex.Segment] = []
     for var segment in index.segments where segment.startMs < end && segment.endMs > start {
+      if case .success(.remote(let url)) = files[segment.id] {
+        segment.url = url
+        segments.append(segment)
+        continue
+      }
       segment.url = "objects/\(Self.pathComponent(segment.id))?expires=\(expires)&sig=\(signature(segment.id, expires))"
       segments.append(segment)
     }
@@ -266,7 +336,8 @@ final class RequestHandler: Sendable {
     guard let entry = files[id] else { return .error(404, "not_found", "no object \(id)") }
     let url: URL
     switch entry {
-    case .success(let file): url = file
+    case .success(.file(let file)): url = file
+    case .success(.remote): return .error(404, "not_found", "object \(id) is served by its own host")
     case .failure(let refusal): return refused(id, refusal.reason)
     }
     // Symlinks are resolved and the file must still be under objects/ (a link out of the library is

@@ -13,6 +13,10 @@ public struct ServerConfiguration: Sendable {
   public var port: UInt16 = 8080
   /// The HMAC secret of tokens and presigned URLs.
   public var secret: String
+  /// Hosts (`name` or `name:port`, compared without case) that index entries may name in absolute
+  /// `http`/`https` URLs: such an entry is listed as it is, and its host serves it under its own rules
+  /// (a CDN, a bucket). An absolute URL to any other host is a bad entry: its object is not served.
+  public var objectHosts: Set<String> = []
   /// How long a presigned object URL stays valid, in seconds.
   public var urlLifetimeSeconds: Int64 = 300
   /// Threads of the epoll pool (a thread per connection instead while latency or bandwidth faults sleep).

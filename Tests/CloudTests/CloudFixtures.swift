@@ -46,7 +46,7 @@ final class ServedLibrary: @unchecked Sendable {  // the directory is only remov
   /// Serves the library already in `directory`.
   init(
     directory: TemporaryDirectory, faults: ServerFaults = ServerFaults(), urlLifetime: Int64 = 3600,
-    uploads: UploadLimits = UploadLimits(), now: (@Sendable () -> Int64)? = nil
+    uploads: UploadLimits = UploadLimits(), objectHosts: Set<String> = [], now: (@Sendable () -> Int64)? = nil
   ) throws {
     self.directory = directory
     deviceId = try RecordingIndex.load(library: directory.url).deviceId
@@ -55,6 +55,7 @@ final class ServedLibrary: @unchecked Sendable {  // the directory is only remov
     configuration.faults = faults
     configuration.urlLifetimeSeconds = urlLifetime
     configuration.uploads = uploads
+    configuration.objectHosts = objectHosts
     if let now { configuration.now = now }
     let log = self.log
     configuration.log = { line in log.append(line) }

@@ -87,4 +87,14 @@ struct SecretFlagTests {
     #expect(refused.stderr.contains("public default secret"), "\(refused.stderr)")
     #expect(refused.stdout.isEmpty)
   }
+
+  @Test("serve takes --object-host HOST or HOST:PORT and nothing else")
+  func objectHostFlag() throws {
+    let directory = try TemporaryDirectory()
+    for bad in ["", "a/b", "user@host", "http://x", "host:port:x"] {
+      let refused = try tipipe(["serve", "--root", directory.url.path, "--port", "0", "--object-host", bad])
+      #expect(refused.status == 2, "\(bad): \(refused.stderr)")
+      #expect(refused.stderr.contains("--object-host"), "\(bad): \(refused.stderr)")
+    }
+  }
 }

@@ -7,7 +7,8 @@ enum ServeCommand {
   static let summary = "serve a library over the cloud API (spec/cloud-api.md), with fault injection"
   static let usage = """
     usage: tipipe serve --root DIR [--host 127.0.0.1] [--port 8080] [--secret-file F] [--url-ttl SECONDS]
-                        [--threads N] [--insecure] [--quiet] [upload limits] [fault flags]
+                        [--threads N] [--object-host HOST[:PORT]]... [--insecure] [--quiet]
+                        [upload limits] [fault flags]
 
     Serves the library in DIR (index.json and its objects, as `tipipe synth` writes them) per
     spec/cloud-api.md: GET /v1/recordings with a bearer token (`tipipe token`), presigned object URLs,
@@ -18,6 +19,11 @@ enum ServeCommand {
     (visible to every local user through ps: warned about), else the public "tipipe-dev-secret". An
     address other than loopback with that public secret is refused unless --insecure: anyone could sign
     tokens for it. --url-ttl (300) is how long object URLs stay valid.
+
+    Only regular files under ROOT/objects are served (symlinks resolved and checked). An index entry
+    may instead name an absolute http(s) URL on a host given with --object-host (repeatable; HOST
+    matches the default port only, HOST:PORT that port): it is listed as it is, for that host to serve.
+    Any other entry is answered 500 and named in the log.
 
     Log uploads (POST /v1/logs) take a device token (Authorization: Bearer) and are kept as received in
     ROOT/uploads; each device's, since the server started, within (defaults in brackets):
@@ -60,7 +66,8 @@ enum ServeCommand {
         "--root": .value, "--host": .value, "--port": .value, "--secret": .value, "--url-ttl": .value,
         "--insecure": .boolean, "--upload-max-bytes": .value, "--upload-quota-bytes": .value,
         "--upload-quota-count": .value, "--uploads-per-minute": .value, "--upload-max-expansion": .value,
-        "--threads": .value, "--quiet": .boolean, "--fail-first": .value, "--fail-rate": .value,
+        "--threads": .value, "--object-host": .repeated, "--quiet": .boolean, "--fail-first": .value,
+        "--fail-rate": .value,
         "--fail-status": .value, "--truncate-first": .value, "--truncate-rate": .value, "--reset-first": .value,
         "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value,
         "--token-requests": .value, "--listing-status": .value, "--malformed-listing": .boolean, "--seed": .value,
@@ -79,6 +86,12 @@ enum ServeCommand {
     configuration.port = UInt16(try flags.integer("--port", default: 8080, range: 0...65535))
     configuration.urlLifetimeSeconds = Int64(try flags.integer("--url-ttl", default: 300, range: 0...604_800))
     configuration.threads = try flags.integer("--threads", default: 4, range: 1...256)
+    for host in flags.all("--object-host") {
+      guard !host.isEmpty, !host.contains("/"), !host.contains("@"),
+        URLComponents(string: "http://\(host)")?.host != nil
+      else { throw UsageError(message: "--object-host takes HOST or HOST:PORT, not \(host.oneLine)") }
+      configuration.objectHosts.insert(host.lowercased())
+    }
     var uploads = UploadLimits()
     uploads.maximumBytes = Int64(
       try flags.integer("--upload-max-bytes", default: Int(uploads.maximumBytes), range: 0...(1 << 40)))
