@@ -69,4 +69,44 @@ import TiCloudStorage
       range: span(0, 6000), to: scratch.url.appendingPathComponent("slow.mp4"))
     #expect(moving.code == .ok && moving.report.complete, "\(moving.message ?? "")")
   }
+
+  /// A renderer that only counts what it is given.
+  final class Pictures: VideoRenderer, @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func render(_ frame: DecodedFrame) { lock.withLock { count += 1 } }
+    var presented: Int { lock.withLock { count } }
+  }
+
+  @Test func aReplayOfACloudThatDripsFailsWithinItsStallBudget() throws {
+    var faults = ServerFaults()
+    faults.bytesPerSecond = 1
+    let dripping = try ServedLibrary(seconds: 36, faults: faults)
+    let callbacks = DispatchQueue(label: "stall.callbacks")
+    var environment = ReplayEnvironment.realtime(callbacks: callbacks)
+    environment.stallBudget = .seconds(2)
+    let replay = Replay(service: dripping.service, environment: environment)
+    let pictures = Pictures()
+    replay.bindVideo(channel: 0, renderer: pictures)
+    let ended = DispatchSemaphore(value: 0)
+    let outcomes = Locked<[String]>([])
+    replay.onCompleted = {
+      outcomes.withLock { $0.append("completed") }
+      ended.signal()
+    }
+    replay.onError = { error in
+      outcomes.withLock { $0.append("\(error.code)") }
+      ended.signal()
+    }
+    #expect(
+      replay.play(
+        startTimeMs: recordingStart, endTimeMs: recordingStart + 36_000, initialTimeMs: nil, token: dripping.token)
+        == .ok)
+    // A deadline, not a measure: the budget is 2 s; a lost callback fails here instead of hanging.
+    #expect(ended.wait(timeout: .now() + 120) == .success)
+    callbacks.sync {}
+    #expect(outcomes.withLock { $0 } == ["\(TiErrorCode.networkUnavailable)"])
+    #expect(pictures.presented == 0)
+    replay.stop()
+  }
 }

@@ -752,7 +752,7 @@ public final class Replay: @unchecked Sendable {
     // Read-ahead: see `readsAhead(_:)`.
     let source = CloudSegmentSource(
       service: service, range: range, token: plan.play.token, prefetchBytes: 16 << 20,
-      readsAhead: candidates.isEmpty || !plan.paused)
+      readsAhead: candidates.isEmpty || !plan.paused, stallBudget: environment.stallBudget)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
     let tracks = Set(plan.bindings.map(\.track)).union(plan.recordedTracks)

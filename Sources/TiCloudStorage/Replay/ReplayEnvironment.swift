@@ -21,6 +21,10 @@ public struct ReplayEnvironment: Sendable {
   /// Delivers one callback (on the main queue, the shared background queue, or as a test wishes);
   /// never called inside a Replay method's own call stack.
   public var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
+  /// How long a play may receive (almost) nothing from the cloud before it fails with
+  /// `networkUnavailable` (`CloudSegmentSource`'s stall budget, wall-clock); nil: no budget. A paused
+  /// play whose read-ahead is full waits on nothing, and is not stalled.
+  public var stallBudget: Duration? = .seconds(30)
 
   /// An environment of the caller's choosing.
   public init(
