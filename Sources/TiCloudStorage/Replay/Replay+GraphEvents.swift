@@ -1,0 +1,142 @@
+import Foundation
+import Nodes
+import PipelineGraph
+
+/// What the graph tells a Replay, on its executor: each event goes through the rules
+/// (``ReplayStateMachine``) under the lock, and what they answer is performed after it — outputs told,
+/// callbacks delivered.
+extension Replay {
+  /// Notes a presented frame; false when it belongs to a replaced graph or a removed output.
+  func presented(
+    _ frame: DecodedFrame, by id: OutputID, video: Bool, candidates: [OutputID], generation: Int
+  ) -> Bool {
+    typealias Told = (
+      first: (@Sendable (OutputEvent) -> Void)?, mismatched: [@Sendable (OutputEvent) -> Void],
+      gaps: (@Sendable (RecordingGap) -> Void, [RecordingGap])?, report: (@Sendable (Int64) -> Void, Int64)?,
+      play: Int
+    )
+    let (verdict, told) = state.withLock { state -> (ReplayStateMachine.FrameVerdict, Told) in
+      let verdict = state.rules.presented(
+        frame.time, by: id, video: video, candidates: candidates, generation: generation)
+      if verdict.movesPosition {
+        if video { state.lastFrame = frame }
+        for entry in state.recorders { entry.recorder.advance(to: frame.time) }
+      }
+      let gaps = state.onRecordingGap.flatMap { handler in verdict.gaps.isEmpty ? nil : (handler, verdict.gaps) }
+      let report = state.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0) } }
+      return (
+        verdict,
+        (
+          verdict.firstFrame ? state.events(of: id) : nil, verdict.mismatched.compactMap { state.events(of: $0) },
+          gaps, report, state.rules.playNumber
+        )
+      )
+    }
+    told.first?(.presenting)
+    if let (handler, gaps) = told.gaps { deliver(play: told.play) { for gap in gaps { handler(gap) } } }
+    if let (handler, position) = told.report { deliver(play: told.play) { handler(position) } }
+    for events in told.mismatched { events(.failed(Self.channelMismatch)) }
+    return verdict.accepted
+  }
+
+  /// O40's error.
+  static let channelMismatch = TiError(
+    .channelMismatch, "no media of the output's channel for 5 s of playback while its kind had some")
+
+  /// A bound channel carries nothing (O40): its output fails once the position reaches `time`.
+  func channelMissing(_ track: TrackID, noticedAt time: MediaTime, generation: Int) {
+    state.withLock { $0.rules.channelMissing(track, noticedAt: time, generation: generation) }
+  }
+
+  func drained(_ id: OutputID, generation: Int) {
+    state.withLock { $0.rules.drained(id, generation: generation) }
+  }
+
+  func outputFailed(_ id: OutputID, _ error: TiError, generation: Int) {
+    let events = state.withLock { state in
+      state.rules.outputFailed(id, generation: generation) ? state.events(of: id) : nil
+    }
+    events?(.failed(error))
+  }
+
+  func crossed(_ gap: RecordingGap, by id: OutputID, candidates: [OutputID], generation: Int) {
+    let report = state.withLock { state -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)? in
+      let gaps = state.rules.crossed(gap, by: id, candidates: candidates, generation: generation)
+      guard !gaps.isEmpty, let handler = state.onRecordingGap else { return nil }
+      return (handler, gaps, state.rules.playNumber)
+    }
+    if let (handler, gaps, play) = report { deliver(play: play) { for gap in gaps { handler(gap) } } }
+  }
+
+  func completed(generation: Int, candidates: [OutputID]) {
+    var ended: [RecorderEntry] = []
+    var waiter: Waiter?
+    var graph: Graph?
+    let (completion, handlers) = state.withLock { state in
+      let completion = state.rules.completed(generation: generation, candidates: candidates)
+      switch completion {
+      case .ignored: break
+      case .failed, .completed:
+        ended = state.takeRecorders()
+        waiter = state.waiters.removeValue(forKey: state.rules.playNumber)
+        if case .failed = completion { graph = state.graph }
+      }
+      return (
+        completion,
+        (
+          gap: state.onRecordingGap, time: state.onTimeChanged, done: state.onCompleted, error: state.onError,
+          play: state.rules.playNumber, events: state.attachments.compactMapValues(\.events)
+        )
+      )
+    }
+    let play = handlers.play
+    switch completion {
+    case .ignored: return
+    case .failed(let error, let early):
+      if let handler = handlers.gap, !early.isEmpty { deliver(play: play) { for gap in early { handler(gap) } } }
+      endRecorders(ended)
+      graph?.pipeline.stop()
+      if let handler = handlers.error { deliver(play: play) { handler(error) } }
+      if let waiter { environment.deliver { waiter.end(.failure(error)) } }
+    case .completed(let done):
+      if let handler = handlers.gap, !done.earlyGaps.isEmpty {
+        deliver(play: play) { for gap in done.earlyGaps { handler(gap) } }
+      }
+      for events in done.mismatched.compactMap({ handlers.events[$0] }) { events(.failed(Self.channelMismatch)) }
+      for events in done.completedOutputs.compactMap({ handlers.events[$0] }) { events(.completed) }
+      endRecorders(ended, naturally: true)
+      let time = done.reportsEnd ? handlers.time : nil
+      let finished = handlers.done
+      deliver(play: play) {
+        time?(done.end)
+        finished?()
+      }
+      // Delivered after the callbacks, whether or not a new play drops them meanwhile.
+      if let waiter { environment.deliver { waiter.end(.success(.completed)) } }
+    }
+  }
+
+  func failed(_ error: TiError, generation: Int) {
+    var ended: [RecorderEntry] = []
+    var waiter: Waiter?
+    let told = state.withLock { state -> (ErrorHandler?, Int, Graph?)? in
+      guard state.rules.fail(generation: generation) else { return nil }
+      ended = state.takeRecorders()
+      waiter = state.waiters.removeValue(forKey: state.rules.playNumber)
+      return (state.onError, state.rules.playNumber, state.graph)
+    }
+    endRecorders(ended)
+    guard let (handler, play, graph) = told else { return }
+    graph?.pipeline.stop()
+    if let handler { deliver(play: play) { handler(error) } }
+    if let waiter { environment.deliver { waiter.end(.failure(error)) } }
+  }
+
+  /// Delivers a play's callback, unless a stop or a new play came before it ran (R70).
+  func deliver(play: Int, _ body: @escaping @Sendable () -> Void) {
+    environment.deliver { [weak self] in
+      guard let self, state.withLock({ $0.rules.playNumber == play }) else { return }
+      body()
+    }
+  }
+}

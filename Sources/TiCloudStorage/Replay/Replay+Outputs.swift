@@ -1,0 +1,131 @@
+import Foundation
+import Nodes
+import PipelineGraph
+
+/// A Replay's outputs, recorders and raw dumps: what it presents to and who else takes what it reads.
+extension Replay {
+  // MARK: Outputs
+
+  /// Presents the video of `channel` to `renderer`; `events` hears of the branch's first frame, its end
+  /// and its own failure, on the environment's executor (not through `deliver`). Bound while a play
+  /// runs, the output starts at the next keyframe.
+  @discardableResult
+  public func bindVideo(
+    channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
+  ) -> OutputID {
+    bind(channel: channel, target: .video(renderer), volume: 100, events: events)
+  }
+
+  /// Plays the audio of `channel` on `device` at `volume` (0...100); see ``bindVideo(channel:renderer:events:)``.
+  @discardableResult
+  public func bindAudio(
+    channel: UInt8, device: any AudioDevice, volume: Int = 100, events: (@Sendable (OutputEvent) -> Void)? = nil
+  ) -> OutputID {
+    bind(channel: channel, target: .audio(device), volume: min(max(volume, 0), 100), events: events)
+  }
+
+  /// Binds an output of `channel` presenting to `target`; see ``bindVideo(channel:renderer:events:)``.
+  @discardableResult
+  public func bind(
+    channel: UInt8, target: OutputTarget, volume: Int = 100, events: (@Sendable (OutputEvent) -> Void)? = nil
+  ) -> OutputID {
+    let track: TrackID
+    switch target {
+    case .video: track = TrackID(.video, channel: channel)
+    case .audio: track = TrackID(.audio, channel: channel)
+    }
+    let (id, restart) = state.withLock { state -> (OutputID, Bool) in
+      let (id, restart) = state.rules.bind(track)
+      state.attachments[id] = Attachment(target: target, volume: volume, events: events)
+      return (id, restart)
+    }
+    if restart { self.restart() }
+    return id
+  }
+
+  /// Removes an output. The play goes on for the others; when none is left the replay stops reading
+  /// (no completion, the position frozen) until an output is bound again.
+  public func unbind(_ id: OutputID) {
+    let restart = state.withLock { state -> Bool in
+      state.attachments[id] = nil
+      return state.rules.unbind(id)
+    }
+    if restart { self.restart() }
+  }
+
+  /// Sets an audio output's volume, 0...100; `invalidArgument` outside (nothing changes).
+  @discardableResult
+  public func setVolume(_ volume: Int, of id: OutputID) -> TiErrorCode {
+    guard (0...100).contains(volume) else { return .invalidArgument }
+    state.withLock { state in state.attachments[id]?.volume = volume }
+    return .ok
+  }
+
+  // MARK: Recording
+
+  /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
+  /// even while no output is bound; the graph is rebuilt from the position, so what was read ahead is
+  /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion),
+  /// the recorder falls behind (`ReplayRecorder.whenOverrun(_:)`) or ``removeRecorder(_:)`` is called,
+  /// directly rather than through `deliver`: on the environment's executor when the graph completes or
+  /// fails, on a global queue when the recorder fell behind, else on the thread of the call that ended
+  /// the play. `notStarted` without an active play.
+  @discardableResult
+  public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
+    let added = state.withLock { state -> Bool in
+      guard state.rules.active else { return false }
+      state.recorders.append((recorder, onEnd))
+      return true
+    }
+    guard added else { return .notStarted }
+    // A writer that cannot keep up ends its task at once (T13), not when the play ends.
+    recorder.whenOverrun { [weak self, weak recorder] in
+      if let self, let recorder { removeRecorder(recorder) }
+    }
+    restart()
+    return .ok
+  }
+
+  /// Where the active play is (ms), or where it starts when nothing was presented yet.
+  public var recordingStart: MediaTime? {
+    state.withLock { $0.rules.recordingStart.map { MediaTime(milliseconds: $0) } }
+  }
+
+  /// Stops handing media to `recorder` (its task stopped) and calls its `onEnd`; with no output and no
+  /// other recorder left the replay stops reading.
+  public func removeRecorder(_ recorder: ReplayRecorder) {
+    let (ended, idle) = state.withLock { state -> ((@Sendable (Bool) -> Void)?, Bool) in
+      guard let index = state.recorders.firstIndex(where: { $0.recorder === recorder }) else { return (nil, false) }
+      let ended = state.recorders.remove(at: index).onEnd
+      return (ended, state.rules.active && state.rules.outputs.isEmpty && state.recorders.isEmpty)
+    }
+    if idle { restart() }
+    ended?(false)
+  }
+
+  // MARK: Raw dumps
+
+  /// Hands every packet of `dump`'s tracks that the replay reads from now on — across plays, seeks and
+  /// binding changes — to `dump`, which finishes by itself after `maximumDuration` on the replay's
+  /// clock (`durationLimit`). Nothing is captured while nothing is read.
+  public func attachRawDump(_ dump: RawDumpWriter, maximumDuration: Duration) {
+    let clock = environment.clock
+    let timer = clock.schedule(at: clock.now + maximumDuration, on: environment.executor) { [weak dump] in
+      dump?.finish(.durationLimit) { _ in }
+    }
+    state.withLock { $0.rawDumps.append((dump, timer)) }
+    dump.whenFinished { [weak self, weak dump] _ in
+      guard let self, let dump else { return }
+      detachRawDump(dump)
+    }
+  }
+
+  /// Stops handing media to `dump`.
+  func detachRawDump(_ dump: RawDumpWriter) {
+    let timer = state.withLock { state -> ClockTimer? in
+      guard let index = state.rawDumps.firstIndex(where: { $0.dump === dump }) else { return nil }
+      return state.rawDumps.remove(at: index).timer
+    }
+    timer?.cancel()
+  }
+}

@@ -1,0 +1,59 @@
+import Nodes
+import PipelineGraph
+
+/// What the state machine answers: the inputs of a graph, and what the Replay must do after an event.
+extension ReplayStateMachine {
+  /// What a graph is started from (the Replay adds its outputs' targets).
+  struct Start: Equatable {
+    var range: MediaRange
+    var play: Play
+    var outputs: [Output]
+    var speed: ReplaySpeed
+    var paused: Bool
+    var generation: Int
+    /// Where outputs that were not joining start presenting (a seek's target, or just after the frame
+    /// presented last).
+    var presentFrom: MediaTime
+    /// The first frame is shown even while paused (a play or a seek), not for a restart.
+    var showsFirstFrameWhilePaused: Bool
+  }
+
+  /// What the Replay does after a frame was presented by an output.
+  struct FrameVerdict: Equatable {
+    /// False: the frame belongs to a replaced graph, a removed or a failed output; it is not shown.
+    var accepted = false
+    /// The output presented its first frame since the play, the seek or its binding (`.presenting`).
+    var firstFrame = false
+    /// The output moves the position: its frame is the last frame shown, recorders advance to it.
+    var movesPosition = false
+    /// Gaps to report now (held after a failed recording, or crossed before this output took over).
+    var gaps: [RecordingGap] = []
+    /// Outputs whose channel carried nothing, now failed (O40).
+    var mismatched: [Replay.OutputID] = []
+    /// The position to report through `onTimeChanged`.
+    var report: Int64?
+  }
+
+  /// How a graph's end of stream ends the play.
+  enum Completion: Equatable {
+    /// An older generation's, or the play is over already.
+    case ignored
+    /// Nothing played after a recording that failed for good (R73): the play failed with its error.
+    case failed(TiError, earlyGaps: [RecordingGap])
+    /// The play completed.
+    case completed(Completed)
+  }
+
+  /// A completed play.
+  struct Completed: Equatable {
+    /// Gaps the driver crossed before it took over (reported before the end).
+    var earlyGaps: [RecordingGap]
+    /// Outputs failed for their channel's missing media (O40) instead of completing.
+    var mismatched: [Replay.OutputID]
+    /// Outputs that drained and complete with the play (O8).
+    var completedOutputs: [Replay.OutputID]
+    /// The end of the range, reported through `onTimeChanged` when the position was not there yet.
+    var reportsEnd: Bool
+    var end: Int64
+  }
+}

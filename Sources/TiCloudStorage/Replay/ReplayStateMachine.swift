@@ -1,0 +1,393 @@
+import Nodes
+import PipelineGraph
+
+/// The seed's rules of play as a value: what a ``Replay`` knows of its plays, and how each input (a
+/// call of the SDK, an event of the graph) changes it and what the Replay must then do.
+///
+/// No locks, no graph, no FFmpeg, no callbacks: the ``Replay`` holds one behind its lock, feeds it, and
+/// performs what each transition returns (deliver a callback, flush or rebuild the graph, tell an
+/// output). Tests drive it with tables of inputs (`ReplayStateMachineTests`).
+///
+/// Generations: every play, seek, stop and change of outputs bumps ``generation``; an event of the
+/// graph carries the generation it was produced in and is ignored when it is older. ``playNumber``
+/// is bumped by plays and stops only: callbacks of an older play not yet delivered are dropped (R70).
+struct ReplayStateMachine {
+  /// One bound output, as the rules see it.
+  struct Output: Equatable {
+    let id: Replay.OutputID
+    let track: TrackID
+    /// Bound while a play was running: its branch starts at the next keyframe from here (ms).
+    var joinsAt: Int64?
+    var isVideo: Bool { track.kind == .video }
+  }
+
+  /// The range and token of a play.
+  struct Play: Equatable {
+    var start: Int64
+    var end: Int64
+    var token: String
+  }
+
+  private(set) var outputs: [Output] = []
+  private var nextOutput = 0
+  /// The speed, kept across plays.
+  var speed = ReplaySpeed.x1
+  private(set) var play: Play?
+  /// True while the play is running or paused (not stopped, completed or failed).
+  private(set) var active = false
+  private(set) var paused = false
+  /// Where the play or the latest seek started (ms): a restart before any frame starts there again.
+  private(set) var target: Int64 = 0
+  /// The position (ms); nil before the play has one and after a stop.
+  private(set) var position: Int64?
+  private var lastReported: Int64?
+  private var reportNext = true
+  private(set) var generation = 0
+  private(set) var playNumber = 0
+  /// The position was reached after the play's or the latest seek's target (else a restart starts at
+  /// the target).
+  private var positionFollowsTarget = false
+  /// A seek was made whose target has not been presented yet (a later seek supersedes it).
+  private var seekPending = false
+  /// Outputs whose channel carried nothing while others of its kind did: failed with 6130 once the
+  /// position reaches the time it was noticed at (O40).
+  private var mismatches: [Replay.OutputID: MediaTime] = [:]
+  /// Outputs that presented a frame since the play, the seek or their binding.
+  private var presentingOutputs: Set<Replay.OutputID> = []
+  /// Outputs that failed in this play: nothing more is presented to them (O9), until a new play.
+  private var failedOutputs: Set<Replay.OutputID> = []
+  /// Outputs whose branch has presented all its media: completed with the play (O8), not before, as
+  /// the play may still end with an error (R73).
+  private var drainedOutputs: Set<Replay.OutputID> = []
+  /// Gaps crossed since a recording failed for good (R73): reported once media after them plays; if
+  /// none does, the play ends with the failure's code instead.
+  private var heldGaps: [RecordingGap] = []
+  /// Gaps a position candidate crossed while another one was the driver and it had presented nothing:
+  /// reported if it takes over (the audio of a play whose video presents nothing).
+  private var earlyGaps: [Replay.OutputID: [RecordingGap]] = [:]
+  /// The ranges reported since the play or the seek (a take-over reports none twice).
+  private var reportedRanges: [MediaRange] = []
+  /// The first and the latest frame each output presented since the play or the seek.
+  private var presentedSpan: [Replay.OutputID: (first: MediaTime, latest: MediaTime)] = [:]
+  /// The output whose frames moved the position last in this graph generation (nil after a play, a
+  /// seek or a restart): another one takes over without moving the position back.
+  private var positionDriver: Replay.OutputID?
+  /// Frames presented over every play.
+  private(set) var videoFrames = 0
+  private(set) var audioFrames = 0
+
+  /// The longest span a play reads: 10 days, as a listing.
+  static let maximumSpanMs: Int64 = 864_000_000
+
+  // MARK: Outputs
+
+  /// Binds an output of `track`; true when a play is active (its graph is rebuilt with it).
+  mutating func bind(_ track: TrackID) -> (Replay.OutputID, restart: Bool) {
+    let id = Replay.OutputID(value: nextOutput)
+    nextOutput += 1
+    outputs.append(Output(id: id, track: track, joinsAt: active ? (position ?? target) : nil))
+    return (id, active)
+  }
+
+  /// Removes an output; true when a play is active (its graph is rebuilt without it).
+  mutating func unbind(_ id: Replay.OutputID) -> Bool {
+    guard let index = outputs.firstIndex(where: { $0.id == id }) else { return false }
+    outputs.remove(at: index)
+    presentingOutputs.remove(id)
+    failedOutputs.remove(id)
+    drainedOutputs.remove(id)
+    return active
+  }
+
+  // MARK: Commands
+
+  /// A play of `[start, end)` from `initial` (or the start): `invalidArgument` for an empty or invalid
+  /// range or an initial time outside it, `notBound` without outputs; else the play is accepted (the
+  /// previous one replaced, its callbacks dropped: `ok`) and `tooLarge` says it must fail at once (R21).
+  mutating func play(start: Int64, end: Int64, initial: Int64?, token: String) -> (
+    code: TiErrorCode, tooLarge: Bool
+  ) {
+    guard MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end), start < end
+    else { return (.invalidArgument, false) }
+    if let initial, !(start..<end).contains(initial) { return (.invalidArgument, false) }
+    guard !outputs.isEmpty else { return (.notBound, false) }
+    generation += 1
+    playNumber += 1
+    play = Play(start: start, end: end, token: token)
+    active = true
+    paused = false
+    target = initial ?? start
+    seekPending = false
+    position = nil
+    lastReported = nil
+    positionFollowsTarget = false
+    failedOutputs = []
+    resetForNewTarget()
+    // Both ends are valid times: the span cannot overflow.
+    return (.ok, end - start > Self.maximumSpanMs)
+  }
+
+  /// Pauses or resumes; false without an active play.
+  mutating func setPaused(_ paused: Bool) -> Bool {
+    guard active else { return false }
+    self.paused = paused
+    return true
+  }
+
+  /// A seek to `time`: the target it supersedes (R32: reported, not silently lost), or why it is refused.
+  mutating func seek(to time: Int64) -> Result<Int64?, TiError> {
+    guard active, let play else { return .failure(TiError(.notStarted, "no active play")) }
+    guard (play.start..<play.end).contains(time) else {
+      return .failure(TiError(.invalidArgument, "the target is outside the play's range"))
+    }
+    generation += 1
+    let superseded = seekPending ? target : nil
+    seekPending = true
+    target = time
+    positionFollowsTarget = false
+    resetForNewTarget()
+    return .success(superseded)
+  }
+
+  /// What a play and a seek start afresh.
+  private mutating func resetForNewTarget() {
+    heldGaps = []
+    earlyGaps = [:]
+    reportedRanges = []
+    positionDriver = nil
+    reportNext = true
+    mismatches = [:]
+    presentingOutputs = []
+    presentedSpan = [:]
+    drainedOutputs = []
+    for index in outputs.indices { outputs[index].joinsAt = nil }
+  }
+
+  /// Ends the play without callbacks; idempotent.
+  mutating func stop() {
+    generation += 1
+    playNumber += 1
+    heldGaps = []
+    active = false
+    paused = false
+    position = nil
+  }
+
+  /// The outputs or recorders changed: true when a play is active and its graph must be rebuilt.
+  mutating func restart() -> Bool {
+    guard active else { return false }
+    generation += 1
+    earlyGaps = [:]
+    positionDriver = nil
+    return true
+  }
+
+  /// What the graph of the active play starts from: the target (a play, a seek), or the position with
+  /// the outputs already playing going on after the frame they presented last (`restarting`); nil
+  /// without an active play or with nothing to feed (no output, no recorder).
+  func start(restarting: Bool, recording: Bool) -> Start? {
+    guard active, let play, !outputs.isEmpty || recording else { return nil }
+    let position = restarting && positionFollowsTarget ? self.position : nil
+    let from = position ?? target
+    var outputs = self.outputs
+    for index in outputs.indices {
+      if let joinsAt = outputs[index].joinsAt { outputs[index].joinsAt = max(joinsAt, from) }
+    }
+    return Start(
+      range: MediaRange(startMilliseconds: from, endMilliseconds: play.end), play: play, outputs: outputs,
+      speed: speed, paused: paused, generation: generation,
+      presentFrom: MediaTime(milliseconds: position.map { $0 + 1 } ?? from),
+      showsFirstFrameWhilePaused: position == nil)
+  }
+
+  /// Where the active play is (ms), or where it starts when nothing was presented yet.
+  var recordingStart: Int64? {
+    guard active else { return nil }
+    return positionFollowsTarget ? position ?? target : target
+  }
+
+  // MARK: Events of the graph
+
+  /// Output `id` presented a frame of `time` in `generation`; `candidates` may move the position.
+  mutating func presented(
+    _ time: MediaTime, by id: Replay.OutputID, video: Bool, candidates: [Replay.OutputID], generation: Int
+  ) -> FrameVerdict {
+    guard self.generation == generation, let index = outputs.firstIndex(where: { $0.id == id }),
+      !failedOutputs.contains(id)
+    else { return FrameVerdict() }
+    var verdict = FrameVerdict(accepted: true)
+    if !presentingOutputs.contains(id) {
+      presentingOutputs.insert(id)
+      outputs[index].joinsAt = nil
+      verdict.firstFrame = true
+    }
+    presentedSpan[id] = (presentedSpan[id]?.first ?? time, time)
+    let movesPosition = driver(of: candidates) == id
+    if movesPosition && (!heldGaps.isEmpty || earlyGaps[id] != nil) {
+      // Media after a failed recording plays: its gaps are gaps after all (R73). So are those the
+      // output crossed before it took the position over.
+      let reported = reportedRanges
+      let early = (earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } }
+      verdict.gaps = heldGaps + early
+      reportedRanges = Array((reportedRanges + verdict.gaps.map(\.range)).suffix(64))
+      if !verdict.gaps.isEmpty { reportNext = true }
+      heldGaps = []
+      earlyGaps = [:]
+    }
+    if video { videoFrames += 1 } else { audioFrames += 1 }
+    guard movesPosition else { return verdict }
+    verdict.movesPosition = true
+    if !mismatches.isEmpty {
+      let reached = mismatches.filter { $0.value <= time }
+      for id in reached.keys {
+        mismatches[id] = nil
+        failedOutputs.insert(id)
+      }
+      verdict.mismatched = outputs.map(\.id).filter { reached[$0] != nil }
+    }
+    let position = time.milliseconds
+    // The audio moved the position while the video decoded up to its first frame: the video takes over
+    // from where the audio is (its first frames may be a little earlier, presented late).
+    if let driver = positionDriver, driver != id, let current = self.position, position < current {
+      return verdict
+    }
+    positionDriver = id
+    self.position = position
+    positionFollowsTarget = true
+    seekPending = false
+    // onTimeChanged: at most once per 100 ms of media, and at once after a play, a seek or a gap.
+    guard reportNext || lastReported.map({ position - $0 >= 100 }) ?? true else { return verdict }
+    reportNext = false
+    lastReported = position
+    verdict.report = position
+    return verdict
+  }
+
+  /// Which of `candidates` (the first video output, the first audio output) moves the position and
+  /// reports the gaps: the first that has not failed, unless it has presented nothing since the play or
+  /// the seek while a later one has presented for ``PlaybackTimeline/prerollLimit`` of media — then that
+  /// one (O40: the video's channel may carry nothing, and the audio goes on). So the audio's first
+  /// frames before the video's do not take the position, nor a hole's report, from the video.
+  func driver(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
+    let alive = candidates.filter { !failedOutputs.contains($0) }
+    guard let first = alive.first else { return nil }
+    if presentingOutputs.contains(first) { return first }
+    for other in alive.dropFirst() {
+      guard let span = presentedSpan[other], let played = try? span.latest - span.first else { continue }
+      if played >= PlaybackTimeline.prerollLimit { return other }
+    }
+    return first
+  }
+
+  /// Output `id` crossed `gap` in `generation`: the gaps to report now (none while it does not move
+  /// the position, or after a recording that failed for good: held until media plays, R73).
+  mutating func crossed(
+    _ gap: RecordingGap, by id: Replay.OutputID, candidates: [Replay.OutputID], generation: Int
+  ) -> [RecordingGap] {
+    guard self.generation == generation, candidates.contains(id) else { return [] }
+    guard driver(of: candidates) == id else {
+      if !presentingOutputs.contains(id) { earlyGaps[id, default: []].append(gap) }
+      return []
+    }
+    return admit([gap])
+  }
+
+  /// Gaps the position crossed: those to report now; after a recording that failed for good they wait
+  /// for media that plays (R73).
+  private mutating func admit(_ gaps: [RecordingGap]) -> [RecordingGap] {
+    var now: [RecordingGap] = []
+    for gap in gaps {
+      reportNext = true
+      if Self.failure(of: gap) != nil || !heldGaps.isEmpty {
+        heldGaps.append(gap)
+      } else {
+        now.append(gap)
+      }
+    }
+    reportedRanges = Array((reportedRanges + now.map(\.range)).suffix(64))
+    return now
+  }
+
+  /// A bound channel carries nothing (O40): its output fails once the position reaches `time` (the media
+  /// of its kind kept coming for 5 s of playback), or at the end if it does not.
+  mutating func channelMissing(_ track: TrackID, noticedAt time: MediaTime, generation: Int) {
+    guard self.generation == generation, let output = outputs.first(where: { $0.track == track }),
+      !failedOutputs.contains(output.id)
+    else { return }
+    mismatches[output.id] = time
+  }
+
+  /// Output `id`'s branch presented all its media.
+  mutating func drained(_ id: Replay.OutputID, generation: Int) {
+    if self.generation == generation { drainedOutputs.insert(id) }
+  }
+
+  /// Output `id`'s own branch failed: true when that is news (the output is told, once).
+  mutating func outputFailed(_ id: Replay.OutputID, generation: Int) -> Bool {
+    guard self.generation == generation, !failedOutputs.contains(id) else { return false }
+    failedOutputs.insert(id)
+    return true
+  }
+
+  /// The graph of `generation` reached its end of stream.
+  mutating func completed(generation: Int, candidates: [Replay.OutputID]) -> Completion {
+    guard self.generation == generation else { return .ignored }
+    // Gaps the driver crossed before it took over and presented nothing since (the first failed) are the
+    // play's.
+    var early: [RecordingGap] = []
+    if !earlyGaps.isEmpty {
+      let fallback = driver(of: candidates)
+      let gaps = fallback.flatMap { earlyGaps[$0] } ?? []
+      earlyGaps = [:]
+      early = admit(gaps)
+    }
+    // Nothing played after a recording that failed for good: the play ends with its error (R73).
+    if let failure = heldGaps.lazy.compactMap(Self.failure(of:)).last {
+      guard fail(generation: generation) else { return .ignored }
+      return .failed(failure, earlyGaps: early)
+    }
+    guard active, let play else { return .ignored }
+    // An output whose channel carried nothing fails rather than completes, even where nothing
+    // presented moved the position to the time its mismatch was noticed (O40).
+    let mismatched = outputs.map(\.id).filter { mismatches[$0] != nil && !failedOutputs.contains($0) }
+    let completedOutputs = outputs.map(\.id).filter {
+      drainedOutputs.contains($0) && !failedOutputs.contains($0) && mismatches[$0] == nil
+    }
+    drainedOutputs = []
+    mismatches = [:]
+    active = false
+    paused = false
+    let moved = position != play.end
+    position = play.end
+    lastReported = play.end
+    return .completed(
+      Completed(
+        earlyGaps: early, mismatched: mismatched, completedOutputs: completedOutputs, reportsEnd: moved, end: play.end))
+  }
+
+  /// The play of `generation` failed: true when it was the active one (it ends, with `onError`).
+  mutating func fail(generation: Int) -> Bool {
+    guard self.generation == generation, active else { return false }
+    active = false
+    paused = false
+    return true
+  }
+
+  /// The error a gap's failure ends a play with when nothing after it plays (R57–R59, R73); nil for a
+  /// gap that is never an error (a hole, no keyframe yet, a channel without media).
+  static func failure(of gap: RecordingGap) -> TiError? {
+    for reason in gap.reasons {
+      switch reason {
+      case .notFound: return TiError(.recordingNotFound, "the recording at \(gap.range) does not exist")
+      case .downloadFailed:
+        return TiError(.recordingDownloadFailed, "the recording at \(gap.range) could not be downloaded")
+      case .integrityFailed, .decryptionFailed, .mediaUnreadable:
+        return TiError(.recordingUnreadable, "the recording at \(gap.range) cannot be read (\(reason))")
+      case .unsupportedMedia:
+        return TiError(.unsupportedFormat, "the recording at \(gap.range) has an unsupported format")
+      case .unknown, .noKeyFrame, .noRecording, .trackUnavailable: continue
+      }
+    }
+    return nil
+  }
+}

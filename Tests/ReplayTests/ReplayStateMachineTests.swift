@@ -1,0 +1,264 @@
+import Nodes
+import PipelineGraph
+import Testing
+
+@testable import TiCloudStorage
+
+/// The rules of play as tables of inputs and what the state machine answers (issue 25): no graph, no
+/// clock, no threads. Each test names the rules it checks; the replay tests check the same rules
+/// through real graphs.
+@Suite struct ReplayStateMachineTests {
+  private let video = TrackID(.video, channel: 0)
+  private let audio = TrackID(.audio, channel: 1)
+  private let start: Int64 = 1_764_460_800_000
+
+  /// A machine with a video and an audio output and an accepted play of `[start, start + 60 s)`.
+  private func playing(initial: Int64? = nil) -> (ReplayStateMachine, Replay.OutputID, Replay.OutputID) {
+    var rules = ReplayStateMachine()
+    let (v, _) = rules.bind(video)
+    let (a, _) = rules.bind(audio)
+    #expect(rules.play(start: start, end: start + 60_000, initial: initial, token: "t") == (.ok, false))
+    return (rules, v, a)
+  }
+
+  /// The code a seek to `time` answers (ok when accepted).
+  private func seekCode(_ rules: inout ReplayStateMachine, _ time: Int64) -> TiErrorCode {
+    switch rules.seek(to: time) {
+    case .success: .ok
+    case .failure(let error): error.code
+    }
+  }
+
+  private func time(_ offset: Int64) -> MediaTime { MediaTime(milliseconds: start + offset) }
+
+  private func gap(_ from: Int64, _ to: Int64, _ reason: GapReason) -> RecordingGap {
+    RecordingGap(
+      range: MediaRange(startMilliseconds: start + from, endMilliseconds: start + to), tracks: [], reasons: [reason])
+  }
+
+  @Test func R11_R12_R13_R14_refusedPlaysChangeNothing() throws {
+    var rules = ReplayStateMachine()
+    #expect(rules.play(start: start, end: start + 1000, initial: nil, token: "t") == (.notBound, false))
+    let (v, _) = rules.bind(video)
+    #expect(rules.play(start: start, end: start + 60_000, initial: nil, token: "t") == (.ok, false))
+    _ = rules.presented(time(0), by: v, video: true, candidates: [v], generation: rules.generation)
+    rules.speed = .x4
+    _ = rules.setPaused(true)
+    let before = (rules.generation, rules.playNumber, rules.position, rules.play, rules.paused, rules.speed)
+    let refused: [(Int64, Int64, Int64?, TiErrorCode)] = [
+      (start, start, nil, .invalidArgument),  // R11: empty
+      (start + 10, start, nil, .invalidArgument),  // R11: reversed
+      (start, start + 1000, start + 1000, .invalidArgument),  // R12: initial at the end
+      (start, start + 1000, start - 1, .invalidArgument),  // R12: initial before the start
+      (.min, start, nil, .invalidArgument),  // not a valid time
+      (start, .max, nil, .invalidArgument),
+    ]
+    for (from, to, initial, code) in refused {
+      #expect(rules.play(start: from, end: to, initial: initial, token: "u").code == code, "\(from) \(to)")
+      let after = (rules.generation, rules.playNumber, rules.position, rules.play, rules.paused, rules.speed)
+      #expect(after == before, "R14: \(from) \(to) \(initial as Any)")
+    }
+    #expect(rules.active)
+  }
+
+  @Test func R19_R20_aNewPlayKeepsOutputsAndSpeedAndStartsUnpausedWithoutAPosition() throws {
+    var (rules, v, a) = playing()
+    rules.speed = .x0_25
+    _ = rules.presented(time(0), by: v, video: true, candidates: [v, a], generation: rules.generation)
+    _ = rules.setPaused(true)
+    let number = rules.playNumber
+    #expect(rules.play(start: start + 5000, end: start + 9000, initial: start + 6000, token: "u") == (.ok, false))
+    #expect(rules.playNumber == number + 1)  // R70: the old play's callbacks are dropped
+    #expect(rules.outputs.map(\.id) == [v, a])
+    #expect(rules.speed == .x0_25)
+    #expect(!rules.paused && rules.active)
+    #expect(rules.position == nil)
+    #expect(rules.start(restarting: false, recording: false)?.range.start == MediaTime(milliseconds: start + 6000))
+  }
+
+  @Test func R21_aPlayOverTenDaysIsAcceptedAndMustFail() throws {
+    var rules = ReplayStateMachine()
+    _ = rules.bind(video)
+    #expect(rules.play(start: start, end: start + 864_000_000, initial: nil, token: "t") == (.ok, false))
+    #expect(rules.play(start: start, end: start + 864_000_001, initial: nil, token: "t") == (.ok, true))
+    let failed = rules.fail(generation: rules.generation)
+    #expect(failed)
+    #expect(!rules.active)
+  }
+
+  @Test func R26_R28_R30_commandsWithoutAnActivePlay() throws {
+    var rules = ReplayStateMachine()
+    let paused = rules.setPaused(true)
+    #expect(!paused)
+    #expect(seekCode(&rules, start) == .notStarted)
+    _ = rules.bind(video)
+    _ = rules.play(start: start, end: start + 1000, initial: nil, token: "t")
+    rules.stop()
+    let resumed = rules.setPaused(false)
+    #expect(!resumed)
+    // R30: out of range as well: still notStarted.
+    #expect(seekCode(&rules, start - 5) == .notStarted)
+  }
+
+  @Test func R29_R32_seeksOutOfRangeAreRefusedAndTheLastSeekWins() throws {
+    var (rules, v, a) = playing()
+    let generation = rules.generation
+    #expect(seekCode(&rules, start + 60_000) == .invalidArgument)
+    #expect(rules.generation == generation)  // nothing changed
+    #expect(try rules.seek(to: start + 10_000).get() == nil)
+    #expect(try rules.seek(to: start + 20_000).get() == start + 10_000)  // superseded, reported
+    #expect(try rules.seek(to: start + 30_000).get() == start + 20_000)
+    // The graph of an older generation presents nothing; the last target's does.
+    let stale = rules.presented(time(10_000), by: v, video: true, candidates: [v, a], generation: generation)
+    #expect(!stale.accepted && rules.position == nil)
+    let taken = rules.presented(time(30_000), by: v, video: true, candidates: [v, a], generation: rules.generation)
+    #expect(taken.accepted && taken.report == start + 30_000)
+    // A seek once the target was presented supersedes nothing.
+    #expect(try rules.seek(to: start + 40_000).get() == nil)
+  }
+
+  @Test func R31_R35_seekKeepsThePauseAndShowsTheTarget() throws {
+    var (rules, v, a) = playing()
+    _ = rules.setPaused(true)
+    _ = try? rules.seek(to: start + 7000).get()
+    #expect(rules.paused && rules.active)
+    let plan = rules.start(restarting: false, recording: false)
+    #expect(plan?.paused == true && plan?.showsFirstFrameWhilePaused == true)
+    let shown = rules.presented(time(7000), by: v, video: true, candidates: [v, a], generation: rules.generation)
+    #expect(shown.report == start + 7000 && rules.position == start + 7000)
+  }
+
+  @Test func R53_timeIsReportedAtMostEvery100MillisecondsOfMediaAndAtOnceAfterAGap() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    // 25 fps: every 40 ms; reported at 0, then the first frame ≥ 100 ms after the last report.
+    var reported: [Int64] = []
+    for frame in 0..<10 {
+      let verdict = rules.presented(time(Int64(frame) * 40), by: v, video: true, candidates: [v, a], generation: g)
+      if let report = verdict.report { reported.append(report - start) }
+    }
+    #expect(reported == [0, 120, 240, 360])
+    // A hole crossed: the next frame is reported at once.
+    #expect(rules.crossed(gap(400, 1000, .noRecording), by: v, candidates: [v, a], generation: g).count == 1)
+    #expect(rules.presented(time(1000), by: v, video: true, candidates: [v, a], generation: g).report == start + 1000)
+    #expect(rules.presented(time(1040), by: v, video: true, candidates: [v, a], generation: g).report == nil)
+  }
+
+  @Test func R73_aFailedRecordingIsAGapOnlyWhenMediaAfterItPlays() throws {
+    let cases: [(GapReason, TiErrorCode)] = [
+      (.notFound, .recordingNotFound), (.downloadFailed, .recordingDownloadFailed),
+      (.integrityFailed, .recordingUnreadable), (.decryptionFailed, .recordingUnreadable),
+      (.mediaUnreadable, .recordingUnreadable), (.unsupportedMedia, .unsupportedFormat),
+    ]
+    for (reason, code) in cases {
+      // Media after it plays: reported as a gap, with the hole held behind it.
+      var (rules, v, a) = playing()
+      let g = rules.generation
+      _ = rules.presented(time(0), by: v, video: true, candidates: [v, a], generation: g)
+      #expect(rules.crossed(gap(3000, 6000, reason), by: v, candidates: [v, a], generation: g).isEmpty)
+      #expect(rules.crossed(gap(6000, 9000, .noRecording), by: v, candidates: [v, a], generation: g).isEmpty)
+      let after = rules.presented(time(9000), by: v, video: true, candidates: [v, a], generation: g)
+      #expect(after.gaps == [gap(3000, 6000, reason), gap(6000, 9000, .noRecording)], "\(reason)")
+      #expect(after.report == start + 9000)
+      guard case .completed = rules.completed(generation: g, candidates: [v, a]) else {
+        Issue.record("\(reason): media played after it, the play completes")
+        continue
+      }
+      // Nothing after it: the play fails with the reason's code.
+      var (ending, v2, a2) = playing()
+      let g2 = ending.generation
+      _ = ending.presented(time(0), by: v2, video: true, candidates: [v2, a2], generation: g2)
+      _ = ending.crossed(gap(3000, 60_000, reason), by: v2, candidates: [v2, a2], generation: g2)
+      guard case .failed(let error, _) = ending.completed(generation: g2, candidates: [v2, a2]) else {
+        Issue.record("\(reason): nothing played after it, the play fails")
+        continue
+      }
+      #expect(error.code == code, "\(reason)")
+      #expect(!ending.active)
+    }
+    // Holes, missing keyframes and channels are never errors.
+    for reason in [GapReason.noRecording, .noKeyFrame, .trackUnavailable] {
+      #expect(ReplayStateMachine.failure(of: gap(0, 1, reason)) == nil)
+    }
+  }
+
+  @Test func O40_theAudioTakesThePositionWhenTheVideoPresentsNothingFor500Milliseconds() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    // A leading hole the audio crosses before its first frame (the video is the driver): held for it.
+    #expect(rules.crossed(gap(0, 100, .noRecording), by: a, candidates: [v, a], generation: g).isEmpty)
+    // Audio frames of 20 ms: before 500 ms of audio the video keeps the position (nothing moves it).
+    for offset in stride(from: Int64(100), to: 600, by: 20) {
+      let verdict = rules.presented(time(offset), by: a, video: false, candidates: [v, a], generation: g)
+      #expect(verdict.accepted && !verdict.movesPosition, "\(offset)")
+    }
+    #expect(rules.driver(of: [v, a]) == v && rules.position == nil)
+    // At 500 ms of audio it takes over, and reports the hole it crossed.
+    let takeover = rules.presented(time(600), by: a, video: false, candidates: [v, a], generation: g)
+    #expect(takeover.movesPosition && takeover.report == start + 600)
+    #expect(takeover.gaps == [gap(0, 100, .noRecording)])
+    #expect(rules.driver(of: [v, a]) == a)
+    // The channel without media fails its output once the position reaches where it was noticed.
+    rules.channelMissing(video, noticedAt: time(700), generation: g)
+    #expect(rules.presented(time(680), by: a, video: false, candidates: [v, a], generation: g).mismatched.isEmpty)
+    #expect(rules.presented(time(700), by: a, video: false, candidates: [v, a], generation: g).mismatched == [v])
+    #expect(!rules.presented(time(700), by: v, video: true, candidates: [v, a], generation: g).accepted)
+  }
+
+  @Test func O8_R63_R66_outputsThatDrainedCompleteWithThePlay() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    _ = rules.presented(time(59_960), by: v, video: true, candidates: [v, a], generation: g)
+    rules.drained(v, generation: g)
+    rules.drained(a, generation: g - 1)  // an older graph's: ignored
+    guard case .completed(let done) = rules.completed(generation: g, candidates: [v, a]) else {
+      Issue.record("the play completes")
+      return
+    }
+    #expect(done.completedOutputs == [v])
+    #expect(done.reportsEnd && done.end == start + 60_000)
+    #expect(rules.position == start + 60_000 && !rules.active)  // R49
+    // Exactly once (R63, R65): a second end of stream of the same generation is nothing.
+    #expect(rules.completed(generation: g, candidates: [v, a]) == .ignored)
+    let failedAfter = rules.fail(generation: g)
+    #expect(!failedAfter)
+  }
+
+  @Test func R44_R45_R46_stopEndsThePlayWithoutCallbacksAndIsIdempotent() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    _ = rules.presented(time(0), by: v, video: true, candidates: [v, a], generation: g)
+    rules.speed = .x2
+    rules.stop()
+    #expect(!rules.active && rules.position == nil)
+    #expect(rules.outputs.count == 2 && rules.speed == .x2)
+    // The stopped play's graph neither completes nor fails it.
+    #expect(rules.completed(generation: g, candidates: [v, a]) == .ignored)
+    let failedAfterStop = rules.fail(generation: g)
+    #expect(!failedAfterStop)
+    rules.stop()
+    #expect(!rules.active)
+  }
+
+  @Test func R47_R48_outputsBoundDuringAPlayJoinAtThePositionAndRestartTheGraph() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    _ = rules.presented(time(2000), by: v, video: true, candidates: [v, a], generation: g)
+    let (late, restart) = rules.bind(TrackID(.video, channel: 2))
+    #expect(restart)
+    #expect(rules.restart() && rules.generation == g + 1)
+    let plan = rules.start(restarting: true, recording: false)
+    // Restarting goes on just after the last frame; the new output joins at the position.
+    #expect(plan?.presentFrom == time(2001))
+    #expect(plan?.outputs.first { $0.id == late }?.joinsAt == start + 2000)
+    #expect(plan?.showsFirstFrameWhilePaused == false)
+    // Every output unbound and no recorder: nothing to start, the play stays active.
+    for id in [v, a, late] {
+      let restarts = rules.unbind(id)
+      #expect(restarts)
+    }
+    #expect(rules.start(restarting: true, recording: false) == nil)
+    #expect(rules.active && rules.position == start + 2000)
+    #expect(rules.start(restarting: true, recording: true) != nil)
+  }
+}
