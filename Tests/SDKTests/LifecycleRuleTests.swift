@@ -161,40 +161,97 @@ extension SDKRules {
       let storage = TiCloudStorage(token: "t")
       let replay = storage.createReplay()
       let video = TiCloudStorageVideoOutput()
-      _ = (replay, video)
       #expect(session.close() == ok)
       let second = try SDKSession()
-      #expect(video.attachView(NullRenderer()) == ok)
+      // They belong to the runtime that was shut down (L23): they neither work nor hold the new one.
+      #expect(video.attachView(NullRenderer()) == notInitialized)
+      #expect(storage.updateToken("u") == notInitialized)
+      #expect(replay.setSpeed(.x2) == notInitialized)
+      // Objects of this runtime: a used one holds it until disposed (L21).
+      let fresh = TiCloudStorage(token: "t")
+      let freshReplay = fresh.createReplay()
+      let freshVideo = TiCloudStorageVideoOutput()
+      #expect(freshVideo.attachView(NullRenderer()) == ok)
       #expect(TiCloudStorage.shutdown() == inUse)
-      #expect(video.detachView() == ok)
+      #expect(freshVideo.detachView() == ok)
       #expect(TiCloudStorage.shutdown() == inUse)  // used, not disposed
-      #expect(video.dispose() == ok)
-      #expect(storage.updateToken("u") == ok)
+      #expect(freshVideo.dispose() == ok)
+      #expect(fresh.updateToken("u") == ok)
       #expect(TiCloudStorage.shutdown() == inUse)
       // A pending query holds it too.
-      storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 1000) { _ in }
-      #expect(storage.dispose() == inUse)
+      fresh.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 1000) { _ in }
+      #expect(fresh.dispose() == inUse)
       await second.drainMain()
-      #expect(replay.dispose() == ok)
-      #expect(storage.dispose() == ok)
+      #expect(freshReplay.dispose() == ok)
+      #expect(fresh.dispose() == ok)
+      // The objects of the first runtime never held anything.
       #expect(TiCloudStorage.shutdown() == ok)
     }
 
-    @Test func L23_objectsUsedBeforeAShutdownStayShutDown() async throws {
+    @Test func L23_objectsOfAnEarlierRuntimeStayShutDownEvenIfOnlyConstructed() async throws {
       var session = try SDKSession()
-      let storage = TiCloudStorage(token: "t")
-      let video = TiCloudStorageVideoOutput()
-      #expect(video.attachView(NullRenderer()) == ok)
-      #expect(video.detachView() == ok)
-      #expect(video.dispose() == ok)
-      #expect(storage.updateToken("u") == ok)
-      #expect(storage.dispose() == ok)
-      #expect(session.close() == ok)
+      let old = TiCloudStorage(token: "device-token")
+      let oldReplay = old.createReplay()
+      let oldBackground = old.createReplay(callbackThread: .background)
+      let oldVideo = TiCloudStorageVideoOutput()
+      let oldAudio = TiCloudStorageAudioOutput(device: CaptureAudioDevice())
+      // Used before the shutdown, then released: the same after it.
+      let used = TiCloudStorageVideoOutput()
+      #expect(used.attachView(NullRenderer()) == ok)
+      #expect(used.detachView() == ok)
+      #expect(used.dispose() == ok)
+      #expect(session.close() == ok)  // L22: the constructed ones hold nothing
+      // Shut down (L7).
+      #expect(old.updateToken("u") == notInitialized)
+      #expect(oldReplay.setSpeed(.x2) == notInitialized)
+      #expect(oldVideo.attachView(FrameCaptureRenderer()) == notInitialized)
+      #expect(oldAudio.setVolume(10) == notInitialized)
+      // A later initialize does not adopt them: they belong to the runtime they were created under.
       session = try SDKSession()
-      let reused = TiCloudStorageAudioOutput()
-      #expect(reused.setVolume(5) == ok)
-      #expect(reused.dispose() == ok)
-      #expect(storage.updateToken("v") == notInitialized)
+      let rig = ReplayRig()
+      let range = (start: recordingStart, end: recordingStart + 9000)
+      #expect(old.updateToken("u") == notInitialized)
+      let listed = await session.pump { await old.listRecordings(startTimeMs: range.start, endTimeMs: range.end) }
+      #expect(listed.code == notInitialized)
+      let days = await session.pump { await old.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-02") }
+      #expect(days.code == notInitialized)
+      let export = old.exportRecording(
+        TiCloudStorageExportRequest(startTimeMs: range.start, endTimeMs: range.start + 2000, videoChannelId: 0),
+        progress: nil
+      ) { _ in Issue.record("a refused export completes") }
+      #expect(export.code == notInitialized && export.task == nil)
+      for replay in [oldReplay, oldBackground] {
+        #expect(replay.play(startTimeMs: range.start, endTimeMs: range.start + 1000) == notInitialized)
+        #expect(replay.pause() == notInitialized)
+        #expect(replay.resume() == notInitialized)
+        #expect(replay.seek(toTimeMs: range.start) == notInitialized)
+        #expect(replay.setSpeed(.x2) == notInitialized)
+        #expect(replay.stop() == notInitialized)
+        #expect(replay.startRecording(videoChannelId: 0).code == notInitialized)
+        let dump = await replay.startRawDump(options: TiCloudStorageRawDumpOptions(videoChannelIds: [0]))
+        #expect(dump.code == notInitialized)
+      }
+      #expect(oldVideo.attachView(FrameCaptureRenderer()) == notInitialized)
+      #expect(oldVideo.attach(replay: rig.replay, channelId: 2) == notInitialized)
+      #expect(oldVideo.detach() == notInitialized)
+      #expect(oldVideo.detachView() == notInitialized)
+      #expect(await oldVideo.takeSnapshot().code == notInitialized)
+      #expect(oldAudio.setVolume(10) == notInitialized)
+      #expect(oldAudio.attach(replay: rig.replay, channelId: 3) == notInitialized)
+      #expect(oldAudio.detach() == notInitialized)
+      // Across runtimes: a new Output cannot bind the old Replay; a Replay the old instance makes now is
+      // the old runtime's too (as for a disposed instance, D13).
+      let newOutput = TiCloudStorageVideoOutput()
+      #expect(newOutput.attach(replay: oldReplay, channelId: 0) == notInitialized)
+      #expect(newOutput.dispose() == ok)
+      #expect(old.createReplay().setSpeed(.x2) == notInitialized)
+      // The live objects are untouched.
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      #expect(rig.video.state == .rendering)
+      #expect(oldVideo.state == .idle && oldAudio.state == .idle)
+      // The dead objects do not block the new runtime's shutdown.
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
 

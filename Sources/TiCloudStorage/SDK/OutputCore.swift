@@ -34,6 +34,7 @@ final class OutputCore: @unchecked Sendable {
   /// The public object, for the delegate calls and the callback scope.
   weak var owner: AnyObject?
   var state = State.idle
+  /// The runtime session it belongs to (L23), from its creation.
   var session: Int?
   var disposed = false
   var binding: Binding?
@@ -55,7 +56,10 @@ final class OutputCore: @unchecked Sendable {
   var notifyFailure: (@Sendable (Int32) -> Void)?
   var notifyRenderSize: (@Sendable (CGSize) -> Void)?
 
-  init(kind: Kind) { self.kind = kind }
+  init(kind: Kind) {
+    self.kind = kind
+    session = Runtime.shared.withLock { Runtime.shared.sessionOfNewObjects }
+  }
 
   /// True while a host view is bound.
   var hasView: Bool { renderLock.withLock { view != nil } }

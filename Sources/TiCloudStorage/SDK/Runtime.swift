@@ -49,8 +49,12 @@ final class Runtime: @unchecked Sendable {
   var latestToken: String?
   /// Sibling services sharing the runtime, by name (L17–L19).
   private var siblings: [String: Configuration] = [:]
-  /// Bumped by every successful `initialize`: an object used in an earlier session is shut down (L23).
+  /// Bumped by every successful `initialize`: an object of an earlier session is shut down (L23).
   private(set) var session = 0
+
+  /// The session an object made now belongs to (L23: the runtime it was created under): the running
+  /// one, or, before `initialize` and after `shutdown`, the next one.
+  var sessionOfNewObjects: Int { configuration != nil ? session : session &+ 1 }
   /// Objects that hold resources: used and not disposed instances, Replays and Outputs (L21, L22).
   private var holders: Set<ObjectIdentifier> = []
   /// Queries, snapshots, tasks and uploads under way.
@@ -253,7 +257,8 @@ final class Runtime: @unchecked Sendable {
 
   // MARK: Sessions and holders
 
-  /// ok when `holder` may act in the running session (binding it to the session at its first use, and
+  /// ok when `holder` may act in the running session (its own, given at its creation; binding it at its
+  /// first use for what has none, and
   /// from then on holding resources until ``release(_:)``); notInitialized before `initialize`, after
   /// `shutdown`, or when it was used before a `shutdown`. Call under the lock.
   func admit(_ session: inout Int?, holder: AnyObject?) -> Int32 {

@@ -74,7 +74,8 @@ public final class TiCloudStorage: @unchecked Sendable {
   // Guarded by the runtime's lock.
   private var token: String
   private var tokenExpired = false
-  private var session: Int?
+  /// The runtime session it belongs to (L23), from its creation.
+  private(set) var session: Int?
   private var disposed = false
   private var pendingQueries = 0
   private var replays: [ObjectIdentifier: TiCloudStorageReplay] = [:]
@@ -82,7 +83,10 @@ public final class TiCloudStorage: @unchecked Sendable {
   /// An instance for the device `token` gives access to; no network, never fails (D1, L6).
   public init(token: String) {
     self.token = token
-    if !token.isEmpty { Runtime.shared.withLock { Runtime.shared.latestToken = token } }
+    session = Runtime.shared.withLock {
+      if !token.isEmpty { Runtime.shared.latestToken = token }
+      return Runtime.shared.sessionOfNewObjects
+    }
   }
 
   /// Uses `token` for the Lists, Plays and Exports started from now on (D4, D5): ok; invalidArgument

@@ -46,6 +46,9 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     self.instance = instance
     self.callbackThread = callbackThread
     self.pace = pace
+    // It belongs to its instance's runtime session (L23): one made by an instance of an earlier session
+    // is shut down from the start.
+    session = Runtime.shared.withLock { instance.session }
   }
 
   deinit {
