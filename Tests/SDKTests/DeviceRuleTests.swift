@@ -28,20 +28,56 @@ extension SDKRules {
 
     @Test func D2_anEmptyTokenRefusesListPlayAndExport() async throws {
       let session = try SDKSession()
-      let rig = ReplayRig()
       let empty = TiCloudStorage(token: "")
       let replay = empty.createReplay()
       let video = TiCloudStorageVideoOutput()
+      let view = FrameCaptureRenderer()
+      #expect(video.attachView(view) == ok)
+      // Bound, so that the refusal is the token's, not notBound's.
       #expect(video.attach(replay: replay, channelId: 0) == ok)
-      #expect(replay.play(startTimeMs: whole.0, endTimeMs: whole.1) == TiCloudStorageErrorCode.invalidArgument)
-      #expect(
-        await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code
-          == TiCloudStorageErrorCode.invalidArgument)
+      let asked = session.service.tokens.withLock { $0.count }
+      let invalid = TiCloudStorageErrorCode.invalidArgument
+      // Play: refused synchronously, nothing plays.
+      #expect(replay.play(startTimeMs: whole.0, endTimeMs: whole.1) == invalid)
+      await session.run(for: .milliseconds(300))
+      #expect(view.renderedTimes.isEmpty && video.state == .idle)
+      // List, both forms, and the days.
+      #expect(await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == invalid)
+      let results = Locked<[(Int32, Bool)]>([])
+      empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) { result in
+        results.withLock { $0.append((result.code, onMainQueue)) }
+      }
+      await session.drainMain { results.withLock { !$0.isEmpty } }
+      #expect(results.withLock { $0.map(\.0) } == [invalid])
+      #expect(results.withLock { $0.allSatisfy(\.1) })
+      let days = await session.pump { await empty.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-02") }
+      #expect(days.code == invalid && days.days.isEmpty)
+      // Export: a valid request, refused synchronously, nothing delivered, nothing written.
+      let request = TiCloudStorageExportRequest(
+        startTimeMs: whole.0, endTimeMs: whole.0 + 2000, videoChannelId: 0, audioChannelId: 1)
+      let (start, log) = session.startExport(empty, request)
+      #expect(start.code == invalid && start.task == nil)
+      await session.drainMain()
+      #expect(log.events.isEmpty)
+      let awaited = await empty.exportRecording(request)
+      #expect(awaited.code == invalid && awaited.file == nil)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      // Nothing reached the service.
+      #expect(session.service.tokens.withLock { $0.count } == asked)
+      // The token was the reason: with one, the same calls go through.
+      #expect(empty.updateToken("device-token") == ok)
+      #expect(replay.play(startTimeMs: whole.0, endTimeMs: whole.1) == ok)
+      #expect(await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
+      let (accepted, acceptedLog) = session.startExport(empty, request)
+      #expect(accepted.code == ok && accepted.task != nil)
+      await session.finish(acceptedLog)
+      #expect(acceptedLog.result?.code == ok)
+      #expect(replay.stop() == ok)
       #expect(video.detach() == ok)
+      #expect(video.detachView() == ok)
       #expect(video.dispose() == ok)
       #expect(replay.dispose() == ok)
       #expect(empty.dispose() == ok)
-      #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
 

@@ -79,7 +79,53 @@ extension SDKRules {
         [TiCloudStorageExportTermination.exhausted, .interrupted, .cancelled, .failed].map(\.rawValue) == [0, 1, 2, 3])
     }
 
-    @Test func E3_E5_E8_E11_E12_E13_E14_E15_E16_E17_E18_E20_E22_E26_E27_E30_E37_E39_E41_aFullExportAndItsReport()
+    @Test func E8_theSimpleOverloadDeliversProgressAndItsResultOnTheMainQueue() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let progress = Locked<[(Double, Bool)]>([])
+      let results = Locked<[(TiCloudStorageRecordingResult, Bool)]>([])
+      let lateProgress = Locked(false)
+      // A detailed export with its callbacks off the main queue at the same time (E9): the simple one's
+      // stay on it.
+      let (background, backgroundLog) = session.startExport(storage, request(0, 3000), thread: .background)
+      #expect(background.code == ok)
+      let start = storage.exportRecording(
+        request(0, 9000),
+        progress: { value in
+          if results.withLock({ !$0.isEmpty }) { lateProgress.withLock { $0 = true } }
+          progress.withLock { $0.append((value, onMainQueue)) }
+        }
+      ) { result in results.withLock { $0.append((result, onMainQueue)) } }
+      #expect(start.code == ok)
+      let task = try #require(start.task)
+      #expect(progress.withLock { $0.isEmpty } && results.withLock { $0.isEmpty })  // E5
+      await session.drainMain { results.withLock { !$0.isEmpty } }
+      await session.finish(backgroundLog, thread: .background)
+      await session.drainMain()
+      let delivered = results.withLock { $0 }
+      #expect(delivered.count == 1 && delivered.allSatisfy(\.1))
+      let values = progress.withLock { $0 }
+      #expect(!values.isEmpty && values.allSatisfy(\.1))
+      #expect(values.map(\.0).allSatisfy { (0...1).contains($0) })
+      #expect(values.map(\.0) == values.map(\.0).sorted())
+      #expect(values.last?.0 == 1.0)
+      #expect(!lateProgress.withLock { $0 })
+      #expect(task.progress == 1.0)
+      // The detailed export's callbacks ran off the main queue.
+      #expect(backgroundLog.events.allSatisfy { if case .completion(_, let main) = $0 { !main } else { true } })
+      let result = try #require(delivered.first?.0)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      #expect(file.durationMs == 8000)  // 9 s with the fixture's 1 s hole
+      #expect(URL(fileURLWithPath: file.path).deletingLastPathComponent().standardized == session.media.standardized)
+      let codecs = try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file.path])
+      #expect(codecs.split(separator: "\n").sorted() == ["aac", "h264"])
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E3_E5_E11_E12_E13_E14_E15_E16_E17_E18_E20_E22_E26_E27_E30_E37_E39_E41_aFullExportAndItsReport()
       async throws
     {
       let session = try SDKSession()
@@ -223,11 +269,11 @@ extension SDKRules {
       #expect(FileManager.default.fileExists(atPath: file.path))
       #expect(result.report?.termination == .exhausted)
       #expect(gaps.values == result.report?.gaps.map(\.range.description))
-      // A refused export returns at once with its code.
+      // A refused export (a valid request without a token, D2) returns at once with its code.
       let unauthorized = TiCloudStorage(token: "")
       let refused = await unauthorized.exportRecording(
         TiCloudStorageExportRequest(
-          startTimeMs: recordingStart + 10, endTimeMs: recordingStart, videoChannelId: 0, audioChannelId: nil))
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 2000, videoChannelId: 0, audioChannelId: nil))
       #expect(refused.code == TiCloudStorageErrorCode.invalidArgument)
       #expect(refused.file == nil && refused.report == nil)
       // Cancelling the awaiting task cancels the export: no file.
