@@ -62,7 +62,7 @@ let package = Package(
     ),
     .target(
       name: "MediaTestSupport",
-      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "ReplayTestKit"],
+      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "ReplayTestKit", "TiCloudStorage"],
       path: "Tests/MediaTestSupport",
       swiftSettings: strict
     ),

@@ -264,6 +264,10 @@ public final class ExportJob: @unchecked Sendable {
   /// Blocks until the export has ended and returns its result (the one `completion` also gets).
   public func waitForResult() -> ExportResult { outcome.wait() }
 
+  /// Blocks until the export has ended or `timeout` has passed: its result, or nil when it had not
+  /// ended by then (it goes on; a test's deadline, a command's watchdog).
+  public func waitForResult(timeout: Duration) -> ExportResult? { outcome.wait(timeout: timeout) }
+
   /// The result, once the export has ended.
   public var result: ExportResult {
     get async { await outcome.value() }

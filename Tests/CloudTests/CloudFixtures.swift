@@ -90,23 +90,26 @@ final class RequestLog: @unchecked Sendable {
 
   /// Blocks until the server has answered a request whose line starts with `prefix` (its headers are
   /// sent; a slow body may still be on its way).
-  func waitForLine(startingWith prefix: String) {
-    condition.withLock {
-      while !storage.contains(where: { $0.hasPrefix(prefix) }) { condition.wait() }
+  func waitForLine(startingWith prefix: String) throws {
+    let deadline = Date(timeIntervalSinceNow: Double(testDeadline.components.seconds))
+    try condition.withLock {
+      while !storage.contains(where: { $0.hasPrefix(prefix) }) {
+        guard condition.wait(until: deadline) else { throw WaitTimedOut("a request line starting with \(prefix)") }
+      }
     }
   }
 }
 
 /// Runs a completion-form call and blocks until its one result (for tests that must not depend on the
 /// cooperative pool).
-func blockingWait<Value: Sendable>(_ start: (@escaping @Sendable (Value) -> Void) -> ServiceRequest) -> Value {
+func blockingWait<Value: Sendable>(_ start: (@escaping @Sendable (Value) -> Void) -> ServiceRequest) throws -> Value {
   let done = DispatchSemaphore(value: 0)
   let box = Locked<Value?>(nil)
   _ = start { value in
     box.withLock { $0 = value }
     done.signal()
   }
-  done.wait()
+  try done.wait(for: "a service call's completion")
   return box.withLock { $0! }
 }
 
@@ -139,12 +142,13 @@ func indexOnlyLibrary(_ ranges: [(Int64, Int64)], device: String = "cam-q") thro
 func export<Source: SourceNode>(_ source: Source, range: MediaRange, to output: URL, audio: Bool = true) throws
   -> ExportResult where Source.Output == FetchedObject
 {
-  try ExportJob(
+  let job = try ExportJob(
     request: .init(
       range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: audio ? TrackID(.audio, channel: 1) : nil,
       output: output),
-    source: source, completion: { _ in }
-  ).waitForResult()
+    source: source, completion: { _ in })
+  guard let result = job.waitForResult(timeout: testDeadline) else { throw WaitTimedOut("the export's result") }
+  return result
 }
 
 func span(_ from: Int64, _ to: Int64) -> MediaRange {

@@ -21,9 +21,9 @@ import Testing
     return policy
   }
 
-  private func list(_ server: ScriptedServer, token: String = "the-token") -> Result<RecordingIndex, TiError> {
+  private func list(_ server: ScriptedServer, token: String = "the-token") throws -> Result<RecordingIndex, TiError> {
     let service = CloudService(endpoint: URL(string: "http://127.0.0.1:\(server.port)")!, policy: policy)
-    return blockingWait { service.listSegments(in: range, token: token, completion: $0) }
+    return try blockingWait { service.listSegments(in: range, token: token, completion: $0) }
   }
 
   /// A listing body of one 1 KB object at `url`.
@@ -48,7 +48,7 @@ import Testing
       let redirecting = try ScriptedServer { _ in
         ScriptedServer.answer(status, headers: ["Location: http://127.0.0.1:\(elsewhere.port)/v1/recordings"])
       }
-      let error = try #require(failure(list(redirecting)), "\(status)")
+      let error = try #require(failure(try list(redirecting)), "\(status)")
       #expect(error.code == .cloudStorageUnavailable && error.message.contains("\(status)"), "\(error)")
       #expect(redirecting.requests.count == 1)
     }
@@ -58,7 +58,7 @@ import Testing
       ScriptedServer.answer(302, headers: ["Location: http://127.0.0.1:\(port.withLock { $0 })/v1/recordings"])
     }
     port.withLock { $0 = loop.port }
-    #expect(failure(list(loop))?.code == .cloudStorageUnavailable)
+    #expect(failure(try list(loop))?.code == .cloudStorageUnavailable)
     #expect(loop.requests.count == 1)
     #expect(elsewhere.requests.isEmpty)
   }
@@ -70,7 +70,7 @@ import Testing
     ] {
       let body = try listing(objectAt: url)
       let server = try ScriptedServer { _ in ScriptedServer.answer(200, body) }
-      let error = try #require(failure(list(server)), "\(url)")
+      let error = try #require(failure(try list(server)), "\(url)")
       #expect(error.code == .cloudStorageUnavailable && error.message.contains("bad object URL"), "\(url): \(error)")
     }
     // An http object host (another port) gets the presigned URL only, never the token.
@@ -79,7 +79,7 @@ import Testing
     let front = try ScriptedServer { _ in ScriptedServer.answer(200, body) }
     let listed = try list(front, token: "secret-token-123").get()
     let service = CloudService(endpoint: URL(string: "http://127.0.0.1:\(front.port)")!, policy: policy)
-    let fetched = blockingWait { service.fetchObject(listed.segments[0], completion: $0) }
+    let fetched = try blockingWait { service.fetchObject(listed.segments[0], completion: $0) }
     guard case .failed(let error) = fetched else {
       Issue.record("a 404 object was fetched: \(fetched)")
       return
@@ -95,21 +95,21 @@ import Testing
     let short = try ScriptedServer { _ in
       .bytes(Data("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n{\"segm".utf8))
     }
-    #expect(failure(list(short))?.code == .cloudStorageUnavailable)
+    #expect(failure(try list(short))?.code == .cloudStorageUnavailable)
     #expect(short.requests.count == TransferPolicy().attemptsWithoutProgress)
     // Chunked garbage.
     let garbled = try ScriptedServer { _ in
       .bytes(Data("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n".utf8))
     }
-    #expect(failure(list(garbled))?.code == .cloudStorageUnavailable)
+    #expect(failure(try list(garbled))?.code == .cloudStorageUnavailable)
     // An endless body: cut at the listing's limit (256 MiB), not kept growing.
     let endless = try ScriptedServer { _ in .endless(head: "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n") }
-    let error = try #require(failure(list(endless)))
+    let error = try #require(failure(try list(endless)))
     #expect(error.code == .cloudStorageUnavailable && error.message.contains("larger than"), "\(error)")
     #expect(endless.requests.count == 1)
     // A body that is not a listing.
     let wrong = try ScriptedServer { _ in ScriptedServer.answer(200, Data("[1, 2, 3]".utf8)) }
-    #expect(failure(list(wrong)) != nil)
+    #expect(failure(try list(wrong)) != nil)
   }
 
   @Test func aListingOfAHundredThousandEntriesIsRead() throws {

@@ -79,7 +79,7 @@ import Testing
     policy.maximumBackoff = .milliseconds(10)
     let service = CloudService(endpoint: URL(string: "http://127.0.0.1:\(hole.port)")!, policy: policy)
     let range = MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000)
-    let listed = blockingWait { service.listSegments(in: range, token: "t", completion: $0) }
+    let listed = try blockingWait { service.listSegments(in: range, token: "t", completion: $0) }
     guard case .failure(let error) = listed else {
       Issue.record("a host that never answers listed \(listed)")
       return

@@ -93,7 +93,7 @@ import TiCloudStorage
     #expect(served.server.objectRequests()[object.id] == 9)
   }
 
-  @Test func cancellingASlowTransferReturnsWithin100Milliseconds() throws {
+  @Test func cancellingASlowTransferEndsItBeforeItsBodyArrives() throws {
     var faults = ServerFaults()
     // About 90 KB at 2 KB/s: the transfer would take most of a minute.
     faults.bytesPerSecond = 2_000
@@ -103,28 +103,29 @@ import TiCloudStorage
     }
     .get().segments[0]
     let finished = DispatchSemaphore(value: 0)
-    let outcome = Locked<(ObjectFetch, ContinuousClock.Instant)?>(nil)
+    let outcome = Locked<ObjectFetch?>(nil)
     let request = served.service.fetchObject(object) { fetch in
-      outcome.withLock { $0 = (fetch, .now) }
+      outcome.withLock { $0 = fetch }
       finished.signal()
     }
     // The answer's headers are out and its body is trickling: the transfer is under way. (A synchronous
     // test, so that nothing here waits for a busy cooperative pool.)
-    served.log.waitForLine(startingWith: "GET /v1/objects/")
-    let cancelledAt = ContinuousClock.now
+    try served.log.waitForLine(startingWith: "GET /v1/objects/")
     request.cancel()
-    finished.wait()
-    let (fetch, at) = try #require(outcome.withLock { $0 })
+    try finished.wait(for: "the cancelled transfer's completion")
+    let fetch = try #require(outcome.withLock { $0 })
     guard case .failed(let error) = fetch else {
       Issue.record("a cancelled transfer delivered \(fetch)")
       return
     }
     #expect(error.code == .cancelled)
-    // The completion's instant is taken on the network thread.
-    #expect(at - cancelledAt < .milliseconds(100), "cancel took \(at - cancelledAt)")
+    // It ended with the body still on its way (not by receiving it all), and nothing more arrives.
+    let received = request.bytesReceived ?? 0
+    #expect(received < Int(object.size), "\(received) of \(object.size) bytes")
+    #expect(served.requests("GET /v1/objects/").count == 1)
   }
 
-  @Test func cancellingAnExportDuringASlowTransferEndsItPromptly() throws {
+  @Test func cancellingAnExportDuringASlowTransferEndsIt() throws {
     var faults = ServerFaults()
     faults.bytesPerSecond = 50_000
     let served = try ServedLibrary(seconds: 6, faults: faults)
@@ -136,17 +137,13 @@ import TiCloudStorage
         range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: nil, output: output),
       source: CloudSegmentSource(service: served.service, range: range, token: served.token),
       completion: { _ in })
-    served.log.waitForLine(startingWith: "GET /v1/objects/")
-    let cancelledAt = ContinuousClock.now
+    try served.log.waitForLine(startingWith: "GET /v1/objects/")
     job.cancel()
-    let result = job.waitForResult()
-    let elapsed = ContinuousClock.now - cancelledAt
+    let result = try #require(job.waitForResult(timeout: testDeadline), "the cancelled export's result")
     #expect(result.code == .cancelled)
     #expect(result.file == nil)
     #expect(!FileManager.default.fileExists(atPath: output.path))
-    // The transfers stop within milliseconds (the test above); the export then removes its working file
-    // and reports, on a machine that may be running every other test at the same time.
-    #expect(elapsed < .seconds(1), "cancel took \(elapsed)")
+    #expect(result.report.termination == .cancelled)
   }
 
   @Test func listsInWindowsAsItGoes() throws {

@@ -50,7 +50,7 @@ func export(
     gap: { observations.record($0) },
     completion: { _ in })
   box.job = job
-  return (job.waitForResult(), observations)
+  return (try job.resultWithinDeadline(), observations)
 }
 
 final class JobBox: @unchecked Sendable {

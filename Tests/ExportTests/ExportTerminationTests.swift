@@ -34,7 +34,7 @@ struct ExportTerminationTests {
       request: .init(
         range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1), output: output),
       source: source, completion: { _ in }
-    ).waitForResult()
+    ).resultWithinDeadline()
   }
 
   @Test("E31: an error after media was written interrupts: ok, a file, cause = the error, the rest unprocessed")

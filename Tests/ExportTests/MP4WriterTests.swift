@@ -85,7 +85,9 @@ struct MP4WriterTests {
     // The verifier works on other threads: wait for its results through the executor.
     while verifier.outputItems.count < index.segments.count {
       verifier.runUntilIdle()
-      if verifier.outputItems.count < index.segments.count { verifier.executor.waitForWork() }
+      if verifier.outputItems.count < index.segments.count {
+        try #require(verifier.executor.waitForWork(timeout: testDeadline), "the verifier's results")
+      }
     }
     demuxed.push(contentsOf: verifier.outputItems)
     demuxed.endInput()

@@ -104,7 +104,7 @@ struct MediaFileExportTests {
         range: range, videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1),
         output: output, cut: cut),
       packets: MediaFileSource(path: file.path), completion: { _ in })
-    return job.waitForResult()
+    return try job.resultWithinDeadline()
   }
 
   @Test("probe describes the file: start, duration, tracks, B-frames, keyframes", arguments: cases)

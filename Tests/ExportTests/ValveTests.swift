@@ -61,7 +61,7 @@ struct ValveTests {
       },
       valve: Valve(decisions: decisions, videoTrack: video, audioTrack: audio),
       completion: { reports.append($0) })
-    let result = job.waitForResult()
+    let result = try job.resultWithinDeadline()
     #expect(result.code == .ok, "\(result.message ?? "")")
     let segments = result.report.segments.map { ($0.sourceRange.startMs, $0.sourceRange.endMs) }
     // Each flagged stretch from the keyframe at or before it (keyframes every 2 s) to its end, or the few
@@ -95,7 +95,7 @@ struct ValveTests {
       request: .init(
         range: MediaRange(start: info.start, end: info.end), videoTrack: video, audioTrack: nil, output: output),
       packets: MediaFileSource(path: file.path), valve: valve, completion: { _ in })
-    let result = job.waitForResult()
+    let result = try job.resultWithinDeadline()
     #expect(result.code == .invalidArgument, "\(result.code)")
     #expect(result.message?.contains("look-ahead") == true, "\(result.message ?? "")")
     #expect(!FileManager.default.fileExists(atPath: output.path))

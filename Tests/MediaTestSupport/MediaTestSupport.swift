@@ -5,6 +5,7 @@ import Nodes
 import PipelineGraph
 import PipelineTestKit
 import ReplayTestKit
+import TiCloudStorage
 
 /// A fresh temporary directory, removed when the object is released.
 public final class TemporaryDirectory {
@@ -266,4 +267,35 @@ public func playInChromium(_ file: URL) throws -> BrowserPlayback {
     ended: ended, frames: Int(value("frames") ?? "") ?? -1, corrupted: Int(value("corrupted") ?? "") ?? -1,
     duration: Double(value("duration") ?? "") ?? -1,
     error: ended ? nil : String(text[text.range(of: "tipipe-playback ")!.upperBound...]), line: text)
+}
+
+/// How long any test waits for a completion before it fails with what it waited for: long enough for a
+/// loaded 2-core machine under the thread sanitizer, short enough that a lost completion fails the run
+/// instead of hanging it. A deadline, not a measure: no test asserts how fast anything was.
+public let testDeadline: Duration = .seconds(300)
+
+/// A wait that reached ``testDeadline``.
+public struct WaitTimedOut: Error, CustomStringConvertible {
+  /// What was awaited.
+  public let what: String
+  /// Creates the error for `what`.
+  public init(_ what: String) { self.what = what }
+  /// Says what never came.
+  public var description: String { "waited \(testDeadline) for \(what)" }
+}
+
+extension DispatchSemaphore {
+  /// Waits for a signal until ``testDeadline``; throws ``WaitTimedOut`` naming `what` after it.
+  public func wait(for what: String) throws {
+    let seconds = Double(testDeadline.components.seconds)
+    guard wait(timeout: .now() + seconds) == .success else { throw WaitTimedOut(what) }
+  }
+}
+
+extension ExportJob {
+  /// The export's result, waited for until ``testDeadline``.
+  public func resultWithinDeadline() throws -> ExportResult {
+    guard let result = waitForResult(timeout: testDeadline) else { throw WaitTimedOut("the export's result") }
+    return result
+  }
 }

@@ -64,9 +64,9 @@ final class ServedReplay: @unchecked Sendable {
   }
 
   /// Plays the whole recording with `token` and waits for its end.
-  func playToEnd(token: String) {
+  func playToEnd(token: String) throws {
     #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: token) == .ok)
-    finished.wait()
+    try finished.wait(for: "the play's end")
     replay.stop()
   }
 
@@ -76,7 +76,7 @@ final class ServedReplay: @unchecked Sendable {
 @Suite struct ReplayErrorTests {
   @Test func R10_R63_R65_aServedPlayCompletesOnce() throws {
     let served = try ServedReplay()
-    served.playToEnd(token: served.token())
+    try served.playToEnd(token: served.token())
     #expect(served.log.completions == 1)
     #expect(served.log.errors.isEmpty)
     #expect(served.replay.statistics.videoFrames == 150)
@@ -84,7 +84,7 @@ final class ServedReplay: @unchecked Sendable {
 
   @Test func R55_R61_R64_R65_anExpiredTokenEndsThePlayWithTokenExpired() throws {
     let served = try ServedReplay()
-    served.playToEnd(token: served.token(expires: -10))
+    try served.playToEnd(token: served.token(expires: -10))
     #expect(served.log.errors == [.tokenExpired])
     #expect(served.log.completions == 0)  // R65
   }
@@ -92,7 +92,7 @@ final class ServedReplay: @unchecked Sendable {
   @Test func R61_anInvalidOrForeignTokenIsPermissionDenied() throws {
     for token in ["garbage", ServedReplay.foreignToken()] {
       let served = try ServedReplay()
-      served.playToEnd(token: token)
+      try served.playToEnd(token: token)
       #expect(served.log.errors == [.permissionDenied])
     }
   }
@@ -101,20 +101,20 @@ final class ServedReplay: @unchecked Sendable {
     var faults = ServerFaults()
     faults.listingStatus = 503
     let served = try ServedReplay(faults: faults)
-    served.playToEnd(token: served.token())
+    try served.playToEnd(token: served.token())
     #expect(served.log.errors == [.cloudStorageUnavailable])
   }
 
   @Test func R62_networkAndNameFailuresHaveTheirOwnCodes() throws {
     let dns = try ServedReplay(endpoint: URL(string: "http://no-such-host.invalid")!)
-    dns.playToEnd(token: dns.token())
+    try dns.playToEnd(token: dns.token())
     #expect(dns.log.errors == [.endpointDnsResolutionFailed])
     let down = try ServedReplay()
     let endpoint = URL(string: down.server.endpoint)!
     down.server.stop()
     let refused = try ServedReplay(endpoint: endpoint)
     refused.server.stop()
-    refused.playToEnd(token: refused.token())
+    try refused.playToEnd(token: refused.token())
     #expect(refused.log.errors == [.networkUnavailable])
   }
 }
@@ -130,7 +130,7 @@ final class ServedReplay: @unchecked Sendable {
   @Test func R57_R72_R73_aMissingLastRecordingEndsThePlayWithRecordingNotFound() throws {
     let served = try ServedReplay()
     try FileManager.default.removeItem(at: try objects(served)[1])
-    served.playToEnd(token: served.token())
+    try served.playToEnd(token: served.token())
     #expect(served.log.errors == [.recordingNotFound])
     #expect(served.log.completions == 0)
     // The failure is the play's error, not a gap as well; the first 3 s played.
@@ -143,7 +143,7 @@ final class ServedReplay: @unchecked Sendable {
   @Test func R73_aMissingEarlierRecordingIsAGapAndThePlayCompletes() throws {
     let served = try ServedReplay()
     try FileManager.default.removeItem(at: try objects(served)[0])
-    served.playToEnd(token: served.token())
+    try served.playToEnd(token: served.token())
     #expect(served.log.errors.isEmpty && served.log.completions == 1)
     #expect(served.outputEvents.withLock { $0 } == ["presenting", "completed"])
     // Decoding starts afresh in the second object: up to its first keyframe (4 s; a GOP is 2 s) too.
@@ -163,7 +163,7 @@ final class ServedReplay: @unchecked Sendable {
     faults.failFirst = 1000
     faults.failStatus = 500
     let served = try ServedReplay(faults: faults)
-    served.playToEnd(token: served.token())
+    try served.playToEnd(token: served.token())
     #expect(served.log.errors == [.recordingDownloadFailed])
     #expect(served.log.completions == 0 && served.log.gaps.isEmpty)
   }
@@ -174,7 +174,7 @@ final class ServedReplay: @unchecked Sendable {
     var bytes = try Data(contentsOf: last)
     bytes[bytes.count / 2] ^= 0xFF
     try bytes.write(to: last)
-    served.playToEnd(token: served.token())
+    try served.playToEnd(token: served.token())
     #expect(served.log.errors == [.recordingUnreadable])
     #expect(served.log.completions == 0 && served.log.gaps.isEmpty)
   }
@@ -188,7 +188,7 @@ final class ServedReplay: @unchecked Sendable {
     served.replay.stop()
     #expect(
       served.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 3000, token: served.token()) == .ok)
-    served.finished.wait()
+    try served.finished.wait(for: "the play's end")
     #expect(served.log.errors.isEmpty && served.log.completions == 1)
   }
 }

@@ -364,7 +364,7 @@ import TiCloudStorage
     #expect(unbound.play(startTimeMs: 0, endTimeMs: 1, token: "t") == .notBound)
   }
 
-  @Test func R19_R44_R45_R46_R64_stopAndReplacementFireNoCallbacks() throws {
+  @Test func R44_R45_R46_R64_stopAndReplacementFireNoCallbacks() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)
     harness.run(for: .milliseconds(500))

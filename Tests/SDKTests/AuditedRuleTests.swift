@@ -17,7 +17,7 @@ extension SDKRules {
       let storage = TiCloudStorage(token: "device-token")
       session.service.failListings(with: .tokenExpired)
       let before = session.service.tokens.withLock { $0.count }
-      let first = await session.pump {
+      let first = try await session.pump {
         await storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
       }
       #expect(first.code == TiCloudStorageErrorCode.tokenExpired)
@@ -156,14 +156,14 @@ extension SDKRules {
       let session = try SDKSession()
       let rig = ReplayRig()
       session.service.failListings(with: .tokenExpired)
-      let failed = await session.pump {
+      let failed = try await session.pump {
         await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
       }
       #expect(failed.code == TiCloudStorageErrorCode.tokenExpired)
       // The service now accepts the device's new token.
       session.service.failListings(with: nil)
       #expect(rig.storage.updateToken("fresh-token") == ok)
-      let listed = await session.pump {
+      let listed = try await session.pump {
         await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
       }
       #expect(listed.code == ok && listed.recordings.count == 2)

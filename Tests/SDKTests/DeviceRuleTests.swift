@@ -21,7 +21,8 @@ extension SDKRules {
       let second = TiCloudStorage(token: "b")
       #expect(first.updateToken("c") == ok)
       #expect(first.dispose() == ok)
-      #expect(await session.pump { await second.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
+      #expect(
+        try await session.pump { await second.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
       #expect(second.dispose() == ok)
       #expect(session.close() == ok)
     }
@@ -42,7 +43,8 @@ extension SDKRules {
       await session.run(for: .milliseconds(300))
       #expect(view.renderedTimes.isEmpty && video.state == .idle)
       // List, both forms, and the days.
-      #expect(await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == invalid)
+      #expect(
+        try await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == invalid)
       let results = Locked<[(Int32, Bool)]>([])
       empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) { result in
         results.withLock { $0.append((result.code, onMainQueue)) }
@@ -50,7 +52,9 @@ extension SDKRules {
       await session.drainMain { results.withLock { !$0.isEmpty } }
       #expect(results.withLock { $0.map(\.0) } == [invalid])
       #expect(results.withLock { $0.allSatisfy(\.1) })
-      let days = await session.pump { await empty.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-02") }
+      let days = try await session.pump {
+        await empty.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-02")
+      }
       #expect(days.code == invalid && days.days.isEmpty)
       // Export: a valid request, refused synchronously, nothing delivered, nothing written.
       let request = TiCloudStorageExportRequest(
@@ -67,7 +71,8 @@ extension SDKRules {
       // The token was the reason: with one, the same calls go through.
       #expect(empty.updateToken("device-token") == ok)
       #expect(replay.play(startTimeMs: whole.0, endTimeMs: whole.1) == ok)
-      #expect(await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
+      #expect(
+        try await session.pump { await empty.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
       let (accepted, acceptedLog) = session.startExport(empty, request)
       #expect(accepted.code == ok && accepted.task != nil)
       await session.finish(acceptedLog)
@@ -86,7 +91,8 @@ extension SDKRules {
       let storage = TiCloudStorage(token: "a")
       #expect(storage.updateToken("b") == ok)
       #expect(storage.updateToken("") == TiCloudStorageErrorCode.invalidArgument)
-      #expect(await session.pump { await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
+      #expect(
+        try await session.pump { await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
       #expect(storage.dispose() == ok)
       #expect(storage.updateToken("c") == TiCloudStorageErrorCode.notInitialized)
       #expect(
@@ -116,7 +122,8 @@ extension SDKRules {
       let storage = TiCloudStorage(token: "a")
       let replay = storage.createReplay()
       #expect(storage.dispose() == TiCloudStorageErrorCode.inUse)
-      #expect(await session.pump { await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
+      #expect(
+        try await session.pump { await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
       #expect(replay.dispose() == ok)
       var delivered = false
       storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) { _ in delivered = true }
@@ -154,7 +161,7 @@ extension SDKRules {
       #expect(results.count == 4)
       #expect(Set(results.map(\.0)) == [ok, TiCloudStorageErrorCode.invalidArgument])
       #expect(results.allSatisfy { $0.1 && $0.2 })
-      let async = await session.pump {
+      let async = try await session.pump {
         let result = await storage.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-03", timeZoneId: "UTC")
         MainActor.assertIsolated()
         return result

@@ -60,7 +60,7 @@ extension SDKRules {
       await session.run(for: .seconds(1))
       #expect(rig.play(0, 2000) == ok)
       await session.run(for: .seconds(3))
-      let result = await session.pump { await dump.stop() }
+      let result = try await session.pump { await dump.stop() }
       #expect(result.code == ok && result.stopReason == "stopped")
       // Channel 7 carried nothing: no file for it.
       #expect(
@@ -123,7 +123,7 @@ extension SDKRules {
       #expect(await start(other.replay, audio: [1]).code == TiCloudStorageErrorCode.inUse)
       await session.run(for: .seconds(2))
       // Ended by itself at 5 minutes of the replay's clock; the next dump may start.
-      let ended = await session.pump { await dump.stop() }
+      let ended = try await session.pump { await dump.stop() }
       #expect(ended.code == ok && ended.stopReason == "durationLimit")
       #expect(ended.files.first?.packetCount == 200)  // all 9 s at 25 fps but the 1 s hole: everything read
       let next = await start(other.replay, audio: [1])
@@ -133,7 +133,7 @@ extension SDKRules {
       #expect(
         teardown.dropLast(2).allSatisfy { $0 == ok }
           && teardown.suffix(2) == [TiCloudStorageErrorCode.inUse, TiCloudStorageErrorCode.inUse])
-      let stopped = await session.pump { await next.dump!.stop() }
+      let stopped = try await session.pump { await next.dump!.stop() }
       #expect(stopped.stopReason == "stopped")
       #expect(RawDumpFolder.isComplete(URL(fileURLWithPath: stopped.directoryPath)))
       #expect(other.replay.dispose() == ok && other.storage.dispose() == ok)
@@ -191,8 +191,12 @@ extension SDKRules.Diagnostics {
     var delivered: [(result: TiRtcLogUploadResult, onMain: Bool)] { box.results }
 
     /// Waits for the completion (the packaging and the network run on threads of their own).
-    func wait() async -> TiRtcLogUploadResult {
-      while box.results.isEmpty { await Task.yield() }
+    func wait() async throws -> TiRtcLogUploadResult {
+      let deadline = ContinuousClock.now + testDeadline
+      while box.results.isEmpty {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut("a log upload's result") }
+        await Task.yield()
+      }
       return box.results[0].result
     }
   }
@@ -209,7 +213,7 @@ extension SDKRules.Diagnostics {
     let session = try SDKSession()
     let upload = Upload()
     #expect(upload.code == ok)
-    let result = await upload.wait()
+    let result = try await upload.wait()
     for _ in 0..<3 { await session.drainMain() }
     #expect(upload.delivered.count == 1 && upload.delivered[0].onMain)
     #expect(result.code == ok && result.succeeded)
@@ -242,7 +246,7 @@ extension SDKRules.Diagnostics {
     #expect(first.code == ok && second.code == TiCloudStorageErrorCode.inUse)
     // shutdown waits for the completion to have been delivered (X12).
     #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
-    _ = await first.wait()
+    _ = try await first.wait()
     for _ in 0..<3 { await session.drainMain() }
     #expect(early.delivered.isEmpty && second.delivered.isEmpty && first.delivered.count == 1)
     #expect(session.close() == ok)
@@ -259,7 +263,7 @@ extension SDKRules.Diagnostics {
     // While the dump runs, an upload has no raw media (X14).
     let during = try uploaded(await Upload().wait().logId)
     #expect(!(try entries(during)).contains { $0.hasPrefix("dumps/") })
-    let stopped = await session.pump { await dump.stop() }
+    let stopped = try await session.pump { await dump.stop() }
     let folder = URL(fileURLWithPath: stopped.directoryPath).lastPathComponent
     // The next upload has the dump, its manifest and indexes (X15) …
     let next = try uploaded(await Upload().wait().logId)
@@ -293,13 +297,13 @@ extension SDKRules.Diagnostics {
     let device = try RecordingIndex.load(library: sharedLibrary).deviceId
     let storage = TiCloudStorage(
       token: CloudToken(deviceId: device, expires: Int64(Date().timeIntervalSince1970) + 3600).signed(secret: "s"))
-    let result = await Upload().wait()
+    let result = try await Upload().wait()
     #expect(result.succeeded && result.logId?.hasPrefix("log-") == true)
     let archive = try uploaded(result.logId)
     #expect(try entries(archive).contains("logs/cloudstorage.log"))
     // Nothing listens any more: networkUnavailable, no log id.
     server.stop()
-    let failed = await Upload().wait()
+    let failed = try await Upload().wait()
     #expect(failed.code == TiErrorCode.networkUnavailable.rawValue && failed.logId == nil && !failed.succeeded)
     #expect(storage.dispose() == ok)
     #expect(session.close() == ok)

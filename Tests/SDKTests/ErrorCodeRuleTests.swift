@@ -51,7 +51,7 @@ extension SDKRules {
       expectCode(TiCloudStorageErrorCode.cloudStorageUnavailable, is: 6123, named: "cloudStorageUnavailable")
       for code in [TiErrorCode.permissionDenied, .cloudStorageUnavailable, .tokenExpired] {
         session.service.failListings(with: code)
-        let result = await session.pump {
+        let result = try await session.pump {
           await storage.listRecordings(startTimeMs: self.whole.0, endTimeMs: self.whole.1)
         }
         #expect(result.code == code.rawValue && result.recordings.isEmpty)
@@ -127,7 +127,7 @@ extension SDKRules {
       let storage = TiCloudStorage(token: "device-token")
       expectCode(TiCloudStorageErrorCode.cancelled, is: 6115, named: "cancelled")
       expectCode(TiCloudStorageErrorCode.rangeTooLarge, is: 6117, named: "rangeTooLarge")
-      let tooLong = await session.pump {
+      let tooLong = try await session.pump {
         await storage.listRecordings(startTimeMs: self.whole.0, endTimeMs: self.whole.0 + 864_000_001)
       }
       #expect(tooLong.code == 6117)

@@ -56,7 +56,12 @@ extension SDKSession {
 
   /// Cranks the library's executor and the main queue until `log` has its completion.
   func finish(_ log: ExportLog, thread: TiCloudStorageCallbackThread = .main) async {
+    let deadline = ContinuousClock.now + testDeadline
     while log.completions == 0 {
+      guard ContinuousClock.now < deadline else {
+        Issue.record(WaitTimedOut("an export's completion"))
+        return
+      }
       await drainMain()
       if thread == .background { Runtime.shared.background.sync {} }
     }
@@ -261,7 +266,7 @@ extension SDKRules {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "t")
       let gaps = LockedArray<String>()
-      let result = await session.pump {
+      let result = try await session.pump {
         await storage.exportRecording(request(), onRecordingGap: { gaps.append($0.range.description) })
       }
       #expect(result.code == ok)
@@ -280,7 +285,7 @@ extension SDKRules {
       let before = try FileManager.default.contentsOfDirectory(atPath: session.media.path).count
       let awaiting = Task { @MainActor in await storage.exportRecording(request()) }
       awaiting.cancel()
-      let cancelled = await session.pump { await awaiting.value }
+      let cancelled = try await session.pump { await awaiting.value }
       #expect(cancelled.code == TiCloudStorageErrorCode.cancelled)
       #expect(cancelled.file == nil && cancelled.report?.termination == .cancelled)
       #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).count == before)

@@ -137,7 +137,7 @@ extension SDKRules {
       // The running configuration and its objects are unaffected.
       #expect(TiCloudStorage.cacheDirectory == session.cache.url.path)
       let storage = TiCloudStorage(token: "t")
-      let listed = await session.pump {
+      let listed = try await session.pump {
         await storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
       }
       #expect(listed.recordings.count == 2)
@@ -211,9 +211,9 @@ extension SDKRules {
       let rig = ReplayRig()
       let range = (start: recordingStart, end: recordingStart + 9000)
       #expect(old.updateToken("u") == notInitialized)
-      let listed = await session.pump { await old.listRecordings(startTimeMs: range.start, endTimeMs: range.end) }
+      let listed = try await session.pump { await old.listRecordings(startTimeMs: range.start, endTimeMs: range.end) }
       #expect(listed.code == notInitialized)
-      let days = await session.pump { await old.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-02") }
+      let days = try await session.pump { await old.listRecordingDays(startDate: "2026-12-01", endDate: "2026-12-02") }
       #expect(days.code == notInitialized)
       let export = old.exportRecording(
         TiCloudStorageExportRequest(startTimeMs: range.start, endTimeMs: range.start + 2000, videoChannelId: 0),
@@ -361,7 +361,7 @@ extension SDKRules {
       #expect(rig.log.entries.count == entriesBefore)
       #expect(rig.storage.dispose() == ok)
       #expect(
-        await session.pump {
+        try await session.pump {
           await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 10)
         }.code == notInitialized)
       #expect(session.close() == ok)

@@ -31,9 +31,10 @@ extension SDKRules {
   /// Rules.md group T: RecordingTask.
   @Suite @MainActor struct Recording {
     /// Waits (cranking the graphs) for a task's result.
-    private func stop(_ task: TiCloudStorageRecordingTask, _ session: SDKSession) async -> TiCloudStorageRecordingResult
+    private func stop(_ task: TiCloudStorageRecordingTask, _ session: SDKSession) async throws
+      -> TiCloudStorageRecordingResult
     {
-      await session.pump { await task.stop() }
+      try await session.pump { await task.stop() }
     }
 
     @Test func T1_T2_T3_T4_startRecordingNeedsAnActivePlayAndValidChannels() async throws {
@@ -50,7 +51,7 @@ extension SDKRules {
       let paused = rig.replay.startRecording(videoChannelId: 0)
       #expect(paused.code == ok && paused.task != nil)  // a paused play counts (T2)
       #expect(rig.replay.stop() == ok)
-      #expect(await stop(try #require(paused.task), session).code == TiCloudStorageErrorCode.noRecordableMedia)
+      #expect(try await stop(try #require(paused.task), session).code == TiCloudStorageErrorCode.noRecordableMedia)
       #expect(rig.replay.startRecording(videoChannelId: 0).code == TiCloudStorageErrorCode.notStarted)
       // No file was left by any of it.
       #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
@@ -68,8 +69,8 @@ extension SDKRules {
       await session.run(for: .milliseconds(2500))
       var completions: [TiCloudStorageRecordingResult] = []
       first.stop { completions.append($0) }
-      let a = await stop(first, session)
-      let b = await stop(first, session)
+      let a = try await stop(first, session)
+      let b = try await stop(first, session)
       while completions.isEmpty { await session.drainMain() }
       #expect(a.code == ok)
       let file = try #require(a.file)
@@ -84,7 +85,7 @@ extension SDKRules {
         URL(fileURLWithPath: file.path).deletingLastPathComponent().standardizedFileURL
           == session.media.standardizedFileURL)
       // The second task records the same channel into its own file, video only.
-      let other = await stop(second, session)
+      let other = try await stop(second, session)
       #expect(other.code == ok && other.file?.path != file.path)
       #expect(try probe(try #require(other.file).path).codecs == ["h264"])
       #expect(rig.tearDown().allSatisfy { $0 == ok })
@@ -107,7 +108,7 @@ extension SDKRules {
       #expect(rig.audio.detach() == ok)
       await session.run(for: .seconds(20))
       #expect(rig.log.entries.contains(.completed))
-      let result = await stop(task, session)
+      let result = try await stop(task, session)
       #expect(result.code == ok)
       let file = try #require(result.file)
       // [2 s, where the seek came) then [6 s, 9 s): source timing, the seek closed up, no filler.
@@ -129,7 +130,7 @@ extension SDKRules {
       #expect(rig.play() == ok)
       let overrun = try #require(rig.replay.startRecording(videoChannelId: 0).task)
       await session.run(for: .milliseconds(500))
-      #expect(await stop(overrun, session).code == TiCloudStorageErrorCode.recordingOverrun)
+      #expect(try await stop(overrun, session).code == TiCloudStorageErrorCode.recordingOverrun)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
 
@@ -140,13 +141,13 @@ extension SDKRules {
       let empty = try #require(rig2.replay.startRecording(videoChannelId: 9).task)
       await second.run(for: .milliseconds(500))
       #expect(rig2.play() == ok)
-      #expect(await stop(empty, second).code == TiCloudStorageErrorCode.noRecordableMedia)
+      #expect(try await stop(empty, second).code == TiCloudStorageErrorCode.noRecordableMedia)
       // The media folder cannot hold files.
       try FileManager.default.removeItem(at: second.media)
       #expect(FileManager.default.createFile(atPath: second.media.path, contents: Data("x".utf8)))
       let unwritable = try #require(rig2.replay.startRecording(videoChannelId: 0).task)
       await second.run(for: .seconds(3))
-      let failed = await stop(unwritable, second)
+      let failed = try await stop(unwritable, second)
       #expect(failed.code == TiCloudStorageErrorCode.fileWriteFailed && failed.file == nil)
       #expect(try Data(contentsOf: second.media) == Data("x".utf8))
       #expect(rig2.tearDown().allSatisfy { $0 == ok })
@@ -161,7 +162,7 @@ extension SDKRules {
       let task = try #require(rig.replay.startRecording(videoChannelId: 0).task)
       await session.run(for: .seconds(8))
       #expect(rig.log.entries.contains(.completed))
-      let result = await stop(task, session)
+      let result = try await stop(task, session)
       #expect(result.code == TiCloudStorageErrorCode.unsupportedFormat)
       #expect(result.file == nil)
       #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
@@ -181,7 +182,7 @@ extension SDKRules {
       let task = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
       await session.run(for: .seconds(7))
       #expect(rig.log.entries.contains(.completed))
-      let result = await stop(task, session)
+      let result = try await stop(task, session)
       #expect(result.code == ok)
       let file = try #require(result.file)
       // H.264 copied, G.711 as AAC at its own rate, lasting as long as the video (6 s, within a frame).

@@ -74,7 +74,7 @@ extension SDKRules {
       #expect(rig.replay.stop() == ok)
       #expect(rig.video.detach() == ok && rig.audio.detach() == ok)
       // The task finishes with the play's end, asynchronously: until then dispose waits.
-      _ = await session.pump { await task.stop() }
+      _ = try await session.pump { await task.stop() }
       #expect(rig.replay.dispose() == ok)
       #expect(
         rig.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 10)

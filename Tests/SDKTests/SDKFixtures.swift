@@ -5,6 +5,7 @@ import MediaTestSupport
 import Nodes
 import PipelineGraph
 import Synchronization
+import Testing
 import TiCloudStorage
 
 /// One synthetic library for the whole suite: 9 s from `recordingStart` with a hole at 3–4.5 s, video
@@ -82,18 +83,30 @@ final class SDKSession {
   /// listing's argument error is answered from a global queue), which a slow run (sanitizers) makes
   /// later than a few rounds of the main queue.
   func drainMain(until done: () -> Bool) async {
-    while !done() { await drainMain() }
+    let deadline = ContinuousClock.now + testDeadline
+    while !done() {
+      guard ContinuousClock.now < deadline else {
+        Issue.record(WaitTimedOut("a condition the main queue's deliveries should make true"))
+        return
+      }
+      await drainMain()
+    }
     await drainMain()
   }
 
   /// Awaits `body` while cranking the graphs' executor (the library is read on it).
-  func pump<Value: Sendable>(_ body: @escaping @MainActor () async -> Value) async -> Value {
+  func pump<Value: Sendable>(_ body: @escaping @MainActor () async -> Value) async throws -> Value {
     let result = Locked<Value?>(nil)
     let task = Task { @MainActor in
       let value = await body()
       result.withLock { $0 = value }
     }
+    let deadline = ContinuousClock.now + testDeadline
     while result.withLock({ $0 == nil }) {
+      guard ContinuousClock.now < deadline else {
+        task.cancel()
+        throw WaitTimedOut("an SDK call's result")
+      }
       await drainMain()
     }
     await task.value

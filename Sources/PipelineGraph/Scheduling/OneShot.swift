@@ -33,6 +33,18 @@ package final class OneShot<Value: Sendable>: @unchecked Sendable {
     }
   }
 
+  /// Blocks until the value is set or `timeout` has passed (nil then).
+  package func wait(timeout: Duration) -> Value? {
+    let deadline = Date(
+      timeIntervalSinceNow: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+    return condition.withLock {
+      while value == nil {
+        if !condition.wait(until: deadline) { break }
+      }
+      return value
+    }
+  }
+
   /// Resumes once the value is set.
   package func value() async -> Value {
     await withCheckedContinuation { continuation in
