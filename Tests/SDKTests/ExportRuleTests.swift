@@ -314,24 +314,66 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func E2_E42_D5_aTokenThatExpiresIsReportedByTheExport() async throws {
+    @Test func E2_D5_anExportKeepsTheTokenItStartedWith() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "first")
       let (start, log) = session.startExport(storage, request(0, 2000))
       #expect(start.code == ok)
       #expect(storage.updateToken("second") == ok)
       await session.finish(log)
+      #expect(log.result?.code == ok)
       #expect(session.service.tokens.withLock { Set($0) } == ["first"])
-      session.service.failListings(with: .tokenExpired)
-      let (expiring, expired) = session.startExport(storage, request(0, 2000))
-      #expect(expiring.code == ok)
-      await session.finish(expired)
-      #expect(expired.result?.code == TiCloudStorageErrorCode.tokenExpired)
-      #expect(expired.result?.file == nil)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E42_D11_aTokenThatExpiresDuringAnExportIsItsCauseOrItsCode() async throws {
+      // After media was written: the export ends with what it wrote, the expiry as the report's cause.
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "first")
+      // Two listings succeed (the window and the look-back before it); the objects from 3 s on are
+      // refused, so the export lists again, and that listing finds the token expired.
+      session.service.failListings(after: 2, with: .tokenExpired)
+      session.service.refuseURLs(from: recordingStart + 3000)
+      let (start, log) = session.startExport(storage, request(0, 9000))
+      #expect(start.code == ok)
+      await session.finish(log)
+      let result = try #require(log.result)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      let report = try #require(result.report)
+      #expect(report.termination == .interrupted && report.cause == TiCloudStorageErrorCode.tokenExpired)
+      #expect(!report.complete)
+      #expect(report.unprocessedRanges.last?.endTimeMs == recordingStart + 9000)
+      #expect(report.coveredDurationMs > 0 && report.coveredDurationMs <= 3000)
+      // Listed with the token it started with: twice with success, then again for the refused objects.
+      let asked = session.service.tokens.withLock { $0 }
+      #expect(asked.count >= 3 && Set(asked) == ["first"], "\(asked)")
+      let codecs = try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file.path])
+      #expect(codecs.contains("h264"))
       // Known expired now: refused at once (D11).
       #expect(session.startExport(storage, request(0, 2000)).0.code == TiCloudStorageErrorCode.tokenExpired)
       #expect(storage.dispose() == ok)
       #expect(session.close() == ok)
+
+      // During the export with nothing usable written: the completion's code, and no file.
+      let second = try SDKSession()
+      let other = TiCloudStorage(token: "first")
+      second.service.failListings(after: 2, with: .tokenExpired)
+      second.service.refuseURLs(from: recordingStart)
+      let (failing, failed) = second.startExport(other, request(0, 9000))
+      #expect(failing.code == ok)
+      await second.finish(failed)
+      let ended = try #require(failed.result)
+      #expect(ended.code == TiCloudStorageErrorCode.tokenExpired && ended.file == nil)
+      #expect(ended.report?.termination == .failed)
+      #expect(ended.report?.cause == TiCloudStorageErrorCode.tokenExpired)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: second.media.path).isEmpty)
+      // The first two listings succeeded: it expired during the export, not before it.
+      #expect(second.service.tokens.withLock { $0.count } >= 3)
+      #expect(other.dispose() == ok)
+      #expect(second.close() == ok)
     }
 
     /// Linux addition: `outputPath` puts the MP4 where the caller says (`tipipe export --out`), under a

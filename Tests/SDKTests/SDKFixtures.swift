@@ -261,13 +261,29 @@ final class ScriptedService: RecordingService {
   /// Every listing from now on fails with `code` (nil: none does).
   func failListings(with code: TiErrorCode?) { failure.withLock { $0 = code } }
 
+  /// Listings left before every later one fails with a code (a token that runs out during an operation).
+  private let listingBudget = Locked<(left: Int, code: TiErrorCode)?>(nil)
+  /// Objects starting at or after this time (ms) have their URL refused, as an expired presigned URL.
+  private let refusedFrom = Locked<Int64?>(nil)
+
+  /// The next `count` listings succeed; every later one fails with `code`.
+  func failListings(after count: Int, with code: TiErrorCode) { listingBudget.withLock { $0 = (count, code) } }
+
+  /// Fetches of objects starting at or after `startMs` answer `urlRefused` (the operation lists again).
+  func refuseURLs(from startMs: Int64) { refusedFrom.withLock { $0 = startMs } }
+
   var endpoint: String { library.endpoint }
 
   func listSegments(
     in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
   ) -> ServiceRequest {
     tokens.withLock { $0.append(token) }
-    if let code = failure.withLock({ $0 }) {
+    let exhausted = listingBudget.withLock { budget -> TiErrorCode? in
+      guard let current = budget else { return nil }
+      budget = (current.left - 1, current.code)
+      return current.left > 0 ? nil : current.code
+    }
+    if let code = exhausted ?? failure.withLock({ $0 }) {
       executor.execute { completion(.failure(TiError(code, "scripted failure"))) }
       return ServiceRequest {}
     }
@@ -277,6 +293,10 @@ final class ScriptedService: RecordingService {
   func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
     -> ServiceRequest
   {
-    library.fetchObject(segment, completion: completion)
+    if let from = refusedFrom.withLock({ $0 }), segment.startMs >= from {
+      executor.execute { completion(.urlRefused(TiError(.permissionDenied, "the URL's signature expired"))) }
+      return ServiceRequest {}
+    }
+    return library.fetchObject(segment, completion: completion)
   }
 }
