@@ -124,7 +124,93 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func T13_T14_T15_T17_failuresLeaveNoFile() async throws {
+    /// How a play ends for a task recording from 0.3 s (its file starts at the 2 s keyframe, T16).
+    enum PlayEnding: CaseIterable {
+      case stop, newPlay
+    }
+
+    @Test(arguments: PlayEnding.allCases)
+    func T17_aStopOrANewPlayFinalizesTheTaskWithTheMediaSoFar(_ ending: PlayEnding) async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 9000) == ok)
+      await session.run(for: .milliseconds(300))
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      await session.run(for: .milliseconds(2500))
+      let at = try #require(rig.replay.currentTimeMs) - recordingStart
+      switch ending {
+      case .stop:
+        #expect(rig.replay.stop() == ok)
+        await session.run(for: .milliseconds(300))
+        #expect(task.hasEnded)  // finalized by the stop, not by task.stop()
+        #expect(rig.play(5000, 9000) == ok)
+      case .newPlay:
+        #expect(rig.play(5000, 9000) == ok)
+        #expect(task.hasEnded)
+      }
+      // More media plays; none of it goes into the finalized file.
+      await session.run(for: .seconds(4))
+      let result = try await stop(task, session)  // the result it already has (T7)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      // From the 2 s keyframe to where the play was (T18 would have closed the jump up with 5–9 s).
+      #expect(abs(Int64(file.durationMs) - (at - 2000)) <= 120, "\(file.durationMs) ms, position \(at)")
+      let probed = try probe(file.path)
+      #expect(probed.codecs == ["h264", "aac"])
+      #expect(abs(probed.duration * 1000 - Double(file.durationMs)) <= 80)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func T17_aPlayThatFailsFinalizesTheTaskWithTheMediaSoFar() async throws {
+      let library = try TemporaryDirectory("tipipe-sdk-t17")
+      try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: library.url)
+      // The second object is missing: the play ends with 6134 after the first (R57, R73).
+      try LibraryFaults.removeObject(segment: 1, in: library.url)
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig()
+      #expect(rig.play(0, 6000) == ok)
+      await session.run(for: .milliseconds(300))
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      await session.run(for: .seconds(5))
+      #expect(rig.log.entries.count { $0 == .error(TiErrorCode.recordingNotFound.rawValue) } == 1)
+      #expect(task.hasEnded)
+      let result = try await stop(task, session)
+      #expect(result.code == ok)
+      let file = try #require(result.file)
+      // From the 2 s keyframe to the end of the first object (3 s).
+      #expect(abs(Int64(file.durationMs) - 1000) <= 80, "\(file.durationMs) ms")
+      #expect(try probe(file.path).codecs == ["h264", "aac"])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func T17_aTaskWithoutMediaWhenThePlayEndsHasNone() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      // Stopped before the first keyframe after its start (2 s): nothing was recordable.
+      await session.run(for: .milliseconds(300))
+      let early = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .milliseconds(500))
+      #expect(rig.replay.stop() == ok)
+      #expect(early.hasEnded)
+      let none = try await stop(early, session)
+      #expect(none.code == TiCloudStorageErrorCode.noRecordableMedia && none.file == nil)
+      // A channel without media: a new play finishes it with nothing.
+      #expect(rig.play() == ok)
+      let empty = try #require(rig.replay.startRecording(videoChannelId: 9).task)
+      await session.run(for: .milliseconds(500))
+      #expect(rig.play() == ok)
+      #expect(empty.hasEnded)
+      let nothing = try await stop(empty, session)
+      #expect(nothing.code == TiCloudStorageErrorCode.noRecordableMedia && nothing.file == nil)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func T13_T14_T15_failuresLeaveNoFile() async throws {
       let session = try SDKSession(recorderPendingLimit: 1)
       let rig = ReplayRig()
       #expect(rig.play() == ok)
@@ -137,11 +223,6 @@ extension SDKRules {
       let second = try SDKSession()
       let rig2 = ReplayRig()
       #expect(rig2.play() == ok)
-      // A channel without media records nothing; a new play finishes it (T17).
-      let empty = try #require(rig2.replay.startRecording(videoChannelId: 9).task)
-      await second.run(for: .milliseconds(500))
-      #expect(rig2.play() == ok)
-      #expect(try await stop(empty, second).code == TiCloudStorageErrorCode.noRecordableMedia)
       // The media folder cannot hold files.
       try FileManager.default.removeItem(at: second.media)
       #expect(FileManager.default.createFile(atPath: second.media.path, contents: Data("x".utf8)))

@@ -97,6 +97,10 @@ public final class TiCloudStorageRecordingTask: @unchecked Sendable {
     }
   }
 
+  /// True once the play ended for the task or it was stopped: its file is being finished (the result
+  /// follows from the recorder's queue).
+  var hasEnded: Bool { outcome.withLock { $0.finishing } }
+
   /// True until the result is known.
   var isActive: Bool { outcome.withLock { $0.result == nil } }
 }
