@@ -59,7 +59,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func T5_T6_T8_T9_T16_F10_stopGivesAPlayableMP4ToEveryCaller() async throws {
+    @Test func T5_T6_T8_T16_F10_stopGivesAPlayableMP4ToEveryCaller() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.play(0, 3000) == ok)
@@ -71,7 +71,7 @@ extension SDKRules {
       first.stop { completions.append($0) }
       let a = try await stop(first, session)
       let b = try await stop(first, session)
-      while completions.isEmpty { await session.drainMain() }
+      await session.drainMain { !completions.isEmpty }
       #expect(a.code == ok)
       let file = try #require(a.file)
       #expect(b.file?.path == file.path && completions[0].file?.path == file.path)
@@ -120,6 +120,36 @@ extension SDKRules {
       let expected = Double(before - 2000 + 3000) / 1000
       #expect(abs(probed.duration - expected) <= 0.1, "\(probed), \(times.split(separator: "\n").count) frames")
       #expect(probed.codecs == ["h264", "aac"])
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    /// The video streams of an MP4 as `width,height` lines, and its audio stream count.
+    private func streams(_ path: String) throws -> (video: [String], audio: Int) {
+      let video = try run(
+        "/usr/bin/ffprobe",
+        ["-v", "error", "-select_streams", "v", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
+      let audio = try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream=index", "-of", "csv=p=0", path])
+      return (video.split(separator: "\n").map(String.init), audio.split(separator: "\n").count)
+    }
+
+    @Test func T9_aTaskRecordsExactlyOneVideoChannel() async throws {
+      let library = try twoVideoChannelLibrary()
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig()
+      #expect(rig.play(0, 6000) == ok)
+      await session.run(for: .milliseconds(300))
+      let first = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      let second = try #require(rig.replay.startRecording(videoChannelId: 2).task)
+      await session.run(for: .seconds(3))
+      let a = try #require(try await stop(first, session).file)
+      let b = try #require(try await stop(second, session).file)
+      #expect(a.path != b.path)
+      let (aVideo, aAudio) = try streams(a.path)
+      let (bVideo, bAudio) = try streams(b.path)
+      #expect(aVideo == ["320,240"] && aAudio == 1, "\(aVideo) \(aAudio)")
+      #expect(bVideo == ["160,120"] && bAudio == 0, "\(bVideo) \(bAudio)")
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }

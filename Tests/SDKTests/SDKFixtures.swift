@@ -205,6 +205,35 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
   }
 }
 
+/// 6 s with two video channels — 0 at 320×240 with AAC on channel 1, and 2 at 160×120 — in the same
+/// objects (T9: a task records one video channel).
+func twoVideoChannelLibrary() throws -> TemporaryDirectory {
+  let directory = try TemporaryDirectory("tipipe-two-channels")
+  try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: directory.url)
+  let other = try TemporaryDirectory("tipipe-channel-two")
+  var options = smallOptions(seconds: 6)
+  options.videoChannel = 2
+  options.width = 160
+  options.height = 120
+  options.audioCodec = nil
+  options.seed = 0x2222
+  try LibrarySynthesizer(options: options).write(to: other.url)
+  let cipher = try AES128CBC()
+  for (position, segment) in try RecordingIndex.load(library: other.url).segments.sorted(by: { $0.startMs < $1.startMs })
+    .enumerated()
+  {
+    let extra = try SegmentReader.parse(
+      Data(contentsOf: segment.fileURL(in: other.url)), key: segment.keyBytes(), cipher: cipher
+    ).records
+    try LibraryFaults.rewriteRecords(segment: position, in: directory.url) { records in
+      (records + extra).sorted {
+        ($0.timestampMilliseconds, $0.track.channel) < ($1.timestampMilliseconds, $1.track.channel)
+      }
+    }
+  }
+  return directory
+}
+
 /// A device, a Replay, a Video Output (frame capture view) and an Audio Output, bound and watched.
 @MainActor
 final class ReplayRig {
