@@ -130,7 +130,8 @@ extension SDKRules {
         "/usr/bin/ffprobe",
         ["-v", "error", "-select_streams", "v", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
       let audio = try run(
-        "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream=index", "-of", "csv=p=0", path])
+        "/usr/bin/ffprobe",
+        ["-v", "error", "-select_streams", "a", "-show_entries", "stream=index", "-of", "csv=p=0", path])
       return (video.split(separator: "\n").map(String.init), audio.split(separator: "\n").count)
     }
 

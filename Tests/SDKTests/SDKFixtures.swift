@@ -219,9 +219,9 @@ func twoVideoChannelLibrary() throws -> TemporaryDirectory {
   options.seed = 0x2222
   try LibrarySynthesizer(options: options).write(to: other.url)
   let cipher = try AES128CBC()
-  for (position, segment) in try RecordingIndex.load(library: other.url).segments.sorted(by: { $0.startMs < $1.startMs })
-    .enumerated()
-  {
+  for (position, segment) in try RecordingIndex.load(library: other.url).segments.sorted(by: { $0.startMs < $1.startMs }
+  )
+  .enumerated() {
     let extra = try SegmentReader.parse(
       Data(contentsOf: segment.fileURL(in: other.url)), key: segment.keyBytes(), cipher: cipher
     ).records

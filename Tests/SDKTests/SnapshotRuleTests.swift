@@ -80,7 +80,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func S9_S10_S11_S12_oneSnapshotAtATimeAndALimitForAll() async throws {
+    @Test func S9_S10_S12_oneSnapshotAtATimeAndALimitForAll() async throws {
       // Snapshots are encoded on a queue the test holds: the first one stays pending until it is let go.
       let encoding = DispatchQueue(label: "held snapshots")
       encoding.suspend()
@@ -94,19 +94,51 @@ extension SDKRules {
       rig.video.takeSnapshot { results["first"] = $0.code }
       rig.video.takeSnapshot { results["again"] = $0.code }
       second.video.takeSnapshot { results["other"] = $0.code }
-      // While it is pending: dispose and shutdown refuse; detach works and the snapshot keeps its frame.
+      // While it is pending, detach works and the snapshot keeps its frame (S12).
       #expect(rig.video.detach() == ok)
       #expect(rig.video.detachView() == ok)
-      #expect(rig.video.dispose() == TiCloudStorageErrorCode.inUse)
-      #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
       encoding.resume()
-      while results.count < 3 { await session.drainMain() }
+      await session.drainMain { results.count == 3 }
       #expect(
         results == [
           "first": ok, "again": TiCloudStorageErrorCode.inUse, "other": TiCloudStorageErrorCode.resourceExhausted,
         ])
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(second.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func S11_aPendingSnapshotRefusesDisposeAndShutdownAndChangesNothing() async throws {
+      let encoding = DispatchQueue(label: "held snapshot")
+      encoding.suspend()
+      let session = try SDKSession(snapshotQueue: encoding)
+      let rig = ReplayRig()
+      let otherReplay = rig.storage.createReplay()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      var first: TiCloudStorageSnapshotResult?
+      rig.video.takeSnapshot { first = $0 }
+      // Refused, and the Output, its view and its binding are as they were.
+      #expect(rig.video.dispose() == TiCloudStorageErrorCode.inUse)
+      #expect(rig.video.core.binding?.replay === rig.replay && rig.video.state == .rendering)
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == ok)  // the same binding (O14)
+      #expect(rig.video.attach(replay: otherReplay, channelId: 0) == TiCloudStorageErrorCode.inUse)  // O15
+      #expect(rig.video.attachView(rig.view) == ok)  // the same view (O34)
+      #expect(rig.video.attachView(FrameCaptureRenderer()) == TiCloudStorageErrorCode.inUse)  // O35
+      let drawn = rig.view.renderedTimes.count
+      await session.run(for: .milliseconds(200))
+      #expect(rig.view.renderedTimes.count > drawn)  // still drawing into its view
+      // Everything else released: the pending snapshot alone still refuses dispose and shutdown.
+      #expect(rig.replay.stop() == ok)
+      #expect(rig.audio.detach() == ok && rig.audio.dispose() == ok)
+      #expect(rig.video.detach() == ok && rig.video.detachView() == ok)  // allowed while pending (S12)
+      #expect(rig.replay.dispose() == ok && otherReplay.dispose() == ok && rig.storage.dispose() == ok)
+      #expect(rig.video.dispose() == TiCloudStorageErrorCode.inUse)
+      #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
+      encoding.resume()
+      await session.drainMain { first != nil }
+      #expect(first?.code == ok && first?.file != nil)
+      #expect(rig.video.dispose() == ok)
       #expect(session.close() == ok)
     }
 
