@@ -1,4 +1,6 @@
+import CloudServer
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import Testing
@@ -6,6 +8,12 @@ import Testing
 @testable import TiCloudStorage
 
 private let ok = TiCloudStorageErrorCode.ok
+
+/// An export of `[from, to)` ms after the recording's start.
+private func exportRequest(_ from: Int64, _ to: Int64, video: Int = 0, audio: Int? = 1) -> TiCloudStorageExportRequest {
+  TiCloudStorageExportRequest(
+    startTimeMs: recordingStart + from, endTimeMs: recordingStart + to, videoChannelId: video, audioChannelId: audio)
+}
 
 /// `code` is `value`, named `name` by `errorToString` (and by the engine's `TiErrorCode`).
 private func expectCode(_ code: Int32, is value: Int32, named name: String) {
@@ -97,9 +105,22 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func C12_resourceExhaustedNamesTheLimits() {
-      // Produced by S10 (snapshots) and E7 (exports) in their tests.
+    @Test func C12_resourceExhaustedWhenEveryExportSlotIsTaken() async throws {
       expectCode(TiCloudStorageErrorCode.resourceExhausted, is: 6043, named: "resourceExhausted")
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      var logs: [ExportLog] = []
+      for _ in 0..<TiCloudStorage.maximumConcurrentExports {
+        let (start, log) = session.startExport(storage, exportRequest(0, 2000))
+        #expect(start.code == ok)
+        logs.append(log)
+      }
+      let (refused, refusedLog) = session.startExport(storage, exportRequest(0, 2000))
+      #expect(refused.code == 6043 && refused.task == nil)
+      for log in logs { await session.finish(log) }
+      #expect(refusedLog.events.isEmpty)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
     }
 
     @Test func C13_6044WhenTheWorkDirectoryCannotBeMade() throws {
@@ -114,18 +135,67 @@ extension SDKRules {
       #expect(TiCloudStorage.shutdown() == ok)
     }
 
-    @Test func C14_C15_C16_C17_fileAndFormatCodes() {
-      // 6045 by F-rule tests (delete), 6046 by T15 and X4, 6113 by T12 and R73, 6114 by the upload.
+    @Test func C14_C15_fileStatusUnreadableAndFileWriteFailed() async throws {
       expectCode(TiErrorCode.fileStatusUnreadable.rawValue, is: 6045, named: "fileStatusUnreadable")
       expectCode(TiCloudStorageErrorCode.fileWriteFailed, is: 6046, named: "fileWriteFailed")
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      // 6045: the snapshot's path became a directory: its status is not a regular file's, and it stays.
+      let snapshot = try #require(await rig.video.takeSnapshot().file)
+      try FileManager.default.removeItem(atPath: snapshot.path)
+      try FileManager.default.createDirectory(atPath: snapshot.path, withIntermediateDirectories: false)
+      #expect(await snapshot.delete() == 6045)
+      var isDirectory: ObjCBool = false
+      #expect(FileManager.default.fileExists(atPath: snapshot.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+      // 6046: the media folder is a file.
+      try FileManager.default.removeItem(at: session.media)
+      #expect(FileManager.default.createFile(atPath: session.media.path, contents: Data("x".utf8)))
+      let unwritable = await rig.video.takeSnapshot()
+      #expect(unwritable.code == 6046 && unwritable.file == nil)
+      #expect(try Data(contentsOf: session.media) == Data("x".utf8))
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func C16_unsupportedFormatWhenTheResolutionChangesInARecording() async throws {
       expectCode(TiCloudStorageErrorCode.unsupportedFormat, is: 6113, named: "unsupportedFormat")
+      let library = try resolutionChangeLibrary("tipipe-sdk-c16")
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig(bindAudio: false)
+      #expect(rig.play(0, 6000) == ok)
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .seconds(8))
+      let result = try await session.pump { await task.stop() }
+      #expect(result.code == 6113 && result.file == nil)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func C17_ioFailedWhenTheUploadCannotBePackaged() async throws {
       expectCode(TiCloudStorageErrorCode.ioFailed, is: 6114, named: "ioFailed")
+      let session = try SDKSession()
+      // Where the package is made is a file.
+      #expect(
+        FileManager.default.createFile(
+          atPath: session.cache.url.appendingPathComponent("upload").path, contents: Data("x".utf8)))
+      let result = await TiRtcLogging.upload()
+      #expect(result.code == 6114 && result.logId == nil && !result.succeeded)
+      #expect(session.close() == ok)
     }
 
     @Test func C18_C19_cancelledAndRangeTooLarge() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "device-token")
       expectCode(TiCloudStorageErrorCode.cancelled, is: 6115, named: "cancelled")
+      // A List whose awaiting task is cancelled before it ran (Q18).
+      let listing = Task { @MainActor in
+        await storage.listRecordings(startTimeMs: self.whole.0, endTimeMs: self.whole.1)
+      }
+      listing.cancel()
+      let cancelled = try await session.pump { await listing.value }
+      #expect(cancelled.code == 6115 && cancelled.recordings.isEmpty)
       expectCode(TiCloudStorageErrorCode.rangeTooLarge, is: 6117, named: "rangeTooLarge")
       let tooLong = try await session.pump {
         await storage.listRecordings(startTimeMs: self.whole.0, endTimeMs: self.whole.0 + 864_000_001)
@@ -144,20 +214,99 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func C21_C22_C23_C25_taskCodes() {
-      // 6119 by T14, 6120 by T13, 6122 by R59 and O24, 6124 by the export stop tests.
+    @Test func C21_C25_noRecordableMediaAndStoppedExports() async throws {
       expectCode(TiCloudStorageErrorCode.noRecordableMedia, is: 6119, named: "noRecordableMedia")
-      expectCode(TiCloudStorageErrorCode.recordingOverrun, is: 6120, named: "recordingOverrun")
-      expectCode(TiCloudStorageErrorCode.recordingUnreadable, is: 6122, named: "recordingUnreadable")
       expectCode(TiCloudStorageErrorCode.stopped, is: 6124, named: "stopped")
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      let (empty, emptyLog) = session.startExport(storage, exportRequest(0, 9000, video: 7, audio: nil))
+      #expect(empty.code == ok)
+      await session.finish(emptyLog)
+      #expect(emptyLog.result?.code == 6119 && emptyLog.result?.file == nil)
+      let (stopping, stoppedLog) = session.startExport(storage, exportRequest(0, 9000))
+      #expect(try #require(stopping.task).stop() == ok)
+      await session.finish(stoppedLog)
+      #expect(stoppedLog.result?.code == 6124 && stoppedLog.result?.file == nil)
+      #expect(stoppedLog.result?.report?.termination == .cancelled)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
     }
 
-    @Test func C27_C28_C29_C30_recordingAndNetworkCodes() {
-      // 6134/6135 by R57/R58, 6136/6137 by R62 and the upload to a stopped server (X10).
-      expectCode(TiCloudStorageErrorCode.recordingNotFound, is: 6134, named: "recordingNotFound")
-      expectCode(TiCloudStorageErrorCode.recordingDownloadFailed, is: 6135, named: "recordingDownloadFailed")
+    @Test func C22_recordingOverrunWhenWritingFallsBehind() async throws {
+      expectCode(TiCloudStorageErrorCode.recordingOverrun, is: 6120, named: "recordingOverrun")
+      let session = try SDKSession(recorderPendingLimit: 1)
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      let task = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .milliseconds(500))
+      let result = try await session.pump { await task.stop() }
+      #expect(result.code == 6120 && result.file == nil)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    /// How the last of two 3 s objects of a library is spoiled, and the play's error it gives.
+    enum Spoiled: CaseIterable {
+      case corrupt, missing, unreadable
+    }
+
+    @Test(arguments: Spoiled.allCases)
+    func C23_C27_C28_aRecordingThatCannotBeReadEndsThePlay(_ spoiled: Spoiled) async throws {
+      let library = try TemporaryDirectory("tipipe-sdk-spoiled")
+      try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: library.url)
+      let code: Int32
+      switch spoiled {
+      case .corrupt:
+        expectCode(TiCloudStorageErrorCode.recordingUnreadable, is: 6122, named: "recordingUnreadable")
+        try LibraryFaults.corruptObject(segment: 1, in: library.url)
+        code = 6122
+      case .missing:
+        expectCode(TiCloudStorageErrorCode.recordingNotFound, is: 6134, named: "recordingNotFound")
+        try LibraryFaults.removeObject(segment: 1, in: library.url)
+        code = 6134
+      case .unreadable:
+        expectCode(TiCloudStorageErrorCode.recordingDownloadFailed, is: 6135, named: "recordingDownloadFailed")
+        // Its file is a directory: the read fails (a download that cannot be had).
+        let segment = try RecordingIndex.load(library: library.url).segments.sorted { $0.startMs < $1.startMs }[1]
+        try FileManager.default.removeItem(at: segment.fileURL(in: library.url))
+        try FileManager.default.createDirectory(
+          at: segment.fileURL(in: library.url), withIntermediateDirectories: false)
+        code = 6135
+      }
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig()
+      #expect(rig.play(0, 6000) == ok)
+      await session.run(for: .seconds(8))
+      #expect(rig.log.entries.filter { $0 == .error(code) }.count == 1, "\(rig.log.entries.suffix(5))")
+      #expect(!rig.log.entries.contains(.completed))
+      #expect(!rig.view.renderedTimes.isEmpty)  // the first object played
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func C29_C30_aListWithoutNetworkOrDNS() async throws {
       expectCode(TiCloudStorageErrorCode.networkUnavailable, is: 6136, named: "networkUnavailable")
       expectCode(TiCloudStorageErrorCode.endpointDnsResolutionFailed, is: 6137, named: "endpointDnsResolutionFailed")
+      // Nothing listens at the first endpoint; the second's host cannot exist (.invalid, RFC 6761).
+      var configuration = ServerConfiguration(root: sharedLibrary, secret: "s")
+      configuration.port = 0
+      let server = try ReferenceServer(configuration)
+      let silent = server.endpoint
+      server.stop()
+      for (endpoint, code) in [(silent, Int32(6136)), ("http://no-such-host.invalid", 6137)] {
+        let cache = try TemporaryDirectory("tipipe-sdk-network")
+        TiCloudStorage.configureForTesting(replayEnvironment: nil, service: nil)
+        #expect(
+          TiCloudStorage.initialize(
+            appId: "a", endpoint: endpoint, consoleLogEnabled: false, cacheDirectory: cache.url.path)
+            == ok)
+        let storage = TiCloudStorage(token: "t")
+        let listed = await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1)
+        #expect(listed.code == code, "\(endpoint)")
+        #expect(storage.dispose() == ok)
+        #expect(TiCloudStorage.shutdown() == ok)
+      }
     }
   }
 }
