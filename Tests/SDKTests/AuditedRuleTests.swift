@@ -31,22 +31,91 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func F9_aFileMovedOutOfTheCacheIsTheAppsToKeep() async throws {
+    @Test func F9_theSDKOffersNoKeepCallItsFileObjectsHaveOnlyPathDurationAndDelete() throws {
+      // Read from the sources (the symbol graph of the same declarations is checked by scripts/test.sh's
+      // DocC build): the public functions of TiCloudStorage.
+      let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/TiCloudStorage")
+      let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
+        .filter { $0.hasSuffix(".swift") }
+      #expect(files.count > 20)
+      var names: [String] = []
+      for file in files {
+        let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+        for line in text.split(separator: "\n") {
+          let trimmed = line.trimmingCharacters(in: .whitespaces)
+          guard trimmed.hasPrefix("public ") || trimmed.hasPrefix("open "), let range = trimmed.range(of: "func ")
+          else { continue }
+          names.append(String(trimmed[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }))
+        }
+      }
+      #expect(names.contains("delete") && names.contains("exportRecording"))  // the scan sees the API
+      let keeping = names.filter {
+        $0.range(
+          of: "photo|album|gallery|cameraroll|save|persist|keep", options: [.regularExpression, .caseInsensitive])
+          != nil || $0.range(of: "^(move|copy)", options: [.regularExpression, .caseInsensitive]) != nil
+      }
+      #expect(keeping.isEmpty, "\(keeping)")
+      // A file object holds its path (and duration) and can only delete it.
+      let snapshotMembers = Mirror(reflecting: TiCloudStorageSnapshotFile(path: "/x")).children.compactMap(\.label)
+      let recordingMembers = Mirror(reflecting: TiCloudStorageRecordingFile(path: "/x", durationMs: 1)).children
+        .compactMap(\.label)
+      #expect(snapshotMembers == ["path"] && recordingMembers == ["path", "durationMs"])
+    }
+
+    @Test func F9_theAppKeepsAFileByCopyingOrMovingItAndTheSDKLeavesTheCopyAlone() async throws {
       let session = try SDKSession()
-      let rig = ReplayRig(bindAudio: false)
-      #expect(rig.play(0, 2000) == ok)
-      await session.run(for: .milliseconds(500))
+      let rig = ReplayRig()
+      #expect(rig.play(0, 3000) == ok)
+      await session.run(for: .milliseconds(300))
+      // One file of each kind.
       let snapshot = try #require(await rig.video.takeSnapshot().file)
-      let kept = try TemporaryDirectory()
-      let destination = kept.url.appendingPathComponent("kept.jpg")
-      try FileManager.default.moveItem(atPath: snapshot.path, toPath: destination.path)
+      let recording = try #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task)
+      await session.run(for: .milliseconds(2500))
+      let recorded = try #require(try await session.pump { await recording.stop() }.file)
+      let (start, log) = session.startExport(
+        rig.storage,
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 3000, videoChannelId: 0, audioChannelId: 1))
+      #expect(start.code == ok)
+      await session.finish(log)
+      let exported = try #require(log.result?.file)
+      // The app keeps them: a copy, a move, a copy.
+      let kept = try TemporaryDirectory("tipipe-kept")
+      let keptSnapshot = kept.url.appendingPathComponent("snapshot.jpg")
+      let keptRecording = kept.url.appendingPathComponent("recording.mp4")
+      let keptExport = kept.url.appendingPathComponent("export.mp4")
+      try FileManager.default.copyItem(atPath: snapshot.path, toPath: keptSnapshot.path)
+      try FileManager.default.moveItem(atPath: recorded.path, toPath: keptRecording.path)
+      try FileManager.default.copyItem(atPath: exported.path, toPath: keptExport.path)
+      let bytes = try [keptSnapshot, keptRecording, keptExport].map { try Data(contentsOf: $0) }
+      // The SDK deletes its own paths (the moved one is gone already: ok, F5), never the copies.
+      #expect(await snapshot.delete() == ok)
+      #expect(await recorded.delete() == ok)
+      #expect(await exported.delete() == ok)
+      for path in [snapshot.path, recorded.path, exported.path] {
+        #expect(!FileManager.default.fileExists(atPath: path))
+      }
+      #expect(try [keptSnapshot, keptRecording, keptExport].map { try Data(contentsOf: $0) } == bytes)
+      // A file object pointed at the app's copy cannot remove it (F6, F7: outside the media folder).
+      #expect(await TiCloudStorageSnapshotFile(path: keptSnapshot.path).delete() == 6045)
+      #expect(FileManager.default.fileExists(atPath: keptSnapshot.path))
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
-      // The SDK is gone; the file is where the app put it, and deleting the SDK's path changes nothing.
-      #expect(await snapshot.delete() == ok)
-      let probe = try run(
-        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", destination.path])
-      #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg")
+      // A later initialize of the same work root (which clears what a dead process left unfinished)
+      // leaves the kept files as they were.
+      TiCloudStorage.configureForTesting(replayEnvironment: nil, service: session.service)
+      #expect(
+        TiCloudStorage.initialize(
+          appId: "test-app", endpoint: sharedLibrary.absoluteString, consoleLogEnabled: false,
+          cacheDirectory: session.cache.url.path) == ok)
+      #expect(TiCloudStorage.shutdown() == ok)
+      #expect(try [keptSnapshot, keptRecording, keptExport].map { try Data(contentsOf: $0) } == bytes)
+      let codecs = try [keptSnapshot, keptRecording, keptExport].map {
+        try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", $0.path])
+          .split(separator: "\n").sorted()
+      }
+      #expect(codecs == [["mjpeg"], ["aac", "h264"], ["aac", "h264"]])
     }
 
     @Test func L34_gettersKeepTheirLastValuesAfterDispose() async throws {
