@@ -139,7 +139,7 @@ public final class ExportJob: @unchecked Sendable {
       // Per-object failures arrive as gap events; what reaches here ends the task. A failure of the source
       // ends the stream instead of the pipeline, so what was already
       // fetched still reaches the file (termination `interrupted`); any other failure stops at once.
-      if ending == nil { ending = .failed(TiError(failure.error)) }
+      if ending == nil { ending = .failed(TiError(failure)) }
       return failure.nodeID == sourceID ? .endBranch : .stopPipeline
     }
     pipeline.onEndOfStream = { [unowned self] _ in complete() }
@@ -304,13 +304,13 @@ public final class ExportJob: @unchecked Sendable {
         message: code == .stopped ? "the export was stopped" : "the export was cancelled")
     case .failed(let error):
       if exporter.hasMedia && error.code != .fileWriteFailed {
-        result = finalize(termination: .interrupted, cause: error.code, message: error.message)
+        result = finalize(termination: .interrupted, cause: error.code, message: error.message, error: error)
       } else {
         exporter.abandonFile()
         removeWorkingFile()
         result = ExportResult(
           code: error.code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: error.code),
-          message: error.message)
+          message: error.message, error: error)
       }
     }
     return result
@@ -328,21 +328,23 @@ public final class ExportJob: @unchecked Sendable {
     return finalize(termination: .exhausted, cause: .ok, message: nil)
   }
 
-  private func finalize(termination: ExportTermination, cause: TiErrorCode, message: String?) -> ExportResult {
+  private func finalize(
+    termination: ExportTermination, cause: TiErrorCode, message: String?, error ended: TiError? = nil
+  ) -> ExportResult {
     do {
       try exporter.finalizeFile(to: request.output.path)
       removeWorkingFile()
       return ExportResult(
         code: .ok, file: request.output, durationMs: exporter.outputDurationMs,
-        report: exporter.report(termination: termination, cause: cause), message: message)
+        report: exporter.report(termination: termination, cause: cause), message: message, error: ended)
     } catch {
-      let failure = error as? TiError
-      let code = failure?.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
+      let failure = TiError(error)
+      let code = failure.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
       exporter.abandonFile()
       removeWorkingFile()
       return ExportResult(
         code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code),
-        message: failure?.message ?? "\(error)")
+        message: failure.message, error: failure)
     }
   }
 

@@ -79,3 +79,53 @@ struct ExportTerminationTests {
     #expect(result.report.termination == .failed)
   }
 }
+
+/// Issue 25's error model: a failure keeps where it arose, the node that reported it and the error
+/// underneath, to the export's result and its log line; seed codes stay what they were.
+@Suite("Errors keep their node, domain and cause")
+struct ErrorCauseTests {
+  @Test("a node's failure reaches the result with the node's name and the error underneath")
+  func nodeFailureKeepsItsCause() throws {
+    let directory = try TemporaryDirectory()
+    let underneath = LibraryFailure.posix(EIO)
+    let failure = TiError(.ioFailed, "the disk went away", domain: .storage, cause: underneath)
+    let source = FailingSource(options: smallOptions(seconds: 6), failingAfter: 1, with: failure)
+    let result = try ExportTerminationTests().run(
+      source, range: MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000),
+      output: directory.url.appendingPathComponent("e.mp4"))
+    let error = try #require(result.error)
+    #expect(error.code == .ioFailed && error.domain == .storage)
+    #expect(error.node == source.name)
+    #expect(error.cause as? LibraryFailure == underneath)
+    #expect(error.detailedDescription.contains("in \(source.name)"))
+    #expect(error.detailedDescription.contains("caused by libc \(EIO): \(String(cString: strerror(EIO)))"))
+    // The seed's view is unchanged: the code is the report's cause.
+    #expect(result.report.cause == TiErrorCode.ioFailed.rawValue)
+  }
+
+  @Test("libav failures carry their AVERROR; other errors become ioFailed and keep themselves")
+  func causesOfLibrariesAndForeignErrors() throws {
+    // A file that is not media: libavformat refuses it, and says why underneath.
+    let directory = try TemporaryDirectory()
+    let junk = directory.url.appendingPathComponent("junk.mp4")
+    try Data(repeating: 0x42, count: 4096).write(to: junk)
+    do {
+      _ = try MediaFileSource.probe(path: junk.path)
+      Issue.record("junk probed as media")
+    } catch let error as TiError {
+      #expect(error.domain == .media, "\(error.detailedDescription)")
+      let library = try #require(error.causes.first as? LibraryFailure, "\(error.detailedDescription)")
+      #expect(library.library == "libav" && library.status < 0)
+    }
+    let foreign = TiError(CocoaError(.fileReadCorruptFile))
+    #expect(foreign.code == .ioFailed && foreign.domain == .engine)
+    #expect(foreign.cause is CocoaError)
+    // Equality ignores the cause (a value for people, not identity).
+    #expect(
+      TiError(.ioFailed, "x", cause: LibraryFailure.posix(EIO))
+        == TiError(.ioFailed, "x", cause: LibraryFailure.posix(ENOSPC)))
+    #expect(TiError(.ioFailed, "x", domain: .storage) != TiError(.ioFailed, "x", domain: .media))
+    // Every seed code has a domain.
+    #expect(TiError.Domain(of: .networkUnavailable) == .network && TiError.Domain(of: .fileWriteFailed) == .storage)
+  }
+}

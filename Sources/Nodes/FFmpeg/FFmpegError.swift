@@ -14,7 +14,13 @@ enum FFmpeg {
   @discardableResult
   static func check(_ result: Int32, _ what: @autoclosure () -> String, code: TiErrorCode = .ioFailed) throws -> Int32 {
     guard result < 0 else { return result }
-    throw TiError(code, "\(what()): \(message(for: result)) (\(result))")
+    let cause = failure(result)
+    throw TiError(code, "\(what()): \(cause.text) (\(result))", domain: .media, cause: cause)
+  }
+
+  /// An AVERROR as the cause under a ``TiError``.
+  static func failure(_ code: Int32) -> LibraryFailure {
+    LibraryFailure(library: "libav", status: code, text: message(for: code))
   }
 
   static let again = cff_error_eagain()

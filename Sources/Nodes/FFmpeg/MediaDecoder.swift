@@ -44,7 +44,7 @@ final class MediaDecoder {
     if sent < 0 && sent != FFmpeg.again {
       throw TiError(
         .recordingUnreadable, "\(input.track) at \(input.time): \(FFmpeg.message(for: sent))",
-        gapReason: .mediaUnreadable)
+        gapReason: .mediaUnreadable, cause: FFmpeg.failure(sent))
     }
   }
 
@@ -61,7 +61,8 @@ final class MediaDecoder {
       if status == FFmpeg.again || status == FFmpeg.endOfFile { return frames }
       if status < 0 {
         throw TiError(
-          .recordingUnreadable, "decoding \(format): \(FFmpeg.message(for: status))", gapReason: .mediaUnreadable)
+          .recordingUnreadable, "decoding \(format): \(FFmpeg.message(for: status))", gapReason: .mediaUnreadable,
+          cause: FFmpeg.failure(status))
       }
       let pts = frame.pointer.pointee.best_effort_timestamp
       let time = MediaTime(microseconds: pts == cff_nopts_value() ? frame.pointer.pointee.pts : pts)

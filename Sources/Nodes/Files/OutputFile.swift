@@ -26,7 +26,8 @@ public enum OutputFile {
           "\(path) exists and is \(kind == S_IFDIR ? "a directory" : "not a regular file"); it is not replaced")
       }
     } else if errno != ENOENT {
-      throw TiError(.invalidArgument, "cannot examine \(path): \(String(cString: strerror(errno)))")
+      let failure = LibraryFailure.posix(errno)
+      throw TiError(.invalidArgument, "cannot examine \(path): \(failure.text)", domain: .storage, cause: failure)
     }
   }
 
@@ -73,9 +74,10 @@ public enum OutputFile {
       throw TiError(.fileWriteFailed, "\(destination.path) is no longer a regular file; it is not replaced")
     }
     guard rename(temporary, destination.path) == 0 else {
-      let reason = String(cString: strerror(errno))
+      let failure = LibraryFailure.posix(errno)
       unlink(temporary)
-      throw TiError(.fileWriteFailed, "cannot rename the finished file to \(destination.path): \(reason)")
+      throw TiError(
+        .fileWriteFailed, "cannot rename the finished file to \(destination.path): \(failure.text)", cause: failure)
     }
   }
 

@@ -181,10 +181,10 @@ extension Replay {
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play.
       if let owner = owners[failure.nodeID] {
-        self.outputFailed(owner, TiError(failure.error), generation: failedIn)
+        self.outputFailed(owner, TiError(failure), generation: failedIn)
         return .endBranch
       }
-      self.failed(TiError(failure.error), generation: failedIn)
+      self.failed(TiError(failure), generation: failedIn)
       return .stopPipeline
     }
     pipeline.onEndOfStream = { [weak self] flushes in

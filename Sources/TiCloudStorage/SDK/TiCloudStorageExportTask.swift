@@ -118,7 +118,8 @@ public final class TiCloudStorageExportTask: @unchecked Sendable {
     log?.write(
       "export \(id) ended: \(result.code.name) (\(result.code.rawValue)), \(result.report.termination), "
         + "\(result.report.coveredDurationMs) ms covered in \(result.report.segments.count) segment(s), "
-        + "\(result.report.gaps.count) gap(s)" + (result.message.map { ": \($0)" } ?? ""))
+        + "\(result.report.gaps.count) gap(s)"
+        + ((result.error?.detailedDescription ?? result.message).map { ": \($0.oneLine)" } ?? ""))
     let expired = result.code == .tokenExpired || result.report.cause == TiErrorCode.tokenExpired.rawValue
     let detail = runtime.withLock { () -> TiCloudStorageExportProgress? in
       finalReport = report

@@ -134,7 +134,10 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
       engine.onRecordingGap = nil
     }
     let box = handlers.onError.map { UncheckedBox($0) }
+    let log = runtime.log
     engine.onError = { [weak self] failure in
+      // The seed's callback gets the code; the log keeps the node and the errors underneath.
+      log?.write("replay failed: \(failure.detailedDescription.oneLine)")
       self?.playFailed(failure.code)
       box?.value(failure.code.rawValue)
     }
