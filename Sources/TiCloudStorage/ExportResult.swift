@@ -16,7 +16,7 @@ public struct ExportResult: Sendable {
   /// concerned (never a key or token); nil on a complete success.
   public var message: String? = nil
   /// The failure that ended the export early or without a file, with the node that reported it and the
-  /// errors underneath (``TiError/detailedDescription``, for logs); nil when it completed or was
+  /// errors underneath (`TiError.detailedDescription`, for logs); nil when it completed or was
   /// cancelled.
   public var error: TiError? = nil
 }

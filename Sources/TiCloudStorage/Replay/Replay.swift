@@ -43,7 +43,7 @@ import Synchronization
 /// This is the engine of the seed's `TiCloudStorageReplay`; the SDK object adds the instance, the
 /// Outputs and the lifecycle rules on top of it.
 ///
-/// The rules live in a ``ReplayStateMachine`` (a value, behind one lock); this class feeds it the SDK's
+/// The rules live in a `ReplayStateMachine` (a value, behind one lock); this class feeds it the SDK's
 /// calls and the graph's events and performs what it answers. Graph building is in `ReplayGraph.swift`,
 /// outputs, recorders and raw dumps in `Replay+Outputs.swift`, the graph's events in
 /// `Replay+GraphEvents.swift`. Lock order: a Replay's lock is taken before a `Pipeline`'s (a seek
