@@ -16,6 +16,9 @@ final class LogInbox: @unchecked Sendable {
     case refused(status: Int, error: String, message: String)
   }
 
+  private static let stoppingOutcome = Outcome.refused(
+    status: 503, error: "unavailable", message: "the server is stopping")
+
   let folder: URL
   /// The device the upload counts against, once its token was checked.
   let device: String?
@@ -29,6 +32,8 @@ final class LogInbox: @unchecked Sendable {
   private var received: Int64 = 0
   private var failed: String?
   private var installed = false
+  /// Its connection was suspended for the inspection and the request has not completed yet.
+  let parked = Atomic<Bool>(false)
   /// What ``finish(stopping:)`` decided, read by the connection's thread once it is resumed.
   private let decided = Mutex<Outcome?>(nil)
 
@@ -91,6 +96,8 @@ final class LogInbox: @unchecked Sendable {
 
   private func check(_ stopping: borrowing Atomic<Bool>) -> Outcome {
     if let refusal { return refusal }
+    // Queued behind others while the server began to stop: not inspected at all.
+    if stopping.load(ordering: .relaxed) { return Self.stoppingOutcome }
     if descriptor >= 0 { close(descriptor) }
     descriptor = -1
     // A refused body goes before the answer does: a client reading the folder after a 413 finds nothing.
@@ -121,7 +128,7 @@ final class LogInbox: @unchecked Sendable {
         stopping.load(ordering: .relaxed)
       }
     } catch ArchiveReader.Inspection.stopped {
-      return .refused(status: 503, error: "unavailable", message: "the server is stopping")
+      return Self.stoppingOutcome
     } catch ArchiveReader.Inspection.expands {
       return .refused(
         status: 413, error: "too_large",
@@ -129,6 +136,8 @@ final class LogInbox: @unchecked Sendable {
     } catch {
       return .refused(status: 400, error: "invalid_archive", message: "the body is not a .tar.gz: \(error)")
     }
+    // Stored only if it can still be answered: a client that gets no 201 retries, and would store it twice.
+    if stopping.load(ordering: .sequentiallyConsistent) { return Self.stoppingOutcome }
     let logId = "log-" + UUID().uuidString.lowercased()
     guard rename(incoming.path, folder.appendingPathComponent("\(logId).tar.gz").path) == 0 else {
       return .refused(status: 500, error: "internal", message: "the upload cannot be kept")
@@ -176,6 +185,8 @@ private final class ArchiveReader {
       let status = archive_read_next_header(archive, &entry)
       if status == carchive_eof { return entries }
       guard status == carchive_ok else { throw failure() }
+      // An archive of empty entries reads no data block: asked at each header too.
+      if stopped() { throw Inspection.stopped }
       while true {
         let read = archive_read_data_block(archive, &block, &size, &offset)
         if read == carchive_eof { break }

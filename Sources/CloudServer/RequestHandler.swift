@@ -36,7 +36,9 @@ final class RequestHandler: Sendable {
   /// to its cap takes a core for up to a second, which must not hold the other connections of the pool
   /// thread that received it (a listing waited 480 ms behind 20 bombs), nor more than one core.
   private let inspections = DispatchQueue(label: "tipipe.serve.upload-inspection")
-  /// Suspended connections: the daemon may stop only once every one has been resumed.
+  /// Uploads whose connection was suspended for an inspection, until their request completes (the
+  /// answer sent, or the connection gone): the daemon must not stop with a connection suspended, nor
+  /// drop an answer that says an upload was stored.
   private let suspended = DispatchGroup()
   private let stopping = Atomic<Bool>(false)
 
@@ -186,7 +188,9 @@ final class RequestHandler: Sendable {
   /// The request is over (answered, or its connection closed): its inbox goes, with a partial body.
   func completed(_ request: UnsafeMutableRawPointer) {
     guard request != Self.plainRequest else { return }
-    Unmanaged<LogInbox>.fromOpaque(request).release()
+    let inbox = Unmanaged<LogInbox>.fromOpaque(request)
+    if inbox.takeUnretainedValue().parked.exchange(false, ordering: .sequentiallyConsistent) { suspended.leave() }
+    inbox.release()
   }
 
   /// The state of a request without a body to keep (never dereferenced).
@@ -229,12 +233,12 @@ final class RequestHandler: Sendable {
       suspended.leave()
       return .error(503, "unavailable", "the server is stopping")
     }
+    inbox.parked.store(true, ordering: .sequentiallyConsistent)
     MHD_suspend_connection(connection)
     let parked = Parked(connection: connection)
     inspections.async { [self] in
       _ = inbox.finish(stopping: stopping)
       MHD_resume_connection(parked.connection)
-      suspended.leave()
     }
     return nil
   }
@@ -256,7 +260,8 @@ final class RequestHandler: Sendable {
     }
   }
 
-  /// Before the daemon stops: no connection is suspended any more (inspections under way end early).
+  /// Before the daemon stops: every suspended upload has been answered (inspections under way or queued
+  /// end early with 503).
   func stop() {
     stopping.store(true, ordering: .sequentiallyConsistent)
     suspended.wait()

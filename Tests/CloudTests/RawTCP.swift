@@ -1,4 +1,5 @@
 import Foundation
+import MediaTestSupport
 import PipelineGraph
 
 /// One TCP connection to a loopback port, for requests curl will not send as they are (raw paths,
@@ -88,6 +89,8 @@ final class BlackHole: @unchecked Sendable {  // the descriptor is only closed i
   let port: UInt16
   private let listener: Int32
   private let accepted = Locked<[Int32]>([])
+  /// Signalled at each accepted connection.
+  private let arrived = NSCondition()
   private let thread: Thread
 
   init() throws {
@@ -108,6 +111,7 @@ final class BlackHole: @unchecked Sendable {  // the descriptor is only closed i
     }
     port = UInt16(bigEndian: address.sin_port)
     let accepted = self.accepted
+    let arrived = self.arrived
     // Accepts until the listener is shut down; the accepted sockets stay open (and unread: the kernel
     // buffers a request) until the hole goes.
     thread = Thread {
@@ -115,9 +119,13 @@ final class BlackHole: @unchecked Sendable {  // the descriptor is only closed i
         let connection = accept(listener, nil, nil)
         if connection < 0 {
           if errno == EINTR { continue }
+          // Shut down by deinit: the thread closes the listener itself, once it no longer uses it (closed
+          // earlier, its number could be reused by another test's socket and accepted from here).
+          close(listener)
           return
         }
         accepted.withLock { $0.append(connection) }
+        arrived.withLock { arrived.broadcast() }
       }
     }
     thread.start()
@@ -126,9 +134,18 @@ final class BlackHole: @unchecked Sendable {  // the descriptor is only closed i
   /// Connections accepted so far.
   var connections: Int { accepted.withLock { $0.count } }
 
+  /// Connections accepted once there are at least `count`, or when ``testDeadline`` has passed (the
+  /// accept thread notes a connection a moment after the kernel took it).
+  func connections(atLeast count: Int) -> Int {
+    let deadline = Date(timeIntervalSinceNow: Double(testDeadline.components.seconds))
+    return arrived.withLock {
+      while connections < count, arrived.wait(until: deadline) {}
+      return connections
+    }
+  }
+
   deinit {
     shutdown(listener, Int32(SHUT_RDWR))
-    close(listener)
     for connection in accepted.withLock({ $0 }) { close(connection) }
   }
 }
@@ -174,10 +191,11 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
         let connection = accept(listener, nil, nil)
         if connection < 0 {
           if errno == EINTR { continue }
+          close(listener)  // as BlackHole's: only once this thread no longer uses it
           return
         }
         open.withLock { $0.append(connection) }
-        Thread { Self.serve(connection, script, heads) }.start()
+        Thread { Self.serve(connection, script, heads, open) }.start()
       }
     }.start()
   }
@@ -186,13 +204,14 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
   var requests: [String] { heads.withLock { $0 } }
 
   private static func serve(
-    _ connection: Int32, _ script: @Sendable (String) -> Reply, _ heads: Locked<[String]>
+    _ connection: Int32, _ script: @Sendable (String) -> Reply, _ heads: Locked<[String]>, _ open: Locked<[Int32]>
   ) {
     var head = Data()
     var byte: UInt8 = 0
     while !head.suffix(4).elementsEqual("\r\n\r\n".utf8), head.count < 1 << 20 {
       guard recv(connection, &byte, 1, 0) == 1 else {
-        shutdown(connection, Int32(SHUT_RDWR))
+        open.withLock { $0.removeAll { $0 == connection } }
+        close(connection)
         return
       }
       head.append(byte)
@@ -217,8 +236,11 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
       guard write(Data(head.utf8)) else { break }
       while write(zeros) {}
     }
-    // The client sees the end of the answer; the descriptor is closed when the server goes.
+    // The client sees the end of the answer. The thread closes its own descriptor, taken out of the
+    // server's list first: the server's deinit never touches a number another test may have reused.
     shutdown(connection, Int32(SHUT_RDWR))
+    open.withLock { $0.removeAll { $0 == connection } }
+    close(connection)
   }
 
   /// An answer with `status`, `headers` and `body` (with its Content-Length unless `headers` set one).
@@ -235,7 +257,10 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
 
   deinit {
     shutdown(listener, Int32(SHUT_RDWR))
-    close(listener)
-    for connection in open.withLock({ $0 }) { close(connection) }
+    // Connections still being served end (their threads close them), under the list's lock so that none
+    // is closed and reused meanwhile.
+    open.withLock { connections in
+      for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
   }
 }

@@ -81,9 +81,19 @@ import Testing
     _ = rules.bind(video)
     #expect(rules.play(start: start, end: start + 864_000_000, initial: nil, token: "t") == (.ok, false))
     #expect(rules.play(start: start, end: start + 864_000_001, initial: nil, token: "t") == (.ok, true))
-    let failed = rules.fail(generation: rules.generation)
+    let number = rules.playNumber
+    // A seek or a binding change before the failure is delivered reads nothing, and the failure still
+    // ends the play (it is matched by play, not by graph generation).
+    #expect(try rules.seek(to: start + 5000).get() == nil)
+    _ = rules.bind(audio)
+    let restarts = rules.restart()
+    #expect(restarts)
+    #expect(rules.start(restarting: false, recording: true) == nil)
+    let failed = rules.fail(play: number)
     #expect(failed)
     #expect(!rules.active)
+    let again = rules.fail(play: number)
+    #expect(!again)
   }
 
   @Test func R26_R28_R30_commandsWithoutAnActivePlay() throws {
@@ -142,6 +152,11 @@ import Testing
     #expect(rules.crossed(gap(400, 1000, .noRecording), by: v, candidates: [v, a], generation: g).count == 1)
     #expect(rules.presented(time(1000), by: v, video: true, candidates: [v, a], generation: g).report == start + 1000)
     #expect(rules.presented(time(1040), by: v, video: true, candidates: [v, a], generation: g).report == nil)
+    // Nobody listening: nothing is spent, and a handler set later hears the next frame at once (R52).
+    let unheard = rules.presented(
+      time(1100), by: v, video: true, candidates: [v, a], generation: g, listening: false)
+    #expect(unheard.report == nil && rules.position == start + 1100)
+    #expect(rules.presented(time(1140), by: v, video: true, candidates: [v, a], generation: g).report == start + 1140)
   }
 
   @Test func R73_aFailedRecordingIsAGapOnlyWhenMediaAfterItPlays() throws {

@@ -17,7 +17,8 @@ extension Replay {
     )
     let (verdict, told) = state.withLock { state -> (ReplayStateMachine.FrameVerdict, Told) in
       let verdict = state.rules.presented(
-        frame.time, by: id, video: video, candidates: candidates, generation: generation)
+        frame.time, by: id, video: video, candidates: candidates, generation: generation,
+        listening: state.onTimeChanged != nil)
       if verdict.movesPosition {
         if video { state.lastFrame = frame }
         for entry in state.recorders { entry.recorder.advance(to: frame.time) }
@@ -117,10 +118,19 @@ extension Replay {
   }
 
   func failed(_ error: TiError, generation: Int) {
+    failed(error) { $0.fail(generation: generation) }
+  }
+
+  /// Play number `play` failed before it had a graph (R21).
+  func failed(_ error: TiError, play: Int) {
+    failed(error) { $0.fail(play: play) }
+  }
+
+  private func failed(_ error: TiError, when fails: (inout ReplayStateMachine) -> Bool) {
     var ended: [RecorderEntry] = []
     var waiter: Waiter?
     let told = state.withLock { state -> (ErrorHandler?, Int, Graph?)? in
-      guard state.rules.fail(generation: generation) else { return nil }
+      guard fails(&state.rules) else { return nil }
       ended = state.takeRecorders()
       waiter = state.waiters.removeValue(forKey: state.rules.playNumber)
       return (state.onError, state.rules.playNumber, state.graph)

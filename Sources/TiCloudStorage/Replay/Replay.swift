@@ -209,7 +209,7 @@ public final class Replay: @unchecked Sendable {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
     var old: Graph?
-    let (code, tooLarge, generation) = state.withLock { state -> (TiErrorCode, Bool, Int) in
+    let (code, tooLarge, play) = state.withLock { state -> (TiErrorCode, Bool, Int) in
       let (code, tooLarge) = state.rules.play(
         start: startTimeMs, end: endTimeMs, initial: initialTimeMs, token: token)
       guard code == .ok else { return (code, false, 0) }
@@ -222,7 +222,7 @@ public final class Replay: @unchecked Sendable {
       }
       state.lastFrame = nil
       old = state.retireGraph()
-      return (.ok, tooLarge, state.rules.generation)
+      return (.ok, tooLarge, state.rules.playNumber)
     }
     guard code == .ok else { return code }
     old?.pipeline.stop()
@@ -231,7 +231,7 @@ public final class Replay: @unchecked Sendable {
     // Over 10 days the play is accepted and ends through onError (R21), as a listing of that span would.
     guard !tooLarge else {
       environment.executor.execute { [weak self] in
-        self?.failed(TiError(.rangeTooLarge, "a play spans at most 10 days"), generation: generation)
+        self?.failed(TiError(.rangeTooLarge, "a play spans at most 10 days"), play: play)
       }
       return .ok
     }

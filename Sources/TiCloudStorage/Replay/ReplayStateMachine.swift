@@ -35,6 +35,9 @@ struct ReplayStateMachine {
   private(set) var play: Play?
   /// True while the play is running or paused (not stopped, completed or failed).
   private(set) var active = false
+  /// The accepted play spans more than 10 days: it fails at once (R21) and no graph reads it, whatever
+  /// seek or binding change comes before its failure is delivered.
+  private var tooLarge = false
   private(set) var paused = false
   /// Where the play or the latest seek started (ms): a restart before any frame starts there again.
   private(set) var target: Int64 = 0
@@ -114,6 +117,8 @@ struct ReplayStateMachine {
     generation += 1
     playNumber += 1
     play = Play(start: start, end: end, token: token)
+    // Both ends are valid times: the span cannot overflow.
+    tooLarge = end - start > Self.maximumSpanMs
     active = true
     paused = false
     target = initial ?? start
@@ -123,8 +128,7 @@ struct ReplayStateMachine {
     positionFollowsTarget = false
     failedOutputs = []
     resetForNewTarget()
-    // Both ends are valid times: the span cannot overflow.
-    return (.ok, end - start > Self.maximumSpanMs)
+    return (.ok, tooLarge)
   }
 
   /// Pauses or resumes; false without an active play.
@@ -186,7 +190,7 @@ struct ReplayStateMachine {
   /// the outputs already playing going on after the frame they presented last (`restarting`); nil
   /// without an active play or with nothing to feed (no output, no recorder).
   func start(restarting: Bool, recording: Bool) -> Start? {
-    guard active, let play, !outputs.isEmpty || recording else { return nil }
+    guard active, !tooLarge, let play, !outputs.isEmpty || recording else { return nil }
     let position = restarting && positionFollowsTarget ? self.position : nil
     let from = position ?? target
     var outputs = self.outputs
@@ -209,8 +213,11 @@ struct ReplayStateMachine {
   // MARK: Events of the graph
 
   /// Output `id` presented a frame of `time` in `generation`; `candidates` may move the position.
+  /// `listening`: an `onTimeChanged` handler is set — a report nobody hears is not spent (a handler set
+  /// later hears the next frame's position at once, R52).
   mutating func presented(
-    _ time: MediaTime, by id: Replay.OutputID, video: Bool, candidates: [Replay.OutputID], generation: Int
+    _ time: MediaTime, by id: Replay.OutputID, video: Bool, candidates: [Replay.OutputID], generation: Int,
+    listening: Bool = true
   ) -> FrameVerdict {
     guard self.generation == generation, let index = outputs.firstIndex(where: { $0.id == id }),
       !failedOutputs.contains(id)
@@ -256,7 +263,7 @@ struct ReplayStateMachine {
     positionFollowsTarget = true
     seekPending = false
     // onTimeChanged: at most once per 100 ms of media, and at once after a play, a seek or a gap.
-    guard reportNext || lastReported.map({ position - $0 >= 100 }) ?? true else { return verdict }
+    guard listening, reportNext || lastReported.map({ position - $0 >= 100 }) ?? true else { return verdict }
     reportNext = false
     lastReported = position
     verdict.report = position
@@ -363,6 +370,15 @@ struct ReplayStateMachine {
     return .completed(
       Completed(
         earlyGaps: early, mismatched: mismatched, completedOutputs: completedOutputs, reportsEnd: moved, end: play.end))
+  }
+
+  /// Play number `number` failed before it had a graph (R21: over 10 days): true when it is still the
+  /// active play (it ends, with `onError`), whatever seeks or binding changes came since.
+  mutating func fail(play number: Int) -> Bool {
+    guard playNumber == number, active else { return false }
+    active = false
+    paused = false
+    return true
   }
 
   /// The play of `generation` failed: true when it was the active one (it ends, with `onError`).
