@@ -27,18 +27,7 @@ final class RawConnection {
   }
 
   /// Sends `bytes`; false when the peer closed before taking them all (a refused oversized request).
-  @discardableResult func send(_ bytes: Data) -> Bool {
-    bytes.withUnsafeBytes { buffer in
-      var sent = 0
-      while sent < buffer.count {
-        let wrote = Glibc.send(descriptor, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
-        if wrote < 0 && errno == EINTR { continue }
-        guard wrote > 0 else { return false }
-        sent += wrote
-      }
-      return true
-    }
-  }
+  @discardableResult func send(_ bytes: Data) -> Bool { sendAll(bytes, on: descriptor) }
 
   @discardableResult func send(_ text: String) -> Bool { send(Data(text.utf8)) }
 
@@ -91,44 +80,17 @@ final class BlackHole: @unchecked Sendable {  // the descriptor is only closed i
   private let accepted = Locked<[Int32]>([])
   /// Signalled at each accepted connection.
   private let arrived = NSCondition()
-  private let thread: Thread
 
   init() throws {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    self.listener = listener
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(listener, $0, length) == 0 && listen(listener, 64) == 0 && getsockname(listener, $0, &length) == 0
-      }
-    }
-    guard bound else {
-      close(listener)
-      throw POSIXError(.EADDRINUSE)
-    }
-    port = UInt16(bigEndian: address.sin_port)
+    (listener, port) = try listenOnLoopback()
     let accepted = self.accepted
     let arrived = self.arrived
     // Accepts until the listener is shut down; the accepted sockets stay open (and unread: the kernel
     // buffers a request) until the hole goes.
-    thread = Thread {
-      while true {
-        let connection = accept(listener, nil, nil)
-        if connection < 0 {
-          if errno == EINTR { continue }
-          // Shut down by deinit: the thread closes the listener itself, once it no longer uses it (closed
-          // earlier, its number could be reused by another test's socket and accepted from here).
-          close(listener)
-          return
-        }
-        accepted.withLock { $0.append(connection) }
-        arrived.withLock { arrived.broadcast() }
-      }
+    acceptUntilShutDown(listener) { connection in
+      accepted.withLock { $0.append(connection) }
+      arrived.withLock { arrived.broadcast() }
     }
-    thread.start()
   }
 
   /// Connections accepted so far.
@@ -168,36 +130,13 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
 
   /// Serves `script`, called with each request's head (request line and headers).
   init(_ script: @escaping @Sendable (String) -> Reply) throws {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    self.listener = listener
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(listener, $0, length) == 0 && listen(listener, 64) == 0 && getsockname(listener, $0, &length) == 0
-      }
-    }
-    guard bound else {
-      close(listener)
-      throw POSIXError(.EADDRINUSE)
-    }
-    port = UInt16(bigEndian: address.sin_port)
+    (listener, port) = try listenOnLoopback()
     let heads = self.heads
     let open = self.open
-    Thread {
-      while true {
-        let connection = accept(listener, nil, nil)
-        if connection < 0 {
-          if errno == EINTR { continue }
-          close(listener)  // as BlackHole's: only once this thread no longer uses it
-          return
-        }
-        open.withLock { $0.append(connection) }
-        Thread { Self.serve(connection, script, heads, open) }.start()
-      }
-    }.start()
+    acceptUntilShutDown(listener) { connection in
+      open.withLock { $0.append(connection) }
+      Thread { Self.serve(connection, script, heads, open) }.start()
+    }
   }
 
   /// The heads of the requests received so far.
@@ -218,17 +157,7 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
     }
     let text = String(decoding: head, as: UTF8.self)
     heads.withLock { $0.append(text) }
-    func write(_ bytes: Data) -> Bool {
-      bytes.withUnsafeBytes { buffer in
-        var sent = 0
-        while sent < buffer.count {
-          let wrote = send(connection, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
-          guard wrote > 0 else { return false }
-          sent += wrote
-        }
-        return true
-      }
-    }
+    func write(_ bytes: Data) -> Bool { sendAll(bytes, on: connection) }
     switch script(text) {
     case .bytes(let bytes): _ = write(bytes)
     case .endless(let head):
@@ -263,4 +192,54 @@ final class ScriptedServer: @unchecked Sendable {  // the descriptor is only clo
       for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
     }
   }
+}
+
+/// Writes all of `bytes` to `descriptor`; false when the peer closed first.
+private func sendAll(_ bytes: Data, on descriptor: Int32) -> Bool {
+  bytes.withUnsafeBytes { buffer in
+    var sent = 0
+    while sent < buffer.count {
+      let wrote = send(descriptor, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
+      if wrote < 0 && errno == EINTR { continue }
+      guard wrote > 0 else { return false }
+      sent += wrote
+    }
+    return true
+  }
+}
+
+/// A socket listening on 127.0.0.1 at a free port.
+private func listenOnLoopback() throws -> (descriptor: Int32, port: UInt16) {
+  let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(listener, $0, length) == 0 && listen(listener, 64) == 0 && getsockname(listener, $0, &length) == 0
+    }
+  }
+  guard bound else {
+    close(listener)
+    throw POSIXError(.EADDRINUSE)
+  }
+  return (listener, UInt16(bigEndian: address.sin_port))
+}
+
+/// Accepts connections on `listener` on a thread of its own, handing each to `connected`, until the
+/// listener is shut down; the thread then closes it itself (closed earlier, its number could be reused by
+/// another test's socket and accepted from here).
+private func acceptUntilShutDown(_ listener: Int32, _ connected: @escaping @Sendable (Int32) -> Void) {
+  Thread {
+    while true {
+      let connection = accept(listener, nil, nil)
+      if connection < 0 {
+        if errno == EINTR { continue }
+        close(listener)
+        return
+      }
+      connected(connection)
+    }
+  }.start()
 }
