@@ -21,8 +21,17 @@ public final class CollectingSink<Item>: Node {
   /// How many times `stop` ran.
   public private(set) var stopCount = 0
 
+  private var context: NodeContext<Never>?
+
   /// Creates a sink named `name`.
   public init(name: String = "CollectingSink") { self.name = name }
+
+  /// Remembers the context, for ``sendUpstream(_:)``.
+  public func start(context: NodeContext<Never>) throws { self.context = context }
+
+  /// Sends `event` to the sink's producers, as a consumer that falls behind would (on the sink's
+  /// executor: the thread driving it, once the pipeline started; ignored before).
+  public func sendUpstream(_ event: UpstreamEvent) { context?.sendUpstream(event) }
 
   /// The items received, in order.
   public var items: [Item] { received.compactMap(\.item) }
@@ -41,7 +50,10 @@ public final class CollectingSink<Item>: Node {
   /// Counts the flush.
   public func flush(context: NodeContext<Never>) { flushCount += 1 }
   /// Counts the stop.
-  public func stop(context: NodeContext<Never>) { stopCount += 1 }
+  public func stop(context: NodeContext<Never>) {
+    stopCount += 1
+    self.context = nil
+  }
 
   /// Forgets what was received.
   public func reset() { received.removeAll() }

@@ -108,6 +108,15 @@ public final class NodeHarness<Subject: Node> {
     return Array(sink.received[readPosition...])
   }
 
+  /// The events the node sent upstream so far (and those it forwarded), in order.
+  public var upstreamEvents: [UpstreamEvent] { source.upstreamEvents }
+
+  /// Sends an event upstream to the node, as its consumer would, and runs until idle.
+  public func sendUpstream(_ event: UpstreamEvent) {
+    sink.sendUpstream(event)
+    executor.runUntilIdle()
+  }
+
   /// The failures the node reported, in order.
   public var reportedFailures: [NodeFailure] { failureLog.all }
 

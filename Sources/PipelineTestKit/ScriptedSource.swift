@@ -20,6 +20,8 @@ public final class ScriptedSource<Item>: SourceNode {
   public private(set) var produceCalls = 0
   /// How many times the engine flushed the source.
   public private(set) var flushCount = 0
+  /// The events its consumers sent upstream, in the order they arrived.
+  public private(set) var upstreamEvents: [UpstreamEvent] = []
 
   /// Creates a source with an initial script; `endsAfterScript` finishes it once the script is spent.
   public init(name: String = "ScriptedSource", _ script: [Recorded<Item>] = [], endsAfterScript: Bool = true) {
@@ -59,6 +61,9 @@ public final class ScriptedSource<Item>: SourceNode {
     }
     return .produced
   }
+
+  /// Records the event (a source is where upstream events end).
+  public func handleUpstream(_ event: UpstreamEvent, context: NodeContext<Item>) { upstreamEvents.append(event) }
 
   /// Counts flushes; the script position is kept (a test appends what follows the seek).
   public func flush(context: NodeContext<Item>) { flushCount += 1 }

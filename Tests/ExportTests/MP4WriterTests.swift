@@ -72,9 +72,54 @@ struct MP4WriterTests {
 
   @Test("keyframe-only decoding decodes exactly the keyframes")
   func keyframesOnly() throws {
+    let harness = try NodeHarness(try FrameDecoder(track: TrackID(.video, channel: 0), keyframesOnly: true))
+    harness.push(contentsOf: try smallLibraryPackets())
+    harness.endInput()
+    harness.runUntilIdle()
+    #expect(harness.outputItems.map { $0.time.milliseconds - recordingStart } == [0, 2000, 4000, 6000, 8000])
+  }
+
+  @Test("a consumer's quality-of-service demand: keyframes only until everything; nothing keeps the packets")
+  func qualityOfService() throws {
+    let track = TrackID(.video, channel: 0)
+    let packets = try smallLibraryPackets().filter { $0.track == track }
+    func during(_ from: Int64, _ to: Int64) -> [EncodedPacket] {
+      packets.filter { (from..<to).contains($0.time.milliseconds - recordingStart) }
+    }
+    func shown(_ frames: ArraySlice<DecodedFrame>) -> [Int64] { frames.map { $0.time.milliseconds - recordingStart } }
+    let harness = try NodeHarness(try FrameDecoder(track: track, threads: 1))
+    harness.sendUpstream(.qualityOfService(QualityOfService(.essentialOnly, lateness: .milliseconds(300))))
+    harness.push(contentsOf: during(0, 4000))
+    harness.runUntilIdle()
+    #expect(shown(harness.outputItems[...]) == [0, 2000])
+    // Everything again: decoding resumes at the next keyframe, every picture from there.
+    harness.sendUpstream(.qualityOfService(QualityOfService(.everything)))
+    harness.push(contentsOf: during(4000, 6000))
+    harness.runUntilIdle()
+    let resumed = harness.outputItems.dropFirst(2)
+    #expect(resumed.count == during(4000, 6000).count)
+    #expect(shown(resumed).first == 4000)
+    // Nothing: no picture, the packets kept; decoded first when the consumer wants everything again.
+    let before = harness.outputItems.count
+    harness.sendUpstream(.qualityOfService(QualityOfService(.nothing)))
+    harness.push(contentsOf: during(6000, 8000))
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == before)
+    harness.sendUpstream(.qualityOfService(QualityOfService(.everything)))
+    harness.push(contentsOf: during(8000, 10_000))
+    harness.endInput()
+    harness.runUntilIdle()
+    let rest = harness.outputItems.dropFirst(before)
+    #expect(rest.count == during(6000, 10_000).count)
+    #expect(shown(rest).first == 6000)
+    // The decoder did what was asked: nothing went further up.
+    #expect(harness.upstreamEvents.isEmpty)
+  }
+
+  /// The packets of `smallOptions()`'s library, verified and demuxed, in order.
+  private func smallLibraryPackets() throws -> [EncodedPacket] {
     let directory = try TemporaryDirectory()
     try LibrarySynthesizer(options: smallOptions()).write(to: directory.url)
-    let harness = try NodeHarness(try FrameDecoder(track: TrackID(.video, channel: 0), keyframesOnly: true))
     let demuxed = try NodeHarness(SegmentDemuxer())
     let verifier = try NodeHarness(try SegmentVerifier())
     let index = try RecordingIndex.decode(try Data(contentsOf: directory.url.appendingPathComponent("index.json")))
@@ -92,10 +137,7 @@ struct MP4WriterTests {
     demuxed.push(contentsOf: verifier.outputItems)
     demuxed.endInput()
     demuxed.runUntilIdle()
-    harness.push(contentsOf: demuxed.outputItems)
-    harness.endInput()
-    harness.runUntilIdle()
-    #expect(harness.outputItems.map { $0.time.milliseconds - recordingStart } == [0, 2000, 4000, 6000, 8000])
+    return demuxed.outputItems
   }
 }
 

@@ -71,10 +71,8 @@ struct PacerTests {
     executor.runUntilIdle()
   }
 
-  @Test func lateFramesAtFastSpeedsAreDroppedCountedAndMakeTheDecoderSkipToKeyframesUntilCaughtUp() throws {
-    let decoder = try FrameDecoder(track: picture.track)
+  @Test func lateFramesAtFastSpeedsAreDroppedCountedAndAskUpstreamForKeyframesOnlyUntilCaughtUp() throws {
     let pacer = Pacer(rate: PlaybackRate(numerator: 8, denominator: 1)!)
-    pacer.decoder = decoder
     let harness = try NodeHarness(pacer)
     harness.push(frame(0))
     harness.runUntilIdle()
@@ -85,16 +83,18 @@ struct PacerTests {
     harness.push(contentsOf: [frame(40), frame(80)])
     harness.runUntilIdle()
     #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 2)
-    #expect(!decoder.keyframesOnly)
+    #expect(harness.upstreamEvents.isEmpty)
     harness.push(frame(120))
     harness.runUntilIdle()
     #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 3)
-    #expect(decoder.keyframesOnly)
+    // The third drop in a row asks for keyframes only, with how late that frame was (1 s − 120 ms / 8).
+    #expect(harness.upstreamEvents.map(\.description) == ["qualityOfService(essentialOnly, late 0.985 seconds)"])
     // Late by less than its scaled duration: still presented, at once; decoding is whole again.
     harness.push(frame(7_976))
     harness.runUntilIdle()
     #expect(harness.outputItems.map(\.time) == [MediaTime(milliseconds: 0), MediaTime(milliseconds: 7_976)])
-    #expect(!decoder.keyframesOnly)
+    #expect(harness.upstreamEvents.map(\.description).last == "qualityOfService(everything)")
+    #expect(harness.upstreamEvents.count == 2)
     // Early: held until its instant (9 s of media = 1.125 s of clock).
     harness.push(frame(9_000))
     harness.runUntilIdle()

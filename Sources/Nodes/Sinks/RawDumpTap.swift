@@ -3,7 +3,8 @@ import PipelineGraph
 /// The replay graph's tap for raw dumps: hands every packet the demuxer reads, of any channel, to the
 /// dumps the replay holds now (a dump comes and goes while the graph runs).
 ///
-/// Stateless; confined to its pipeline's executor, where `dumps` is called once per packet.
+/// Confined to its pipeline's executor. The dumps are a `Published` list: a packet costs an atomic
+/// load, not a lock, unless the list changed.
 public final class RawDumpTap: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -12,15 +13,15 @@ public final class RawDumpTap: Node {
 
   /// The node's name.
   public let name = "RawDumpTap"
-  private let dumps: @Sendable () -> [RawDumpWriter]
+  private var dumps: Published<[RawDumpWriter]>.Reader
 
-  /// A tap that hands media to `dumps()`, read at each packet.
-  public init(dumps: @escaping @Sendable () -> [RawDumpWriter]) {
-    self.dumps = dumps
+  /// A tap that hands media to the `dumps` published at each packet.
+  public init(dumps: Published<[RawDumpWriter]>) {
+    self.dumps = dumps.reader()
   }
 
   /// Hands the packet on.
   public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
-    for dump in dumps() { dump.take(input) }
+    for dump in dumps.current { dump.take(input) }
   }
 }

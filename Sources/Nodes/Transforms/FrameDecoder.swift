@@ -5,15 +5,17 @@ import PipelineGraph
 ///
 /// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` or a flush
 /// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
-/// non-keyframe (trick play at high speeds); `discardsAll` decodes nothing (muted audio off 1×) but
-/// keeps the packets of the latest ``retainedWhileDiscarding`` of media, which are decoded first when
-/// decoding resumes (at the next packet, or at the end of stream):
-/// what the graph read ahead while muted is not lost, and its ``Pacer`` drops what is already past. A
+/// non-keyframe (trick play, a benchmark of keyframe decoding).
+///
+/// Its consumer says how much it can use with a `QualityOfService` event sent upstream (its ``Pacer``):
+/// `essentialOnly` decodes keyframes only until `everything` comes (a sink falling behind at a fast
+/// speed); `nothing` decodes nothing (muted audio off 1×) but keeps the packets of the latest
+/// ``retainedWhileDiscarding`` of media, which are decoded first when decoding resumes (at the next
+/// packet, or at the end of stream): what the graph read ahead while muted is not lost, and the pacer
+/// drops what is already past. The decoder does what was asked itself and forwards nothing further. A
 /// packet libavcodec rejects is a failure of this node with `recordingUnreadable`/`mediaUnreadable`.
 ///
-/// Confined to its pipeline's executor, with the `Node` lifecycle; so are ``keyframesOnly``,
-/// ``discardsAll`` and ``framesDecoded``: while it runs, only code on that executor (its ``Pacer``) may
-/// use them.
+/// Confined to its pipeline's executor, with the `Node` lifecycle; so is ``framesDecoded``.
 public final class FrameDecoder: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -31,11 +33,13 @@ public final class FrameDecoder: Node {
   /// hold back one frame per thread; a flow that wants each frame as soon as its packet arrives (a
   /// replay's first picture after a seek) asks for 1.
   public static let defaultThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
-  /// Decode keyframes only.
-  public var keyframesOnly: Bool
+  /// Decode keyframes only, whatever the consumer asks.
+  public let keyframesOnly: Bool
+  /// What the consumer last asked for (`QualityOfService`): until it asks, everything.
+  private var demand = QualityOfService.Demand.everything
   /// Decode nothing: packets are kept (the latest ``retainedWhileDiscarding`` of media), and decoding
   /// starts afresh with them (at a keyframe) when this ends.
-  public var discardsAll = false
+  private var discardsAll: Bool { demand == .nothing }
   /// How much media is kept while ``discardsAll`` (older packets go): more than the graph reads ahead of
   /// the position at any speed and frame rate.
   public static let retainedWhileDiscarding = MediaDuration.microseconds(30_000_000)
@@ -93,7 +97,7 @@ public final class FrameDecoder: Node {
   private func decode(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
     // A frame after a skipped one may refer to it: once frames are skipped, decoding resumes only at a
     // keyframe (also when keyframes-only mode ends).
-    guard input.isKeyframe || (!keyframesOnly && !skipping) else {
+    guard input.isKeyframe || (!keyframesOnly && demand != .essentialOnly && !skipping) else {
       skipping = true
       return
     }
@@ -139,6 +143,12 @@ public final class FrameDecoder: Node {
       break
     }
     context.send(event)
+  }
+
+  /// Takes its consumer's demand (see the type's documentation); other upstream events go on.
+  public func handleUpstream(_ event: UpstreamEvent, context: NodeContext<DecodedFrame>) {
+    guard case .qualityOfService(let quality) = event else { return context.sendUpstream(event) }
+    demand = quality.demand
   }
 
   /// Emits the frames still inside the decoder.

@@ -8,10 +8,11 @@ import Synchronization
 ///   instant; at slow speeds each frame thus stays presented for its scaled duration, and the last one
 ///   is held for its own before the end of stream goes on, so the position reaches the end on time.
 /// - At fast speeds a frame already later than its own scaled duration is dropped (and counted); after
-///   a run of drops the decoder is told to decode keyframes only until frames arrive on time again.
-/// - A `muted` pacer (the audio branch) presents nothing off 1×, and its ``decoder`` decodes nothing then
-///   (it keeps the packets, and decodes them first back at 1×); nor does it present a frame later than
-///   its duration.
+///   a run of drops it asks upstream for `essentialOnly` (a `QualityOfService` event: its decoder
+///   decodes keyframes only) until a frame arrives on time again, then for `everything`.
+/// - A `muted` pacer (the audio branch) presents nothing off 1×, and asks upstream for `nothing` then
+///   (its decoder keeps the packets, and decodes them first back at 1×); nor does it present a frame
+///   later than its duration.
 /// - The anchor is a ``PlaybackTimeline`` that the pacers of one playback share (audio and video of the
 ///   same time are presented together). The first frame waits for the first frames of the other
 ///   pacers that preroll (bounded by ``PlaybackTimeline/prerollLimit``); a muted pacer is not waited
@@ -24,12 +25,13 @@ import Synchronization
 ///   pacer holds the next one until it resumes. A seek's flush (`NodeContext/seekTarget`) makes its
 ///   target the new `presentFrom`, and `showsFirstFrameWhilePaused` becomes `showsFirstFrameAfterSeek`
 ///   (a video pacer shows the target's frame while paused, an audio one plays nothing); a flush without
-///   a target restores both as made. A flush also ends keyframes-only decoding.
+///   a target restores both as made. A flush also asks for `everything` again (a muted pacer off 1×:
+///   `nothing`).
 ///
 /// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
 /// the pacer's executor: made before `start` it applies at start, after `stop` it is ignored, and a
-/// flush keeps it. Everything else is confined to that executor (set ``decoder`` before `start`);
-/// ``statistics`` may be read from any thread.
+/// flush keeps it. Everything else is confined to that executor; ``statistics`` may be read from any
+/// thread.
 public final class Pacer: Node {
   /// Decoded frames.
   public typealias Input = DecodedFrame
@@ -45,10 +47,6 @@ public final class Pacer: Node {
   private let initiallyShowsFirstFrame: Bool
   private let showsFirstFrameAfterSeek: Bool
   private let prerolls: Bool
-  /// The decoder told to skip non-keyframes while the pacer falls behind, and to decode nothing while
-  /// the pacer is muted (same executor).
-  public weak var decoder: FrameDecoder?
-
   private let shared: Locked<Shared>
   private var applied: Control
   /// The anchor this pacer shares.
@@ -140,15 +138,15 @@ public final class Pacer: Node {
   private func arm(_ context: NodeContext<DecodedFrame>) {
     let completion = context.makeCompletion { [unowned self] (_: Void) in apply(context) }
     shared.withLock { $0.wake = completion }
-    registerWithTimeline()
+    registerWithTimeline(context)
     // A change made before the channel was armed.
     apply(context)
   }
 
-  /// A muted pacer presents nothing: the anchor does not wait for it, and its decoder rests.
-  private func registerWithTimeline() {
+  /// A muted pacer presents nothing: the anchor does not wait for it, and upstream rests.
+  private func registerWithTimeline(_ context: NodeContext<DecodedFrame>) {
     let silent = muted && applied.rate != .normal
-    if muted { decoder?.discardsAll = silent }
+    if muted { context.sendUpstream(.qualityOfService(QualityOfService(silent ? .nothing : .everything))) }
     timeline.register(ObjectIdentifier(self), wake: shared.withLock { $0.wake }, prerolls: prerolls && !silent)
   }
 
@@ -167,7 +165,7 @@ public final class Pacer: Node {
     let rateChanged = wanted.rate != applied.rate
     applied = wanted
     if muted && rateChanged {
-      registerWithTimeline()
+      registerWithTimeline(context)
       resyncing = applied.rate == .normal
     }
     if let frame = pending {
@@ -243,7 +241,9 @@ public final class Pacer: Node {
       if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowance {
         counters.dropped.add(1, ordering: .relaxed)
         consecutiveDrops += 1
-        if consecutiveDrops >= 3 { decoder?.keyframesOnly = true }
+        if consecutiveDrops == 3 {
+          context.sendUpstream(.qualityOfService(QualityOfService(.essentialOnly, lateness: .microseconds(lateness))))
+        }
         if !applied.paused { context.resumeInput() }
         return
       }
@@ -268,8 +268,8 @@ public final class Pacer: Node {
   private func present(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
     resyncing = false
     if consecutiveDrops > 0 {
+      if consecutiveDrops >= 3 { context.sendUpstream(.qualityOfService(QualityOfService(.everything))) }
       consecutiveDrops = 0
-      decoder?.keyframesOnly = false
     }
     lastPresented = frame
     counters.presented.add(1, ordering: .relaxed)
@@ -324,10 +324,8 @@ public final class Pacer: Node {
       presentFrom = initialPresentFrom
       showsFirstFrameWhilePaused = initiallyShowsFirstFrame
     }
-    if consecutiveDrops > 0 {
-      consecutiveDrops = 0
-      decoder?.keyframesOnly = false
-    }
+    if consecutiveDrops >= 3 { context.sendUpstream(.qualityOfService(QualityOfService(.everything))) }
+    consecutiveDrops = 0
     lastPresented = nil
     endHeld = false
     resyncing = false

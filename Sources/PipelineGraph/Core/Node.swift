@@ -28,6 +28,10 @@ public protocol Node: AnyObject {
   /// Consumes one in-band event. The default forwards it downstream.
   func handle(_ event: PipelineEvent, context: NodeContext<Output>) throws
 
+  /// Consumes one event sent upstream by a consumer of this node's output. The default forwards it to
+  /// the producers of this node's inputs (a source drops it).
+  func handleUpstream(_ event: UpstreamEvent, context: NodeContext<Output>)
+
   /// Drops all state that depends on data already seen (a seek happened). Queued items are gone already.
   func flush(context: NodeContext<Output>)
 
@@ -45,6 +49,8 @@ extension Node {
   public func start(context: NodeContext<Output>) throws {}
   /// Forwards the event downstream.
   public func handle(_ event: PipelineEvent, context: NodeContext<Output>) throws { context.send(event) }
+  /// Forwards the event upstream.
+  public func handleUpstream(_ event: UpstreamEvent, context: NodeContext<Output>) { context.sendUpstream(event) }
   /// Does nothing.
   public func flush(context: NodeContext<Output>) {}
   /// Does nothing.

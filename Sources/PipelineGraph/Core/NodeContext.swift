@@ -69,6 +69,29 @@ public final class NodeContext<Output> {
     }
   }
 
+  /// Sends an event against the flow, to the producer of each of this node's inputs: at once to one on
+  /// this node's executor, at its next turn to one on another. Ignored once the node has stopped; a
+  /// producer that has stopped drops it.
+  public func sendUpstream(_ event: UpstreamEvent) {
+    guard core.phase != .stopped else { return }
+    let executor = core.executor
+    for edge in pipeline.boxes[core.index].inputEdges {
+      let producer = edge.producer
+      let box = pipeline.boxes[producer.index]
+      if producer.executor === executor {
+        box.handleUpstream(event)
+        continue
+      }
+      let partition = producer.partition
+      let confined = ExecutorConfined(box)
+      producer.executor.execute {
+        guard let partition, partition.isActive else { return }
+        confined.value.handleUpstream(event)
+        partition.run()
+      }
+    }
+  }
+
   /// True when some output edge is full: a node that emits many items per input may check it.
   @inlinable
   public var isOutputFull: Bool {

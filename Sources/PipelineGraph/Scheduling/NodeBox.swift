@@ -13,6 +13,7 @@ protocol NodeBoxing: AnyObject {
   func stop()
   func handleFailure(_ error: any Error)
   func releaseEndOfStream()
+  func handleUpstream(_ event: UpstreamEvent)
 }
 
 /// Holds one node with its typed edges and drives its hooks.
@@ -254,6 +255,13 @@ final class NodeBox<N: Node>: NodeBoxing {
     core.phase = .running
     node.flush(context: context)
     if produce != nil { context.send(.flush(generation: generation)) }
+  }
+
+  /// An upstream event reaches the node unless it has stopped (a finished node may still be asked: its
+  /// producers may still be running).
+  func handleUpstream(_ event: UpstreamEvent) {
+    guard core.phase != .stopped, core.phase != .idle else { return }
+    node.handleUpstream(event, context: context)
   }
 
   func stop() {

@@ -130,9 +130,17 @@ public final class Replay: @unchecked Sendable {
     var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
     var onSeekSuperseded: (@Sendable (Int64, Int64) -> Void)?
     var attachments: [OutputID: Attachment] = [:]
-    var recorders: [RecorderEntry] = []
+    var recorders: [RecorderEntry] = [] {
+      didSet { tappedRecorders.publish(recorders.map(\.recorder)) }
+    }
     /// Raw dumps capturing what it reads, with the timers that end them.
-    var rawDumps: [(dump: RawDumpWriter, timer: ClockTimer)] = []
+    var rawDumps: [(dump: RawDumpWriter, timer: ClockTimer)] = [] {
+      didSet { tappedDumps.publish(rawDumps.map(\.dump)) }
+    }
+    /// What the graph's taps read per packet without this lock: ``recorders`` and ``rawDumps`` as they
+    /// change.
+    let tappedRecorders = Published<[ReplayRecorder]>([])
+    let tappedDumps = Published<[RawDumpWriter]>([])
     var graph: Graph?
     var lastFrame: DecodedFrame?
     var droppedBefore = 0

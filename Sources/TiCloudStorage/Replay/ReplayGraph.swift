@@ -141,9 +141,8 @@ extension Replay {
     }
     pipeline.connect(demuxer, to: watch, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // Recording tasks get what the play reads (their tasks come and go while it runs).
-    let tap = RecorderTap(paced: !candidates.isEmpty) { [weak self] in
-      self?.state.withLock { $0.recorders.map(\.recorder) } ?? []
-    }
+    let (tappedRecorders, tappedDumps) = state.withLock { ($0.tappedRecorders, $0.tappedDumps) }
+    let tap = RecorderTap(paced: !candidates.isEmpty, recorders: tappedRecorders)
     if plan.recordedTracks.contains(where: { $0.kind == .audio }) {
       // An MP4 carries no G.711: recorded audio passes a transcoder to AAC first (T19); AAC passes as is.
       let transcoder = try AudioTranscoder()
@@ -153,7 +152,7 @@ extension Replay {
       pipeline.connect(detector, to: tap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     }
     // Raw dumps capture any channel as read, bound or not.
-    let dumpTap = RawDumpTap { [weak self] in self?.state.withLock { $0.rawDumps.map(\.dump) } ?? [] }
+    let dumpTap = RawDumpTap(dumps: tappedDumps)
     pipeline.connect(demuxer, to: dumpTap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
     var pacers: [Pacer] = []
@@ -236,7 +235,6 @@ extension Replay {
         if let volume { device.play(frame, volume: volume) }
       }
     }
-    pacer.decoder = decoder
     let video = binding.isVideo
     let sink = PresentationSink(
       name: "\(name)Output",
