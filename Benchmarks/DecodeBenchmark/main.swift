@@ -109,7 +109,7 @@ case "extend":
       segments.append(
         RecordingIndex.Segment(
           id: id, startMs: range.start.milliseconds, endMs: range.end.milliseconds, url: "objects/\(id).tseg",
-          size: object.count, sha256: SHA256Digest.hexHash(object), key: key.map { Hex.encode($0) }, tracks: []))
+          size: object.count, sha256: SHA256Digest.hexHash(object), key: key.map { $0.map { String(format: "%02x", $0) }.joined() }, tracks: []))
       frames += pieceRecords.filter { $0.track.kind == .video }.count
     }
   }

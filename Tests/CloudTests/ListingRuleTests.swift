@@ -177,16 +177,21 @@ func pairs(_ ranges: [MediaRange]) -> [[Int64]] { ranges.map { [$0.start.millise
 
   @Test func Q17_networkDownAndUnresolvableHostHaveTheirOwnCodes() async throws {
     let dns = CloudService(endpoint: URL(string: "http://no-such-host.invalid:8080")!, policy: fastPolicy)
-    #expect(
-      await RecordingQueries.listRecordings(service: dns, token: "t", startMs: b, endMs: b + 1).failure?.code
-        == .endpointDnsResolutionFailed)
+    let unresolved = await RecordingQueries.listRecordings(service: dns, token: "t", startMs: b, endMs: b + 1)
+    #expect(unresolved.failure?.code == .endpointDnsResolutionFailed)
+    // The seed's code on top, libcurl's failure underneath (CURLE_COULDNT_RESOLVE_HOST).
+    let resolveCause = unresolved.failure?.cause as? LibraryFailure
+    #expect(resolveCause?.library == "libcurl" && resolveCause?.status == 6, "\(String(describing: resolveCause))")
     let served = try ServedLibrary(directory: try indexOnlyLibrary([(b, b + 1)]))
     let endpoint = served.server.endpoint
     served.server.stop()
     let down = CloudService(endpoint: URL(string: endpoint)!, policy: fastPolicy)
-    #expect(
-      await RecordingQueries.listRecordings(service: down, token: "t", startMs: b, endMs: b + 1).failure?.code
-        == .networkUnavailable)
+    let refused = await RecordingQueries.listRecordings(service: down, token: "t", startMs: b, endMs: b + 1)
+    #expect(refused.failure?.code == .networkUnavailable)
+    // CURLE_COULDNT_CONNECT, and the detailed description names it.
+    let connectCause = refused.failure?.cause as? LibraryFailure
+    #expect(connectCause?.library == "libcurl" && connectCause?.status == 7, "\(String(describing: connectCause))")
+    #expect(refused.failure?.detailedDescription.contains("libcurl 7") == true)
   }
 
   @Test func Q18_cancellingTheTaskEndsTheQueryWithCancelled() async throws {

@@ -129,11 +129,14 @@ public final class CloudService: RecordingService {
       return .urlRefused(TiError.gap(.downloadFailed, "the URL of \(name) was refused (\(error ?? "HTTP 403"))"))
     case .refused(let status, let error, _):
       return .failed(TiError.gap(.downloadFailed, "\(name): HTTP \(status) (\(error ?? "no error code"))"))
-    case .unresolvedHost(let message):
-      return .failed(TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(name)'s URL: \(message)"))
-    case .unreachable(let message):
-      return .failed(TiError(.networkUnavailable, "cannot reach the host of \(name): \(message)"))
-    case .exhausted(let message): return .failed(TiError.gap(.downloadFailed, "\(name): \(message)"))
+    case .unresolvedHost(let failure):
+      return .failed(
+        TiError(
+          .endpointDnsResolutionFailed, "cannot resolve the host of \(name)'s URL: \(failure.text)", cause: failure))
+    case .unreachable(let failure):
+      return .failed(TiError(.networkUnavailable, "cannot reach the host of \(name): \(failure.text)", cause: failure))
+    case .exhausted(let message, let cause):
+      return .failed(TiError.gap(.downloadFailed, "\(name): \(message)", cause: cause))
     case .oversized(let count):
       return .failed(TiError.gap(.integrityFailed, "\(name) is longer than listed (\(count) bytes and more)"))
     case .cancelled: return .failed(TiError(.cancelled, "the download of \(name) was cancelled"))

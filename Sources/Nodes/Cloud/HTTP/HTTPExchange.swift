@@ -175,6 +175,7 @@ final class HTTPExchange: @unchecked Sendable {
     if status > 0 { everConnected = true }
     if overflowed { return .oversized(received) }
     let transient: String
+    var cause: LibraryFailure?
     if code == CURLE_OK {
       if (200..<300).contains(status) {
         if let expected = request.expectedSize, received < expected {
@@ -189,9 +190,11 @@ final class HTTPExchange: @unchecked Sendable {
         return .refused(status: status, error: json?["error"] as? String, message: json?["message"] as? String)
       }
     } else if code == CURLE_COULDNT_RESOLVE_HOST {
-      return .unresolvedHost(Self.describe(code))
+      return .unresolvedHost(Self.failure(code))
     } else {
-      transient = Self.describe(code)
+      let failure = Self.failure(code)
+      cause = failure
+      transient = failure.text
     }
     lastFailure = transient
     let progressed = request.resumable && received > attemptStartCount
@@ -201,10 +204,10 @@ final class HTTPExchange: @unchecked Sendable {
       ? Duration.zero
       : min(request.policy.maximumBackoff, request.policy.backoff * (1 << min(fruitlessAttempts - 1, 20)))
     if fruitlessAttempts >= request.policy.attemptsWithoutProgress || now + wait >= deadline {
-      if !everConnected && code == CURLE_COULDNT_CONNECT { return .unreachable(transient) }
+      if !everConnected && code == CURLE_COULDNT_CONNECT, let cause { return .unreachable(cause) }
       let reason =
         fruitlessAttempts >= request.policy.attemptsWithoutProgress ? "attempts without progress" : "deadline"
-      return .exhausted("\(transient) (gave up: \(reason), \(received) bytes received)")
+      return .exhausted("\(transient) (gave up: \(reason), \(received) bytes received)", cause: cause)
     }
     notBefore = now + wait
     return nil
@@ -239,8 +242,9 @@ final class HTTPExchange: @unchecked Sendable {
 
   deinit { releaseHandle() }
 
-  private static func describe(_ code: CURLcode) -> String {
-    curl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
+  private static func failure(_ code: CURLcode) -> LibraryFailure {
+    let text = curl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
+    return LibraryFailure(library: "libcurl", status: Int32(code.rawValue), text: text)
   }
 
   private static func milliseconds(_ duration: Duration) -> Int {

@@ -6,12 +6,14 @@ enum HTTPOutcome: Sendable {
   case success(status: Int, body: Data, sha256: String?)
   /// A final error answer (4xx other than 429): the status and the JSON body's `error` and `message`.
   case refused(status: Int, error: String?, message: String?)
-  /// The host name does not resolve.
-  case unresolvedHost(String)
-  /// No connection could be made (refused, no route, network down) on any attempt.
-  case unreachable(String)
-  /// Transient failures (timeouts, resets, 5xx, 429, short bodies) until the retry rules gave up.
-  case exhausted(String)
+  /// The host name does not resolve: libcurl's failure.
+  case unresolvedHost(LibraryFailure)
+  /// No connection could be made (refused, no route, network down) on any attempt: the last one's
+  /// libcurl failure.
+  case unreachable(LibraryFailure)
+  /// Transient failures (timeouts, resets, 5xx, 429, short bodies) until the retry rules gave up: what
+  /// happened, and the last libcurl failure when libcurl reported one.
+  case exhausted(String, cause: LibraryFailure?)
   /// More bytes than the expected size arrived.
   case oversized(Int)
   /// Cancelled by the caller.
@@ -25,10 +27,13 @@ extension HTTPOutcome {
   /// ("the listing").
   func transferError(_ what: String, endpoint: String) -> TiError? {
     switch self {
-    case .unresolvedHost(let message):
-      TiError(.endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(message)")
-    case .unreachable(let message): TiError(.networkUnavailable, "cannot reach \(endpoint): \(message)")
-    case .exhausted(let message): TiError(.cloudStorageUnavailable, "\(what) of \(endpoint) failed: \(message)")
+    case .unresolvedHost(let failure):
+      TiError(
+        .endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(failure.text)", cause: failure)
+    case .unreachable(let failure):
+      TiError(.networkUnavailable, "cannot reach \(endpoint): \(failure.text)", cause: failure)
+    case .exhausted(let message, let cause):
+      TiError(.cloudStorageUnavailable, "\(what) of \(endpoint) failed: \(message)", cause: cause)
     case .oversized(let count):
       TiError(.cloudStorageUnavailable, "the answer to \(what) of \(endpoint) is larger than \(count) bytes")
     case .cancelled: TiError(.cancelled, "\(what) was cancelled")

@@ -101,7 +101,7 @@ final class HTTPTransport: @unchecked Sendable {
       return
     }
     guard let handle = exchange.makeAttempt(now: now) else {
-      exchange.finish(.exhausted("libcurl cannot create a transfer"))
+      exchange.finish(.exhausted("libcurl cannot create a transfer", cause: nil))
       return
     }
     inFlight[handle] = exchange

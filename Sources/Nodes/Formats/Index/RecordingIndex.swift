@@ -191,15 +191,15 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
   }
 }
 
-/// Hexadecimal conversion.
-public enum Hex {
+/// Hexadecimal conversion (shared with the project's other modules, not part of its API).
+package enum Hex {
   /// Lowercase hex of `bytes`.
-  public static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+  package static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
     bytes.map { String(format: "%02x", $0) }.joined()
   }
 
   /// The bytes of an even-length hex string; nil when it is not one.
-  public static func decode(_ text: String) -> [UInt8]? {
+  package static func decode(_ text: String) -> [UInt8]? {
     let digits = Array(text.utf8)
     guard digits.count % 2 == 0 else { return nil }
     var bytes: [UInt8] = []
