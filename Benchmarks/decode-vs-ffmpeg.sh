@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decode throughput through the graph (`tipipe bench decode`: LocalLibrarySource → Verify/Decrypt → Demux →
+# Decode throughput through the graph (`tipipe bench decode`: CloudSegmentSource over file:// → Verify/Decrypt → Demux →
 # FrameDecoder → count) against `ffmpeg -threads N -f h264 -i video.h264 -f null -` over exactly the
 # library's access units,
 # whole processes, interleaved (Benchmarks/compare.py: min/median/max of wall and CPU time, ratio of

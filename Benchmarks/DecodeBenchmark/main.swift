@@ -7,8 +7,8 @@ import PipelineGraph
 // Decode throughput through the graph against ffmpeg on the same media, and the verify+decrypt+demux
 // rate alone. Usage:
 //   DecodeBenchmark synth DIR WxH SECONDS [--encrypt]     write a library and DIR/video.h264 (same frames)
-//   DecodeBenchmark decode DIR THREADS                    LocalLibrarySource → Verify → Demux → FrameDecoder → null
-//   DecodeBenchmark demux DIR                             LocalLibrarySource → Verify → Demux → null
+//   DecodeBenchmark decode DIR THREADS                    CloudSegmentSource (file://) → Verify → Demux → FrameDecoder → null
+//   DecodeBenchmark demux DIR                             CloudSegmentSource (file://) → Verify → Demux → null
 // Each run prints one line `frames=… bytes=… seconds=… maxrss_kb=…`.
 
 final class NullSink<Item>: Node, @unchecked Sendable {
@@ -109,7 +109,8 @@ case "extend":
       segments.append(
         RecordingIndex.Segment(
           id: id, startMs: range.start.milliseconds, endMs: range.end.milliseconds, url: "objects/\(id).tseg",
-          size: object.count, sha256: SHA256Digest.hexHash(object), key: key.map { $0.map { String(format: "%02x", $0) }.joined() }, tracks: []))
+          size: object.count, sha256: SHA256Digest.hexHash(object),
+          key: key.map { $0.map { String(format: "%02x", $0) }.joined() }, tracks: []))
       frames += pieceRecords.filter { $0.track.kind == .video }.count
     }
   }
@@ -137,7 +138,7 @@ case "elementary":
 case "decode":
   let threads = Int(arguments[3]) ?? 1
   let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-  let source = LocalLibrarySource(directory: directory, range: try fullRange(directory))
+  let source = CloudSegmentSource(directory: directory, range: try fullRange(directory))
   let verifier = try SegmentVerifier()
   let demuxer = SegmentDemuxer()
   let decoder = try FrameDecoder(track: TrackID(.video, channel: 0), threads: threads)
@@ -150,7 +151,7 @@ case "decode":
   frames = sink.count
 case "demux":
   let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-  let source = LocalLibrarySource(directory: directory, range: try fullRange(directory))
+  let source = CloudSegmentSource(directory: directory, range: try fullRange(directory))
   let verifier = try SegmentVerifier()
   let demuxer = SegmentDemuxer()
   let sink = NullSink<EncodedPacket> { $0.data.count }

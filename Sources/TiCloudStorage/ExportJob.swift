@@ -76,7 +76,7 @@ public final class ExportJob: @unchecked Sendable {
     public let packets: TrackRouter
   }
 
-  /// Builds the graph over `source` (library objects, `LocalLibrarySource` or `CloudSegmentSource`), lets
+  /// Builds the graph over `source` (library objects: a `CloudSegmentSource` over the cloud or a `file://` library), lets
   /// `branches` add nodes to it, and starts it. Progress (fraction, covered ms) and gaps are delivered on
   /// the export's thread; `completion` is called exactly once.
   public convenience init<Source: SourceNode>(

@@ -18,7 +18,7 @@ import TiCloudStorage
   {
     let output = directory.url.appendingPathComponent("local.mp4")
     let result = try export(
-      LocalLibrarySource(directory: served.library, range: range, prefetchBytes: 1 << 20), range: range, to: output)
+      CloudSegmentSource(directory: served.library, range: range, prefetchBytes: 1 << 20), range: range, to: output)
     #expect(result.code == .ok)
     return try Data(contentsOf: output)
   }

@@ -42,7 +42,7 @@ func export(
       range: range, videoTrack: TrackID(.video, channel: videoChannel),
       audioTrack: audio ? TrackID(.audio, channel: audioChannel) : nil,
       output: output),
-    source: LocalLibrarySource(directory: library, range: range, prefetchBytes: 1 << 20),
+    source: CloudSegmentSource(directory: library, range: range, prefetchBytes: 1 << 20),
     progress: { fraction, covered in
       observations.record(fraction, covered)
       if let job = box.job { onProgress?(job, fraction) }

@@ -164,7 +164,7 @@ struct ExportTests {
         let executor = ThreadExecutor(name: "test.lead-in")
         defer { executor.shutdown() }
         let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-        let source = LocalLibrarySource(directory: library, range: range(0, 3000))
+        let source = CloudSegmentSource(directory: library, range: range(0, 3000))
         let verifier = try SegmentVerifier()
         let demuxer = SegmentDemuxer()
         let transcoder = try AudioTranscoder()

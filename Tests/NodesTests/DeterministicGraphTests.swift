@@ -49,7 +49,10 @@ struct DeterministicGraphTests {
       let executor = ManualExecutor()
       let workers = ObservedWorkers(executor)
       let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true), workers: workers)
-      let source = LocalLibrarySource(directory: directory.url, range: range, prefetchBytes: 1 << 20)
+      // The library's reads on the pipeline's workers too.
+      let source = CloudSegmentSource(
+        service: LocalLibraryService(directory: directory.url, workers: workers), range: range, token: "local",
+        prefetchBytes: 1 << 20, stallBudget: nil)
       let verifier = try SegmentVerifier(parallelism: 3)
       let demuxer = SegmentDemuxer(startingAt: range.start)
       let probe = ThreadProbe()
@@ -79,8 +82,9 @@ struct DeterministicGraphTests {
 
     let first = try runOnce()
     let me = pthread_self()
-    // Reads and verifications went through the pipeline's workers, all on this thread; so did every node.
-    #expect(first.workers.count >= 6)  // 3 objects read, 3 verified
+    // Listings, reads and verifications went through the pipeline's workers, all on this thread; so did
+    // every node.
+    #expect(first.workers.count >= 7)  // a listing, 3 objects read, 3 verified
     #expect(first.workers.allSatisfy { pthread_equal($0, me) != 0 })
     #expect(first.probe.threads == [UInt(me)])
     // The decoder gets every frame from the keyframe at 0 s (GOPs of 2 s) to the library's end at 9 s;
@@ -106,7 +110,7 @@ struct DeterministicGraphTests {
       writer.shutdown()
     }
     let pipeline = Pipeline(executor: reader, clock: MonotonicClock())
-    let source = LocalLibrarySource(directory: directory.url, range: range, prefetchBytes: 1 << 20)
+    let source = CloudSegmentSource(directory: directory.url, range: range, prefetchBytes: 1 << 20)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer()
     let sink = CollectingSink<EncodedPacket>()

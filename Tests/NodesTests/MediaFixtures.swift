@@ -31,7 +31,7 @@ final class FrameCollector: Node, @unchecked Sendable {
   }
 }
 
-/// `LocalLibrarySource → SegmentVerifier → SegmentDemuxer ─┬→ FrameDecoder(video) → collector`
+/// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer ─┬→ FrameDecoder(video) → collector`
 ///                                                        `└→ FrameDecoder(audio) → collector`
 /// on a thread executor; returns once every sink has ended.
 func decode(
@@ -40,7 +40,7 @@ func decode(
   let executor = ThreadExecutor(name: "test.decode")
   defer { executor.shutdown() }
   let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-  let source = LocalLibrarySource(directory: library, range: range, prefetchBytes: 1 << 20)
+  let source = CloudSegmentSource(directory: library, range: range, prefetchBytes: 1 << 20)
   let verifier = try SegmentVerifier()
   let demuxer = SegmentDemuxer(startingAt: startingAt)
   let videoDecoder = try FrameDecoder(name: "videoDecoder", track: TrackID(.video, channel: videoChannel))

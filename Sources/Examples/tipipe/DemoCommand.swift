@@ -160,7 +160,7 @@ enum DemoCommand {
     let began = Date()
     let range = MediaRange(startMilliseconds: start, endMilliseconds: start + 60_000)
     let (frames, statistics) = try BenchCommand.decode(
-      source: LocalLibrarySource(directory: library, range: range), range: range, channel: 0, threads: 1)
+      source: CloudSegmentSource(directory: library, range: range), range: range, channel: 0, threads: 1)
     let seconds = Date().timeIntervalSince(began)
     print("decoded the first minute through the graph: \(frames) frames in \(String(format: "%.2f", seconds)) s")
     print("  node                     items in  items out  busy ms")

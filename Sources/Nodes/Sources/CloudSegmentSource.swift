@@ -1,8 +1,9 @@
 import Foundation
 import PipelineGraph
 
-/// The cloud segment fetcher: lists a range through a ``RecordingService`` in windows of about an hour
-/// as it goes, downloads the objects ahead of what downstream takes (bounded in bytes), and emits them
+/// The library source: lists a range through a ``RecordingService`` — the cloud API over HTTP
+/// (``CloudService``) or a `file://` library (``LocalLibraryService``, or ``init(directory:range:prefetchBytes:)``)
+/// — in windows of about an hour as it goes, downloads the objects ahead of what downstream takes (bounded in bytes), and emits them
 /// in order as ``FetchedObject``s, with a `noRecording` gap event for every stretch no object covers.
 ///
 /// - The token is the one given at creation: the operation keeps it whatever the caller later holds.
@@ -20,8 +21,8 @@ import PipelineGraph
 /// - ``readsAhead`` off, it fetches only the object it emits next (a player's first frame gets the disk,
 ///   the network and the CPU to itself); on, up to `prefetchBytes` ahead.
 ///
-/// As with ``LocalLibrarySource``, the object before the range is included when it abuts the first
-/// one: the keyframe at or before the range start may lie there.
+/// The object before the range is included when it abuts the first one: the keyframe at or before the
+/// range start may lie there.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; a flush starts again from the
 /// range's start, or from a seek's target (`NodeContext/seekTarget`) to the range's end. The
@@ -42,7 +43,7 @@ public final class CloudSegmentSource: SourceNode {
   private let window: MediaDuration
   private let maximumTransfers: Int
 
-  private var plan: [LocalLibrarySource.Step] = []
+  private var plan: [Step] = []
   private var seen: Set<String> = []
   private var covered: MediaTime
   private var listedUntil: MediaTime
@@ -89,6 +90,22 @@ public final class CloudSegmentSource: SourceNode {
     self.window = window
     covered = range.start
     listedUntil = range.start
+  }
+
+  /// One step of a read plan: an object, or a stretch no object covers.
+  enum Step {
+    case object(RecordingIndex.Segment)
+    case hole(MediaRange)
+  }
+
+  /// Reads `[range.start, range.end)` from the `file://` library at `directory` (`index.json` beside
+  /// `objects/`), keeping at most `prefetchBytes` of objects read ahead of downstream: a
+  /// ``LocalLibraryService`` on the shared worker pool, with no stall budget (a disk does not stall the
+  /// way a network does). A library without a readable index fails the source at its first listing.
+  public convenience init(directory: URL, range: MediaRange, prefetchBytes: Int = 32 << 20) {
+    self.init(
+      service: LocalLibraryService(directory: directory), range: range, token: "local", prefetchBytes: prefetchBytes,
+      stallBudget: nil)
   }
 
   /// Whether the source fetches up to its `prefetchBytes` ahead of what it emits (else only the object

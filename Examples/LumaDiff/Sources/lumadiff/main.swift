@@ -30,7 +30,7 @@ func measure() async throws -> Bool {
 
   let executor = ThreadExecutor(name: "lumadiff")
   let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-  let source = LocalLibrarySource(directory: library, range: whole)
+  let source = CloudSegmentSource(directory: library, range: whole)
   let verifier = try SegmentVerifier()
   let demuxer = SegmentDemuxer()
   let decoder = try FrameDecoder(track: video)
@@ -58,7 +58,7 @@ func measure() async throws -> Bool {
     request: .init(
       range: range, videoTrack: video, audioTrack: TrackID(.audio, channel: 1),
       output: directory.appendingPathComponent("out.mp4")),
-    source: LocalLibrarySource(directory: library, range: range),
+    source: CloudSegmentSource(directory: library, range: range),
     branches: { graph in graph.pipeline.connect(graph.packets, to: counter) },
     completion: { _ in })
   let result = await job.result
