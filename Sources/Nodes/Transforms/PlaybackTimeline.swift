@@ -1,4 +1,5 @@
 import PipelineGraph
+import Synchronization
 
 /// The one clock anchor that the ``Pacer``s of one playback share, so that audio and video frames of
 /// the same media time are presented at the same instant, whichever branch's first frame came first.
@@ -40,7 +41,6 @@ public final class PlaybackTimeline: Sendable {
     var everywhere: [MediaRange] = []
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
-    var version = 0
     /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
     /// reset: each pacer says so as it arms).
     var pacers: [ObjectIdentifier: (wake: Completion<Void>, prerolls: Bool)] = [:]
@@ -65,6 +65,8 @@ public final class PlaybackTimeline: Sendable {
   /// The tracks the playback presents: a stretch that is a gap of all of them is a hole.
   public let tracks: Set<TrackID>
   private let state: Locked<State>
+  /// Bumped (under the lock) when a hole is found or the anchor is set; read without it, per frame.
+  private let changes = Atomic(0)
 
   /// A timeline for a playback of `tracks` (empty: every gap is a hole) at `rate`, `paused` or not.
   public init(tracks: Set<TrackID> = [], rate: PlaybackRate = .normal, paused: Bool = false) {
@@ -73,7 +75,7 @@ public final class PlaybackTimeline: Sendable {
   }
 
   /// Changes whenever the mapping changes for a reason other than a control call (a hole found).
-  public var version: Int { state.withLock { $0.version } }
+  public var version: Int { changes.load(ordering: .acquiring) }
 
   /// Applies a speed and pause state at `now` (once: later calls with the same values change nothing).
   public func apply(rate: PlaybackRate, paused: Bool, now: ClockInstant) {
@@ -104,23 +106,30 @@ public final class PlaybackTimeline: Sendable {
   /// sets the anchor at `now` (at the instant of the pause, while paused).
   public func instant(of time: MediaTime, track: TrackID, now: ClockInstant) -> ClockInstant {
     let (instant, wakes) = state.withLock { state -> (ClockInstant, [Completion<Void>]) in
-      var wakes: [Completion<Void>] = []
-      if state.active.insert(track).inserted {
-        // A track that starts keeping time may close holes the others had.
-        wakes = updateHoles(&state)
-      }
-      if state.paused && state.pausedAt == nil { state.pausedAt = now }
-      let anchor = state.anchor ?? (state.pausedAt ?? now, time)
-      state.anchor = anchor
-      let skipped = state.holes.reduce(0) { total, hole in
-        total + max(0, min(hole.end, time).microseconds - max(hole.start, anchor.media).microseconds)
-      }
-      let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds - skipped)
-      let scaled = (try? offset.scaled(by: state.rate)) ?? offset
-      return (ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds), wakes)
+      locked(instantOf: time, track: track, now: now, &state)
     }
     for wake in wakes { wake(()) }
     return instant
+  }
+
+  /// ``instant(of:track:now:)`` under the lock; returns the pacers to wake.
+  private func locked(instantOf time: MediaTime, track: TrackID, now: ClockInstant, _ state: inout State)
+    -> (ClockInstant, [Completion<Void>])
+  {
+    var wakes: [Completion<Void>] = []
+    if state.active.insert(track).inserted {
+      // A track that starts keeping time may close holes the others had.
+      wakes = updateHoles(&state)
+    }
+    if state.paused && state.pausedAt == nil { state.pausedAt = now }
+    let anchor = state.anchor ?? (state.pausedAt ?? now, time)
+    state.anchor = anchor
+    let skipped = state.holes.reduce(0) { total, hole in
+      total + max(0, min(hole.end, time).microseconds - max(hole.start, anchor.media).microseconds)
+    }
+    let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds - skipped)
+    let scaled = (try? offset.scaled(by: state.rate)) ?? offset
+    return (ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds), wakes)
   }
 
   /// Where `pacer` may present a frame of `track` at media time `time`: while the anchor waits for the
@@ -129,18 +138,22 @@ public final class PlaybackTimeline: Sendable {
   /// the limit has passed, the anchor is the earliest offered time at `now` (at the pause, while
   /// paused) and the frame's instant follows from it, as ``instant(of:track:now:)``.
   public func schedule(of time: MediaTime, track: TrackID, now: ClockInstant, for pacer: ObjectIdentifier) -> Schedule {
-    let (deadline, wakes) = state.withLock { state -> (ClockInstant?, [Completion<Void>]) in
-      guard state.anchor == nil else { return (nil, []) }
-      state.offers[pacer] = min(state.offers[pacer] ?? time, time)
-      let since = state.prerollSince ?? now
-      state.prerollSince = since
-      let deadline = ClockInstant(microseconds: since.microseconds + Self.prerollLimit.microseconds)
-      guard Self.prerolled(state) || now >= deadline else { return (deadline, []) }
-      return (nil, Self.anchorAtEarliestOffer(&state, now: now, except: pacer))
+    // One lock per frame: the preroll and the instant are decided together.
+    let (schedule, wakes) = state.withLock { state -> (Schedule, [Completion<Void>]) in
+      var wakes: [Completion<Void>] = []
+      if state.anchor == nil {
+        state.offers[pacer] = min(state.offers[pacer] ?? time, time)
+        let since = state.prerollSince ?? now
+        state.prerollSince = since
+        let deadline = ClockInstant(microseconds: since.microseconds + Self.prerollLimit.microseconds)
+        guard Self.prerolled(state) || now >= deadline else { return (.awaitingPreroll(until: deadline), []) }
+        wakes = anchorAtEarliestOffer(&state, now: now, except: pacer)
+      }
+      let (instant, more) = locked(instantOf: time, track: track, now: now, &state)
+      return (.at(instant), wakes + more)
     }
     for wake in wakes { wake(()) }
-    if let deadline { return .awaitingPreroll(until: deadline) }
-    return .at(instant(of: time, track: track, now: now))
+    return schedule
   }
 
   /// `pacer` has nothing to offer before the anchor (a gap or the end came first): the anchor no longer
@@ -149,7 +162,7 @@ public final class PlaybackTimeline: Sendable {
     let wakes = state.withLock { state -> [Completion<Void>] in
       guard state.anchor == nil, state.excused.insert(pacer).inserted, !state.offers.isEmpty, Self.prerolled(state)
       else { return [] }
-      return Self.anchorAtEarliestOffer(&state, now: now, except: nil)
+      return anchorAtEarliestOffer(&state, now: now, except: nil)
     }
     for wake in wakes { wake(()) }
   }
@@ -163,7 +176,7 @@ public final class PlaybackTimeline: Sendable {
 
   /// Anchors the earliest offered time at `now` (the pause's instant while paused); returns the pacers
   /// to wake (all but `except`): their offered frames have an instant now.
-  private static func anchorAtEarliestOffer(_ state: inout State, now: ClockInstant, except: ObjectIdentifier?)
+  private func anchorAtEarliestOffer(_ state: inout State, now: ClockInstant, except: ObjectIdentifier?)
     -> [Completion<Void>]
   {
     guard let earliest = state.offers.values.min() else { return [] }
@@ -171,7 +184,7 @@ public final class PlaybackTimeline: Sendable {
     state.anchor = (state.pausedAt ?? now, earliest)
     state.offers = [:]
     state.prerollSince = nil
-    state.version += 1
+    changes.add(1, ordering: .releasing)
     return state.pacers.filter { $0.key != except }.map(\.value.wake)
   }
 
@@ -211,7 +224,7 @@ public final class PlaybackTimeline: Sendable {
     let holes = Self.merged((pieces + state.everywhere).filter { !$0.isEmpty })
     guard holes != state.holes else { return [] }
     state.holes = holes
-    state.version += 1
+    changes.add(1, ordering: .releasing)
     return state.pacers.values.map(\.wake)
   }
 

@@ -11,7 +11,8 @@ import Synchronization
 /// after each timer, so work a timer triggers (and timers it schedules within the advanced span) happen
 /// at the right virtual instant.
 ///
-/// Thread-safe (a lock guards the time and the timers), with no lifecycle. A timer's job runs on its
+/// Thread-safe (a lock guards the timers; the time is written under it and read without it), with no
+/// lifecycle. A timer's job runs on its
 /// executor: ``advance(to:)`` and ``crank()`` submit it from the calling thread; in free-running mode
 /// the idle handler of an executor it serves does, on that executor's thread.
 public final class VirtualClock: PipelineClock {
@@ -23,23 +24,25 @@ public final class VirtualClock: PipelineClock {
     var handle: ClockTimer
   }
   private struct State {
-    var now: ClockInstant
     var timers: [Timer] = []  // a binary min-heap on (deadline, sequence)
     var sequence = 0
     var executors: [ObjectIdentifier: any PipelineExecutor] = [:]
   }
   private let state: Locked<State>
+  /// The time in microseconds: written only under the lock, forward only; read per frame without it.
+  private let current: Atomic<Int64>
   /// True when the clock jumps to the next timer whenever its executors are idle.
   public let isFreeRunning: Bool
 
   /// Creates a clock at `start`; `freeRunning` makes it advance by itself when its executors are idle.
   public init(start: ClockInstant = .zero, freeRunning: Bool = false) {
-    state = Locked(State(now: start))
+    state = Locked(State())
+    current = Atomic(start.microseconds)
     isFreeRunning = freeRunning
   }
 
   /// The current virtual time.
-  public var now: ClockInstant { state.withLock { $0.now } }
+  public var now: ClockInstant { ClockInstant(microseconds: current.load(ordering: .acquiring)) }
 
   /// The deadline of the earliest pending timer, if any.
   public var nextDeadline: ClockInstant? {
@@ -60,7 +63,7 @@ public final class VirtualClock: PipelineClock {
     let handle = ClockTimer()
     let (due, newExecutor) = state.withLock { state -> (Bool, Bool) in
       let newExecutor = state.executors.updateValue(executor, forKey: ObjectIdentifier(executor)) == nil
-      if deadline <= state.now { return (true, newExecutor) }
+      if deadline <= now { return (true, newExecutor) }
       state.sequence += 1
       Self.push(
         Timer(deadline: deadline, sequence: state.sequence, executor: executor, job: job, handle: handle),
@@ -84,7 +87,7 @@ public final class VirtualClock: PipelineClock {
     while let timer = popTimer(dueBy: target) {
       fire(timer)
     }
-    state.withLock { if target > $0.now { $0.now = target } }
+    state.withLock { _ in moveForward(to: target) }
   }
 
   /// Advances to the earliest pending timer and fires it (and every timer with the same deadline).
@@ -106,8 +109,15 @@ public final class VirtualClock: PipelineClock {
       Self.dropCancelled(&state)
       guard let first = state.timers.first, first.deadline <= target else { return nil }
       let timer = Self.pop(from: &state.timers)
-      if timer.deadline > state.now { state.now = timer.deadline }
+      moveForward(to: timer.deadline)
       return timer
+    }
+  }
+
+  /// Moves the time to `target` unless it is already there or later (under the lock).
+  private func moveForward(to target: ClockInstant) {
+    if target.microseconds > current.load(ordering: .relaxed) {
+      current.store(target.microseconds, ordering: .releasing)
     }
   }
 
@@ -116,7 +126,7 @@ public final class VirtualClock: PipelineClock {
       guard state.executors.values.allSatisfy(\.isIdle) else { return [] }
       Self.dropCancelled(&state)
       guard let deadline = state.timers.first?.deadline else { return [] }
-      if deadline > state.now { state.now = deadline }
+      moveForward(to: deadline)
       var due: [Timer] = []
       while let first = state.timers.first, first.deadline <= deadline {
         let timer = Self.pop(from: &state.timers)

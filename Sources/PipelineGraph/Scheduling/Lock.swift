@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A pthread mutex owned by a class (so its address is stable).
 ///
@@ -20,16 +21,54 @@ final class Lock: @unchecked Sendable {
     mutex.deallocate()
   }
 
+  #if DEBUG
+    /// The acquisitions of every `Lock` (and so of every `Locked`) on the thread being watched, in debug
+    /// builds: a test counts what a path takes on its own thread (``LockTally``). Release builds count
+    /// nothing.
+    @usableFromInline static let acquisitions = Atomic<Int>(0)
+    /// The watched thread (`pthread_t`; 0: none).
+    @usableFromInline static let watched = Atomic<UInt>(0)
+
+    @inlinable static func count() {
+      let thread = watched.load(ordering: .relaxed)
+      if thread != 0 && pthread_equal(thread, pthread_self()) != 0 { acquisitions.add(1, ordering: .relaxed) }
+    }
+  #endif
+
   @inlinable
-  func lock() { pthread_mutex_lock(mutex) }
+  func lock() {
+    #if DEBUG
+      Self.count()
+    #endif
+    pthread_mutex_lock(mutex)
+  }
 
   @inlinable
   func unlock() { pthread_mutex_unlock(mutex) }
 
   @inlinable
   func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    #if DEBUG
+      Self.count()
+    #endif
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
     return try body()
   }
 }
+
+#if DEBUG
+  /// Counts the locks the calling thread takes (any `Lock` or `Locked` of the engine and the layers above
+  /// it), in debug builds: a deterministic test, whose graph runs on its own thread, measures what a path
+  /// costs. One tally at a time in the process.
+  package enum LockTally {
+    /// Runs `body` and returns how many locks this thread took during it.
+    package static func counting(_ body: () throws -> Void) rethrows -> Int {
+      let before = Lock.acquisitions.load(ordering: .relaxed)
+      Lock.watched.store(UInt(pthread_self()), ordering: .relaxed)
+      defer { Lock.watched.store(0, ordering: .relaxed) }
+      try body()
+      return Lock.acquisitions.load(ordering: .relaxed) - before
+    }
+  }
+#endif
