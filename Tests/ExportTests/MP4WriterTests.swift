@@ -116,6 +116,24 @@ struct MP4WriterTests {
     #expect(harness.upstreamEvents.isEmpty)
   }
 
+  @Test("a seek ends keyframes-only decoding; a demand for nothing outlasts it")
+  func qualityOfServiceAcrossASeek() throws {
+    let track = TrackID(.video, channel: 0)
+    let packets = try smallLibraryPackets().filter { $0.track == track }
+    let firstGroup = packets.filter { $0.time.milliseconds - recordingStart < 2000 }
+    let harness = try NodeHarness(try FrameDecoder(track: track, threads: 1))
+    harness.sendUpstream(.qualityOfService(QualityOfService(.essentialOnly)))
+    harness.flush()
+    harness.push(contentsOf: firstGroup)
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == firstGroup.count)
+    harness.sendUpstream(.qualityOfService(QualityOfService(.nothing)))
+    harness.flush()
+    harness.push(contentsOf: firstGroup)
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == firstGroup.count)
+  }
+
   /// The packets of `smallOptions()`'s library, verified and demuxed, in order.
   private func smallLibraryPackets() throws -> [EncodedPacket] {
     let directory = try TemporaryDirectory()

@@ -50,9 +50,7 @@ struct DeterministicGraphTests {
       let workers = ObservedWorkers(executor)
       let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true), workers: workers)
       // The library's reads on the pipeline's workers too.
-      let source = CloudSegmentSource(
-        service: LocalLibraryService(directory: directory.url, workers: workers), range: range, token: "local",
-        prefetchBytes: 1 << 20, stallBudget: nil)
+      let source = CloudSegmentSource(directory: directory.url, range: range, prefetchBytes: 1 << 20, workers: workers)
       let verifier = try SegmentVerifier(parallelism: 3)
       let demuxer = SegmentDemuxer(startingAt: range.start)
       let probe = ThreadProbe()

@@ -70,6 +70,17 @@ struct UpstreamEventTests {
     #expect(source.upstreamEvents.isEmpty)
     producerSide.runUntilIdle()
     #expect(source.upstreamEvents.map(\.description) == ["qualityOfService(everything)"])
+    // A seek the producer has made and the consumer not yet: what the consumer says now is about the
+    // stretch before it, and is dropped.
+    pipeline.flush()
+    producerSide.runUntilIdle()
+    sink.sendUpstream(.custom(Tag(value: "before the seek")))
+    producerSide.runUntilIdle()
+    #expect(source.upstreamEvents.count == 1)
+    consumerSide.runUntilIdle()
+    sink.sendUpstream(.custom(Tag(value: "after the seek")))
+    producerSide.runUntilIdle()
+    #expect(source.upstreamEvents.map(\.description).last == "custom(after the seek)")
     pipeline.stop()
     producerSide.runUntilIdle()
     consumerSide.runUntilIdle()

@@ -2,7 +2,7 @@ import Foundation
 import PipelineGraph
 
 /// The library source: lists a range through a ``RecordingService`` — the cloud API over HTTP
-/// (``CloudService``) or a `file://` library (``LocalLibraryService``, or ``init(directory:range:prefetchBytes:)``)
+/// (``CloudService``) or a `file://` library (``LocalLibraryService``, or ``init(directory:range:prefetchBytes:workers:)``)
 /// — in windows of about an hour as it goes, downloads the objects ahead of what downstream takes (bounded in bytes), and emits them
 /// in order as ``FetchedObject``s, with a `noRecording` gap event for every stretch no object covers.
 ///
@@ -100,12 +100,15 @@ public final class CloudSegmentSource: SourceNode {
 
   /// Reads `[range.start, range.end)` from the `file://` library at `directory` (`index.json` beside
   /// `objects/`), keeping at most `prefetchBytes` of objects read ahead of downstream: a
-  /// ``LocalLibraryService`` on the shared worker pool, with no stall budget (a disk does not stall the
-  /// way a network does). A library without a readable index fails the source at its first listing.
-  public convenience init(directory: URL, range: MediaRange, prefetchBytes: Int = 32 << 20) {
+  /// ``LocalLibraryService`` reading on `workers` (pass the pipeline's, e.g. a `ManualExecutor` in a
+  /// deterministic test), with no stall budget (a disk does not stall the way a network does). A library
+  /// without a readable index fails the source at its first listing.
+  public convenience init(
+    directory: URL, range: MediaRange, prefetchBytes: Int = 32 << 20, workers: any WorkerExecutor = WorkerPool.shared
+  ) {
     self.init(
-      service: LocalLibraryService(directory: directory), range: range, token: "local", prefetchBytes: prefetchBytes,
-      stallBudget: nil)
+      service: LocalLibraryService(directory: directory, workers: workers), range: range, token: "local",
+      prefetchBytes: prefetchBytes, stallBudget: nil)
   }
 
   /// Whether the source fetches up to its `prefetchBytes` ahead of what it emits (else only the object

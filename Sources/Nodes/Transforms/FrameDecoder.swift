@@ -12,7 +12,9 @@ import PipelineGraph
 /// speed); `nothing` decodes nothing (muted audio off 1×) but keeps the packets of the latest
 /// ``retainedWhileDiscarding`` of media, which are decoded first when decoding resumes (at the next
 /// packet, or at the end of stream): what the graph read ahead while muted is not lost, and the pacer
-/// drops what is already past. The decoder does what was asked itself and forwards nothing further. A
+/// drops what is already past. The decoder does what was asked itself and forwards nothing further; with
+/// several consumers, the last to ask decides (a graph where one falls behind and another does not puts a
+/// decoder on each branch). A
 /// packet libavcodec rejects is a failure of this node with `recordingUnreadable`/`mediaUnreadable`.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; so is ``framesDecoded``.
@@ -40,8 +42,8 @@ public final class FrameDecoder: Node {
   /// Decode nothing: packets are kept (the latest ``retainedWhileDiscarding`` of media), and decoding
   /// starts afresh with them (at a keyframe) when this ends.
   private var discardsAll: Bool { demand == .nothing }
-  /// How much media is kept while ``discardsAll`` (older packets go): more than the graph reads ahead of
-  /// the position at any speed and frame rate.
+  /// How much media is kept while the consumer asks for nothing (older packets go): more than the graph
+  /// reads ahead of the position at any speed and frame rate.
   public static let retainedWhileDiscarding = MediaDuration.microseconds(30_000_000)
   /// The most packets kept, whatever their times say.
   static let retainedPacketLimit = 8192
@@ -157,8 +159,11 @@ public final class FrameDecoder: Node {
     try drain(context: context)
   }
 
-  /// Drops the decoder's state (a seek).
+  /// Drops the decoder's state (a seek). Keyframes-only ends here (the new stretch starts with every
+  /// picture: its consumer may flush after this decoder, or on another executor, and say so late); a
+  /// consumer that asked for nothing keeps it (it asks again at its own flush if it changed its mind).
   public func flush(context: NodeContext<DecodedFrame>) {
+    if demand == .essentialOnly { demand = .everything }
     decoder = nil
     skipping = false
     retained = []

@@ -70,11 +70,13 @@ public final class NodeContext<Output> {
   }
 
   /// Sends an event against the flow, to the producer of each of this node's inputs: at once to one on
-  /// this node's executor, at its next turn to one on another. Ignored once the node has stopped; a
-  /// producer that has stopped drops it.
+  /// this node's executor, at its next turn to one on another (one that has not started yet gets it
+  /// right after its start). Ignored once this node has stopped; a producer that has stopped, or that has
+  /// already moved to a later flush generation than this node's when the event arrives, drops it.
   public func sendUpstream(_ event: UpstreamEvent) {
     guard core.phase != .stopped else { return }
     let executor = core.executor
+    let generation = core.generation
     for edge in pipeline.boxes[core.index].inputEdges {
       let producer = edge.producer
       let box = pipeline.boxes[producer.index]
@@ -85,9 +87,10 @@ public final class NodeContext<Output> {
       let partition = producer.partition
       let confined = ExecutorConfined(box)
       producer.executor.execute {
-        guard let partition, partition.isActive else { return }
+        // Said before a seek the producer has already made: about a stretch that is gone.
+        guard producer.generation <= generation else { return }
         confined.value.handleUpstream(event)
-        partition.run()
+        if let partition, partition.isActive { partition.run() }
       }
     }
   }

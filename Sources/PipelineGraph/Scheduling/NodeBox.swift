@@ -39,6 +39,8 @@ final class NodeBox<N: Node>: NodeBoxing {
   /// For a ``SteppingNode``: does one step of its pending work, or returns false when it has none.
   @usableFromInline let step: (() throws -> Bool)?
   private let drain: (NodeBox<N>) -> Int
+  /// Upstream events that arrived before `start` (a consumer on another executor started first).
+  private var upstreamBeforeStart: [UpstreamEvent] = []
 
   init(
     node: N, index: Int, executor: any PipelineExecutor, pipeline: Pipeline, drain: @escaping (NodeBox<N>) -> Int
@@ -82,6 +84,9 @@ final class NodeBox<N: Node>: NodeBoxing {
   func start() {
     core.phase = .running
     timed { try node.start(context: context) }
+    let early = upstreamBeforeStart
+    upstreamBeforeStart = []
+    for event in early { handleUpstream(event) }
   }
 
   func runBatch() -> Bool {
@@ -258,10 +263,13 @@ final class NodeBox<N: Node>: NodeBoxing {
   }
 
   /// An upstream event reaches the node unless it has stopped (a finished node may still be asked: its
-  /// producers may still be running).
+  /// producers may still be running); one that comes before the node started waits for its start.
   func handleUpstream(_ event: UpstreamEvent) {
-    guard core.phase != .stopped, core.phase != .idle else { return }
-    node.handleUpstream(event, context: context)
+    switch core.phase {
+    case .stopped: return
+    case .idle: upstreamBeforeStart.append(event)
+    case .running, .finished, .discarding: node.handleUpstream(event, context: context)
+    }
   }
 
   func stop() {

@@ -12,7 +12,7 @@ enum HTTPOutcome: Sendable {
   /// libcurl failure.
   case unreachable(LibraryFailure)
   /// Transient failures (timeouts, resets, 5xx, 429, short bodies) until the retry rules gave up: what
-  /// happened, and the last libcurl failure when libcurl reported one.
+  /// happened, and the last attempt's libcurl failure when it ended in one (nil after an HTTP status).
   case exhausted(String, cause: LibraryFailure?)
   /// More bytes than the expected size arrived.
   case oversized(Int)
