@@ -27,6 +27,35 @@ extension SDKRules {
       #expect(TiCloudStorageAudioOutput().state == .idle)
     }
 
+    @Test func O4_O9_O27_anOutputsStateMovesOnlyAsTheRulesSay() {
+      typealias State = OutputCore.State
+      let all: [State] = [.idle, .buffering, .active, .failed, .paused, .completed]
+      // What each state may move to (rules O4–O9, O24–O28), every other move refused.
+      let allowed: [State: Set<State>] = [
+        .idle: [.buffering],
+        .buffering: [.idle, .active, .paused, .failed, .completed],
+        .active: [.idle, .buffering, .paused, .failed, .completed],
+        .paused: [.idle, .buffering, .active, .failed, .completed],
+        .failed: [.idle, .buffering],
+        .completed: [.idle, .buffering],
+      ]
+      for from in all {
+        for to in all where to != from {
+          let core = OutputCore(kind: .video)
+          core.state = from
+          core.notifyState = { _ in }
+          let call = core.move(to: to)
+          let legal = allowed[from]?.contains(to) == true
+          #expect(core.state == (legal ? to : from), "\(from) → \(to)")
+          #expect((call != nil) == legal, "\(from) → \(to): told")
+        }
+      }
+      // A failed output is not paused, completed or brought back to life by a frame (O7, O8, O27).
+      let failed = OutputCore(kind: .audio)
+      failed.state = .failed
+      #expect(failed.move(to: .paused) == nil && failed.move(to: .active) == nil && failed.state == .failed)
+    }
+
     @Test func O5_O6_O7_O8_O11_O12_statesFollowThePlayWithoutDuplicates() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()

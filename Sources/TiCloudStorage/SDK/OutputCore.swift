@@ -99,10 +99,26 @@ final class OutputCore: @unchecked Sendable {
     return runtime.admit(&session, holder: owner)
   }
 
+  /// The moves the rules allow (O4–O9, O24–O28): into `.buffering` from anything but itself (an accepted
+  /// play or a seek), into `.idle` from anything (detach, stop); `.active` only from `.buffering` (its
+  /// first frame) and `.paused` (resume); `.paused` from a playing state (pause); `.completed` from a
+  /// playing or paused state (drained: a paused play over nothing still ends); `.failed` from any state
+  /// of a bound play that has not ended. A failed or completed output leaves only by a new play, a seek or
+  /// a detach (O27).
+  static let moves: [State: Set<State>] = [
+    .idle: [.buffering],
+    .buffering: [.idle, .active, .paused, .failed, .completed],
+    .active: [.idle, .buffering, .paused, .failed, .completed],
+    .paused: [.idle, .buffering, .active, .failed, .completed],
+    .failed: [.idle, .buffering],
+    .completed: [.idle, .buffering],
+  ]
+
   /// Moves to `state` (no duplicate notifications, O12); returns the delegate call to make after the
-  /// lock is released.
+  /// lock is released. A move the rules do not allow (``moves``) is refused: the state stays.
   func move(to new: State) -> (@Sendable () -> Void)? {
     guard new != state else { return nil }
+    guard Self.moves[state]?.contains(new) == true else { return nil }
     state = new
     guard let notify = notifyState, !disposed else { return nil }
     return { notify(new) }
