@@ -5,8 +5,11 @@ import Nodes
 /// What an Audio and a Video Output share: the six states (rules.md O1–O9), the Replay binding, the
 /// lifecycle; the public classes add their kind's parts (volume; host view and snapshots).
 ///
-/// Guarded by the runtime's lock. Delegate calls are queued under it and delivered on the main queue
-/// after it is released (rules.md L28), never to a disposed output (L35).
+/// Guarded by the runtime's lock, except what a presented frame touches: the host view, the last frame
+/// and the render size are guarded by the output's own render lock (taken after the runtime's, never
+/// before it), so that a frame takes that one lock and no process-wide one. Delegate calls are queued
+/// under the runtime's lock and delivered on the main queue after it is released (rules.md L28), never to
+/// a disposed output (L35).
 final class OutputCore: @unchecked Sendable {
   enum Kind {
     case audio
@@ -37,20 +40,29 @@ final class OutputCore: @unchecked Sendable {
   /// The runtime session it belongs to (L23), from its creation.
   var session: Int?
   var disposed = false
-  var binding: Binding?
+  var binding: Binding? {
+    didSet {
+      let bound = binding != nil
+      renderLock.withLock { rendering.bound = bound }
+    }
+  }
   /// Presented a frame since the play, the seek or the binding (resume goes back to `.active`).
   var presenting = false
   var volume = 100
-  /// The host view; guarded by `renderLock` (not the runtime's lock) so that once `detachView`
-  /// returns, no frame is being drawn into it (O37).
-  private var view: (any VideoRenderer)?
+  /// What a presented frame touches, guarded by `renderLock`: once `detachView` returns, no frame is
+  /// being drawn into the old view (O37).
+  private struct Rendering {
+    var view: (any VideoRenderer)?
+    /// Bound to a Replay (mirrors ``binding``): a frame is kept and sized only then.
+    var bound = false
+    /// The last frame of the current binding generation (S4, S7).
+    var frame: DecodedFrame?
+    /// The size of the last picture presented since the binding (seed 002's `renderSize`).
+    var size = CGSize.zero
+  }
+  private var rendering = Rendering()
   private let renderLock = NSLock()
-  /// The last frame of the current binding generation (S4, S7), and that generation.
-  var frame: DecodedFrame?
-  var frameGeneration = 0
   var snapshotPending = false
-  /// The size of the last picture presented since the binding (seed 002's `renderSize`); `.zero` before.
-  var renderSize = CGSize.zero
   /// Sends a state change, a failure or a new render size to the delegate (set by the public class).
   var notifyState: (@Sendable (State) -> Void)?
   var notifyFailure: (@Sendable (Int32) -> Void)?
@@ -62,34 +74,51 @@ final class OutputCore: @unchecked Sendable {
   }
 
   /// True while a host view is bound.
-  var hasView: Bool { renderLock.withLock { view != nil } }
+  var hasView: Bool { renderLock.withLock { rendering.view != nil } }
 
   /// The bound host view.
-  var hostView: (any VideoRenderer)? { renderLock.withLock { view } }
+  var hostView: (any VideoRenderer)? { renderLock.withLock { rendering.view } }
 
   /// Binds or unbinds the host view.
-  func setView(_ new: (any VideoRenderer)?) { renderLock.withLock { view = new } }
+  func setView(_ new: (any VideoRenderer)?) { renderLock.withLock { rendering.view = new } }
 
-  /// A frame this output's branch presents (on the graph's thread): kept for snapshots, drawn into the
-  /// host view if one is bound; a picture of another size than the last is reported after it is drawn.
+  /// The last frame of the current binding generation, for a snapshot (S4, S7).
+  var frame: DecodedFrame? { renderLock.withLock { rendering.frame } }
+
+  /// The size of the last picture presented since the binding (seed 002's `renderSize`); `.zero` before.
+  var renderSize: CGSize { renderLock.withLock { rendering.size } }
+
+  /// A frame this output's branch presents (on the graph's thread), under the render lock alone: drawn
+  /// into the host view if one is bound, kept for snapshots while bound to a Replay; a picture of
+  /// another size than the last is reported after it is drawn (then, and only then, under the runtime's
+  /// lock).
   func render(_ frame: DecodedFrame) {
-    let resized = Runtime.shared.withLock { () -> ((@Sendable () -> Void), [AnyObject])? in
-      guard let binding else { return nil }
-      self.frame = frame
+    let resized = renderLock.withLock { () -> CGSize? in
+      rendering.view?.render(frame)
+      guard rendering.bound else { return nil }
+      rendering.frame = frame
       let size = CGSize(width: frame.frame.width, height: frame.frame.height)
-      guard let call = resize(to: size) else { return nil }
-      return (call, binding.replay.associated())
+      guard size != rendering.size else { return nil }
+      rendering.size = size
+      return size
     }
-    renderLock.withLock { view?.render(frame) }
-    if let (call, objects) = resized { deliverOnMain([call], for: objects) }
+    guard let size = resized else { return }
+    let told = Runtime.shared.withLock { () -> ((@Sendable () -> Void), [AnyObject])? in
+      guard let binding, let notify = notifyRenderSize, !disposed else { return nil }
+      return ({ notify(size) }, binding.replay.associated())
+    }
+    if let (call, objects) = told { deliverOnMain([call], for: objects) }
   }
 
   /// Sets the render size (reported only when it changes); returns the delegate call to make after the
-  /// lock is released.
+  /// runtime's lock (held by the caller) is released.
   func resize(to size: CGSize) -> (@Sendable () -> Void)? {
-    guard size != renderSize else { return nil }
-    renderSize = size
-    guard let notify = notifyRenderSize, !disposed else { return nil }
+    let changed = renderLock.withLock { () -> Bool in
+      guard size != rendering.size else { return false }
+      rendering.size = size
+      return true
+    }
+    guard changed, let notify = notifyRenderSize, !disposed else { return nil }
     return { notify(size) }
   }
 
@@ -126,8 +155,7 @@ final class OutputCore: @unchecked Sendable {
 
   /// A new binding generation: snapshots have no frame until the next one arrives (S7).
   func forgetFrame() {
-    frame = nil
-    frameGeneration += 1
+    renderLock.withLock { rendering.frame = nil }
   }
 }
 

@@ -65,7 +65,7 @@ public final class TiCloudStorageVideoOutput: @unchecked Sendable {
   /// does, and ``TiCloudStorageVideoOutputDelegate/videoOutput(_:didChangeRenderSize:)`` follows
   /// each change. Kept across plays and seeks of the same binding, and after dispose. (Seed 002's
   /// `renderSize`.)
-  public var renderSize: CGSize { Runtime.shared.withLock { core.renderSize } }
+  public var renderSize: CGSize { core.renderSize }
 
   /// A new output: idle, unbound, without a view; acquires nothing (L6).
   public init() {
