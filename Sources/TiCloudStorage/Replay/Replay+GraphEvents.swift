@@ -24,7 +24,7 @@ extension Replay {
         for entry in state.recorders { entry.recorder.advance(to: frame.time) }
       }
       let gaps = state.onRecordingGap.flatMap { handler in verdict.gaps.isEmpty ? nil : (handler, verdict.gaps) }
-      let report = state.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0) } }
+      let report = state.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0.milliseconds) } }
       return (
         verdict,
         (
@@ -109,7 +109,7 @@ extension Replay {
       let time = done.reportsEnd ? handlers.time : nil
       let finished = handlers.done
       deliver(play: play) {
-        time?(done.end)
+        time?(done.end.milliseconds)
         finished?()
       }
       // Delivered after the callbacks, whether or not a new play drops them meanwhile.

@@ -88,7 +88,7 @@ extension Replay {
 
   /// Where the active play is (ms), or where it starts when nothing was presented yet.
   public var recordingStart: MediaTime? {
-    state.withLock { $0.rules.recordingStart.map { MediaTime(milliseconds: $0) } }
+    state.withLock { $0.rules.recordingStart }
   }
 
   /// Stops handing media to `recorder` (its task stopped) and calls its `onEnd`; with no output and no

@@ -179,7 +179,7 @@ public final class Replay: @unchecked Sendable {
   public var speed: ReplaySpeed { state.withLock { $0.rules.speed } }
 
   /// The position in UTC ms; nil before the play has one (and after `stop`).
-  public var currentTimeMs: Int64? { state.withLock { $0.rules.position } }
+  public var currentTimeMs: Int64? { state.withLock { $0.rules.position?.milliseconds } }
 
   /// Frames presented (video, audio) and video frames dropped as late, over every play so far.
   public var statistics: (videoFrames: Int, audioFrames: Int, droppedFrames: Int) {
@@ -304,15 +304,18 @@ public final class Replay: @unchecked Sendable {
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
     var flushed = false
     let outcome = state.withLock { state -> Result<(Int64?, (@Sendable (Int64, Int64) -> Void)?), TiError> in
-      let seeking = state.rules.seek(to: timeMs)
-      guard case .success(let superseded) = seeking else { return seeking.map { ($0, nil) } }
+      let superseded: MediaTime?
+      switch state.rules.seek(to: timeMs) {
+      case .failure(let refusal): return .failure(refusal)
+      case .success(let target): superseded = target
+      }
       // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
       // generations keep in step with ours); only a play without one builds a graph.
       if let graph = state.graph {
-        graph.pipeline.flush(seekingTo: MediaTime(milliseconds: timeMs))
+        graph.pipeline.flush(seekingTo: state.rules.target)
         flushed = true
       }
-      return .success((superseded, state.onSeekSuperseded))
+      return .success((superseded?.milliseconds, state.onSeekSuperseded))
     }
     switch outcome {
     case .failure(let error): return error.code

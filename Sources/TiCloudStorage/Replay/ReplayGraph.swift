@@ -43,7 +43,7 @@ extension Replay {
     var track: TrackID { output.track }
     var channel: UInt8 { output.track.channel }
     var isVideo: Bool { output.isVideo }
-    var joinsAt: Int64? { output.joinsAt }
+    var joinsAt: MediaTime? { output.joinsAt }
   }
 
   /// What one graph is built from.
@@ -62,7 +62,7 @@ extension Replay {
     guard !bindings.isEmpty else { throw TiError(.notBound, "a replay needs an output") }
     let range = MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs)
     let start = ReplayStateMachine.Start(
-      range: range, play: .init(start: startTimeMs, end: endTimeMs, token: ""), outputs: bindings.map(\.output),
+      range: range, play: .init(start: range.start, end: range.end, token: ""), outputs: bindings.map(\.output),
       speed: speed, paused: false, generation: -1, presentFrom: range.start, showsFirstFrameWhilePaused: true)
     return try build(Plan(start: start, bindings: bindings)).pipeline
   }
@@ -204,7 +204,7 @@ extension Replay {
     // paused and the frame shown at a gap must come out with their own packet (ExoPlayer and ffplay
     // play with low-delay decoders for the same reason).
     let decoder = try FrameDecoder(name: "\(name)Decoder", track: binding.track, threads: 1)
-    let joining = binding.joinsAt.map { MediaTime(milliseconds: $0) }
+    let joining = binding.joinsAt
     let presentFrom = joining ?? plan.start.presentFrom
     let pacer: Pacer
     /// Shows or plays a frame the rules accepted.

@@ -31,7 +31,7 @@ extension ReplayStateMachine {
     /// Outputs whose channel carried nothing, now failed (O40).
     var mismatched: [Replay.OutputID] = []
     /// The position to report through `onTimeChanged`.
-    var report: Int64?
+    var report: MediaTime?
   }
 
   /// How a graph's end of stream ends the play.
@@ -54,6 +54,26 @@ extension ReplayStateMachine {
     var completedOutputs: [Replay.OutputID]
     /// The end of the range, reported through `onTimeChanged` when the position was not there yet.
     var reportsEnd: Bool
-    var end: Int64
+    var end: MediaTime
+  }
+}
+
+extension ReplayStateMachine {
+  /// The error a gap's failure ends a play with when nothing after it plays (R57–R59, R73); nil for a
+  /// gap that is never an error (a hole, no keyframe yet, a channel without media).
+  static func failure(of gap: RecordingGap) -> TiError? {
+    for reason in gap.reasons {
+      switch reason {
+      case .notFound: return TiError(.recordingNotFound, "the recording at \(gap.range) does not exist")
+      case .downloadFailed:
+        return TiError(.recordingDownloadFailed, "the recording at \(gap.range) could not be downloaded")
+      case .integrityFailed, .decryptionFailed, .mediaUnreadable:
+        return TiError(.recordingUnreadable, "the recording at \(gap.range) cannot be read (\(reason))")
+      case .unsupportedMedia:
+        return TiError(.unsupportedFormat, "the recording at \(gap.range) has an unsupported format")
+      case .unknown, .noKeyFrame, .noRecording, .trackUnavailable: continue
+      }
+    }
+    return nil
   }
 }

@@ -16,15 +16,15 @@ struct ReplayStateMachine {
   struct Output: Equatable {
     let id: Replay.OutputID
     let track: TrackID
-    /// Bound while a play was running: its branch starts at the next keyframe from here (ms).
-    var joinsAt: Int64?
+    /// Bound while a play was running: its branch starts at the next keyframe from here.
+    var joinsAt: MediaTime?
     var isVideo: Bool { track.kind == .video }
   }
 
   /// The range and token of a play.
   struct Play: Equatable {
-    var start: Int64
-    var end: Int64
+    var start: MediaTime
+    var end: MediaTime
     var token: String
   }
 
@@ -39,11 +39,13 @@ struct ReplayStateMachine {
   /// seek or binding change comes before its failure is delivered.
   private var tooLarge = false
   private(set) var paused = false
-  /// Where the play or the latest seek started (ms): a restart before any frame starts there again.
-  private(set) var target: Int64 = 0
-  /// The position (ms); nil before the play has one and after a stop.
-  private(set) var position: Int64?
-  private var lastReported: Int64?
+  /// Where the play or the latest seek started: a restart before any frame starts there again.
+  private(set) var target = MediaTime(microseconds: 0)
+  /// The position: the time of the frame that moved it last; nil before the play has one and after a
+  /// stop. Times are `MediaTime` throughout: milliseconds only in the commands' arguments (the SDK's
+  /// units, checked here) and at the Replay's edge.
+  private(set) var position: MediaTime?
+  private var lastReported: MediaTime?
   private var reportNext = true
   private(set) var generation = 0
   private(set) var playNumber = 0
@@ -81,6 +83,8 @@ struct ReplayStateMachine {
 
   /// The longest span a play reads: 10 days, as a listing.
   static let maximumSpanMs: Int64 = 864_000_000
+  /// The least media between two position reports (`onTimeChanged`).
+  static let reportInterval = MediaDuration.microseconds(100_000)
 
   // MARK: Outputs
 
@@ -116,12 +120,12 @@ struct ReplayStateMachine {
     guard !outputs.isEmpty else { return (.notBound, false) }
     generation += 1
     playNumber += 1
-    play = Play(start: start, end: end, token: token)
+    play = Play(start: MediaTime(milliseconds: start), end: MediaTime(milliseconds: end), token: token)
     // Both ends are valid times: the span cannot overflow.
     tooLarge = end - start > Self.maximumSpanMs
     active = true
     paused = false
-    target = initial ?? start
+    target = MediaTime(milliseconds: initial ?? start)
     seekPending = false
     position = nil
     lastReported = nil
@@ -139,9 +143,11 @@ struct ReplayStateMachine {
   }
 
   /// A seek to `time`: the target it supersedes (R32: reported, not silently lost), or why it is refused.
-  mutating func seek(to time: Int64) -> Result<Int64?, TiError> {
+  mutating func seek(to milliseconds: Int64) -> Result<MediaTime?, TiError> {
     guard active, let play else { return .failure(TiError(.notStarted, "no active play")) }
-    guard (play.start..<play.end).contains(time) else {
+    guard MediaTime.validMilliseconds.contains(milliseconds),
+      case let time = MediaTime(milliseconds: milliseconds), (play.start..<play.end).contains(time)
+    else {
       return .failure(TiError(.invalidArgument, "the target is outside the play's range"))
     }
     generation += 1
@@ -197,15 +203,16 @@ struct ReplayStateMachine {
     for index in outputs.indices {
       if let joinsAt = outputs[index].joinsAt { outputs[index].joinsAt = max(joinsAt, from) }
     }
+    // A restart goes on just after the frame presented last (a microsecond later: nothing is lost to
+    // rounding).
+    let next = position.map { $0.advanced(by: .microseconds(1), notAfter: play.end) }
     return Start(
-      range: MediaRange(startMilliseconds: from, endMilliseconds: play.end), play: play, outputs: outputs,
-      speed: speed, paused: paused, generation: generation,
-      presentFrom: MediaTime(milliseconds: position.map { $0 + 1 } ?? from),
-      showsFirstFrameWhilePaused: position == nil)
+      range: MediaRange(start: from, end: play.end), play: play, outputs: outputs, speed: speed, paused: paused,
+      generation: generation, presentFrom: next ?? from, showsFirstFrameWhilePaused: position == nil)
   }
 
-  /// Where the active play is (ms), or where it starts when nothing was presented yet.
-  var recordingStart: Int64? {
+  /// Where the active play is, or where it starts when nothing was presented yet.
+  var recordingStart: MediaTime? {
     guard active else { return nil }
     return positionFollowsTarget ? position ?? target : target
   }
@@ -252,7 +259,7 @@ struct ReplayStateMachine {
       }
       verdict.mismatched = outputs.map(\.id).filter { reached[$0] != nil }
     }
-    let position = time.milliseconds
+    let position = time
     // The audio moved the position while the video decoded up to its first frame: the video takes over
     // from where the audio is (its first frames may be a little earlier, presented late).
     if let driver = positionDriver, driver != id, let current = self.position, position < current {
@@ -263,7 +270,8 @@ struct ReplayStateMachine {
     positionFollowsTarget = true
     seekPending = false
     // onTimeChanged: at most once per 100 ms of media, and at once after a play, a seek or a gap.
-    guard listening, reportNext || lastReported.map({ position - $0 >= 100 }) ?? true else { return verdict }
+    let due = lastReported.map { last in (try? position - last).map { $0 >= Self.reportInterval } ?? true } ?? true
+    guard listening, reportNext || due else { return verdict }
     reportNext = false
     lastReported = position
     verdict.report = position
@@ -387,23 +395,5 @@ struct ReplayStateMachine {
     active = false
     paused = false
     return true
-  }
-
-  /// The error a gap's failure ends a play with when nothing after it plays (R57–R59, R73); nil for a
-  /// gap that is never an error (a hole, no keyframe yet, a channel without media).
-  static func failure(of gap: RecordingGap) -> TiError? {
-    for reason in gap.reasons {
-      switch reason {
-      case .notFound: return TiError(.recordingNotFound, "the recording at \(gap.range) does not exist")
-      case .downloadFailed:
-        return TiError(.recordingDownloadFailed, "the recording at \(gap.range) could not be downloaded")
-      case .integrityFailed, .decryptionFailed, .mediaUnreadable:
-        return TiError(.recordingUnreadable, "the recording at \(gap.range) cannot be read (\(reason))")
-      case .unsupportedMedia:
-        return TiError(.unsupportedFormat, "the recording at \(gap.range) has an unsupported format")
-      case .unknown, .noKeyFrame, .noRecording, .trackUnavailable: continue
-      }
-    }
-    return nil
   }
 }
