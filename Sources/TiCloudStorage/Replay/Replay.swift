@@ -114,6 +114,12 @@ public final class Replay: @unchecked Sendable {
     let events: (@Sendable (OutputEvent) -> Void)?
   }
 
+  /// What audio branches read per frame: audio plays only at 1×, at its output's volume.
+  struct AudioLevels: Sendable {
+    var normalSpeed = true
+    var volumes: [OutputID: Int] = [:]
+  }
+
   /// A recording task of the play, and what to call when the play ends for it.
   typealias RecorderEntry = (recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)
 
@@ -129,7 +135,9 @@ public final class Replay: @unchecked Sendable {
     var onCompleted: (@Sendable () -> Void)?
     var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
     var onSeekSuperseded: (@Sendable (Int64, Int64) -> Void)?
-    var attachments: [OutputID: Attachment] = [:]
+    var attachments: [OutputID: Attachment] = [:] {
+      didSet { publishLevels() }
+    }
     var recorders: [RecorderEntry] = [] {
       didSet { tappedRecorders.publish(recorders.map(\.recorder)) }
     }
@@ -141,6 +149,14 @@ public final class Replay: @unchecked Sendable {
     /// change.
     let tappedRecorders = Published<[ReplayRecorder]>([])
     let tappedDumps = Published<[RawDumpWriter]>([])
+    /// What an audio branch reads per frame without this lock: whether the speed is 1× and each output's
+    /// volume (published when either changes).
+    let levels = Published(AudioLevels())
+
+    /// Publishes ``levels`` from the rules' speed and the attachments.
+    func publishLevels() {
+      levels.publish(AudioLevels(normalSpeed: rules.speed == .x1, volumes: attachments.mapValues(\.volume)))
+    }
     var graph: Graph?
     var lastFrame: DecodedFrame?
     var droppedBefore = 0
@@ -290,6 +306,7 @@ public final class Replay: @unchecked Sendable {
   public func setSpeed(_ speed: ReplaySpeed) -> TiErrorCode {
     let pacers = state.withLock { state -> [Pacer] in
       state.rules.speed = speed
+      state.publishLevels()
       return state.graph?.pacers ?? []
     }
     for pacer in pacers { pacer.setRate(speed.rate) }

@@ -227,12 +227,12 @@ extension Replay {
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
         muted: !audioOnly, timeline: timeline, prerolls: false)
-      present = { [weak self] frame in
-        let volume = self?.state.withLock { state -> Int? in
-          guard state.rules.speed == .x1 else { return nil }
-          return state.attachments[id]?.volume
-        }
-        if let volume { device.play(frame, volume: volume) }
+      // Speed and volume as published: an audio frame takes no Replay lock.
+      let levels = LevelsReader(state.withLock { $0.levels })
+      present = { frame in
+        let current = levels.current
+        guard current.normalSpeed, let volume = current.volumes[id] else { return }
+        device.play(frame, volume: volume)
       }
     }
     let video = binding.isVideo
@@ -265,4 +265,15 @@ extension Replay {
     return (pacer, nodes)
   }
 
+}
+
+/// An audio branch's view of the Replay's published levels, kept by its present closure, which runs on
+/// the branch's executor only (so the reader's cache needs no lock of its own).
+final class LevelsReader: @unchecked Sendable {
+  private var reader: Published<Replay.AudioLevels>.Reader
+
+  init(_ levels: Published<Replay.AudioLevels>) { reader = levels.reader() }
+
+  /// The levels now (one atomic load unless they changed).
+  var current: Replay.AudioLevels { reader.current }
 }
