@@ -159,9 +159,8 @@ public final class FrameDecoder: Node {
     try drain(context: context)
   }
 
-  /// Drops the decoder's state (a seek). Keyframes-only ends here (the new stretch starts with every
-  /// picture: its consumer may flush after this decoder, or on another executor, and say so late); a
-  /// consumer that asked for nothing keeps it (it asks again at its own flush if it changed its mind).
+  /// Drops the decoder's state (a seek). Keyframes-only ends here, as `QualityOfService` says of a flush;
+  /// a demand for nothing holds.
   public func flush(context: NodeContext<DecodedFrame>) {
     if demand == .essentialOnly { demand = .everything }
     decoder = nil

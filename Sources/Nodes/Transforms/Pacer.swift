@@ -25,8 +25,8 @@ import Synchronization
 ///   pacer holds the next one until it resumes. A seek's flush (`NodeContext/seekTarget`) makes its
 ///   target the new `presentFrom`, and `showsFirstFrameWhilePaused` becomes `showsFirstFrameAfterSeek`
 ///   (a video pacer shows the target's frame while paused, an audio one plays nothing); a flush without
-///   a target restores both as made. A flush also asks for `everything` again (a muted pacer off 1×:
-///   `nothing`).
+///   a target restores both as made. A flush ends keyframes-only decoding (the decoder's own flush does);
+///   a muted pacer off 1× asks for `nothing` again.
 ///
 /// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
 /// the pacer's executor: made before `start` it applies at start, after `stop` it is ignored, and a
@@ -56,6 +56,8 @@ public final class Pacer: Node {
   private var pending: DecodedFrame?
   private var timer: ClockTimer?
   private var consecutiveDrops = 0
+  /// Late frames dropped in a row before upstream is asked for keyframes only.
+  private static let dropsBeforeKeyframesOnly = 3
   private var lastPresented: DecodedFrame?
   private var endHeld = false
   /// A muted pacer back at 1×: late frames are dropped until one is on time.
@@ -241,7 +243,7 @@ public final class Pacer: Node {
       if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowance {
         counters.dropped.add(1, ordering: .relaxed)
         consecutiveDrops += 1
-        if consecutiveDrops == 3 {
+        if consecutiveDrops == Self.dropsBeforeKeyframesOnly {
           context.sendUpstream(.qualityOfService(QualityOfService(.essentialOnly, lateness: .microseconds(lateness))))
         }
         if !applied.paused { context.resumeInput() }
@@ -268,7 +270,9 @@ public final class Pacer: Node {
   private func present(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
     resyncing = false
     if consecutiveDrops > 0 {
-      if consecutiveDrops >= 3 { context.sendUpstream(.qualityOfService(QualityOfService(.everything))) }
+      if consecutiveDrops >= Self.dropsBeforeKeyframesOnly {
+        context.sendUpstream(.qualityOfService(QualityOfService(.everything)))
+      }
       consecutiveDrops = 0
     }
     lastPresented = frame
@@ -324,7 +328,7 @@ public final class Pacer: Node {
       presentFrom = initialPresentFrom
       showsFirstFrameWhilePaused = initiallyShowsFirstFrame
     }
-    if consecutiveDrops >= 3 { context.sendUpstream(.qualityOfService(QualityOfService(.everything))) }
+    // Keyframes-only ends at the decoder's own flush (`QualityOfService`): nothing to say here.
     consecutiveDrops = 0
     lastPresented = nil
     endHeld = false

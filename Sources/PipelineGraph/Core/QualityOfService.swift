@@ -3,9 +3,10 @@
 /// The engine knows nothing about media: what "the items the rest depends on" are is the producer's
 /// business (a video decoder decodes keyframes only; an audio decoder keeps its packets and decodes
 /// nothing). A producer that cannot do less ignores the event; one that acted on it forwards nothing
-/// further, since it already does the work upstream would save. A demand holds until its consumer says
-/// otherwise, across flushes: a consumer that changes its mind at a seek says so (the producer and the
-/// consumer may flush in either order when they run on different executors).
+/// further, since it already does the work upstream would save. At a flush a producer ends
+/// ``Demand-swift.enum/essentialOnly`` itself (a seek starts a stretch whose every item counts; its
+/// consumer, flushing in either order on another executor, need not say so); ``Demand-swift.enum/nothing``
+/// holds until its consumer says otherwise.
 public struct QualityOfService: Sendable, Equatable, CustomStringConvertible {
   /// What the consumer asks for.
   public enum Demand: Sendable, Equatable {
