@@ -309,19 +309,23 @@ struct MediaFileExportTests {
       let at = try #require(shown.first) - origin
       let psnr = try Self.firstPicturePSNR(output, against: file, at: at)
       #expect(psnr >= 30, "\(label): PSNR \(psnr) dB of the picture at \(at) s")
-      if item.codec == "h264" { try Self.expectSampleEntryDescribesEveryPicture(output, directory.url, label) }
+      try Self.expectSampleEntryDescribesEveryPicture(output, codec: item.codec, directory.url, label)
     }
   }
 
-  /// A strict player uses only the sample entry's parameter sets: with every in-band SPS and PPS removed
-  /// (ffmpeg's `filter_units`), the file decodes to the same pictures. The re-encoded edge's sets take
-  /// ids of their own, and the sample entry holds them beside the copied stream's.
-  static func expectSampleEntryDescribesEveryPicture(_ file: URL, _ directory: URL, _ label: String) throws {
+  /// A strict player uses only the sample entry's parameter sets: with every in-band VPS, SPS and PPS
+  /// removed (ffmpeg's `filter_units`), the file decodes to the same pictures. The re-encoded edge's sets
+  /// take ids of their own (x264's `sps-id`; libx265's renumbered by `HEVCRenumbering`), and the sample
+  /// entry holds them beside the copied stream's.
+  static func expectSampleEntryDescribesEveryPicture(
+    _ file: URL, codec: String, _ directory: URL, _ label: String
+  ) throws {
     let stripped = directory.appendingPathComponent("stripped-\(UUID().uuidString.prefix(6)).mp4")
     _ = try runForStandardError(
       "/usr/bin/ffmpeg",
       [
-        "-v", "error", "-i", file.path, "-map", "0:v", "-c", "copy", "-bsf:v", "filter_units=remove_types=7|8",
+        "-v", "error", "-i", file.path, "-map", "0:v", "-c", "copy", "-bsf:v",
+        "filter_units=remove_types=\(codec == "h264" ? "7|8" : "32|33|34")",
         stripped.path,
       ])
     let hashes = { (url: URL) throws -> [String] in

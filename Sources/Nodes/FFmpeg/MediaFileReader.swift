@@ -7,8 +7,8 @@ import PipelineGraph
 /// filters.
 ///
 /// Every packet leaves with a decode and a presentation timestamp: raw elementary streams (`.h264`,
-/// `.aac`) carry none, so they are counted from 0 in decode order by the packets' durations (such a
-/// stream's frames are taken to be shown in decode order).
+/// `.aac`) carry none, so they are counted from 0 in decode order by the packets' durations; a raw video
+/// stream with B-frames is shown in the order its decoder returns the pictures (``PresentationOrder``).
 final class MediaFileReader {
   /// A selected stream.
   struct Stream {
@@ -22,8 +22,11 @@ final class MediaFileReader {
     let startTicks: Int64?
     /// The container's frame rate (video), when it states one.
     let framesPerSecond: Double?
+    /// How many frames the codec says are reordered at most (B-frames; 0 without).
+    let reorderDepth: Int
+
     /// True when the codec says frames are reordered (B-frames).
-    let reorders: Bool
+    var reorders: Bool { reorderDepth > 0 }
   }
 
   /// One audio or video stream of the file, selected or not (for ``MediaFileInfo``).
@@ -60,6 +63,12 @@ final class MediaFileReader {
   private var filters: [Int32: BitstreamFilter] = [:]
   /// Where the next untimed packet of a stream is decoded (raw elementary streams).
   private var untimedNext: [Int32: Int64] = [:]
+  /// A raw video stream with B-frames: the decoder that orders it, made at its first packet.
+  private var order: PresentationOrder?
+  /// Its packets read and decoded, waiting for their rank, oldest first, with their serials.
+  private var ordering: [(serial: Int64, packet: Read)] = []
+  /// The serial of the next packet of that stream, and whether the file ended.
+  private var (nextSerial, orderingEnded): (Int64, Bool) = (0, false)
 
   /// Opens `path` and picks its streams.
   /// - Throws: ``TiError`` `notFound`/`mediaUnreadable` when it cannot be opened, `trackUnavailable`
@@ -103,7 +112,7 @@ final class MediaFileReader {
             codec: codec, width: Int(parameters.pointee.width), height: Int(parameters.pointee.height)),
           timeBase: timeBase, startTicks: start,
           framesPerSecond: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : nil,
-          reorders: parameters.pointee.video_delay > 0)
+          reorderDepth: Int(max(0, parameters.pointee.video_delay)))
       case AV_CODEC_ID_AAC where audio == nil, AV_CODEC_ID_PCM_ALAW where audio == nil,
         AV_CODEC_ID_PCM_MULAW where audio == nil:
         let codec: Codec =
@@ -114,7 +123,7 @@ final class MediaFileReader {
           format: TrackFormat(
             codec: codec, sampleRate: Int(parameters.pointee.sample_rate),
             channels: Int(parameters.pointee.ch_layout.nb_channels)),
-          timeBase: timeBase, startTicks: start, framesPerSecond: nil, reorders: false)
+          timeBase: timeBase, startTicks: start, framesPerSecond: nil, reorderDepth: 0)
       default:
         continue
       }
@@ -135,8 +144,16 @@ final class MediaFileReader {
   /// - Parameter payload: false skips the payload (and its conversion to Annex B): for scanning.
   /// - Throws: ``TiError`` `recordingUnreadable` when reading fails.
   func read(payload: Bool = true) throws -> RawPacket? {
+    if order != nil { return try readInOrder(payload: payload) }
     if !readAhead.isEmpty { return readAhead.removeFirst() }
     guard let first = try readPacket(payload: payload) else { return nil }
+    if first.untimed, first.stream == video?.index, let video, video.reorders {
+      order = try PresentationOrder(codec: video.format.codec)
+      ordering = [(0, first)]
+      nextSerial = 1
+      try order?.decode(first.data, serial: 0)
+      return try readInOrder(payload: payload)
+    }
     guard first.dts == nil, first.stream == video?.index else { return first.timed }
     // Read up to the first video frame with a decode time (a few frames: the reordering depth).
     var waiting = [first]
@@ -173,6 +190,8 @@ final class MediaFileReader {
     var dts: Int64?
     var duration: Int64
     var isKeyframe: Bool
+    /// True for a packet of a raw stream (no timestamps at all).
+    var untimed = false
 
     var timed: RawPacket {
       RawPacket(stream: stream, data: data, pts: pts, dts: dts ?? pts, duration: duration, isKeyframe: isKeyframe)
@@ -196,12 +215,13 @@ final class MediaFileReader {
       if dts == nil && pts == none {
         // A raw elementary stream: times follow the packets in decode order, which is the order they are
         // shown in only without B-frames (their order is in the bitstream's picture counts, which only
-        // decoding recovers).
+        // decoding recovers: `readInOrder`, which needs the payload).
         if stream == video?.index && video?.reorders == true {
-          throw TiError.gap(
-            .unsupportedMedia,
-            "\(path) is a raw video stream with B-frames: it has no timestamps to show its frames in order "
-              + "(remux it into MP4, MKV or MPEG-TS first)")
+          try filters[stream]?.filter(packet.pointer)
+          let p = packet.pointer.pointee
+          return Read(
+            stream: stream, data: Data(bytes: p.data, count: Int(p.size)), pts: 0, dts: nil,
+            duration: max(0, p.duration), isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0, untimed: true)
         }
         let next = untimedNext[stream] ?? 0
         (dts, pts) = (next, next)
@@ -214,6 +234,40 @@ final class MediaFileReader {
       return Read(
         stream: stream, data: payload ? Data(bytes: p.data, count: Int(p.size)) : Data(), pts: pts, dts: dts,
         duration: duration, isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0)
+    }
+  }
+
+  /// The next packet of a raw video stream with B-frames, timed by its decoder's order: shown at
+  /// rank × its duration, decoded at (serial − the stream's reorder depth) × its duration, so that no
+  /// picture is decoded after it is shown (the first ones are decoded before 0, as in an MP4 with
+  /// B-frames). A picture the decoder dropped (its references are missing), or one that would be shown
+  /// before it is decoded in a stream deeper than it declares, is shown when it is decoded.
+  private func readInOrder(payload: Bool) throws -> RawPacket? {
+    guard let order, let video else { return nil }
+    while true {
+      if let head = ordering.first {
+        let rank = order.takeRank(of: head.serial)
+        if rank != nil || orderingEnded || nextSerial - head.serial > PresentationOrder.horizon {
+          ordering.removeFirst()
+          let frame = max(1, head.packet.duration)
+          let depth = Int64(video.reorderDepth)
+          let dts = (head.serial &- depth) &* frame
+          let pts = max(dts, (rank ?? Int64.min / frame) &* frame)
+          return RawPacket(
+            stream: head.packet.stream, data: payload ? head.packet.data : Data(), pts: pts, dts: dts,
+            duration: head.packet.duration, isKeyframe: head.packet.isKeyframe)
+        }
+      } else if orderingEnded {
+        return nil
+      }
+      if let next = try readPacket(payload: true) {
+        try order.decode(next.data, serial: nextSerial)
+        ordering.append((nextSerial, next))
+        nextSerial += 1
+      } else {
+        order.finish()
+        orderingEnded = true
+      }
     }
   }
 
@@ -234,6 +288,8 @@ final class MediaFileReader {
     guard av_seek_frame(input.pointer, -1, 0, AVSEEK_FLAG_BACKWARD) >= 0 else { return false }
     untimedNext.removeAll()
     readAhead.removeAll()
+    order?.reset()
+    (ordering, nextSerial, orderingEnded) = ([], 0, false)
     return true
   }
 }

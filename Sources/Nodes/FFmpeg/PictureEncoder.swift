@@ -20,6 +20,34 @@ final class PictureEncoder {
     /// The id of the H.264 SPS and PPS (x264's `sps-id`, 0...31): an edge re-encoded into a copied stream
     /// takes one the stream does not use, so both sets can sit in one sample entry. Ignored for H.265.
     var parameterSetId = 0
+    /// The H.264 profile and level to keep to (`profile_idc`, `level_idc` of the stream an edge is
+    /// re-encoded into; nil: x264's choice). Ignored for H.265 (libx265 makes Main, as cameras do).
+    var h264Profile: H264Profile?
+
+    /// x264's name of a profile an 8-bit 4:2:0 encoder can keep to: Baseline (66) and Main (77) as they
+    /// are (Constrained Baseline included), High for every other profile.
+    static func x264ProfileName(_ profileIDC: Int) -> String {
+      switch profileIDC {
+      case 66: "baseline"
+      case 77: "main"
+      default: "high"
+      }
+    }
+  }
+
+  /// An H.264 stream's `profile_idc` and `level_idc` (its SPS's second and fourth bytes).
+  struct H264Profile: Sendable, Hashable {
+    var profile: Int
+    var level: Int
+
+    /// The profile and level of the first SPS in `sets` (Annex B); nil without one.
+    init?(in sets: Data) {
+      guard
+        let sps = VideoParameterProbe.nalUnits(in: sets).first(where: { $0.count >= 4 && $0.first! & 0x1F == 7 })
+      else { return nil }
+      profile = Int(sps[sps.startIndex + 1])
+      level = Int(sps[sps.startIndex + 3])
+    }
   }
 
   let settings: Settings
@@ -55,6 +83,11 @@ final class PictureEncoder {
     } else {
       options["x264-params"] =
         "scenecut=0:repeat-headers=1:open-gop=0:sps-id=\(max(0, min(31, settings.parameterSetId)))"
+    }
+    if settings.codec == .h264, let kept = settings.h264Profile {
+      options["profile"] = Settings.x264ProfileName(kept.profile)
+      // level_idc is ten times the level (9 is 1b); x264 takes the same number.
+      if kept.level > 0 { options["level"] = "\(kept.level)" }
     }
     try context.open(options: options)
     packet = try Packet()

@@ -130,8 +130,16 @@ final class VideoParameterProbe {
 /// Reads the bits of a NAL unit's payload (emulation prevention bytes removed): fixed fields and
 /// unsigned Exp-Golomb codes, as H.264 and H.265 headers are written.
 struct ExpGolombReader {
-  private let bytes: [UInt8]
-  private var position = 0
+  /// The payload, emulation prevention bytes removed.
+  let bytes: [UInt8]
+  /// The next bit to read.
+  private(set) var position = 0
+
+  /// A reader of `bytes` (emulation prevention bytes already removed) from bit `position`.
+  init(bytes: [UInt8], at position: Int) {
+    self.bytes = bytes
+    self.position = position
+  }
 
   /// A reader of `payload`, the NAL unit after its header.
   init(rbsp payload: Data) {
@@ -150,7 +158,17 @@ struct ExpGolombReader {
     self.bytes = bytes
   }
 
-  private mutating func bit() -> Int? {
+  /// `count` bits (at most 32) as an unsigned number; nil past the end.
+  mutating func bits(_ count: Int) -> Int? {
+    var value = 0
+    for _ in 0..<count {
+      guard let next = bit() else { return nil }
+      value = value << 1 | next
+    }
+    return value
+  }
+
+  mutating func bit() -> Int? {
     guard position < bytes.count * 8 else { return nil }
     defer { position += 1 }
     return Int(bytes[position / 8] >> (7 - UInt8(position % 8))) & 1

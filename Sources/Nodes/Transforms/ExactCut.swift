@@ -50,6 +50,8 @@ public final class ExactCut: Node {
   private var held: [Held] = []
   private var decoder: MediaDecoder?
   private var encoder: PictureEncoder?
+  /// H.265: the edge's parameter sets moved to ids the copied stream does not use.
+  private var renumbering: HEVCRenumbering?
   /// The last picture decoded, waiting for the next one to give its duration.
   private var pendingPicture: (time: MediaTime, duration: MediaDuration, frame: FrameBuffer)?
   private var encoded: [EncodedPacket] = []
@@ -154,17 +156,28 @@ public final class ExactCut: Node {
       ?? PictureEncoder(
         .init(
           codec: codec, width: picture.width, height: picture.height, quality: quality, keyframeInterval: nil,
-          preset: "veryfast", parameterSetId: freeParameterSetId(among: copiedParameterSets)))
+          preset: "veryfast", parameterSetId: freeParameterSetId(among: copiedParameterSets),
+          h264Profile: codec == .h264 ? PictureEncoder.H264Profile(in: copiedParameterSets) : nil))
     self.encoder = encoder
-    let (data, isKeyframe) = try encoder.encode(picture, at: shown, keyframe: picturesEncoded == 0)
+    var (data, isKeyframe) = try encoder.encode(picture, at: shown, keyframe: picturesEncoded == 0)
+    if codec == .h265 {
+      // libx265 numbers its sets from 0 and has no option to do otherwise: they are renumbered here.
+      let renumbering =
+        self.renumbering
+        ?? HEVCRenumbering(
+          moving: HEVCParameterSetIDs(in: VideoParameterProbe.parameterSets(in: data, codec: .h265)),
+          awayFrom: HEVCParameterSetIDs(in: copiedParameterSets))
+      self.renumbering = renumbering
+      data = renumbering.apply(to: data)
+    }
     var format =
       encodedFormat
       ?? TrackFormat(codec: encoder.settings.codec, width: encoder.settings.width, height: encoder.settings.height)
     if isKeyframe {
       let sets = VideoParameterProbe.parameterSets(in: data, codec: format.codec)
-      // H.264: the edge's sets (ids of their own) and the copied stream's, so that the one sample entry a
+      // The edge's sets (ids of their own) and the copied stream's, so that the one sample entry a
       // file's track takes from its first packet describes every picture, the copied ones too.
-      if !sets.isEmpty { format.parameterSets = codec == .h264 ? sets + copiedParameterSets : sets }
+      if !sets.isEmpty { format.parameterSets = sets + copiedParameterSets }
     }
     encodedFormat = format
     picturesEncoded += 1
@@ -291,6 +304,7 @@ public final class ExactCut: Node {
     held = []
     decoder = nil
     encoder = nil
+    renumbering = nil
     pendingPicture = nil
     encoded = []
     encodedFormat = nil
