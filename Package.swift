@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "TiCloudStorage", targets: ["TiCloudStorage"]),
     .library(name: "ReplayTestKit", targets: ["ReplayTestKit"]),
     .library(name: "CloudServer", targets: ["CloudServer"]),
+    .library(name: "DesktopOutputs", targets: ["DesktopOutputs"]),
     .executable(name: "tipipe", targets: ["tipipe"]),
   ],
   targets: [
@@ -33,6 +34,9 @@ let package = Package(
     .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(
       name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+    // No pkgConfig: sdl2.pc adds -D_REENTRANT, which SwiftPM refuses with a warning; the headers are in
+    // /usr/include/SDL2.
+    .systemLibrary(name: "CSDL2", path: "Sources/CSDL2", providers: [.apt(["libsdl2-dev"])]),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),
     .target(
@@ -49,9 +53,11 @@ let package = Package(
     // The reference server of spec/cloud-api.md (`tipipe serve`), for development, tests and benchmarks.
     .target(
       name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD", "CArchive"], swiftSettings: strict),
+    // Outputs one can see and hear (SDL2): apart, so that the core and headless users do not link SDL.
+    .target(name: "DesktopOutputs", dependencies: ["Nodes", "PipelineGraph", "CSDL2"], swiftSettings: strict),
     .executableTarget(
       name: "tipipe",
-      dependencies: ["TiCloudStorage", "CloudServer", "MediaSynthesis", "Nodes", "PipelineGraph"],
+      dependencies: ["TiCloudStorage", "CloudServer", "MediaSynthesis", "Nodes", "PipelineGraph", "DesktopOutputs"],
       path: "Sources/Examples/tipipe",
       swiftSettings: strict
     ),

@@ -11,6 +11,8 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-good
   time
   chromium  # browser tests: exported files played in a <video> element
+  libsdl2-dev  # DesktopOutputs: the window of `tipipe play --window`
+  xvfb xdotool  # window tests: a display server, keys typed from outside
 )
 
 missing=()

@@ -1,3 +1,4 @@
+import DesktopOutputs
 import Dispatch
 import Foundation
 import Nodes
@@ -11,7 +12,7 @@ enum PlayCommand {
   static let usage = """
     usage: tipipe play --endpoint E [--token K] --start T --end T [--initial T]
                        [--speed 1/8|1/4|1/2|1|2|4|8] --video-channel N [--audio-channel N]
-                       [--pace realtime|fast] [--record OUT.mp4]
+                       [--pace realtime|fast] [--record OUT.mp4] [--window [--window-size WxH]]
 
     Replays [start, end) of the recordings at E (http(s)://… with --token, or file:///DIR) from
     --initial (default: start) into a null renderer and a null audio device, and prints one JSON
@@ -27,21 +28,28 @@ enum PlayCommand {
     longer a regular file at the end (a directory, a FIFO, a link), it is not replaced: the line has code
     fileWriteFailed (6046) and "kept", the recording's path in the cache (exit 1).
     SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
+    --window shows the video in a window (SDL2, --window-size WxH, default 960x540; needs a display:
+    without one, an error line and exit 2)
+    and takes keys: space pauses and resumes ({"event":"paused","ms":…} names the frame on screen),
+    left/right seek 10 s, up/down 60 s, + and - step the speed through 1/8…8, f fullscreen, q or Esc
+    quit (the summary is printed, exit 0). {"event":"window","x":…,"y":…,"width":…,"height":…} says where
+    its drawing area is on the screen.
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
     // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
     // keeps while it runs the main queue (LeakSanitizer would report it).
-    let (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache) = try {
+    let (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache, window) = try {
       () throws -> (
-        String, String, Int64, Int64, Int64?, UInt8, UInt8?, ReplaySpeed, TiCloudStorageReplayPace, URL?, URL
+        String, String, Int64, Int64, Int64?, UInt8, UInt8?, ReplaySpeed, TiCloudStorageReplayPace, URL?, URL,
+        (width: Int, height: Int)?
       ) in
       let flags = try FlagParser(
         arguments,
         known: [
           "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value, "--initial": .value,
           "--speed": .value, "--video-channel": .value, "--audio-channel": .value, "--pace": .value,
-          "--quiet": .boolean,
+          "--quiet": .boolean, "--window": .boolean, "--window-size": .value,
           "--record": .value, "--cache": .value,
         ])
       let endpoint = try flags.required("--endpoint")
@@ -71,8 +79,19 @@ enum PlayCommand {
       let record = try flags.string("--record").map {
         try outputPath("--record", $0, cache: cache, endpoint: endpoint)
       }
-      return (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache)
+      return (
+        endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache,
+        try windowSize(flags)
+      )
     }()
+    // The window first: without a display nothing else is worth starting.
+    let screen: SDLWindow?
+    do {
+      screen = try window.map { try SDLWindow(title: "tipipe play", width: $0.width, height: $0.height) }
+    } catch {
+      throw UsageError(message: "--window: \(error)")
+    }
+    defer { screen?.close() }
     // A play that cannot start still ends with its error event and a summary (cli.md).
     let failureLines = { @Sendable (error: TiError) in
       [
@@ -83,7 +102,8 @@ enum PlayCommand {
     }
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache, failureLines: failureLines) { storage in
       let play = Play(
-        storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel)
+        storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel,
+        screen: screen)
       return try play.run(start: start, end: end, initial: initial, record: record)
     }
   }
@@ -95,17 +115,21 @@ enum PlayCommand {
     let video = TiCloudStorageVideoOutput()
     /// The Audio Output and its channel, when the play has audio.
     let audio: (output: TiCloudStorageAudioOutput, channel: UInt8)?
-    let view = CountingRenderer()
+    let view: CountingRenderer
     let device = CountingAudioDevice()
+    /// The window the video is shown in (`--window`).
+    let screen: SDLWindow?
     let finished = DispatchSemaphore(value: 0)
     let status = Locked<Int32>(0)
     let videoChannel: UInt8
 
     init(
       storage: TiCloudStorage, pace: TiCloudStorageReplayPace, speed: ReplaySpeed, videoChannel: UInt8,
-      audioChannel: UInt8?
+      audioChannel: UInt8?, screen: SDLWindow?
     ) {
       replay = storage.createReplay(callbackThread: .main, pace: pace)
+      view = CountingRenderer(showingOn: screen)
+      self.screen = screen
       let device = self.device
       audio = audioChannel.map { (TiCloudStorageAudioOutput(device: device), $0) }
       self.videoChannel = videoChannel
@@ -150,6 +174,7 @@ enum PlayCommand {
         status.withLock { $0 = 1 }
         finished.signal()
       }
+      if let screen { WindowKeys(replay: replay, screen: screen, finished: finished).start() }
       let code = replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: initial)
       guard code == TiCloudStorageErrorCode.ok else {
         throw FacadeSession.error(
@@ -243,10 +268,29 @@ enum PlayCommand {
     }
   }
 
-  /// Counts the frames a Video Output presents (draws nothing).
+  /// `--window` and `--window-size WxH` (16…16384 each; default 960x540); nil without `--window`.
+  static func windowSize(_ flags: FlagParser) throws -> (width: Int, height: Int)? {
+    guard flags.has("--window") else {
+      if flags.string("--window-size") != nil { throw UsageError(message: "--window-size needs --window") }
+      return nil
+    }
+    guard let text = flags.string("--window-size") else { return (960, 540) }
+    let parts = text.split(separator: "x", omittingEmptySubsequences: false)
+    guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), (16...16384).contains(width),
+      (16...16384).contains(height)
+    else { throw UsageError(message: "--window-size must be WIDTHxHEIGHT (16…16384 each), not '\(text)'") }
+    return (width, height)
+  }
+
+  /// Counts the frames a Video Output presents, and shows them in the window when there is one.
   final class CountingRenderer: VideoRenderer {
     let frames = Atomic(0)
-    func render(_ frame: DecodedFrame) { frames.add(1, ordering: .relaxed) }
+    let screen: SDLWindow?
+    init(showingOn screen: SDLWindow?) { self.screen = screen }
+    func render(_ frame: DecodedFrame) {
+      frames.add(1, ordering: .relaxed)
+      screen?.render(frame)
+    }
   }
 
   /// Counts the audio frames an Audio Output plays (plays nothing).

@@ -1,0 +1,113 @@
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import Testing
+
+/// `tipipe play --window` on a real display server (Xvfb): the window is captured from outside with
+/// ffmpeg's `x11grab` and compared with the frame the play says is on screen, keys are typed with
+/// `xdotool`. Every wait is for a line of the play (the script reacts to what it reads), under one
+/// deadline.
+@Suite("tipipe play --window on a display")
+struct PlayWindowTests {
+  /// Reacts to the play's lines: after the third time report, space (pause); once the paused frame is
+  /// named, the window is captured and `+` typed (speed up); after the speed line, `q`.
+  static let script = """
+    set -u
+    T="$1"; LIB="$2"; OUT="$3"; START="$4"; END="$5"
+    coproc PLAY { "$T" play --endpoint "file://$LIB" --start "$START" --end "$END" --video-channel 0 --window \\
+      2>"$OUT/play.err"; echo "{\\"exit\\":$?}"; }
+    # The coprocess's descriptor is kept: bash forgets PLAY once it ends, before its last lines are read.
+    exec 3<&"${PLAY[0]}"
+    reports=0; paused=""; geometry=""
+    while IFS= read -r line <&3; do
+      printf '%s\\n' "$line" >> "$OUT/play.jsonl"
+      case "$line" in
+        *'"event":"window"'*)
+          geometry=$(printf '%s' "$line" | sed -E 's/.*"x":([0-9]+),"y":([0-9]+),"width":([0-9]+),"height":([0-9]+).*/\\3x\\4 \\1,\\2/');;
+        *'"event":"time"'*)
+          reports=$((reports + 1))
+          if [ -z "$paused" ] && [ "$reports" -ge 3 ]; then paused=1; xdotool key space; fi;;
+        *'"event":"paused"'*)
+          set -- $geometry
+          ffmpeg -v error -y -f x11grab -draw_mouse 0 -video_size "$1" -i "$DISPLAY+$2" -frames:v 1 "$OUT/window.png"
+          xdotool key plus;;
+        *'"event":"speed"'*)
+          xdotool key q;;
+      esac
+    done
+    """
+
+  static func events(_ text: String) -> [[String: Any]] {
+    text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+  }
+
+  @Test(
+    "the window shows the paused frame letterboxed (PSNR ≥ 30 dB against its snapshot), keys pause, speed up and quit")
+  func windowShowsThePlay() throws {
+    let library = try TemporaryDirectory()
+    var options = smallOptions(seconds: 9)
+    options.gaps = []
+    try LibrarySynthesizer(options: options).write(to: library.url)
+    let out = try TemporaryDirectory()
+    let script = out.url.appendingPathComponent("window.sh")
+    try Data(Self.script.utf8).write(to: script)
+    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    _ = try runForStandardError(
+      "/usr/bin/timeout",
+      [
+        "120", "/usr/bin/xvfb-run", "-a", "-s", "-screen 0 1280x720x24", "/bin/bash", script.path, tipipePath,
+        library.url.path, out.url.path, String(recordingStart), String(recordingStart + 9000),
+      ])
+    let lines = Self.events(
+      (try? String(contentsOf: out.url.appendingPathComponent("play.jsonl"), encoding: .utf8)) ?? "")
+    let errors = (try? String(contentsOf: out.url.appendingPathComponent("play.err"), encoding: .utf8)) ?? ""
+    #expect(lines.last?["exit"] as? Int == 0, "\(lines.suffix(3)) \(errors)")
+    let window = try #require(lines.first { $0["event"] as? String == "window" }, "\(lines.prefix(3))")
+    #expect(window["width"] as? Int == 960 && window["height"] as? Int == 540)
+    let paused = try #require(lines.first { $0["event"] as? String == "paused" }?["ms"] as? Int64, "\(lines)")
+    #expect(lines.contains { $0["event"] as? String == "speed" && $0["speed"] as? String == "2" })
+    #expect(lines.dropLast().last?["event"] as? String == "summary")
+
+    // The frame the play names, as the SDK's snapshot makes it, against what the screen shows: the
+    // 320x240 picture fills the 540 rows and is 720 wide, centred, with black bars either side.
+    let reference = out.url.appendingPathComponent("reference.jpg")
+    let snapshot = try tipipe([
+      "snapshot", "--endpoint", "file://\(library.url.path)", "--at", String(paused), "--video-channel", "0",
+      "--out", reference.path, "--cache", out.url.appendingPathComponent("cache").path,
+    ])
+    #expect(snapshot.status == 0, "\(snapshot.stderr)")
+    let capture = out.url.appendingPathComponent("window.png")
+    let measured = try runForStandardError(
+      "/usr/bin/ffmpeg",
+      [
+        "-i", capture.path, "-i", reference.path, "-filter_complex",
+        "[0:v]crop=720:540:120:0,scale=320:240:flags=area,format=rgb24[a];[1:v]format=rgb24[b];[a][b]psnr",
+        "-f", "null", "-",
+      ])
+    let psnr = measured.range(of: "average:").map {
+      Double(measured[$0.upperBound...].prefix { !$0.isWhitespace }) ?? 0
+    }
+    #expect((psnr ?? 0) >= 30, "PSNR \(String(describing: psnr)): \(measured.suffix(300))")
+    let bars = try runForData(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-i", capture.path, "-vf", "crop=116:540:0:0,format=gray", "-f", "rawvideo", "-"])
+    #expect(bars.count == 116 * 540 && bars.allSatisfy { $0 < 4 }, "the bars are black")
+  }
+
+  @Test("without a display, --window is one error line and exit 2, before anything plays")
+  func noDisplay() throws {
+    let library = try TemporaryDirectory()
+    try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: library.url)
+    let result = try tipipe(
+      [
+        "play", "--endpoint", "file://\(library.url.path)", "--start", String(recordingStart), "--end",
+        String(recordingStart + 3000), "--video-channel", "0", "--window",
+      ], environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""])
+    #expect(result.status == 2, "\(result.stderr)")
+    #expect(result.stderr.hasPrefix("tipipe: --window: cannot open a window"), "\(result.stderr)")
+    #expect(result.stderr.split(separator: "\n").count == 1)
+    #expect(result.stdout.isEmpty)
+    #expect(try tipipe(["play", "--window-size", "640x360"]).status == 2)
+  }
+}
