@@ -16,6 +16,7 @@ struct PlayWindowTests {
     set -u
     T="$1"; LIB="$2"; OUT="$3"; START="$4"; END="$5"
     coproc PLAY { "$T" play --endpoint "file://$LIB" --start "$START" --end "$END" --video-channel 0 --window \\
+      --cache "$OUT/cache" \\
       2>"$OUT/play.err"; echo "{\\"exit\\":$?}"; }
     # The coprocess's descriptor is kept: bash forgets PLAY once it ends, before its last lines are read.
     exec 3<&"${PLAY[0]}"
@@ -95,6 +96,62 @@ struct PlayWindowTests {
     #expect(bars.count == 116 * 540 && bars.allSatisfy { $0 < 4 }, "the bars are black")
   }
 
+  @Test("the audio channel plays on SDL's audio: the disk driver's samples are the decoded audio")
+  func soundIsTheDecodedAudio() throws {
+    let library = try TemporaryDirectory()
+    var options = smallOptions(seconds: 3)
+    options.gaps = []
+    try LibrarySynthesizer(options: options).write(to: library.url)
+    let out = try TemporaryDirectory()
+    let played = out.url.appendingPathComponent("sdl.raw")
+    let range = ["--start", String(recordingStart), "--end", String(recordingStart + 3000)]
+    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let lines = try run(
+      "/usr/bin/env",
+      [
+        "SDL_AUDIODRIVER=disk", "SDL_DISKAUDIOFILE=\(played.path)", "/usr/bin/timeout", "120", "/usr/bin/xvfb-run",
+        "-a", "-s", "-screen 0 1280x720x24", tipipePath, "play", "--endpoint", "file://\(library.url.path)",
+        "--video-channel", "0", "--audio-channel", "1", "--window", "--cache",
+        out.url.appendingPathComponent("cache").path,
+      ] + range)
+    let summary = try #require(Self.events(lines).last { $0["event"] as? String == "summary" }, "\(lines)")
+    let frames = try #require(summary["audio_frames"] as? Int)
+    #expect(frames >= 40, "\(summary)")
+    // What SDL played: 32-bit float mono at 16 kHz, 1024 samples an AAC frame. Where a frame came after
+    // the device needed it, SDL played silence (exact zeros, which a decoded tone never holds for long):
+    // with the silence left out, the samples are the frames in order, whatever the machine's load.
+    let device = try Data(contentsOf: played).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    let sound = device.filter { $0 != 0 }
+    #expect(sound.count >= frames * 1024 - 64 && sound.count <= frames * 1024, "\(sound.count) samples")
+    // The same seconds decoded by ffmpeg from an export of the library.
+    let export = out.url.appendingPathComponent("reference.mp4")
+    let exported = try tipipe(
+      [
+        "export", "--endpoint", "file://\(library.url.path)", "--video-channel", "0", "--audio-channel", "1", "--out",
+        export.path, "--cache", out.url.appendingPathComponent("cache").path, "--quiet",
+      ] + range)
+    #expect(exported.status == 0, "\(exported.stderr)")
+    let reference = try runForData(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-i", export.path, "-map", "0:a", "-f", "f32le", "-ac", "1", "-ar", "16000", "-"]
+    ).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    // The best alignment within ±2 frames over the first 2 s: the normalized correlation of the two. The
+    // library's tone is a 440 Hz sine, so where the sound starts is known only to within its period (36
+    // samples); a lost or repeated frame shifts its phase and breaks the correlation.
+    let window = 32_000
+    try #require(sound.count > window + 2048 && reference.count > window + 2048)
+    func correlation(_ lag: Int) -> Double {
+      var (product, a, b) = (0.0, 0.0, 0.0)
+      for index in 2048..<window {
+        let x = Double(sound[index]), y = Double(reference[index + lag])
+        (product, a, b) = (product + x * y, a + x * x, b + y * y)
+      }
+      return a > 0 && b > 0 ? product / (a * b).squareRoot() : 0
+    }
+    let best = (-2048...2048).max { correlation($0) < correlation($1) } ?? 0
+    #expect(correlation(best) >= 0.95, "best lag \(best): \(correlation(best)); \(device.count - sound.count) samples of silence")
+  }
+
   @Test("without a display, --window is one error line and exit 2, before anything plays")
   func noDisplay() throws {
     let library = try TemporaryDirectory()
@@ -109,5 +166,17 @@ struct PlayWindowTests {
     #expect(result.stderr.split(separator: "\n").count == 1)
     #expect(result.stdout.isEmpty)
     #expect(try tipipe(["play", "--window-size", "640x360"]).status == 2)
+    // A display but no sound: the same, for the audio.
+    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let silent = try runForStandardError(
+      "/usr/bin/env",
+      [
+        "SDL_AUDIODRIVER=none-such", "/usr/bin/timeout", "60", "/usr/bin/xvfb-run", "-a", "/bin/bash", "-c",
+        "\"$0\" \"$@\"; echo \"exit $?\" >&2", tipipePath, "play", "--endpoint", "file://\(library.url.path)",
+        "--start", String(recordingStart), "--end", String(recordingStart + 3000), "--video-channel", "0",
+        "--audio-channel", "1", "--window",
+      ])
+    #expect(silent.hasSuffix("exit 2\n"), "\(silent)")
+    #expect(silent.hasPrefix("tipipe: --window: no sound"), "\(silent)")
   }
 }

@@ -29,7 +29,8 @@ enum PlayCommand {
     fileWriteFailed (6046) and "kept", the recording's path in the cache (exit 1).
     SIGINT, SIGTERM and SIGHUP stop the replay (the summary is printed, exit 1).
     --window shows the video in a window (SDL2, --window-size WxH, default 960x540; needs a display:
-    without one, an error line and exit 2)
+    without one, an error line and exit 2) and plays the audio channel on SDL's audio (no audio
+    driver: an error line and exit 2; SDL_AUDIODRIVER=disk writes the samples to SDL_DISKAUDIOFILE)
     and takes keys: space pauses and resumes ({"event":"paused","ms":…} names the frame on screen),
     left/right seek 10 s, up/down 60 s, + and - step the speed through 1/8…8, f fullscreen, q or Esc
     quit (the summary is printed, exit 0). {"event":"window","x":…,"y":…,"width":…,"height":…} says where
@@ -92,6 +93,14 @@ enum PlayCommand {
       throw UsageError(message: "--window: \(error)")
     }
     defer { screen?.close() }
+    // Sound with the picture: the window's play plays its audio channel on SDL's audio.
+    let speaker: SDLAudioDevice?
+    do {
+      speaker = screen != nil && audioChannel != nil ? try SDLAudioDevice() : nil
+    } catch {
+      throw UsageError(message: "--window: \(error)")
+    }
+    defer { speaker?.close() }
     // A play that cannot start still ends with its error event and a summary (cli.md).
     let failureLines = { @Sendable (error: TiError) in
       [
@@ -103,7 +112,7 @@ enum PlayCommand {
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache, failureLines: failureLines) { storage in
       let play = Play(
         storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel,
-        screen: screen)
+        screen: screen, speaker: speaker)
       return try play.run(start: start, end: end, initial: initial, record: record)
     }
   }
@@ -116,7 +125,7 @@ enum PlayCommand {
     /// The Audio Output and its channel, when the play has audio.
     let audio: (output: TiCloudStorageAudioOutput, channel: UInt8)?
     let view: CountingRenderer
-    let device = CountingAudioDevice()
+    let device: CountingAudioDevice
     /// The window the video is shown in (`--window`).
     let screen: SDLWindow?
     let finished = DispatchSemaphore(value: 0)
@@ -125,10 +134,11 @@ enum PlayCommand {
 
     init(
       storage: TiCloudStorage, pace: TiCloudStorageReplayPace, speed: ReplaySpeed, videoChannel: UInt8,
-      audioChannel: UInt8?, screen: SDLWindow?
+      audioChannel: UInt8?, screen: SDLWindow?, speaker: SDLAudioDevice?
     ) {
       replay = storage.createReplay(callbackThread: .main, pace: pace)
       view = CountingRenderer(showingOn: screen)
+      device = CountingAudioDevice(playingOn: speaker)
       self.screen = screen
       let device = self.device
       audio = audioChannel.map { (TiCloudStorageAudioOutput(device: device), $0) }
@@ -293,10 +303,15 @@ enum PlayCommand {
     }
   }
 
-  /// Counts the audio frames an Audio Output plays (plays nothing).
+  /// Counts the audio frames an Audio Output plays, and plays them on the speaker when there is one.
   final class CountingAudioDevice: AudioDevice {
     let frames = Atomic(0)
-    func play(_ frame: DecodedFrame, volume: Int) { frames.add(1, ordering: .relaxed) }
+    let speaker: SDLAudioDevice?
+    init(playingOn speaker: SDLAudioDevice?) { self.speaker = speaker }
+    func play(_ frame: DecodedFrame, volume: Int) {
+      frames.add(1, ordering: .relaxed)
+      speaker?.play(frame, volume: volume)
+    }
   }
 
   /// `text` as a JSON string literal.
