@@ -68,18 +68,17 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     let shared = self.shared
     let ended = self.ended
     let thread = Thread {
-      let loop: Loop
       do {
-        loop = try Loop(title: title, width: width, height: height, shared: shared)
+        let loop = try Loop(title: title, width: width, height: height, shared: shared)
+        registered.withLock { $0 = loop.wakeEvent }
+        ready.signal()
+        loop.run()
       } catch {
         failure.withLock { $0 = "\(error)" }
         ready.signal()
-        ended.signal()
-        return
       }
-      registered.withLock { $0 = loop.wakeEvent }
-      ready.signal()
-      loop.run()
+      // The loop is gone (it lives in the scope above): SDL's window, renderer and subsystem are closed,
+      // so a process that exits right after close() leaves nothing of SDL's behind.
       ended.signal()
     }
     thread.name = "tipipe.window"

@@ -149,7 +149,9 @@ struct PlayWindowTests {
       return a > 0 && b > 0 ? product / (a * b).squareRoot() : 0
     }
     let best = (-2048...2048).max { correlation($0) < correlation($1) } ?? 0
-    #expect(correlation(best) >= 0.95, "best lag \(best): \(correlation(best)); \(device.count - sound.count) samples of silence")
+    #expect(
+      correlation(best) >= 0.95,
+      "best lag \(best): \(correlation(best)); \(device.count - sound.count) samples of silence")
   }
 
   @Test("without a display, --window is one error line and exit 2, before anything plays")

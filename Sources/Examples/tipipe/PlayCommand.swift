@@ -92,7 +92,6 @@ enum PlayCommand {
     } catch {
       throw UsageError(message: "--window: \(error)")
     }
-    defer { screen?.close() }
     // Sound with the picture: the window's play plays its audio channel on SDL's audio.
     let speaker: SDLAudioDevice?
     do {
@@ -100,7 +99,6 @@ enum PlayCommand {
     } catch {
       throw UsageError(message: "--window: \(error)")
     }
-    defer { speaker?.close() }
     // A play that cannot start still ends with its error event and a summary (cli.md).
     let failureLines = { @Sendable (error: TiError) in
       [
@@ -110,6 +108,11 @@ enum PlayCommand {
       ]
     }
     FacadeSession.run(endpoint: endpoint, token: token, cache: cache, failureLines: failureLines) { storage in
+      // Closed before the session ends the process (SDL's window and audio device, and their threads).
+      defer {
+        speaker?.close()
+        screen?.close()
+      }
       let play = Play(
         storage: storage, pace: pace, speed: speed, videoChannel: videoChannel, audioChannel: audioChannel,
         screen: screen, speaker: speaker)
@@ -150,6 +153,7 @@ enum PlayCommand {
       let replay = self.replay
       defer {
         // The teardown's state changes are not the play's: no line after the summary.
+        screen?.onCommand = nil
         video.delegate = nil
         audio?.output.delegate = nil
         _ = replay.stop()
