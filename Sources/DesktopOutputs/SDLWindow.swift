@@ -38,10 +38,21 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     public var width: Int, height: Int
   }
 
+  /// The frame on screen.
+  public struct Drawn: Sendable, Equatable {
+    /// Its media time.
+    public var time: MediaTime
+    /// How long it lasts.
+    public var duration: MediaDuration
+    /// Frames drawn so far, this one included.
+    public var count: Int
+  }
+
   private struct Shared {
     var pending: DecodedFrame?
+    var caption: String?
     var onCommand: (@Sendable (Command) -> Void)?
-    var drawn: (time: MediaTime, count: Int)?
+    var drawn: Drawn?
     var undrawn = 0
     var placement = Placement(x: 0, y: 0, width: 0, height: 0)
     var running = true
@@ -108,8 +119,17 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     if wake { Self.push(wakeEvent) }
   }
 
-  /// The media time of the frame on screen and how many frames were drawn; nil before the first.
-  public var drawn: (time: MediaTime, count: Int)? { shared.withLock { $0.drawn } }
+  /// The frame on screen; nil before the first.
+  public var drawn: Drawn? { shared.withLock { $0.drawn } }
+
+  /// The window's title (the play's time and speed, say); shown as soon as the window's thread gets to it.
+  public func setCaption(_ caption: String) {
+    let wake = shared.withLock { state -> Bool in
+      defer { state.caption = caption }
+      return state.caption == nil && state.pending == nil && state.running
+    }
+    if wake { Self.push(wakeEvent) }
+  }
 
   /// Frames given in a format the window does not draw.
   public var undrawnFrames: Int { shared.withLock { $0.undrawn } }
@@ -209,12 +229,12 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
           handle(event)
           while SDL_PollEvent(&event) != 0 { handle(event) }
         }
-        if let frame = shared.withLock({ state -> DecodedFrame? in
-          defer { state.pending = nil }
-          return state.pending
-        }) {
-          draw(frame)
+        let (frame, caption) = shared.withLock { state in
+          defer { (state.pending, state.caption) = (nil, nil) }
+          return (state.pending, state.caption)
         }
+        if let caption { SDL_SetWindowTitle(window, caption) }
+        if let frame { draw(frame) }
       }
     }
 
@@ -306,7 +326,9 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
       SDL_RenderCopy(renderer, texture, nil, &target)
       SDL_RenderPresent(renderer)
       last = frame
-      shared.withLock { $0.drawn = (frame.time, ($0.drawn?.count ?? 0) + 1) }
+      shared.withLock {
+        $0.drawn = Drawn(time: frame.time, duration: frame.duration, count: ($0.drawn?.count ?? 0) + 1)
+      }
     }
   }
 }

@@ -11,7 +11,8 @@ import Testing
 @Suite("tipipe play --window on a display")
 struct PlayWindowTests {
   /// Reacts to the play's lines: after the third time report, space (pause); once the paused frame is
-  /// named, the window is captured and `+` typed (speed up); after the speed line, `q`.
+  /// named, the window is captured and `.` typed (next frame), then `,` (back), `s` (snapshot), `+`
+  /// (speed up) and `q`, each after the line that answers the one before.
   static let script = """
     set -u
     T="$1"; LIB="$2"; OUT="$3"; START="$4"; END="$5"
@@ -20,7 +21,7 @@ struct PlayWindowTests {
       2>"$OUT/play.err"; echo "{\\"exit\\":$?}"; }
     # The coprocess's descriptor is kept: bash forgets PLAY once it ends, before its last lines are read.
     exec 3<&"${PLAY[0]}"
-    reports=0; paused=""; geometry=""
+    reports=0; paused=""; geometry=""; steps=0
     while IFS= read -r line <&3; do
       printf '%s\\n' "$line" >> "$OUT/play.jsonl"
       case "$line" in
@@ -32,6 +33,11 @@ struct PlayWindowTests {
         *'"event":"paused"'*)
           set -- $geometry
           ffmpeg -v error -y -f x11grab -draw_mouse 0 -video_size "$1" -i "$DISPLAY+$2" -frames:v 1 "$OUT/window.png"
+          xdotool key period;;
+        *'"event":"step"'*)
+          steps=$((steps + 1))
+          if [ "$steps" -eq 1 ]; then xdotool key comma; else xdotool key s; fi;;
+        *'"event":"snapshot"'*)
           xdotool key plus;;
         *'"event":"speed"'*)
           xdotool key q;;
@@ -68,6 +74,14 @@ struct PlayWindowTests {
     #expect(window["width"] as? Int == 960 && window["height"] as? Int == 540)
     let paused = try #require(lines.first { $0["event"] as? String == "paused" }?["ms"] as? Int64, "\(lines)")
     #expect(lines.contains { $0["event"] as? String == "speed" && $0["speed"] as? String == "2" })
+    let steps = lines.filter { $0["event"] as? String == "step" }.compactMap { $0["ms"] as? Int64 }
+    #expect(steps == [paused + 40, paused], "one frame on, one back: \(steps) from \(paused)")
+    let saved = try #require(lines.first { $0["event"] as? String == "snapshot" }, "\(lines)")
+    #expect(saved["code"] as? Int == 0, "\(saved)")
+    let file = try #require(saved["file"] as? String)
+    let size = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", file])
+    #expect(size.trimmingCharacters(in: .whitespacesAndNewlines) == "320,240", "\(file): \(size)")
     #expect(lines.dropLast().last?["event"] as? String == "summary")
 
     // The frame the play names, as the SDK's snapshot makes it, against what the screen shows: the

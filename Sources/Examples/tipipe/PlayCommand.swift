@@ -32,8 +32,10 @@ enum PlayCommand {
     without one, an error line and exit 2) and plays the audio channel on SDL's audio (no audio
     driver: an error line and exit 2; SDL_AUDIODRIVER=disk writes the samples to SDL_DISKAUDIOFILE)
     and takes keys: space pauses and resumes ({"event":"paused","ms":…} names the frame on screen),
-    left/right seek 10 s, up/down 60 s, + and - step the speed through 1/8…8, f fullscreen, q or Esc
-    quit (the summary is printed, exit 0). {"event":"window","x":…,"y":…,"width":…,"height":…} says where
+    left/right seek 10 s, up/down 60 s, + and - step the speed through 1/8…8 ({"event":"speed",…}),
+    . and , show the next and the previous frame while paused ({"event":"step","ms":…}), s saves a
+    snapshot in the cache ({"event":"snapshot","code":…,"file":…}), f fullscreen, q or Esc quit (the
+    summary is printed, exit 0); the title shows the play's time and speed. {"event":"window","x":…,"y":…,"width":…,"height":…} says where
     its drawing area is on the screen.
     """
 
@@ -173,7 +175,12 @@ enum PlayCommand {
         output.delegate = self
         try FacadeSession.check(output.attach(replay: replay, channelId: channel), "attach audio")
       }
-      replay.onTimeChanged = { ms in PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}") }
+      let keys = screen.map { WindowKeys(replay: replay, video: video, screen: $0, finished: self.finished) }
+      keys?.start()
+      replay.onTimeChanged = { ms in
+        PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}")
+        keys?.timeChanged(ms)
+      }
       replay.onRecordingGap = { gap in PlayCommand.line(PlayCommand.gapJSON(gap)) }
       let finished = self.finished
       let status = self.status
@@ -188,7 +195,6 @@ enum PlayCommand {
         status.withLock { $0 = 1 }
         finished.signal()
       }
-      if let screen { WindowKeys(replay: replay, screen: screen, finished: finished).start() }
       let code = replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: initial)
       guard code == TiCloudStorageErrorCode.ok else {
         throw FacadeSession.error(
