@@ -53,6 +53,7 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     var caption: String?
     var onCommand: (@Sendable (Command) -> Void)?
     var drawn: Drawn?
+    var lastFrame: DecodedFrame?
     var undrawn = 0
     var placement = Placement(x: 0, y: 0, width: 0, height: 0)
     var running = true
@@ -121,6 +122,9 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
 
   /// The frame on screen; nil before the first.
   public var drawn: Drawn? { shared.withLock { $0.drawn } }
+
+  /// The picture on screen (for a snapshot); nil before the first.
+  public var lastFrame: DecodedFrame? { shared.withLock { $0.lastFrame } }
 
   /// The window's title (the play's time and speed, say); shown as soon as the window's thread gets to it.
   public func setCaption(_ caption: String) {
@@ -328,6 +332,7 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
       last = frame
       shared.withLock {
         $0.drawn = Drawn(time: frame.time, duration: frame.duration, count: ($0.drawn?.count ?? 0) + 1)
+        $0.lastFrame = frame
       }
     }
   }

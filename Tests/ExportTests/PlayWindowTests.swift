@@ -168,6 +168,84 @@ struct PlayWindowTests {
       "best lag \(best): \(correlation(best)); \(device.count - sound.count) samples of silence")
   }
 
+  /// The file play's script: from 2 s, pause after three time lines, capture, seek 10 s on, quit once
+  /// the position got there.
+  static let fileScript = """
+    set -u
+    T="$1"; FILE="$2"; OUT="$3"
+    coproc PLAY { "$T" play --input "$FILE" --window --start 2 --cache "$OUT/cache" 2>"$OUT/play.err"; \\
+      echo "{\\"exit\\":$?}"; }
+    exec 3<&"${PLAY[0]}"
+    reports=0; paused=""; geometry=""; target=""
+    while IFS= read -r line <&3; do
+      printf '%s\\n' "$line" >> "$OUT/play.jsonl"
+      case "$line" in
+        *'"event":"window"'*)
+          geometry=$(printf '%s' "$line" | sed -E 's/.*"x":([0-9]+),"y":([0-9]+),"width":([0-9]+),"height":([0-9]+).*/\\3x\\4 \\1,\\2/');;
+        *'"event":"time"'*)
+          reports=$((reports + 1))
+          ms=$(printf '%s' "$line" | sed -E 's/.*"ms":([0-9]+).*/\\1/')
+          if [ -z "$paused" ] && [ "$reports" -ge 3 ]; then paused=1; xdotool key space; fi
+          if [ -n "$target" ] && [ "$ms" -ge "$target" ]; then target=""; xdotool key q; fi;;
+        *'"event":"paused"'*)
+          ms=$(printf '%s' "$line" | sed -E 's/.*"ms":([0-9]+).*/\\1/')
+          set -- $geometry
+          ffmpeg -v error -y -f x11grab -draw_mouse 0 -video_size "$1" -i "$DISPLAY+$2" -frames:v 1 "$OUT/window.png"
+          target=$((ms + 10000)); xdotool key Right;;
+      esac
+    done
+    """
+
+  @Test(
+    "play --input FILE --window: from --start, the paused frame on screen is the file's (PSNR ≥ 30 dB), → seeks 10 s")
+  func fileInAWindow() throws {
+    let out = try TemporaryDirectory()
+    let file = out.url.appendingPathComponent("cam.mp4")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=44100", "-t", "20", "-c:v", "libx264", "-g", "50", "-pix_fmt", "yuv420p",
+        "-c:a", "aac", file.path,
+      ])
+    let script = out.url.appendingPathComponent("file.sh")
+    try Data(Self.fileScript.utf8).write(to: script)
+    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    _ = try runForStandardError(
+      "/usr/bin/env",
+      [
+        "SDL_AUDIODRIVER=disk", "SDL_DISKAUDIOFILE=\(out.url.appendingPathComponent("sound.raw").path)",
+        "/usr/bin/timeout", "120", "/usr/bin/xvfb-run", "-a", "-s", "-screen 0 1280x720x24", "/bin/bash", script.path,
+        tipipePath, file.path, out.url.path,
+      ])
+    let lines = Self.events(
+      (try? String(contentsOf: out.url.appendingPathComponent("play.jsonl"), encoding: .utf8)) ?? "")
+    let errors = (try? String(contentsOf: out.url.appendingPathComponent("play.err"), encoding: .utf8)) ?? ""
+    #expect(lines.last?["exit"] as? Int == 0, "\(lines.suffix(3)) \(errors)")
+    let times = lines.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int64 }
+    #expect(times.first == 2000, "the play starts at --start: \(times.prefix(3))")
+    let paused = try #require(lines.first { $0["event"] as? String == "paused" }?["ms"] as? Int64, "\(lines)")
+    #expect(times.contains { $0 >= paused + 10_000 }, "→ moved the play 10 s on: \(times.suffix(3))")
+    let summary = try #require(lines.last { $0["event"] as? String == "summary" })
+    #expect((summary["audio_frames"] as? Int ?? 0) > 0, "\(summary)")
+
+    // ffmpeg's picture at that time (an accurate seek), against the window (640x360 fills 960x540).
+    let reference = out.url.appendingPathComponent("reference.png")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-y", "-ss", String(Double(paused) / 1000), "-i", file.path, "-frames:v", "1", reference.path])
+    let measured = try runForStandardError(
+      "/usr/bin/ffmpeg",
+      [
+        "-i", out.url.appendingPathComponent("window.png").path, "-i", reference.path, "-filter_complex",
+        "[0:v]scale=640:360:flags=area,format=rgb24[a];[1:v]format=rgb24[b];[a][b]psnr", "-f", "null", "-",
+      ])
+    let psnr = measured.range(of: "average:").map {
+      Double(measured[$0.upperBound...].prefix { !$0.isWhitespace }) ?? 0
+    }
+    #expect((psnr ?? 0) >= 30, "PSNR \(String(describing: psnr)): \(measured.suffix(300))")
+  }
+
   @Test("without a display, --window is one error line and exit 2, before anything plays")
   func noDisplay() throws {
     let library = try TemporaryDirectory()

@@ -73,6 +73,41 @@ struct MediaFileSourceTests {
     }
   }
 
+  @Test(
+    "a flush seeking to a time reads from the keyframe at or before it (MP4, MKV, MPEG-TS); raw streams from the start")
+  func flushSeeksToTheKeyframeBeforeTheTarget() throws {
+    let directory = try TemporaryDirectory()
+    let raw = directory.url.appendingPathComponent("seek.h264")
+    let mp4 = try makeFile("seek.mp4", in: directory.url, extraArguments: ["-bf", "2"])
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-i", mp4.path, "-map", "0:v", "-c", "copy", raw.path])
+    for file in [
+      mp4, try makeFile("seek.mkv", in: directory.url, extraArguments: []),
+      try makeFile("seek.ts", in: directory.url, extraArguments: []), raw,
+    ] {
+      let executor = ManualExecutor()
+      let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+      let sink = CollectingSink<EncodedPacket>()
+      pipeline.connect(MediaFileSource(path: file.path, startTime: MediaTime(microseconds: 0)), to: sink)
+      try pipeline.start()
+      executor.runUntilIdle()
+      sink.reset()
+      // -g 25: keyframes every second; 2.5 s lies in the group of 2 s.
+      _ = pipeline.flush(seekingTo: MediaTime(microseconds: 2_500_000))
+      executor.runUntilIdle()
+      let video = sink.items.filter { $0.track.kind == .video }
+      let first = try #require(video.first, "\(file.lastPathComponent)")
+      #expect(first.isKeyframe, "\(file.lastPathComponent)")
+      // MP4 and Matroska have an index: the keyframe of 2 s. MPEG-TS has none: libavformat lands on any
+      // packet, and the source goes back until a keyframe at or before the target comes first (not the
+      // file's start).
+      let expected: ClosedRange<Int64> =
+        file == raw ? 0...0 : file.pathExtension == "ts" ? 900_000...2_500_000 : 1_900_000...2_100_000
+      #expect(expected.contains(first.time.microseconds), "\(file.lastPathComponent): \(first.time)")
+      pipeline.stop()
+      executor.runUntilIdle()
+    }
+  }
+
   @Test("an MP4 with B-frames, an MKV and an MPEG-TS decode to ffprobe's frame counts")
   func containers() throws {
     let directory = try TemporaryDirectory()

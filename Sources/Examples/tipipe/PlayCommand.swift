@@ -13,6 +13,7 @@ enum PlayCommand {
     usage: tipipe play --endpoint E [--token K] --start T --end T [--initial T]
                        [--speed 1/8|1/4|1/2|1|2|4|8] --video-channel N [--audio-channel N]
                        [--pace realtime|fast] [--record OUT.mp4] [--window [--window-size WxH]]
+           tipipe play --input FILE --window [--window-size WxH] [--start S] [--speed …] [--no-audio]
 
     Replays [start, end) of the recordings at E (http(s)://… with --token, or file:///DIR) from
     --initial (default: start) into a null renderer and a null audio device, and prints one JSON
@@ -35,11 +36,15 @@ enum PlayCommand {
     left/right seek 10 s, up/down 60 s, + and - step the speed through 1/8…8 ({"event":"speed",…}),
     . and , show the next and the previous frame while paused ({"event":"step","ms":…}), s saves a
     snapshot in the cache ({"event":"snapshot","code":…,"file":…}), f fullscreen, q or Esc quit (the
-    summary is printed, exit 0); the title shows the play's time and speed. {"event":"window","x":…,"y":…,"width":…,"height":…} says where
+    summary is printed, exit 0); the title shows the play's time and speed.
+    With --input, plays a media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC) in the window from S
+    seconds of its start (12.5, 1:02.5), its audio on SDL's audio (--no-audio: none), with the same keys
+    and lines (times in ms from the file's start); s saves snapshot-<ms>.jpg in --cache DIR. {"event":"window","x":…,"y":…,"width":…,"height":…} says where
     its drawing area is on the screen.
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
+    if arguments.contains("--input") { return try FilePlayCommand.run(arguments) }
     // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
     // keeps while it runs the main queue (LeakSanitizer would report it).
     let (endpoint, token, start, end, initial, videoChannel, audioChannel, speed, pace, record, cache, window) = try {
@@ -175,7 +180,9 @@ enum PlayCommand {
         output.delegate = self
         try FacadeSession.check(output.attach(replay: replay, channelId: channel), "attach audio")
       }
-      let keys = screen.map { WindowKeys(replay: replay, video: video, screen: $0, finished: self.finished) }
+      let keys = screen.map {
+        WindowKeys(play: ReplayWindowPlay(replay: replay, video: video, finished: self.finished), screen: $0)
+      }
       keys?.start()
       replay.onTimeChanged = { ms in
         PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}")
@@ -370,6 +377,7 @@ enum SnapshotCommand {
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
+    if arguments.contains("--input") { return try FilePlayCommand.run(arguments) }
     // Parsed in a closure of its own: nothing of the parser stays in this frame, which the main thread
     // keeps while it runs the main queue (LeakSanitizer would report it).
     let (endpoint, token, at, end, channel, out, cache) = try {

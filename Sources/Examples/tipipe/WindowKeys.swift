@@ -4,28 +4,46 @@ import Foundation
 import Nodes
 import TiCloudStorage
 
+/// What the window's keys act on: a play of the SDK's Replay (`tipipe play --endpoint`) or of a media
+/// file (`tipipe play --input`). Called on the main queue.
+protocol WindowPlay: AnyObject {
+  /// The speed now.
+  var speed: ReplaySpeed { get }
+  /// The play's position (ms on its timeline), once it has one.
+  var positionMs: Int64? { get }
+  func pause()
+  func resume()
+  func seek(toMs: Int64)
+  func setSpeed(_ speed: ReplaySpeed)
+  /// Ends the play (the command prints its summary).
+  func stop()
+  /// Saves the frame on screen; `done` gets the line to print.
+  func snapshot(_ done: @escaping @Sendable (String) -> Void)
+}
+
 /// `tipipe play --window`: what the window's keys do to the play, on the main queue (where the play's
 /// callbacks and lines are).
 final class WindowKeys: @unchecked Sendable {
   // Confined to the main queue.
   private var paused = false
-  private let replay: TiCloudStorageReplay
-  private let video: TiCloudStorageVideoOutput
+  private let play: any WindowPlay
   private let screen: SDLWindow
-  private let finished: DispatchSemaphore
+  /// UTC clock times in the title (a library's timeline); seconds from the start for a file.
+  private let showsDates: Bool
 
-  init(replay: TiCloudStorageReplay, video: TiCloudStorageVideoOutput, screen: SDLWindow, finished: DispatchSemaphore) {
-    self.replay = replay
-    self.video = video
+  init(play: any WindowPlay, screen: SDLWindow, showsDates: Bool = true) {
+    self.play = play
     self.screen = screen
-    self.finished = finished
+    self.showsDates = showsDates
   }
 
-  /// The title shows the play's time (UTC) and speed.
+  /// The title shows the play's time and speed.
   func timeChanged(_ ms: Int64) {
-    let date = Date(timeIntervalSince1970: Double(ms) / 1000)
-    screen.setCaption(
-      "tipipe play — \(Self.clock.string(from: date)) UTC · \(replay.speed)×\(paused ? " · paused" : "")")
+    let time =
+      showsDates
+      ? Self.clock.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)) + " UTC"
+      : String(format: "%.3f s", Double(ms) / 1000)
+    screen.setCaption("tipipe play — \(time) · \(play.speed)×\(paused ? " · paused" : "")")
   }
 
   private static let clock: DateFormatter = {
@@ -49,25 +67,24 @@ final class WindowKeys: @unchecked Sendable {
     switch command {
     case .quit:
       screen.onCommand = nil
-      _ = replay.stop()
-      finished.signal()
+      play.stop()
     case .togglePause:
       paused.toggle()
       if paused {
-        _ = replay.pause()
+        play.pause()
         reportPaused(previous: nil, checks: 0, event: "paused")
       } else {
-        _ = replay.resume()
+        play.resume()
       }
     case .seek(let seconds):
-      guard let now = replay.currentTimeMs else { return }
-      _ = replay.seek(toTimeMs: now + Int64(seconds) * 1000)
+      guard let now = play.positionMs else { return }
+      play.seek(toMs: now + Int64(seconds) * 1000)
     case .changeSpeed(let steps):
       let all: [ReplaySpeed] = [.x0_125, .x0_25, .x0_5, .x1, .x2, .x4, .x8]
-      guard let index = all.firstIndex(of: replay.speed) else { return }
+      guard let index = all.firstIndex(of: play.speed) else { return }
       let next = all[max(0, min(all.count - 1, index + steps))]
-      if next != replay.speed {
-        _ = replay.setSpeed(next)
+      if next != play.speed {
+        play.setSpeed(next)
         PlayCommand.line("{\"event\":\"speed\",\"speed\":\"\(next)\"}")
       }
     case .step(let frames):
@@ -75,13 +92,10 @@ final class WindowKeys: @unchecked Sendable {
       // frame at or after it is shown, as a paused seek shows).
       guard paused, let drawn = screen.drawn else { return }
       let frame = max(1, drawn.duration.milliseconds)
-      _ = replay.seek(toTimeMs: drawn.time.milliseconds + Int64(frames) * frame)
+      play.seek(toMs: drawn.time.milliseconds + Int64(frames) * frame)
       reportPaused(previous: drawn.count, checks: 0, event: "step")
     case .snapshot:
-      video.takeSnapshot { result in
-        let file = result.file.map { PlayCommand.jsonString($0.path) } ?? "null"
-        PlayCommand.line("{\"event\":\"snapshot\",\"code\":\(result.code),\"file\":\(file)}")
-      }
+      play.snapshot { line in PlayCommand.line(line) }
     }
   }
 
@@ -98,6 +112,38 @@ final class WindowKeys: @unchecked Sendable {
     }
     DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(50)) {
       self.reportPaused(previous: drawn?.count, checks: checks + 1, event: event)
+    }
+  }
+}
+
+/// The SDK's Replay and its Video Output, as the window's keys see them.
+final class ReplayWindowPlay: WindowPlay, @unchecked Sendable {
+  private let replay: TiCloudStorageReplay
+  private let video: TiCloudStorageVideoOutput
+  private let finished: DispatchSemaphore
+
+  init(replay: TiCloudStorageReplay, video: TiCloudStorageVideoOutput, finished: DispatchSemaphore) {
+    self.replay = replay
+    self.video = video
+    self.finished = finished
+  }
+
+  var speed: ReplaySpeed { replay.speed }
+  var positionMs: Int64? { replay.currentTimeMs }
+  func pause() { _ = replay.pause() }
+  func resume() { _ = replay.resume() }
+  func seek(toMs ms: Int64) { _ = replay.seek(toTimeMs: ms) }
+  func setSpeed(_ speed: ReplaySpeed) { _ = replay.setSpeed(speed) }
+
+  func stop() {
+    _ = replay.stop()
+    finished.signal()
+  }
+
+  func snapshot(_ done: @escaping @Sendable (String) -> Void) {
+    video.takeSnapshot { result in
+      let file = result.file.map { PlayCommand.jsonString($0.path) } ?? "null"
+      done("{\"event\":\"snapshot\",\"code\":\(result.code),\"file\":\(file)}")
     }
   }
 }

@@ -281,6 +281,40 @@ final class MediaFileReader {
     return starts.min() ?? .zero
   }
 
+  /// Goes to the keyframe at or before `microseconds` of the file's time; false when the file cannot
+  /// seek there (a raw stream, whose times are counted from its start, or one libavformat cannot seek
+  /// in): the reader is then where it was or at a place the caller rewinds from.
+  ///
+  /// libavformat lands on a keyframe where the container has an index (MP4, Matroska's cues); elsewhere
+  /// (MPEG-TS) it may land on any packet. The first video keyframe after the landing point is looked
+  /// for: at or before the target, reading goes on from there (with the audio read on the way);
+  /// otherwise the seek goes further back (2, 10, 60 s) before giving up.
+  func seek(toMicroseconds target: Int64) -> Bool {
+    guard order == nil, !["h264", "hevc"].contains(containerName) else { return false }
+    for back: Int64 in [0, 2_000_000, 10_000_000, 60_000_000] {
+      let at = target.subtractingReportingOverflow(back).partialValue
+      guard avformat_seek_file(input.pointer, -1, .min, at, at, 0) >= 0 else { return false }
+      untimedNext.removeAll()
+      readAhead.removeAll()
+      guard let video else { return true }
+      // Up to the first video keyframe: the pictures before it refer to what was not read (dropped),
+      // the audio stays.
+      var read: [RawPacket] = []
+      while read.count < 4096, let packet = try? self.read() {
+        guard packet.stream == video.index else {
+          read.append(packet)
+          continue
+        }
+        guard packet.isKeyframe else { continue }
+        let time = (try? MediaDuration(ticks: packet.pts, timeBase: video.timeBase))?.microseconds ?? .max
+        guard time <= target else { break }
+        readAhead = read + [packet] + readAhead
+        return true
+      }
+    }
+    return false
+  }
+
   /// Goes back to the start of the file.
   /// Seeks back to the file's start; false when libavformat cannot (the reader is then where it was,
   /// and the caller opens the file again).

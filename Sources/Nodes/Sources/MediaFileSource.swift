@@ -84,6 +84,10 @@ public final class MediaFileSource: SourceNode {
     try MediaFileInfo(reading: MediaFileReader(path: path))
   }
 
+  /// Opens `path` as the source would and closes it again, without reading its packets: a missing
+  /// file, one that is not media or one without a supported track throws what ``start(context:)`` would.
+  public static func check(path: String) throws { _ = try MediaFileReader(path: path) }
+
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {
     let reader = try MediaFileReader(path: path)
@@ -196,9 +200,17 @@ public final class MediaFileSource: SourceNode {
     }
   }
 
-  /// Seeks back to the start of the file.
+  /// Seeks to the keyframe at or before the flush's seek target (``NodeContext/seekTarget``), or back to
+  /// the start of the file without one (or when the file cannot seek there).
   public func flush(context: NodeContext<EncodedPacket>) {
-    if let reader, !reader.rewind() {
+    let target = context.seekTarget.flatMap { target -> Int64? in
+      guard let startTime else { return target.microseconds }
+      guard let offset = try? target - startTime, let fileTime = try? anchor + offset else { return nil }
+      return fileTime.microseconds
+    }
+    if let reader, let target, reader.seek(toMicroseconds: target) {
+      // Positioned: what follows is read from the keyframe there.
+    } else if let reader, !reader.rewind() {
       // A stream libavformat cannot seek in: read it again from the start, or fail at the next read.
       do {
         self.reader = try MediaFileReader(path: path)

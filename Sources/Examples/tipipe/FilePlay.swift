@@ -1,0 +1,208 @@
+import DesktopOutputs
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import TiCloudStorage
+
+/// `tipipe play --input FILE --window`: a media file played in the window, as a graph of the library's
+/// nodes — `MediaFileSource → FrameDecoder → Pacer → PresentationSink` for the video and, with a
+/// speaker, the same for the audio — one timeline for both, on a thread of its own. Pause and speed go
+/// to the pacers; a seek flushes the graph to the target (the source seeks to the keyframe before it,
+/// the pacers show from the target). Lines go out on the main queue, in one order.
+final class FilePlay: WindowPlay, @unchecked Sendable {
+  private struct State {
+    var speed: ReplaySpeed
+    var position: MediaTime?
+    var reported: MediaTime?
+    var videoFrames = 0
+    var audioFrames = 0
+    var ended = false
+  }
+
+  private let executor = ThreadExecutor(name: "tipipe.play")
+  private let pipeline: Pipeline
+  private let pacers: [Pacer]
+  private let screen: SDLWindow
+  private let snapshots: URL
+  private let state: Locked<State>
+  /// Signalled when the play ends: its end, a failure, `q`.
+  let finished = DispatchSemaphore(value: 0)
+  /// The failure that ended the play, if one did.
+  private let failure = Locked<TiError?>(nil)
+
+  /// A play of `path` from `start` (the file's own time; nil: its start) at `speed`, shown on `screen`
+  /// and heard on `speaker`; snapshots go to `snapshots`.
+  init(path: String, start: MediaTime?, speed: ReplaySpeed, screen: SDLWindow, speaker: SDLAudioDevice?, snapshots: URL)
+    throws
+  {
+    self.screen = screen
+    self.snapshots = snapshots
+    let state = Locked(State(speed: speed))
+    self.state = state
+    let pipeline = Pipeline(executor: executor)
+    self.pipeline = pipeline
+    // Times from the file's start: the title, the lines and --start all count from there.
+    let source = MediaFileSource(path: path, startTime: MediaTime(microseconds: 0))
+    let tracks = Set([source.videoTrack] + (speaker == nil ? [] : [source.audioTrack]))
+    let timeline = PlaybackTimeline(tracks: tracks, rate: speed.rate)
+    // One decoding thread, as the Replay: a seek's or a step's picture comes out with its own packet.
+    let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack, threads: 1)
+    let videoPacer = Pacer(
+      name: "VideoPacer", rate: speed.rate, presentFrom: start, showsFirstFrameAfterSeek: true, timeline: timeline)
+    let videoSink = PresentationSink(
+      name: "VideoOutput",
+      onFrame: { frame, _ in
+        screen.render(frame)
+        let report = state.withLock { state -> Int64? in
+          state.videoFrames += 1
+          state.position = frame.time
+          // At most one time line per 100 ms of media, as `tipipe play` prints them.
+          guard state.reported.map({ (try? frame.time - $0)?.microseconds ?? 0 >= 100_000 || frame.time < $0 }) ?? true
+          else { return nil }
+          state.reported = frame.time
+          return frame.time.milliseconds
+        }
+        if let report { DispatchQueue.main.async { PlayCommand.line("{\"event\":\"time\",\"ms\":\(report)}") } }
+      })
+    pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
+    pipeline.connect(videoDecoder, to: videoPacer, limits: EdgeLimits(items: 4))
+    pipeline.connect(videoPacer, to: videoSink, limits: EdgeLimits(items: 2))
+    var pacers = [videoPacer]
+    if let speaker {
+      let audioDecoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack, threads: 1)
+      let audioPacer = Pacer(
+        name: "AudioPacer", rate: speed.rate, presentFrom: start, timeline: timeline, prerolls: false)
+      let audioSink = PresentationSink(
+        name: "AudioOutput",
+        onFrame: { frame, _ in
+          // Sound at 1× only, as the Replay's Audio Output.
+          guard
+            state.withLock({ state in
+              state.audioFrames += 1
+              return state.speed == .x1
+            })
+          else { return }
+          speaker.play(frame, volume: 100)
+        })
+      pipeline.connect(source, to: audioDecoder, limits: EdgeLimits(items: 256, bytes: 8 << 20))
+      pipeline.connect(audioDecoder, to: audioPacer, limits: EdgeLimits(items: 16))
+      pipeline.connect(audioPacer, to: audioSink, limits: EdgeLimits(items: 4))
+      pacers.append(audioPacer)
+    }
+    self.pacers = pacers
+    let finished = self.finished
+    let failure = self.failure
+    pipeline.errorHandler = { node in
+      failure.withLock { $0 = $0 ?? TiError(node) }
+      finished.signal()
+      return .stopPipeline
+    }
+    pipeline.onEndOfStream = { _ in
+      state.withLock { $0.ended = true }
+      finished.signal()
+    }
+    if let start { _ = pipeline.flush(seekingTo: start) }
+  }
+
+  /// Plays until the file ends, a failure or `stop()`; prints `completed` or the error line, then the
+  /// summary; returns the exit status.
+  func run() throws -> Int32 {
+    try pipeline.start()
+    finished.wait()
+    pipeline.stop()
+    executor.shutdown()
+    let (ended, video, audio) = state.withLock { ($0.ended, $0.videoFrames, $0.audioFrames) }
+    let error = failure.withLock { $0 }
+    FacadeSession.waitOnMain { done in DispatchQueue.main.async { done(()) } }
+    if let error {
+      PlayCommand.line("{\"event\":\"error\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\"}")
+    } else if ended {
+      PlayCommand.line("{\"event\":\"completed\"}")
+    }
+    let dropped = pacers.first?.statistics.dropped.load(ordering: .relaxed) ?? 0
+    PlayCommand.line(
+      "{\"event\":\"summary\",\"video_frames\":\(video),\"audio_frames\":\(audio),\"dropped_frames\":\(dropped)}")
+    if let error { throw error }
+    return 0
+  }
+
+  var speed: ReplaySpeed { state.withLock { $0.speed } }
+  var positionMs: Int64? { state.withLock { $0.position?.milliseconds } }
+  func pause() { for pacer in pacers { pacer.pause() } }
+  func resume() { for pacer in pacers { pacer.resume() } }
+
+  func seek(toMs ms: Int64) {
+    state.withLock { $0.reported = nil }
+    _ = pipeline.flush(seekingTo: MediaTime(milliseconds: max(0, ms)))
+  }
+
+  func setSpeed(_ speed: ReplaySpeed) {
+    state.withLock { $0.speed = speed }
+    for pacer in pacers { pacer.setRate(speed.rate) }
+  }
+
+  func stop() { finished.signal() }
+
+  /// The frame on screen as a JPEG in the snapshot directory (`snapshot-<ms>.jpg`, written under a
+  /// temporary name and renamed).
+  func snapshot(_ done: @escaping @Sendable (String) -> Void) {
+    guard let frame = screen.lastFrame else {
+      return done("{\"event\":\"snapshot\",\"code\":\(TiErrorCode.noFrame.rawValue),\"file\":null}")
+    }
+    let file = snapshots.appendingPathComponent("snapshot-\(frame.time.milliseconds).jpg")
+    do {
+      try FileManager.default.createDirectory(at: snapshots, withIntermediateDirectories: true)
+      try frame.jpegData().write(to: file, options: .atomic)
+      done("{\"event\":\"snapshot\",\"code\":0,\"file\":\(PlayCommand.jsonString(file.path))}")
+    } catch {
+      let code = TiError(error).code == .ok ? TiErrorCode.fileWriteFailed : TiError(error).code
+      done("{\"event\":\"snapshot\",\"code\":\(code.rawValue),\"file\":null}")
+    }
+  }
+}
+
+/// `tipipe play --input FILE --window`: parses the flags, opens the window (and the speaker), plays.
+enum FilePlayCommand {
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(
+      arguments,
+      known: [
+        "--input": .value, "--start": .value, "--speed": .value, "--window": .boolean, "--window-size": .value,
+        "--no-audio": .boolean, "--cache": .value,
+      ])
+    let input = try flags.required("--input")
+    guard let size = try PlayCommand.windowSize(flags) else {
+      throw UsageError(message: "--input plays in a window: add --window")
+    }
+    let start = try flags.string("--start").map { try FileExportCommand.offset("--start", $0) }
+    let speedText = flags.string("--speed") ?? "1"
+    guard let speed = ReplaySpeed(speedText) else {
+      throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
+    }
+    let snapshots = try FacadeSession.cacheDirectory(flags)
+    // A file that cannot be read is its error line before any window opens.
+    try MediaFileSource.check(path: input)
+    let screen: SDLWindow
+    let speaker: SDLAudioDevice?
+    do {
+      screen = try SDLWindow(title: "tipipe play", width: size.width, height: size.height)
+      speaker = flags.has("--no-audio") ? nil : try SDLAudioDevice()
+    } catch {
+      throw UsageError(message: "--window: \(error)")
+    }
+    FacadeSession.runOffMain {
+      defer {
+        speaker?.close()
+        screen.close()
+      }
+      let play = try FilePlay(
+        path: input, start: start.map { MediaTime(microseconds: $0.microseconds) }, speed: speed, screen: screen,
+        speaker: speaker, snapshots: snapshots)
+      let keys = WindowKeys(play: play, screen: screen, showsDates: false)
+      keys.start()
+      defer { screen.onCommand = nil }
+      return try play.run()
+    }
+  }
+}
