@@ -48,9 +48,31 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     public var count: Int
   }
 
+  /// What the bar under the picture shows: the play's range, its gaps and where the play is.
+  public struct Timeline: Sendable, Equatable {
+    /// The whole range (the bar's width).
+    public var range: MediaRange
+    /// Stretches without media (red).
+    public var gaps: [MediaRange]
+    /// The play's position (a white mark; what lies before it is lighter).
+    public var position: MediaTime?
+
+    /// A timeline of `range`.
+    public init(range: MediaRange, gaps: [MediaRange] = [], position: MediaTime? = nil) {
+      self.range = range
+      self.gaps = gaps
+      self.position = position
+    }
+  }
+
+  /// Rows under the picture that the timeline bar takes (when one is shown).
+  public static let barHeight: Int32 = 8
+
   private struct Shared {
     var pending: DecodedFrame?
     var caption: String?
+    var timeline: Timeline?
+    var timelineChanged = false
     var onCommand: (@Sendable (Command) -> Void)?
     var drawn: Drawn?
     var lastFrame: DecodedFrame?
@@ -123,6 +145,16 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
   /// The frame on screen; nil before the first.
   public var drawn: Drawn? { shared.withLock { $0.drawn } }
 
+  /// Shows `timeline` in a bar under the picture (the picture gives it ``barHeight`` rows); nil hides it.
+  public func showTimeline(_ timeline: Timeline?) {
+    let wake = shared.withLock { state -> Bool in
+      guard state.timeline != timeline else { return false }
+      defer { (state.timeline, state.timelineChanged) = (timeline, true) }
+      return !state.timelineChanged && state.pending == nil && state.running
+    }
+    if wake { Self.push(wakeEvent) }
+  }
+
   /// The picture on screen (for a snapshot); nil before the first.
   public var lastFrame: DecodedFrame? { shared.withLock { $0.lastFrame } }
 
@@ -166,7 +198,6 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     var textureSize = (width: 0, height: 0)
     let wakeEvent: UInt32
     let shared: Locked<Shared>
-    var last: DecodedFrame?
     var fullscreen = false
 
     init(title: String, width: Int, height: Int, shared: Locked<Shared>) throws {
@@ -233,12 +264,16 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
           handle(event)
           while SDL_PollEvent(&event) != 0 { handle(event) }
         }
-        let (frame, caption) = shared.withLock { state in
-          defer { (state.pending, state.caption) = (nil, nil) }
-          return (state.pending, state.caption)
+        let (frame, caption, timelineChanged) = shared.withLock { state in
+          defer { (state.pending, state.caption, state.timelineChanged) = (nil, nil, false) }
+          return (state.pending, state.caption, state.timelineChanged)
         }
         if let caption { SDL_SetWindowTitle(window, caption) }
-        if let frame { draw(frame) }
+        if let frame {
+          draw(frame)
+        } else if timelineChanged {
+          compose()
+        }
       }
     }
 
@@ -248,7 +283,7 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
         send(.quit)
       case SDL_WINDOWEVENT.rawValue:
         updatePlacement()
-        if let last { draw(last) } else { clear() }
+        compose()
       case SDL_KEYDOWN.rawValue:
         let key = UInt32(bitPattern: event.key.keysym.sym)
         switch key {
@@ -318,21 +353,56 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
         shared.withLock { $0.undrawn += 1 }
         return
       }
-      var output: (width: Int32, height: Int32) = (0, 0)
-      SDL_GetRendererOutputSize(renderer, &output.width, &output.height)
-      // The largest rectangle of the picture's aspect inside the drawing area, centred (black bars).
-      let scale = min(Double(output.width) / Double(width), Double(output.height) / Double(height))
-      let (shownWidth, shownHeight) = (Int32(Double(width) * scale), Int32(Double(height) * scale))
-      var target = SDL_Rect(
-        x: (output.width - shownWidth) / 2, y: (output.height - shownHeight) / 2, w: shownWidth, h: shownHeight)
-      SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
-      SDL_RenderClear(renderer)
-      SDL_RenderCopy(renderer, texture, nil, &target)
-      SDL_RenderPresent(renderer)
-      last = frame
+      compose()
       shared.withLock {
         $0.drawn = Drawn(time: frame.time, duration: frame.duration, count: ($0.drawn?.count ?? 0) + 1)
         $0.lastFrame = frame
+      }
+    }
+
+    /// Draws the picture uploaded last, letterboxed above the bar, and the bar; presents.
+    private func compose() {
+      var output: (width: Int32, height: Int32) = (0, 0)
+      SDL_GetRendererOutputSize(renderer, &output.width, &output.height)
+      let timeline = shared.withLock { $0.timeline }
+      let bar = timeline == nil ? 0 : min(SDLWindow.barHeight, output.height / 4)
+      let area = (width: output.width, height: output.height - bar)
+      SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
+      SDL_RenderClear(renderer)
+      if let texture, textureSize.width > 0, textureSize.height > 0 {
+        // The largest rectangle of the picture's aspect inside the area, centred (black bars).
+        let scale = min(
+          Double(area.width) / Double(textureSize.width), Double(area.height) / Double(textureSize.height))
+        let (shownWidth, shownHeight) = (
+          Int32(Double(textureSize.width) * scale), Int32(Double(textureSize.height) * scale)
+        )
+        var target = SDL_Rect(
+          x: (area.width - shownWidth) / 2, y: (area.height - shownHeight) / 2, w: shownWidth, h: shownHeight)
+        SDL_RenderCopy(renderer, texture, nil, &target)
+      }
+      if let timeline, bar > 0 { drawBar(timeline, top: area.height, width: output.width, height: bar) }
+      SDL_RenderPresent(renderer)
+    }
+
+    /// The range in dark grey, what was played in lighter grey, gaps in red, the position in white.
+    private func drawBar(_ timeline: Timeline, top: Int32, width: Int32, height: Int32) {
+      let span = Double(max(1, timeline.range.duration.microseconds))
+      func x(_ time: MediaTime) -> Int32 {
+        let offset = Double(time.microseconds - timeline.range.start.microseconds) / span
+        return Int32((min(1, max(0, offset)) * Double(width)).rounded())
+      }
+      func fill(_ from: Int32, _ to: Int32, _ color: (UInt8, UInt8, UInt8)) {
+        guard to > from else { return }
+        SDL_SetRenderDrawColor(renderer, color.0, color.1, color.2, 255)
+        var rect = SDL_Rect(x: from, y: top, w: to - from, h: height)
+        SDL_RenderFillRect(renderer, &rect)
+      }
+      fill(0, width, (48, 48, 48))
+      if let position = timeline.position { fill(0, x(position), (112, 112, 112)) }
+      for gap in timeline.gaps { fill(x(gap.start), max(x(gap.end), x(gap.start) + 1), (200, 40, 40)) }
+      if let position = timeline.position {
+        let mark = min(max(0, x(position) - 1), width - 2)
+        fill(mark, mark + 2, (255, 255, 255))
       }
     }
   }

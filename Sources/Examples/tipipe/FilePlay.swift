@@ -30,6 +30,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   let finished = DispatchSemaphore(value: 0)
   /// The failure that ended the play, if one did.
   private let failure = Locked<TiError?>(nil)
+  /// Called on the main queue with each time line's ms (the window's title and bar).
+  let onTime = Locked<(@Sendable (Int64) -> Void)?>(nil)
 
   /// A play of `path` from `start` (the file's own time; nil: its start) at `speed`, shown on `screen`
   /// and heard on `speaker`; snapshots go to `snapshots`.
@@ -40,6 +42,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     self.snapshots = snapshots
     let state = Locked(State(speed: speed))
     self.state = state
+    let onTime = self.onTime
     let pipeline = Pipeline(executor: executor)
     self.pipeline = pipeline
     // Times from the file's start: the title, the lines and --start all count from there.
@@ -63,7 +66,12 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
           state.reported = frame.time
           return frame.time.milliseconds
         }
-        if let report { DispatchQueue.main.async { PlayCommand.line("{\"event\":\"time\",\"ms\":\(report)}") } }
+        if let report {
+          DispatchQueue.main.async {
+            PlayCommand.line("{\"event\":\"time\",\"ms\":\(report)}")
+            onTime.withLock { $0 }?(report)
+          }
+        }
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
     pipeline.connect(videoDecoder, to: videoPacer, limits: EdgeLimits(items: 4))
@@ -201,6 +209,13 @@ enum FilePlayCommand {
         speaker: speaker, snapshots: snapshots)
       let keys = WindowKeys(play: play, screen: screen, showsDates: false)
       keys.start()
+      play.onTime.withLock { $0 = { ms in keys.timeChanged(ms) } }
+      // The bar's width is the file's length: its packets' headers are read beside the play.
+      DispatchQueue.global().async {
+        guard let info = try? MediaFileSource.probe(path: input) else { return }
+        let length = info.duration.milliseconds
+        DispatchQueue.main.async { keys.setRange(fromMs: 0, toMs: length) }
+      }
       defer { screen.onCommand = nil }
       return try play.run()
     }

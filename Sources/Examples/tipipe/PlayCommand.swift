@@ -184,11 +184,15 @@ enum PlayCommand {
         WindowKeys(play: ReplayWindowPlay(replay: replay, video: video, finished: self.finished), screen: $0)
       }
       keys?.start()
+      keys?.setRange(fromMs: start, toMs: end)
       replay.onTimeChanged = { ms in
         PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}")
         keys?.timeChanged(ms)
       }
-      replay.onRecordingGap = { gap in PlayCommand.line(PlayCommand.gapJSON(gap)) }
+      replay.onRecordingGap = { gap in
+        PlayCommand.line(PlayCommand.gapJSON(gap))
+        keys?.gap(fromMs: gap.range.startTimeMs, toMs: gap.range.endTimeMs)
+      }
       let finished = self.finished
       let status = self.status
       replay.onCompleted = {

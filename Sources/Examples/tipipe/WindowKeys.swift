@@ -2,6 +2,7 @@ import DesktopOutputs
 import Dispatch
 import Foundation
 import Nodes
+import PipelineGraph
 import TiCloudStorage
 
 /// What the window's keys act on: a play of the SDK's Replay (`tipipe play --endpoint`) or of a media
@@ -37,8 +38,33 @@ final class WindowKeys: @unchecked Sendable {
     self.showsDates = showsDates
   }
 
-  /// The title shows the play's time and speed.
+  /// The play's range (the bar's width) and the gaps crossed so far.
+  private var range: MediaRange?
+  private var gaps: [MediaRange] = []
+  private var position: MediaTime?
+
+  /// The bar under the picture spans `range` (ms on the play's timeline).
+  func setRange(fromMs start: Int64, toMs end: Int64) {
+    guard end > start else { return }
+    range = MediaRange(start: MediaTime(milliseconds: start), end: MediaTime(milliseconds: end))
+    updateBar()
+  }
+
+  /// A gap the play crossed, shown red in the bar.
+  func gap(fromMs start: Int64, toMs end: Int64) {
+    gaps.append(MediaRange(start: MediaTime(milliseconds: start), end: MediaTime(milliseconds: max(start, end))))
+    updateBar()
+  }
+
+  private func updateBar() {
+    guard let range else { return }
+    screen.showTimeline(SDLWindow.Timeline(range: range, gaps: gaps, position: position))
+  }
+
+  /// The title shows the play's time and speed, the bar where it is.
   func timeChanged(_ ms: Int64) {
+    position = MediaTime(milliseconds: ms)
+    updateBar()
     let time =
       showsDates
       ? Self.clock.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)) + " UTC"
