@@ -31,6 +31,8 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   /// Starts SDL's audio (the driver SDL finds, or the one `SDL_AUDIODRIVER` names).
   /// - Throws: ``Unavailable`` when SDL has no audio driver here.
   public init() throws {
+    // SIGINT and SIGTERM stay the process's, not SDL's quit event.
+    SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
     guard SDL_InitSubSystem(UInt32(SDL_INIT_AUDIO)) == 0 else {
       throw Unavailable(description: "no sound: \(String(cString: SDL_GetError()))")
     }

@@ -135,11 +135,12 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
 
   /// Shows `frame` as soon as the window's thread gets to it; a frame not yet shown is replaced.
   public func render(_ frame: DecodedFrame) {
-    let wake = shared.withLock { state -> Bool in
-      defer { state.pending = frame }
-      return state.pending == nil && state.running
+    let wakeEvent = self.wakeEvent
+    shared.withLock { state in
+      // Pushed under the lock: close() cannot end the loop (and SDL's event queue with it) in between.
+      if state.pending == nil && state.running { Self.push(wakeEvent) }
+      state.pending = frame
     }
-    if wake { Self.push(wakeEvent) }
   }
 
   /// The frame on screen; nil before the first.
@@ -147,12 +148,12 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
 
   /// Shows `timeline` in a bar under the picture (the picture gives it ``barHeight`` rows); nil hides it.
   public func showTimeline(_ timeline: Timeline?) {
-    let wake = shared.withLock { state -> Bool in
-      guard state.timeline != timeline else { return false }
-      defer { (state.timeline, state.timelineChanged) = (timeline, true) }
-      return !state.timelineChanged && state.pending == nil && state.running
+    let wakeEvent = self.wakeEvent
+    shared.withLock { state in
+      guard state.timeline != timeline else { return }
+      if !state.timelineChanged && state.pending == nil && state.running { Self.push(wakeEvent) }
+      (state.timeline, state.timelineChanged) = (timeline, true)
     }
-    if wake { Self.push(wakeEvent) }
   }
 
   /// The picture on screen (for a snapshot); nil before the first.
@@ -160,11 +161,11 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
 
   /// The window's title (the play's time and speed, say); shown as soon as the window's thread gets to it.
   public func setCaption(_ caption: String) {
-    let wake = shared.withLock { state -> Bool in
-      defer { state.caption = caption }
-      return state.caption == nil && state.pending == nil && state.running
+    let wakeEvent = self.wakeEvent
+    shared.withLock { state in
+      if state.caption == nil && state.pending == nil && state.running { Self.push(wakeEvent) }
+      state.caption = caption
     }
-    if wake { Self.push(wakeEvent) }
   }
 
   /// Frames given in a format the window does not draw.
@@ -175,12 +176,15 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
 
   /// Closes the window and ends its thread (idempotent).
   public func close() {
+    let (wakeEvent, started) = (self.wakeEvent, thread != nil)
     let wasRunning = shared.withLock { state -> Bool in
-      defer { state.running = false }
-      return state.running
+      guard state.running else { return false }
+      state.running = false
+      // Under the lock: the loop sees `running` false only after this, so SDL's queue is still there.
+      if started { Self.push(wakeEvent) }
+      return true
     }
-    guard wasRunning, thread != nil else { return }
-    Self.push(wakeEvent)
+    guard wasRunning, started else { return }
     ended.wait()
   }
 
@@ -205,6 +209,8 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
       // Pictures are scaled to the window with bilinear filtering (SDL's default is nearest: blocky),
       // as ffplay and mpv do.
       SDL_SetHint(SDL_HINT_RENDER_SCALE_QUALITY, "linear")
+      // SIGINT and SIGTERM stay the command's (a summary and exit 1), not SDL's quit event.
+      SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
       // Without a display SDL falls back to drivers nobody sees (offscreen, KMS/DRM on a console): a
       // window there would play to no one. A display server is asked for by name, unless
       // SDL_VIDEODRIVER names a driver on purpose.

@@ -145,7 +145,8 @@ struct PlayWindowTests {
     // with the silence left out, the samples are the frames in order, whatever the machine's load.
     let device = try Data(contentsOf: played).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     let sound = device.filter { $0 != 0 }
-    #expect(sound.count >= frames * 1024 - 64 && sound.count <= frames * 1024, "\(sound.count) samples")
+    // Closing the device at the end drops what it still held: up to two of its 1024-sample buffers.
+    #expect(sound.count >= frames * 1024 - 2048 && sound.count <= frames * 1024, "\(sound.count) samples")
     // The same seconds decoded by ffmpeg from an export of the library.
     let export = out.url.appendingPathComponent("reference.mp4")
     let exported = try tipipe(

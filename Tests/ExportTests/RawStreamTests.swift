@@ -105,4 +105,28 @@ struct RawStreamTests {
     #expect(errors.isEmpty, "\(codec): \(errors)")
     try MediaFileExportTests.expectSampleEntryDescribesEveryPicture(cut, codec: codec, directory.url, codec)
   }
+
+  @Test("a raw H.265 stream cut at an open group's CRA: the leading pictures no decoder shows do not shift the rest")
+  func leadingPicturesDropped() throws {
+    let directory = try TemporaryDirectory()
+    let mp4 = directory.url.appendingPathComponent("open.mp4")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "6", "-c:v", "libx265",
+        "-x265-params", "bframes=4:keyint=50:log-level=error", mp4.path,
+      ])
+    // Cut at 2.1 s: the stream starts at the CRA of 2 s, whose leading (RASL) pictures refer to the
+    // group before it — decoders drop them.
+    let raw = directory.url.appendingPathComponent("open.h265")
+    _ = try run(
+      "/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "2.1", "-i", mp4.path, "-c", "copy", "-f", "hevc", raw.path])
+    let pictures = try Self.pictureHashes(raw)
+    let video = try #require(try MediaFileSource.probe(path: raw.path).video)
+    #expect(video.packets > pictures.count, "some packets are pictures no decoder shows")
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try Self.export(raw, video.range, to: output, cut: .keyframe)
+    #expect(result.code == .ok, "\(result.message ?? "")")
+    #expect(try Self.pictureHashes(output) == pictures, "the shown pictures, in ffmpeg's order")
+  }
 }

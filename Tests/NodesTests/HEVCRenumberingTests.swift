@@ -9,7 +9,8 @@ import Testing
 @Suite("H.265 parameter sets renumbered")
 struct HEVCRenumberingTests {
   /// A 2-second raw H.265 stream: B-frames, an open group of pictures, four slices per picture (so
-  /// dependent and later slices are rewritten too).
+  /// later slices are rewritten too; libx265 makes independent slices only, and one sub-layer — the SPS's
+  /// sub-layer branch is written to the standard but not exercised here).
   static func makeStream(in directory: URL) throws -> URL {
     let file = directory.appendingPathComponent("slices.h265")
     _ = try run(

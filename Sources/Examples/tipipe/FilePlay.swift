@@ -142,7 +142,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
 
   func seek(toMs ms: Int64) {
     state.withLock { $0.reported = nil }
-    _ = pipeline.flush(seekingTo: MediaTime(milliseconds: max(0, ms)))
+    guard let target = MediaTime(checkedMilliseconds: max(0, ms)) else { return }
+    _ = pipeline.flush(seekingTo: target)
   }
 
   func setSpeed(_ speed: ReplaySpeed) {
@@ -151,6 +152,13 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   }
 
   func stop() { finished.signal() }
+
+  /// Ends the play as cancelled by `signal`.
+  func interrupt(by signal: Int32) {
+    let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
+    failure.withLock { $0 = $0 ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+    finished.signal()
+  }
 
   /// The frame on screen as a JPEG in the snapshot directory (`snapshot-<ms>.jpg`, written under a
   /// temporary name and renamed).
@@ -190,7 +198,7 @@ enum FilePlayCommand {
     }
     let snapshots = try FacadeSession.cacheDirectory(flags)
     // A file that cannot be read is its error line before any window opens.
-    try MediaFileSource.check(path: input)
+    let container = try MediaFileSource.check(path: input)
     let screen: SDLWindow
     let speaker: SDLAudioDevice?
     do {
@@ -210,12 +218,18 @@ enum FilePlayCommand {
       let keys = WindowKeys(play: play, screen: screen, showsDates: false)
       keys.start()
       play.onTime.withLock { $0 = { ms in keys.timeChanged(ms) } }
-      // The bar's width is the file's length: its packets' headers are read beside the play.
-      DispatchQueue.global().async {
-        guard let info = try? MediaFileSource.probe(path: input) else { return }
-        let length = info.duration.milliseconds
-        DispatchQueue.main.async { keys.setRange(fromMs: 0, toMs: length) }
+      // The bar's width is the file's length: its packets' headers are read beside the play (not for a
+      // raw video stream, whose reading decodes it: it would compete with the play for the cores).
+      if !["h264", "hevc"].contains(container) {
+        DispatchQueue.global().async {
+          guard let info = try? MediaFileSource.probe(path: input) else { return }
+          let length = info.duration.milliseconds
+          DispatchQueue.main.async { keys.setRange(fromMs: 0, toMs: length) }
+        }
       }
+      // SIGINT, SIGTERM and SIGHUP end the play as `tipipe play` does: its error line, the summary, exit 1.
+      Interruption.shared.onSignal { signal in play.interrupt(by: signal) }
+      defer { Interruption.shared.removeHandler() }
       defer { screen.onCommand = nil }
       return try play.run()
     }

@@ -45,14 +45,18 @@ final class WindowKeys: @unchecked Sendable {
 
   /// The bar under the picture spans `range` (ms on the play's timeline).
   func setRange(fromMs start: Int64, toMs end: Int64) {
-    guard end > start else { return }
-    range = MediaRange(start: MediaTime(milliseconds: start), end: MediaTime(milliseconds: end))
+    // Times from a file are anything: one MediaTime cannot hold is no bar.
+    guard end > start, let from = MediaTime(checkedMilliseconds: start), let to = MediaTime(checkedMilliseconds: end)
+    else { return }
+    range = MediaRange(start: from, end: to)
     updateBar()
   }
 
   /// A gap the play crossed, shown red in the bar.
   func gap(fromMs start: Int64, toMs end: Int64) {
-    gaps.append(MediaRange(start: MediaTime(milliseconds: start), end: MediaTime(milliseconds: max(start, end))))
+    guard let from = MediaTime(checkedMilliseconds: start), let to = MediaTime(checkedMilliseconds: max(start, end))
+    else { return }
+    gaps.append(MediaRange(start: from, end: to))
     updateBar()
   }
 
@@ -63,7 +67,7 @@ final class WindowKeys: @unchecked Sendable {
 
   /// The title shows the play's time and speed, the bar where it is.
   func timeChanged(_ ms: Int64) {
-    position = MediaTime(milliseconds: ms)
+    position = MediaTime(checkedMilliseconds: ms)
     updateBar()
     let time =
       showsDates

@@ -69,6 +69,9 @@ final class MediaFileReader {
   private var ordering: [(serial: Int64, packet: Read)] = []
   /// The serial of the next packet of that stream, and whether the file ended.
   private var (nextSerial, orderingEnded): (Int64, Bool) = (0, false)
+  /// Packets of that stream given out with a rank, and the decode time given last.
+  private var ranked: Int64 = 0
+  private var lastOrderedDts: Int64?
 
   /// Opens `path` and picks its streams.
   /// - Throws: ``TiError`` `notFound`/`mediaUnreadable` when it cannot be opened, `trackUnavailable`
@@ -217,8 +220,7 @@ final class MediaFileReader {
         // shown in only without B-frames (their order is in the bitstream's picture counts, which only
         // decoding recovers: `readInOrder`, which needs the payload).
         if stream == video?.index && video?.reorders == true {
-          try filters[stream]?.filter(packet.pointer)
-          let p = packet.pointer.pointee
+          // Annex B already (a raw stream has no bitstream filter): the payload as read.
           return Read(
             stream: stream, data: Data(bytes: p.data, count: Int(p.size)), pts: 0, dts: nil,
             duration: max(0, p.duration), isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0, untimed: true)
@@ -251,8 +253,23 @@ final class MediaFileReader {
           ordering.removeFirst()
           let frame = max(1, head.packet.duration)
           let depth = Int64(video.reorderDepth)
-          let dts = (head.serial &- depth) &* frame
-          let pts = max(dts, (rank ?? Int64.min / frame) &* frame)
+          // Decode times count the pictures that got a rank (ranks count only those: a dropped picture
+          // would otherwise put every later one a frame behind its rank); a dropped one takes a tick.
+          let (scheduled, overflow) = (ranked - depth).multipliedReportingOverflow(by: frame)
+          let (shown, overflowShown) = (rank ?? 0).multipliedReportingOverflow(by: frame)
+          let (following, overflowNext) = (lastOrderedDts ?? scheduled &- 1).addingReportingOverflow(1)
+          guard !overflow, !overflowShown, !overflowNext else {
+            throw TiError.gap(.mediaUnreadable, "\(path): a frame duration of \(frame) ticks is out of range")
+          }
+          let (dts, pts): (Int64, Int64)
+          if rank != nil {
+            dts = max(following, scheduled)
+            pts = max(dts, shown)
+            ranked += 1
+          } else {
+            (dts, pts) = (following, following)
+          }
+          lastOrderedDts = dts
           return RawPacket(
             stream: head.packet.stream, data: payload ? head.packet.data : Data(), pts: pts, dts: dts,
             duration: head.packet.duration, isKeyframe: head.packet.isKeyframe)
@@ -300,7 +317,9 @@ final class MediaFileReader {
       // Up to the first video keyframe: the pictures before it refer to what was not read (dropped),
       // the audio stays.
       var read: [RawPacket] = []
-      while read.count < 4096, let packet = try? self.read() {
+      var looked = 0
+      while looked < 4096, let packet = try? self.read() {
+        looked += 1
         guard packet.stream == video.index else {
           read.append(packet)
           continue
@@ -323,7 +342,7 @@ final class MediaFileReader {
     untimedNext.removeAll()
     readAhead.removeAll()
     order?.reset()
-    (ordering, nextSerial, orderingEnded) = ([], 0, false)
+    (ordering, nextSerial, orderingEnded, ranked, lastOrderedDts) = ([], 0, false, 0, nil)
     return true
   }
 }

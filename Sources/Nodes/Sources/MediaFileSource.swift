@@ -86,7 +86,10 @@ public final class MediaFileSource: SourceNode {
 
   /// Opens `path` as the source would and closes it again, without reading its packets: a missing
   /// file, one that is not media or one without a supported track throws what ``start(context:)`` would.
-  public static func check(path: String) throws { _ = try MediaFileReader(path: path) }
+  /// - Throws: ``TiError`` as ``start(context:)`` does.
+  /// - Returns: libavformat's name of the container (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
+  @discardableResult
+  public static func check(path: String) throws -> String { try MediaFileReader(path: path).containerName }
 
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {
