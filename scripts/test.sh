@@ -17,10 +17,10 @@ swift test -Xswiftc -warnings-as-errors
 # The DocC catalog of every library, from the debug build's modules; a warning fails.
 echo "== documentation (DocC, warnings are errors)" >&2
 modules="$(swift build --show-bin-path)/Modules"
-for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit; do
+for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs; do
   docs=$(mktemp -d)
   swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
-    -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -target "$(uname -m)-unknown-linux-gnu" \
+    -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -target "$(uname -m)-unknown-linux-gnu" \
     -output-dir "$docs" -minimum-access-level public
   docc convert "Sources/$module/Documentation.docc" --additional-symbol-graph-dir "$docs" \
     --output-path "$docs/out" --fallback-display-name "$module" \

@@ -203,7 +203,7 @@ public final class MediaFileSource: SourceNode {
     }
   }
 
-  /// Seeks to the keyframe at or before the flush's seek target (``NodeContext/seekTarget``), or back to
+  /// Seeks to the keyframe at or before the flush's seek target (`NodeContext.seekTarget`), or back to
   /// the start of the file without one (or when the file cannot seek there).
   public func flush(context: NodeContext<EncodedPacket>) {
     let target = context.seekTarget.flatMap { target -> Int64? in
