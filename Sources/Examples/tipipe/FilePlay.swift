@@ -192,10 +192,7 @@ enum FilePlayCommand {
       throw UsageError(message: "--input plays in a window: add --window")
     }
     let start = try flags.string("--start").map { try FileExportCommand.offset("--start", $0) }
-    let speedText = flags.string("--speed") ?? "1"
-    guard let speed = ReplaySpeed(speedText) else {
-      throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
-    }
+    let speed = try PlayCommand.speed(flags)
     let snapshots = try FacadeSession.cacheDirectory(flags)
     // A file that cannot be read is its error line before any window opens.
     let container = try MediaFileSource.check(path: input)

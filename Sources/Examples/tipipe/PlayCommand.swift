@@ -74,10 +74,7 @@ enum PlayCommand {
       let audioChannel =
         flags.string("--audio-channel") == nil
         ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
-      let speedText = flags.string("--speed") ?? "1"
-      guard let speed = ReplaySpeed(speedText) else {
-        throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(speedText)'")
-      }
+      let speed = try PlayCommand.speed(flags)
       let paceText = flags.string("--pace") ?? "realtime"
       guard ["realtime", "fast"].contains(paceText) else {
         throw UsageError(message: "--pace must be realtime or fast")
@@ -297,6 +294,15 @@ enum PlayCommand {
     func audioOutput(_ output: TiCloudStorageAudioOutput, didChangeState state: TiCloudStorageAudioOutputState) {
       PlayCommand.line("{\"event\":\"output_state\",\"output\":\"audio\",\"state\":\"\(state)\"}")
     }
+  }
+
+  /// `--speed` (default 1).
+  static func speed(_ flags: FlagParser) throws -> ReplaySpeed {
+    let text = flags.string("--speed") ?? "1"
+    guard let speed = ReplaySpeed(text) else {
+      throw UsageError(message: "--speed must be one of 1/8 1/4 1/2 1 2 4 8, not '\(text)'")
+    }
+    return speed
   }
 
   /// `--window` and `--window-size WxH` (16…16384 each; default 960x540); nil without `--window`.
