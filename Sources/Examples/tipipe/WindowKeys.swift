@@ -123,7 +123,7 @@ final class WindowKeys: @unchecked Sendable {
       guard paused, let drawn = screen.drawn else { return }
       let frame = max(1, drawn.duration.milliseconds)
       play.seek(toMs: drawn.time.milliseconds + Int64(frames) * frame)
-      reportPaused(previous: drawn.count, checks: 0, event: "step")
+      reportPaused(previous: nil, checks: 0, event: "step", past: drawn.count)
     case .snapshot:
       play.snapshot { line in PlayCommand.line(line) }
     }
@@ -131,17 +131,18 @@ final class WindowKeys: @unchecked Sendable {
 
   /// Once the frame on screen stopped changing (what was already on its way is drawn), names it in an
   /// `event` line (`paused`, `step`).
-  private func reportPaused(previous: Int?, checks: Int, event: String) {
+  private func reportPaused(previous: Int?, checks: Int, event: String, past original: Int? = nil) {
     guard paused else { return }
     let drawn = screen.drawn
-    // A step waits for the frame it asked for (the count moves past `previous`), then for it to stay.
-    let settled = event == "paused" || checks > 0
-    if let drawn, settled, drawn.count == previous || checks >= 40 {
+    // A step waits for the frame it asked for (the count moves past `original`: a slow seek may take
+    // many checks), then for it to stay; 5 s at most.
+    let moved = original.map { (drawn?.count ?? 0) > $0 } ?? true
+    if let drawn, moved && drawn.count == previous || checks >= 100 {
       PlayCommand.line("{\"event\":\"\(event)\",\"ms\":\(drawn.time.milliseconds)}")
       return
     }
     DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(50)) {
-      self.reportPaused(previous: drawn?.count, checks: checks + 1, event: event)
+      self.reportPaused(previous: drawn?.count, checks: checks + 1, event: event, past: original)
     }
   }
 }
