@@ -18,6 +18,7 @@ let package = Package(
     .library(name: "ReplayTestKit", targets: ["ReplayTestKit"]),
     .library(name: "CloudServer", targets: ["CloudServer"]),
     .library(name: "DesktopOutputs", targets: ["DesktopOutputs"]),
+    .library(name: "TrackRecording", targets: ["TrackRecording"]),
     .executable(name: "tipipe", targets: ["tipipe"]),
   ],
   targets: [
@@ -55,9 +56,13 @@ let package = Package(
       name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD", "CArchive"], swiftSettings: strict),
     // Outputs one can see and hear (SDL2): apart, so that the core and headless users do not link SDL.
     .target(name: "DesktopOutputs", dependencies: ["Nodes", "PipelineGraph", "CSDL2"], swiftSettings: strict),
+    // Seed 003's TrackRecorder: decoded tracks recorded into fragmented MP4 (H.264 + AAC).
+    .target(name: "TrackRecording", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .executableTarget(
       name: "tipipe",
-      dependencies: ["TiCloudStorage", "CloudServer", "MediaSynthesis", "Nodes", "PipelineGraph", "DesktopOutputs"],
+      dependencies: [
+        "TiCloudStorage", "CloudServer", "MediaSynthesis", "Nodes", "PipelineGraph", "DesktopOutputs", "TrackRecording",
+      ],
       path: "Sources/Examples/tipipe",
       swiftSettings: strict
     ),
@@ -100,6 +105,11 @@ let package = Package(
         "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
         "PipelineTestKit",
       ],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "RecorderTests",
+      dependencies: ["TrackRecording", "Nodes", "PipelineGraph", "MediaTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -17,7 +17,7 @@ swift test -Xswiftc -warnings-as-errors
 # The DocC catalog of every library, from the debug build's modules; a warning fails.
 echo "== documentation (DocC, warnings are errors)" >&2
 modules="$(swift build --show-bin-path)/Modules"
-for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs; do
+for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs TrackRecording; do
   docs=$(mktemp -d)
   swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
     -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -target "$(uname -m)-unknown-linux-gnu" \
@@ -42,7 +42,7 @@ swift build --sanitize=address --build-path .build/asan --product tipipe
 # children's stderr (a failed command's message must be alone there).
 ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
   LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0" \
-  swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests|ReplayTests|SDKTests"
+  swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests|ReplayTests|SDKTests|RecorderTests"
 
 # A user outside the project's targets: the consumer package builds with no C import, against the
 # project by path and against a tagged version of it (a local clone with a tag), its tests pass and its

@@ -27,7 +27,7 @@ public final class SyntheticRecording {
   private var frameIndex = 0
   private var sinceKeyframe = 0
   private var previousInHole = true
-  private var audio: AudioEncoder?
+  private var audio: ToneEncoder?
   private var audioSampleClock: Int64 = 0
   private var audioProduced: Int64 = 0
   private var audioWasInHole = false
@@ -79,7 +79,7 @@ public final class SyntheticRecording {
     .sorted()
     video = try TestPatternEncoder(codec: o.videoCodec, width: o.width, height: o.height, fps: o.fps)
     if let codec = o.audioCodec {
-      audio = try AudioEncoder(codec: codec, sampleRate: o.audioSampleRate, channels: o.audioChannels)
+      audio = try ToneEncoder(codec: codec, sampleRate: o.audioSampleRate, channels: o.audioChannels)
     }
     videoTrack = TrackID(.video, channel: o.videoChannel)
     audioTrack = TrackID(.audio, channel: o.audioChannel)
@@ -168,7 +168,7 @@ public final class SyntheticRecording {
       }
       if audioWasInHole {
         // The device restarts its audio encoder after a hole.
-        encoder = try AudioEncoder(codec: codec, sampleRate: options.audioSampleRate, channels: options.audioChannels)
+        encoder = try ToneEncoder(codec: codec, sampleRate: options.audioSampleRate, channels: options.audioChannels)
         audio = encoder
         audioProduced = audioSampleClock
         audioWasInHole = false

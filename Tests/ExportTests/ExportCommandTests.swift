@@ -5,34 +5,6 @@ import Nodes
 import PipelineGraph
 import Testing
 
-/// The `tipipe` executable of the same build as the running tests (so that the thread sanitizer's run
-/// launches the sanitized binary), built first when missing.
-func tipipeExecutable() throws -> URL {
-  let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-  let sibling = testBinary.deletingLastPathComponent().appendingPathComponent("tipipe")
-  if FileManager.default.isExecutableFile(atPath: sibling.path) { return sibling }
-  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-  _ = try run("/usr/bin/env", ["swift", "build", "--package-path", root.path, "--product", "tipipe"])
-  return root.appendingPathComponent(".build/debug/tipipe")
-}
-
-/// The cache home of every `tipipe` the tests launch (not the user's `~/.cache`).
-let childCacheHome = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-tests-cache-\(getpid())")
-
-/// A process that runs `tipipe`. Under the address sanitizer's run the child gets the options in
-/// `TIPIPE_CHILD_ASAN_OPTIONS` (leak detection on), whatever the test process itself runs with.
-func tipipeProcess() throws -> Process {
-  let process = Process()
-  process.executableURL = try tipipeExecutable()
-  var environment = ProcessInfo.processInfo.environment
-  if let options = environment["TIPIPE_CHILD_ASAN_OPTIONS"] { environment["ASAN_OPTIONS"] = options }
-  // Commands that run through the SDK facade keep its work root in the cache: the tests' own.
-  environment["XDG_CACHE_HOME"] = childCacheHome.path
-  process.environment = environment
-  return process
-}
-
 /// Starts `tipipe export --progress-lines` and calls `atProgress` with each progress value read from its
 /// stderr; returns the exit status and stderr.
 func runExport(

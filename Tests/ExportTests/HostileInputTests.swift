@@ -7,44 +7,6 @@ import PipelineGraph
 import Testing
 
 /// What a finished `tipipe` process left.
-struct Finished {
-  var status: Int32
-  var reason: Process.TerminationReason
-  var stdout: String
-  var stderr: String
-}
-
-/// Runs `tipipe` with `arguments` to its end.
-func tipipe(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> Finished {
-  let process = try tipipeProcess()
-  process.arguments = arguments
-  process.environment?.merge(environment) { $1 }
-  if let directory { process.currentDirectoryURL = directory }
-  let output = Pipe()
-  let errors = Pipe()
-  process.standardOutput = output
-  process.standardError = errors
-  try process.run()
-  // Both pipes are read to their end (stderr on another thread) so neither can fill and block the child.
-  let errorText = LockedText()
-  let group = DispatchGroup()
-  DispatchQueue.global().async(group: group) {
-    errorText.set(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-  }
-  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  group.wait()
-  process.waitUntilExit()
-  return Finished(
-    status: process.terminationStatus, reason: process.terminationReason, stdout: text, stderr: errorText.value)
-}
-
-final class LockedText: @unchecked Sendable {
-  private let lock = NSLock()
-  private var text = ""
-  func set(_ value: String) { lock.withLock { text = value } }
-  var value: String { lock.withLock { text } }
-}
-
 /// Every entry under `directory` with its kind, size and modification time: equal snapshots mean
 /// nothing on disk changed.
 func snapshot(_ directory: URL) throws -> [String: String] {

@@ -35,6 +35,7 @@ let commands: [(name: String, command: Command)] = [
   ("graph", Command(summary: GraphCommand.summary, usage: GraphCommand.usage, run: { try GraphCommand.run($0) })),
   ("bench", Command(summary: BenchCommand.summary, usage: BenchCommand.usage, run: { try BenchCommand.run($0) })),
   ("probe", Command(summary: ProbeCommand.summary, usage: ProbeCommand.usage, run: { try ProbeCommand.run($0) })),
+  ("record", Command(summary: RecordCommand.summary, usage: RecordCommand.usage, run: { try RecordCommand.run($0) })),
 ]
 
 @MainActor func generalUsage() -> String {

@@ -128,4 +128,25 @@ public final class FrameBuffer: @unchecked Sendable {
     }
     return frame
   }
+
+  /// A frame of `count` interleaved 16-bit samples per channel at `sampleRate`, `fill` writing them
+  /// (`channels` × `count` values), for tests and code that makes its own sound.
+  package static func sound(
+    sampleRate: Int, channels: Int, count: Int, fill: (UnsafeMutableBufferPointer<Int16>) -> Void
+  ) throws -> FrameBuffer {
+    guard sampleRate > 0, (1...8).contains(channels), count > 0 else {
+      throw TiError(.invalidArgument, "cannot make \(count) samples of \(channels) channels at \(sampleRate) Hz")
+    }
+    let frame = try FrameBuffer()
+    let f = frame.pointer
+    f.pointee.format = AV_SAMPLE_FMT_S16.rawValue
+    f.pointee.sample_rate = Int32(sampleRate)
+    f.pointee.nb_samples = Int32(count)
+    av_channel_layout_default(&f.pointee.ch_layout, Int32(channels))
+    try FFmpeg.check(av_frame_get_buffer(f, 0), "allocating audio", code: .resourceExhausted)
+    f.pointee.data.0!.withMemoryRebound(to: Int16.self, capacity: count * channels) {
+      fill(UnsafeMutableBufferPointer(start: $0, count: count * channels))
+    }
+    return frame
+  }
 }

@@ -30,10 +30,14 @@ final class MP4File {
   /// written); the finished file's audio edit list begins with an empty edit that long.
   var audioStart = MediaDuration.zero
 
-  /// Creates `path` (fragmented MP4) with a video stream of `video` and, optionally, an AAC stream,
-  /// reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
-  init(path: String, video: TrackFormat, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20) throws {
+  /// Creates `path` (fragmented MP4) with a video stream of `video` and an AAC stream of `audio` (at
+  /// least one), reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
+  init(
+    path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20,
+    flushesPackets: Bool = false
+  ) throws {
     LibraryLogging.applyDefault()
+    guard video != nil || audio != nil else { throw TiError(.invalidArgument, "an MP4 needs a track") }
     self.path = path
     packet = try Packet()
     var context: UnsafeMutablePointer<AVFormatContext>?
@@ -42,16 +46,18 @@ final class MP4File {
     self.context = context
     guard let context else { throw TiError(.fileWriteFailed, "creating an MP4 muxer") }
 
-    guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
-    let parameters = stream.pointee.codecpar!
-    parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-    parameters.pointee.codec_id = video.codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
-    if video.codec == .h265 { parameters.pointee.codec_tag = cff_mktag(0x68, 0x76, 0x63, 0x31) }  // hvc1
-    parameters.pointee.width = Int32(video.width)
-    parameters.pointee.height = Int32(video.height)
-    try Self.setExtradata(parameters, video.parameterSets)
-    stream.pointee.time_base = AVRational(num: 1, den: 1_000_000)
-    videoStream = stream
+    if let video {
+      guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
+      let parameters = stream.pointee.codecpar!
+      parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+      parameters.pointee.codec_id = video.codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
+      if video.codec == .h265 { parameters.pointee.codec_tag = cff_mktag(0x68, 0x76, 0x63, 0x31) }  // hvc1
+      parameters.pointee.width = Int32(video.width)
+      parameters.pointee.height = Int32(video.height)
+      try Self.setExtradata(parameters, video.parameterSets)
+      stream.pointee.time_base = AVRational(num: 1, den: 1_000_000)
+      videoStream = stream
+    }
 
     if let audio {
       guard audio.codec == .aac else {
@@ -69,6 +75,8 @@ final class MP4File {
       audioStream = stream
     }
 
+    // A recording that must survive a kill hands each fragment to the kernel as soon as it is made.
+    if flushesPackets { context.pointee.flush_packets = 1 }
     guard avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE) >= 0 else {
       throw TiError(.fileWriteFailed, "cannot create \(path)")
     }
@@ -192,6 +200,15 @@ final class MP4File {
     defer { unlink(staging) }
     try finalize(to: staging)
     try OutputFile.install(staging, at: destination)
+  }
+
+  /// Finishes the fragmented file as it is (its last fragment and the fragment index written), and
+  /// closes it: the file stays a fragmented MP4.
+  func finishFragmented() throws {
+    guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    let status = av_write_trailer(context)
+    close()
+    try FFmpeg.check(status, "finishing \(path)", code: .fileWriteFailed)
   }
 
   /// Closes the file without finishing it (what was written up to the last fragment stays readable).

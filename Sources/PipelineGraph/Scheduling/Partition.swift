@@ -25,16 +25,28 @@ final class Partition: @unchecked Sendable {
     executor.execute { [self] in run() }
   }
 
-  /// Runs every node that can make progress until none can. On the executor only.
+  /// Passes one run makes before it lets the executor's other jobs go first.
+  static let passesPerRun = 2
+
+  /// Runs every node that can make progress until none can, or for ``passesPerRun`` passes: then the
+  /// run queues itself behind the executor's other jobs — completions, timers, other partitions — so
+  /// that a branch that always has work (a recorder's video encoding a fast file) cannot starve a
+  /// source waiting for a completion (its audio's next frames). On the executor only.
   func run() {
     scheduled.store(false, ordering: .releasing)
     guard isActive else { return }
     var progress = true
+    var passes = 0
     while progress {
       progress = false
       for box in boxes {
         if pipeline.isStopping { return }
         if box.runBatch() { progress = true }
+      }
+      passes += 1
+      if progress && passes == Self.passesPerRun {
+        schedule()
+        return
       }
     }
   }

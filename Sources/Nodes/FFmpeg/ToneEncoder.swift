@@ -3,7 +3,7 @@ import Foundation
 import PipelineGraph
 
 /// Encodes a tone with libavcodec: AAC-LC (each frame wrapped in ADTS) or G.711 A-law/µ-law.
-package final class AudioEncoder {
+package final class ToneEncoder {
   package let codec: Codec
   package let sampleRate: Int
   package let channels: Int

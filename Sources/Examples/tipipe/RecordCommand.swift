@@ -1,0 +1,145 @@
+import Foundation
+import Nodes
+import PipelineGraph
+import TrackRecording
+
+/// `tipipe record` (`spec/cli.md`): a media file's decoded picture and sound through a TrackRecorder
+/// (seed 003) into `<data root>/Recordings/NAME.mp4`, and the management of those files.
+enum RecordCommand {
+  static let summary = "record a file's decoded media into a fragmented MP4 (TrackRecorder), list/delete"
+  static let usage = """
+    usage: tipipe record --input FILE --name NAME [--fps 20] [--size 1280x720]
+                         [--pause-at S --resume-at S]… [--no-audio] [--no-video] [--data-root DIR]
+           tipipe record --list [--json] [--data-root DIR]
+           tipipe record --delete ID | --delete-all [--data-root DIR]
+
+    Decodes FILE and records it through a TrackRecorder: pictures fitted inside --size with black bars
+    at a constant --fps, H.264 (libx264 veryfast) and AAC, fragmented MP4 written one fragment per
+    second. NAME gets .mp4 added (NAME.mp4 gives NAME.mp4.mp4); the file goes to
+    <data root>/Recordings (data root: --data-root, $XDG_DATA_HOME/tirtc or ~/.local/share/tirtc).
+    --pause-at/--resume-at pairs (seconds of FILE from its start) leave those stretches out. Prints
+    {"file":…,"duration_ms":…,"id":…}. A name that exists is exit 1 (fileExists, -2).
+    """
+
+  static let flags: [String: FlagParser.Kind] = [
+    "--input": .value, "--name": .value, "--fps": .value, "--size": .value, "--pause-at": .repeated,
+    "--resume-at": .repeated, "--no-audio": .boolean, "--no-video": .boolean, "--data-root": .value,
+    "--list": .boolean, "--json": .boolean, "--delete": .value, "--delete-all": .boolean,
+  ]
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    let flags = try FlagParser(arguments, known: flags)
+    if let root = flags.string("--data-root") {
+      guard !root.isEmpty else { throw UsageError(message: "--data-root needs a directory") }
+      TrackRecorder.dataRoot = URL(fileURLWithPath: root, isDirectory: true)
+    }
+    if flags.has("--list") { return try list(json: flags.has("--json")) }
+    if let id = flags.string("--delete") {
+      do { try TrackRecorder.deleteRecording(fileId: id) } catch {
+        throw TiError(
+          .recordingNotFound, "no recording \(id) in \(TrackRecorder.recordingsDirectory.path)", domain: .storage)
+      }
+      return 0
+    }
+    if flags.has("--delete-all") {
+      try TrackRecorder.deleteAllRecordings()
+      return 0
+    }
+    let input = try flags.required("--input")
+    let name = try flags.required("--name")
+    let fps = try flags.integer("--fps", default: 20, range: 1...240)
+    let size = try videoSize(flags.string("--size"))
+    let pauses = try flags.all("--pause-at").map { try FileExportCommand.offset("--pause-at", $0) }
+    let resumes = try flags.all("--resume-at").map { try FileExportCommand.offset("--resume-at", $0) }
+    guard pauses.count == resumes.count else {
+      throw UsageError(message: "each --pause-at needs a --resume-at")
+    }
+    if flags.has("--no-audio") && flags.has("--no-video") {
+      throw UsageError(message: "--no-audio and --no-video leave nothing to record")
+    }
+    let tracks = try FileTracks(path: input, video: !flags.has("--no-video"), audio: !flags.has("--no-audio"))
+    let start = try MediaFileSource.probe(path: input).start
+    var cuts: [MediaRange] = []
+    for (pause, resume) in zip(pauses, resumes) {
+      guard pause < resume else { throw UsageError(message: "each --pause-at must be before its --resume-at") }
+      let far = MediaTime(microseconds: .max)
+      cuts.append(
+        MediaRange(start: start.advanced(by: pause, notAfter: far), end: start.advanced(by: resume, notAfter: far)))
+    }
+    return try MainActor.assumeIsolated {
+      try record(tracks, name: name, fps: fps, size: size, cuts: cuts)
+    }
+  }
+
+  @MainActor
+  private static func record(
+    _ tracks: FileTracks, name: String, fps: Int, size: VideoSize, cuts: [MediaRange]
+  ) throws -> Int32 {
+    let (videoTrack, audioTrack) = (tracks.video, tracks.audio)
+    let recorder = TrackRecorder(videoTrack: videoTrack, audioTrack: audioTrack, videoFps: fps, videoSize: size)
+    do {
+      try recorder.startRecording(fileName: name, leavingOut: cuts)
+    } catch let error as NSError where error.domain == RecordingEngine.domain {
+      // The seed's own codes (spec/cli.md: `error: fileExists (-2): …`).
+      let names = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
+      let line =
+        "error: \(names[error.code] ?? "writerFailed") (\(error.code)): \(error.localizedDescription.oneLine)\n"
+      StandardError.write(Data(line.utf8))
+      return 1
+    } catch RecordingError.insufficientDiskSpace(let available, let required) {
+      throw TiError(
+        .resourceExhausted, "\(available) bytes free, \(required) needed to start recording", domain: .storage)
+    }
+    try tracks.start()
+    // The tracks end with the file; the recorder then finishes its own (it stops by itself once every
+    // track has ended; a stop asked for meanwhile finishes it the same way).
+    var stopAsked = false
+    while recorder.state != .idle {
+      _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
+      if !stopAsked, recorder.state == .recording, tracks.isEnded {
+        stopAsked = true
+        recorder.stopRecording()
+      }
+    }
+    tracks.stop()
+    if let failure = tracks.failure { throw failure }
+    if let error = recorder.lastError { throw TiError(error) }
+    guard let file = recorder.lastFinishedFile else { throw TiError(.fileWriteFailed, "the recording was not written") }
+    let line =
+      "{\"file\":\(json(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(json(file.id))}\n"
+    if let error = StandardOutput.write(Data(line.utf8)) { throw error }
+    return 0
+  }
+
+  private static func list(json asJSON: Bool) throws -> Int32 {
+    let files = TrackRecorder.getRecordingList()
+    var text = ""
+    if asJSON {
+      text =
+        "["
+        + files.map {
+          "{\"id\":\(json($0.id)),\"file\":\(json($0.url.path)),\"duration_ms\":\(Int64($0.duration * 1000)),\"bytes\":\($0.size)}"
+        }.joined(separator: ",") + "]\n"
+    } else {
+      for file in files { text += String(format: "%@  %8.1f s  %10lld bytes\n", file.id, file.duration, file.size) }
+    }
+    if let error = StandardOutput.write(Data(text.utf8)) { throw error }
+    return 0
+  }
+
+  private static func json(_ text: String) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .withoutEscapingSlashes
+    return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+  }
+
+  /// `--size WxH`: even, 16…4096 each; 1280x720 by default.
+  static func videoSize(_ text: String?) throws -> VideoSize {
+    guard let text else { return .hd720 }
+    let parts = text.split(separator: "x", omittingEmptySubsequences: false)
+    guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), (16...4096).contains(width),
+      (16...4096).contains(height), width % 2 == 0, height % 2 == 0
+    else { throw UsageError(message: "--size must be WIDTHxHEIGHT, even, 16…4096 each, not '\(text)'") }
+    return VideoSize(width: width, height: height)
+  }
+}

@@ -1,0 +1,93 @@
+internal import CFFmpeg
+import PipelineGraph
+
+/// libswscale fitting pictures inside a fixed yuv420p canvas: the picture keeps its display aspect
+/// (its sample aspect ratio counted), is scaled to the largest even size that fits and centred, and the
+/// bars around it are black (Y 16, Cb/Cr 128). Owns its `SwsContext`.
+final class PictureFitter {
+  let width: Int
+  let height: Int
+  private var context: OpaquePointer?
+
+  init(width: Int, height: Int) throws {
+    guard (2...16_384).contains(width), (2...16_384).contains(height), width % 2 == 0, height % 2 == 0 else {
+      throw TiError(.invalidArgument, "video size \(width)x\(height) must be positive, even and at most 16384")
+    }
+    self.width = width
+    self.height = height
+  }
+
+  deinit { sws_freeContext(context) }
+
+  /// Where a picture of `sourceWidth`×`sourceHeight` with sample aspect `sar` goes inside the canvas:
+  /// origin and size, all even.
+  static func placement(
+    sourceWidth: Int, sourceHeight: Int, sar: (Int, Int), width: Int, height: Int
+  ) -> (x: Int, y: Int, width: Int, height: Int) {
+    let (num, den) = sar.0 > 0 && sar.1 > 0 ? sar : (1, 1)
+    // Display width over height, as a ratio of integers (no rounding until the end).
+    let displayWidth = Int64(sourceWidth) * Int64(num)
+    let displayHeight = Int64(sourceHeight) * Int64(den)
+    var w: Int
+    var h: Int
+    if displayWidth * Int64(height) >= displayHeight * Int64(width) {
+      w = width
+      h = Int((Int64(width) * displayHeight + displayWidth / 2) / max(1, displayWidth))
+    } else {
+      h = height
+      w = Int((Int64(height) * displayWidth + displayHeight / 2) / max(1, displayHeight))
+    }
+    w = max(2, min(width, w & ~1))
+    h = max(2, min(height, h & ~1))
+    return (((width - w) / 2) & ~1, ((height - h) / 2) & ~1, w, h)
+  }
+
+  /// `input` fitted inside a new canvas.
+  func fit(_ input: FrameBuffer) throws -> FrameBuffer {
+    let source = input.pointer
+    let sar = source.pointee.sample_aspect_ratio
+    let place = Self.placement(
+      sourceWidth: Int(source.pointee.width), sourceHeight: Int(source.pointee.height),
+      sar: (Int(sar.num), Int(sar.den)), width: width, height: height)
+    context = sws_getCachedContext(
+      context, source.pointee.width, source.pointee.height, AVPixelFormat(rawValue: source.pointee.format),
+      Int32(place.width), Int32(place.height), AV_PIX_FMT_YUV420P, SWS_BILINEAR, nil, nil, nil)
+    guard let context else { throw TiError(.unsupportedFormat, "libswscale cannot scale this picture") }
+    let output = try FrameBuffer()
+    let out = output.pointer
+    out.pointee.width = Int32(width)
+    out.pointee.height = Int32(height)
+    out.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+    out.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", code: .resourceExhausted)
+    // Black bars: only the rows and columns outside the picture need it, but the whole canvas is cheap.
+    let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
+    let planes = [out.pointee.data.0!, out.pointee.data.1!, out.pointee.data.2!]
+    planes[0].update(repeating: 16, count: strides[0] * height)
+    planes[1].update(repeating: 128, count: strides[1] * height / 2)
+    planes[2].update(repeating: 128, count: strides[2] * height / 2)
+    let targets: [UnsafeMutablePointer<UInt8>?] = [
+      planes[0] + place.y * strides[0] + place.x,
+      planes[1] + place.y / 2 * strides[1] + place.x / 2,
+      planes[2] + place.y / 2 * strides[2] + place.x / 2,
+      nil,
+    ]
+    let targetStrides = strides.map(Int32.init) + [0]
+    let rows = withUnsafePointer(to: source.pointee.data) { sourceData in
+      withUnsafePointer(to: source.pointee.linesize) { sourceLines in
+        sourceData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { inPlanes in
+          sourceLines.withMemoryRebound(to: Int32.self, capacity: 8) { inStrides in
+            targets.withUnsafeBufferPointer { outPlanes in
+              targetStrides.withUnsafeBufferPointer { outStrides in
+                sws_scale(
+                  context, inPlanes, inStrides, 0, source.pointee.height, outPlanes.baseAddress, outStrides.baseAddress)
+              }
+            }
+          }
+        }
+      }
+    }
+    try FFmpeg.check(rows, "scaling a picture")
+    return output
+  }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import PipelineGraph
+
+/// Writes encoded video (H.264/H.265) and AAC audio into a fragmented MP4, in place: the file a
+/// recorder of decoded media makes (seed 003's TrackRecorder). Packet times are the file's own (0 is its
+/// start); the file is written as it goes, one `moof`+`mdat` fragment per second of media, handed to the
+/// kernel as each is made, so a process killed while recording leaves a file that plays up to its last
+/// fragment. At the end of the stream the last fragment and the fragment index are written on the
+/// pipeline's workers, and the file stays fragmented.
+///
+/// The file's tracks are declared when it is created: it waits until every declared track has its
+/// first packet (video from its first keyframe), or ``trackWait`` of one track's media without the
+/// other's — then the file has only the track that came. Packets of other tracks or formats are
+/// skipped (``skippedPackets``).
+///
+/// States: waiting → writing → finished at the end of the stream (``isFinished``), or stopped before
+/// that: the file is closed as it is (readable up to its last fragment), never removed. Confined to its
+/// pipeline's executor; the end runs on the pipeline's workers.
+public final class FragmentedMP4Writer: Node {
+  /// Consumes packets.
+  public typealias Input = EncodedPacket
+  /// A sink.
+  public typealias Output = Never
+
+  /// The node's name.
+  public let name: String
+  /// The file.
+  public let destination: URL
+  /// The video track written, if any.
+  public let videoTrack: TrackID?
+  /// The audio track written, if any.
+  public let audioTrack: TrackID?
+  /// How long the file waits for a declared track's first packet once the other's media has come.
+  public static let trackWait = MediaDuration.microseconds(2_000_000)
+  private var file: MP4File?
+  private var videoFormat: TrackFormat?
+  private var audioFormat: TrackFormat?
+  private var waiting: [EncodedPacket] = []
+  private var lastVideo: MediaDuration?
+  private var lastAudio: MediaDuration?
+  /// Packets not written.
+  public private(set) var skippedPackets = 0
+  /// Video and audio packets written.
+  public private(set) var written = (video: 0, audio: 0)
+  /// Where the written media ends, from the file's start.
+  public private(set) var duration = MediaDuration.zero
+  /// True once the file is complete.
+  public private(set) var isFinished = false
+
+  /// A writer of `videoTrack` and `audioTrack` (at least one) into `destination`, which it creates or
+  /// truncates: the caller has reserved the name.
+  /// - Throws: ``TiError`` `invalidArgument` without a track.
+  public init(name: String = "FragmentedMP4Writer", destination: URL, videoTrack: TrackID?, audioTrack: TrackID?) throws
+  {
+    guard videoTrack != nil || audioTrack != nil else { throw TiError(.invalidArgument, "a recording needs a track") }
+    self.name = name
+    self.destination = destination
+    self.videoTrack = videoTrack
+    self.audioTrack = audioTrack
+  }
+
+  /// Writes one packet (or keeps it until the file exists).
+  public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
+    let isVideo = input.track == videoTrack && videoTrack != nil
+    let isAudio = input.track == audioTrack && audioTrack != nil
+    guard
+      isVideo && (input.format.codec == .h264 || input.format.codec == .h265) || isAudio && input.format.codec == .aac
+    else { return skippedPackets += 1 }
+    guard let file else {
+      if isVideo {
+        guard videoFormat != nil || input.isKeyframe else { return skippedPackets += 1 }
+        videoFormat = videoFormat ?? input.format
+      } else {
+        audioFormat = audioFormat ?? input.format
+      }
+      waiting.append(input)
+      return try openWhenReady(force: false)
+    }
+    try write(input, to: file)
+  }
+
+  private func write(_ packet: EncodedPacket, to file: MP4File) throws {
+    let time = try packet.time - MediaTime(microseconds: 0)
+    let end = try time + packet.duration
+    if packet.track == videoTrack {
+      guard let format = videoFormat, Self.sameVideo(format, packet.format), time >= (lastVideo ?? .zero) else {
+        return skippedPackets += 1
+      }
+      try file.writeVideo(packet.data, time: time, duration: packet.duration, isKeyframe: packet.isKeyframe)
+      lastVideo = end
+      written.video += 1
+    } else {
+      guard let format = audioFormat, format == packet.format, time >= (lastAudio ?? .zero) else {
+        return skippedPackets += 1
+      }
+      try file.writeAudio(packet.data, time: time, duration: packet.duration)
+      lastAudio = end
+      written.audio += 1
+    }
+    duration = max(duration, end)
+  }
+
+  /// Video of the same codec and size (the parameter sets may be repeated or renumbered).
+  private static func sameVideo(_ a: TrackFormat, _ b: TrackFormat) -> Bool {
+    a.codec == b.codec && a.width == b.width && a.height == b.height
+  }
+
+  /// Creates the file once every declared track has its format, or one track has ``trackWait`` of media
+  /// without the other (`force`: at the end, with what came).
+  private func openWhenReady(force: Bool) throws {
+    guard file == nil, let first = waiting.first else { return }
+    let complete = (videoTrack == nil || videoFormat != nil) && (audioTrack == nil || audioFormat != nil)
+    let span = (try? waiting.last!.time - first.time) ?? .zero
+    guard complete || force || span >= Self.trackWait else { return }
+    let file = try MP4File(
+      path: destination.path, video: videoFormat, audio: audioFormat, reservedIndexBytes: 8, flushesPackets: true)
+    self.file = file
+    let packets = waiting
+    waiting = []
+    for packet in packets { try write(packet, to: file) }
+  }
+
+  /// Writes the last fragment and the index on the pipeline's workers; the end of stream follows once
+  /// the file is complete.
+  public func finish(context: NodeContext<Never>) throws {
+    try openWhenReady(force: true)
+    guard let file else { throw TiError(.noRecordableMedia, "nothing was recorded") }
+    self.file = nil
+    context.holdEndOfStream()
+    let handoff = ExecutorConfined(file)
+    context.runOnWorker {
+      Result { try handoff.value.finishFragmented() }.mapError { TiError($0) }
+    } then: { [unowned self] result in
+      switch result {
+      case .success: isFinished = true
+      case .failure(let error): context.fail(error)
+      }
+      context.releaseEndOfStream()
+    }
+  }
+
+  /// Closes the file as it is: what was written up to the last fragment stays readable.
+  public func stop(context: NodeContext<Never>) {
+    file?.close()
+    file = nil
+    waiting = []
+  }
+}

@@ -1,0 +1,61 @@
+import PipelineGraph
+
+/// Takes a ``MediaTrack``'s frames into a graph: the start of a recorder's, a compositor's or an
+/// output's branch over a track that another flow produces.
+///
+/// It subscribes when it is made and emits what the track queued, in order, until the track ends (or
+/// ``close()`` is called): then the end of stream. While nothing is queued it waits, woken by the track.
+/// A flush keeps the subscription (frames queued meanwhile still come); `stop` cancels it.
+///
+/// Confined to its pipeline's executor; ``close()`` may be called from any thread.
+public final class TrackSource: SourceNode, Sendable {
+  /// A source.
+  public typealias Input = Never
+  /// The track's frames.
+  public typealias Output = DecodedFrame
+
+  /// The node's name.
+  public let name: String
+  /// The track taken.
+  public let track: MediaTrack
+  /// Frames the subscription queues before its producer is told to wait.
+  public let capacity: Int
+  private let subscription: MediaTrack.Subscription
+  /// What the subscription calls when a frame is queued: nothing until `start` arms it.
+  private let waker: Locked<(@Sendable () -> Void)?>
+
+  /// A source of `track`'s frames. It subscribes at once: frames pushed from now on are queued for the
+  /// graph, even before it starts.
+  public init(name: String = "TrackSource", track: MediaTrack, capacity: Int = 32) {
+    self.name = name
+    self.track = track
+    self.capacity = capacity
+    let waker = Locked<(@Sendable () -> Void)?>(nil)
+    self.waker = waker
+    subscription = track.subscribe(capacity: capacity) { waker.withLock { $0 }?() }
+  }
+
+  /// Arms the wake-up and takes what was queued before the start.
+  public func start(context: NodeContext<DecodedFrame>) throws {
+    let wake = context.makeCompletion { (_: Void) in context.wake() }
+    waker.withLock { $0 = { wake(()) } }
+    wake(())
+  }
+
+  /// Emits what is queued.
+  public func produce(context: NodeContext<DecodedFrame>) throws -> ProduceResult {
+    let (frames, ended) = subscription.take(upTo: 16)
+    for frame in frames { context.emit(frame) }
+    if ended { return .finished }
+    return frames.isEmpty ? .waiting : .produced
+  }
+
+  /// Ends the stream once what is queued has been emitted (a recorder's stop).
+  public func close() { subscription.cancel() }
+
+  /// Cancels the subscription.
+  public func stop(context: NodeContext<DecodedFrame>) {
+    waker.withLock { $0 = nil }
+    subscription.cancel()
+  }
+}

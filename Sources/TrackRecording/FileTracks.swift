@@ -1,0 +1,82 @@
+import Foundation
+public import Nodes
+import PipelineGraph
+
+/// A media file's decoded picture and sound as `MediaTrack`s: `MediaFileSource → FrameDecoder →
+/// TrackFeed` for its first video and its first audio stream, on a thread of its own. The file is read
+/// as fast as the tracks' subscribers take it (a recorder slower than the decoder holds it back); each
+/// track ends with the file.
+///
+/// States: built → started (``start()``) → ended (the file's end, ``stop()``, or a failure:
+/// ``failure`` says which; the tracks end either way). Thread-safe.
+public final class FileTracks: Sendable {
+  /// The file's video as a track (nil when not asked for or absent).
+  public let video: MediaTrack?
+  /// The file's audio as a track (nil when not asked for or absent).
+  public let audio: MediaTrack?
+  private let pipeline: Pipeline
+  private let executor: ThreadExecutor
+  private let failed = Locked<TiError?>(nil)
+
+  /// The tracks of the file at `path` (`video`/`audio`: whether to take each kind; one the file lacks is
+  /// nil).
+  /// - Throws: `TiError` for a file that cannot be read, or that has none of the kinds asked for.
+  public init(path: String, video: Bool = true, audio: Bool = true) throws {
+    _ = try MediaFileSource.check(path: path)
+    let info = try MediaFileSource.probe(path: path)
+    let source = MediaFileSource(path: path)
+    let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack) : nil
+    let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack) : nil
+    guard videoTrack != nil || audioTrack != nil else {
+      throw TiError(
+        .noRecordableMedia, "\(path) has no \(video && audio ? "video or audio" : video ? "video" : "audio")")
+    }
+    self.video = videoTrack
+    self.audio = audioTrack
+    let executor = ThreadExecutor(name: "tirtc.file-tracks")
+    self.executor = executor
+    let pipeline = Pipeline(executor: executor)
+    self.pipeline = pipeline
+    if let videoTrack {
+      let decoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack)
+      pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
+      pipeline.connect(decoder, to: TrackFeed(name: "VideoFeed", track: videoTrack), limits: EdgeLimits(items: 4))
+    }
+    if let audioTrack {
+      let decoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack)
+      pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 256, bytes: 8 << 20))
+      pipeline.connect(decoder, to: TrackFeed(name: "AudioFeed", track: audioTrack), limits: EdgeLimits(items: 16))
+    }
+    let failed = self.failed
+    pipeline.errorHandler = { node in
+      failed.withLock { $0 = $0 ?? TiError(node) }
+      videoTrack?.end()
+      audioTrack?.end()
+      return .stopPipeline
+    }
+  }
+
+  deinit {
+    pipeline.stop()
+    video?.end()
+    audio?.end()
+    let executor = self.executor
+    DispatchQueue.global().async { executor.shutdown() }
+  }
+
+  /// Starts reading: the tracks carry the file's frames from its start.
+  public func start() throws { try pipeline.start() }
+
+  /// Stops reading; the tracks end.
+  public func stop() {
+    pipeline.stop()
+    video?.end()
+    audio?.end()
+  }
+
+  /// Why reading stopped early, if it did.
+  public var failure: TiError? { failed.withLock { $0 } }
+
+  /// True once every track has ended.
+  public var isEnded: Bool { (video?.isEnded ?? true) && (audio?.isEnded ?? true) }
+}

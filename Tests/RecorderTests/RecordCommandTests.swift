@@ -1,0 +1,87 @@
+import Foundation
+import MediaTestSupport
+import Testing
+
+/// `tipipe record` (spec/cli.md) from outside: what it prints, where the files go, how it refuses, and
+/// what a killed recording leaves.
+@Suite struct RecordCommandTests {
+  @Test func RC14_RC26_aFileRecordedWithAPauseCutOut() throws {
+    let directory = try TemporaryDirectory("record-cli")
+    let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 4)
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe([
+      "record", "--input", source.path, "--name", "cut", "--pause-at", "1", "--resume-at", "2", "--size", "640x360",
+      "--data-root", root,
+    ])
+    #expect(done.status == 0, "\(done.stderr)")
+    let line = try #require(
+      try JSONSerialization.jsonObject(with: Data(done.stdout.utf8)) as? [String: Any], "\(done.stdout)")
+    #expect(line["id"] as? String == "cut")
+    #expect(line["file"] as? String == root + "/Recordings/cut.mp4")
+    let duration = try #require(line["duration_ms"] as? Int)
+    #expect(abs(duration - 3000) <= 50, "\(duration) ms")
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/cut.mp4"))
+    #expect(streams.map(\.codec) == ["h264", "aac"])
+    #expect(streams.first?.frames == 60 && streams.first?.width == 640)
+    #expect(abs((streams.last?.duration ?? 0) - 3) < 0.06)
+    // Listed, refused again under the same name, deleted.
+    let list = try tipipe(["record", "--list", "--json", "--data-root", root])
+    #expect(list.status == 0 && list.stdout.contains("\"id\":\"cut\""))
+    let again = try tipipe(["record", "--input", source.path, "--name", "cut", "--data-root", root])
+    #expect(again.status == 1)
+    #expect(again.stderr.hasPrefix("error: fileExists (-2): "), "\(again.stderr)")
+    #expect(try tipipe(["record", "--delete", "cut", "--data-root", root]).status == 0)
+    #expect(!FileManager.default.fileExists(atPath: root + "/Recordings/cut.mp4"))
+    #expect(try tipipe(["record", "--delete", "cut", "--data-root", root]).status == 1)
+  }
+
+  @Test func hostileArgumentsAreRefusedWithOneLine() throws {
+    let directory = try TemporaryDirectory("record-hostile")
+    let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 1)
+    let root = directory.url.appendingPathComponent("root").path
+    let base = ["record", "--input", source.path, "--data-root", root, "--name", "x"]
+    for extra in [
+      ["--size", "0x0"], ["--size", "641x480"], ["--size", "99999x2"], ["--fps", "0"], ["--fps", "1000"],
+      ["--pause-at", "1"], ["--pause-at", "2", "--resume-at", "1"], ["--no-audio", "--no-video"], ["--bogus"],
+    ] {
+      let done = try tipipe(base + extra)
+      #expect(done.status == 2, "\(extra): \(done.stderr)")
+      #expect(done.stderr.split(separator: "\n").count == 1, "\(extra): \(done.stderr)")
+    }
+    // Not media, not a plain name: exit 1, and nothing written outside the folder.
+    #expect(try tipipe(["record", "--input", "/dev/zero", "--name", "z", "--data-root", root]).status == 1)
+    let escape = try tipipe(["record", "--input", source.path, "--name", "../escape", "--data-root", root])
+    #expect(escape.status == 1)
+    #expect(escape.stderr.hasPrefix("error: writerFailed (-3): "), "\(escape.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: root + "/escape.mp4"))
+  }
+
+  @Test func RC41_aKilledRecordingPlaysUpToItsLastFragment() throws {
+    let directory = try TemporaryDirectory("record-kill")
+    let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 60, width: 1280, height: 720)
+    let root = directory.url.appendingPathComponent("root").path
+    let file = root + "/Recordings/killed.mp4"
+    let process = try tipipeProcess()
+    process.arguments = ["record", "--input", source.path, "--name", "killed", "--data-root", root]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    // Killed once a few fragments are on disk (a wait for a condition, bounded by the tests' deadline).
+    let deadline = ContinuousClock.now + testDeadline
+    while process.isRunning, (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 < 400_000 {
+      guard ContinuousClock.now < deadline else { throw WaitTimedOut("a recording's first fragments") }
+      usleep(20_000)
+    }
+    try #require(process.isRunning, "the recording ended before it could be killed")
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    #expect(process.terminationReason == .uncaughtSignal)
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: file))
+    #expect(streams.map(\.codec) == ["h264", "aac"])
+    let frames = try #require(streams.first?.frames)
+    #expect(frames >= 20, "\(frames) pictures survived")
+    // Every picture that survived decodes without an error.
+    let errors = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+    #expect(errors.isEmpty, "\(errors)")
+  }
+}
