@@ -319,8 +319,14 @@ public final class TrackRecorder {
     case .success(let duration):
       file = Self.info(at: current.url, duration: Double(duration.microseconds) / 1e6)
     case .failure(let error):
-      // What was written is kept (RC22); the error is the recording's.
+      // The recording stopped by itself (RC37): what was written is kept and is the finished file (RC24);
+      // a file with nothing readable in it was not written (RC25) and does not keep the name.
       lastError = error
+      if let probed = try? MediaFileSource.probe(path: current.url.path), probed.duration > .zero {
+        file = Self.info(at: current.url, duration: Double(probed.duration.microseconds) / 1e6)
+      } else {
+        unlink(current.url.path)
+      }
     }
     if let file { lastFinishedFile = file }
     state = .idle

@@ -85,3 +85,69 @@ import Testing
     #expect(errors.isEmpty, "\(errors)")
   }
 }
+
+/// Seed 003's picture and sound in step (issue 28's judge): a source with a white flash and a 1 kHz beep
+/// at each whole second, recorded with a pause that cuts 1.3 s out; in the file every flash and its beep
+/// are at most 40 ms apart, before and after the cut.
+@Suite struct RecordingSyncTests {
+  @Test func RC14_aFlashAndItsBeepStayInStepAcrossACut() throws {
+    let directory = try TemporaryDirectory("record-sync")
+    let source = directory.url.appendingPathComponent("flash.mp4")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i",
+        "color=c=black:s=320x240:r=30,drawbox=c=white:t=fill:enable='lt(mod(t\\,1)\\,0.03)'", "-f", "lavfi", "-i",
+        "aevalsrc=exprs='if(lt(mod(t\\,1)\\,0.05)\\,0.5*sin(2*PI*1000*t)\\,0)':s=48000", "-t", "7", "-c:v", "libx264",
+        "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", source.path,
+      ])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe([
+      "record", "--input", source.path, "--name", "sync", "--pause-at", "2.3", "--resume-at", "3.6", "--size",
+      "320x240", "--data-root", root,
+    ])
+    #expect(done.status == 0, "\(done.stderr)")
+    let file = root + "/Recordings/sync.mp4"
+    // Flashes: pictures whose mean luma is high, by their presentation time.
+    let stats = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-i", file, "-vf", "signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null",
+        "-",
+      ])
+    var flashes: [Double] = []
+    var time: Double?
+    for line in stats.split(separator: "\n") {
+      if let range = line.range(of: "pts_time:") {
+        time = Double(line[range.upperBound...].prefix { $0 != " " })
+      } else if let range = line.range(of: "YAVG="), let value = Double(line[range.upperBound...]), value > 100,
+        let time, flashes.last.map({ time - $0 > 0.5 }) ?? true
+      {
+        flashes.append(time)
+      }
+    }
+    // Beeps: where the sound rises out of silence.
+    let pcm = try runForData(
+      "/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+    var beeps: [Double] = []
+    pcm.withUnsafeBytes { raw in
+      let samples = raw.bindMemory(to: Int16.self)
+      var quiet = 48_000
+      for (index, sample) in samples.enumerated() {
+        if abs(Int(sample)) > 3000 {
+          if quiet >= 24_000 { beeps.append(Double(index) / 48_000) }
+          quiet = 0
+        } else {
+          quiet += 1
+        }
+      }
+    }
+    // 7 s with 1.3 s cut out: flashes at 0, 1, 2 and, after the cut, the source's 4, 5, 6 at 2.7, 3.7, 4.7.
+    #expect(flashes.count == 6, "\(flashes)")
+    #expect(beeps.count == flashes.count, "flashes \(flashes), beeps \(beeps)")
+    for (flash, beep) in zip(flashes, beeps) {
+      #expect(abs(flash - beep) <= 0.040, "flash at \(flash) s, beep at \(beep) s")
+    }
+    #expect(abs((flashes.last ?? 0) - 4.7) < 0.06)
+  }
+}
