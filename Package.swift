@@ -109,7 +109,7 @@ let package = Package(
     ),
     .testTarget(
       name: "RecorderTests",
-      dependencies: ["TrackRecording", "Nodes", "PipelineGraph", "MediaTestSupport"],
+      dependencies: ["TrackRecording", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(

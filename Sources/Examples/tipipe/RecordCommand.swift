@@ -10,6 +10,7 @@ enum RecordCommand {
   static let usage = """
     usage: tipipe record --input FILE --name NAME [--fps 20] [--size 1280x720]
                          [--pause-at S --resume-at S]… [--no-audio] [--no-video] [--data-root DIR]
+           tipipe record --input FILE --input FILE… --grid --name NAME [the options above]
            tipipe record --list [--json] [--data-root DIR]
            tipipe record --delete ID | --delete-all [--data-root DIR]
 
@@ -19,10 +20,13 @@ enum RecordCommand {
     <data root>/Recordings (data root: --data-root, $XDG_DATA_HOME/tirtc or ~/.local/share/tirtc).
     --pause-at/--resume-at pairs (seconds of FILE from its start) leave those stretches out. Prints
     {"file":…,"duration_ms":…,"id":…}. A name that exists is exit 1 (fileExists, -2).
+    --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
+    mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
     """
 
   static let flags: [String: FlagParser.Kind] = [
-    "--input": .value, "--name": .value, "--fps": .value, "--size": .value, "--pause-at": .repeated,
+    "--input": .repeated, "--grid": .boolean, "--name": .value, "--fps": .value, "--size": .value,
+    "--pause-at": .repeated,
     "--resume-at": .repeated, "--no-audio": .boolean, "--no-video": .boolean, "--data-root": .value,
     "--list": .boolean, "--json": .boolean, "--delete": .value, "--delete-all": .boolean,
   ]
@@ -45,7 +49,12 @@ enum RecordCommand {
       try TrackRecorder.deleteAllRecordings()
       return 0
     }
-    let input = try flags.required("--input")
+    let inputs = flags.all("--input")
+    guard !inputs.isEmpty else { throw UsageError(message: "--input is required") }
+    guard inputs.count == 1 || flags.has("--grid") else {
+      throw UsageError(message: "several --input files need --grid (they are composed into one picture)")
+    }
+    guard inputs.count <= 16 else { throw UsageError(message: "at most 16 --input files") }
     let name = try flags.required("--name")
     let fps = try flags.integer("--fps", default: 20, range: 1...240)
     let size = try videoSize(flags.string("--size"))
@@ -57,8 +66,10 @@ enum RecordCommand {
     if flags.has("--no-audio") && flags.has("--no-video") {
       throw UsageError(message: "--no-audio and --no-video leave nothing to record")
     }
-    let tracks = try FileTracks(path: input, video: !flags.has("--no-video"), audio: !flags.has("--no-audio"))
-    let start = try MediaFileSource.probe(path: input).start
+    let files = try inputs.map {
+      try FileTracks(path: $0, video: !flags.has("--no-video"), audio: !flags.has("--no-audio"))
+    }
+    let start = try MediaFileSource.probe(path: inputs[0]).start
     var cuts: [MediaRange] = []
     for (pause, resume) in zip(pauses, resumes) {
       guard pause < resume else { throw UsageError(message: "each --pause-at must be before its --resume-at") }
@@ -66,16 +77,39 @@ enum RecordCommand {
       cuts.append(
         MediaRange(start: start.advanced(by: pause, notAfter: far), end: start.advanced(by: resume, notAfter: far)))
     }
-    return try MainActor.assumeIsolated {
-      try record(tracks, name: name, fps: fps, size: size, cuts: cuts)
+    // One file is recorded as it is; several are composed first, and the recorder takes the compositions.
+    var video = files[0].video
+    var audio = files[0].audio
+    var compositors: [AnyObject] = []
+    if flags.has("--grid") {
+      let videos = files.compactMap(\.video)
+      let audios = files.compactMap(\.audio)
+      if !videos.isEmpty {
+        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps)
+        video = compositor.outputTrack
+        try compositor.start()
+        compositors.append(compositor)
+      }
+      if !audios.isEmpty {
+        let compositor = try AudioCompositor(tracks: audios)
+        audio = compositor.outputTrack
+        try compositor.start()
+        compositors.append(compositor)
+      }
+    }
+    // The compositors live until the recording is written.
+    return try withExtendedLifetime(compositors) {
+      try MainActor.assumeIsolated {
+        try record(files, video: video, audio: audio, name: name, fps: fps, size: size, cuts: cuts)
+      }
     }
   }
 
   @MainActor
   private static func record(
-    _ tracks: FileTracks, name: String, fps: Int, size: VideoSize, cuts: [MediaRange]
+    _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int,
+    size: VideoSize, cuts: [MediaRange]
   ) throws -> Int32 {
-    let (videoTrack, audioTrack) = (tracks.video, tracks.audio)
     let recorder = TrackRecorder(videoTrack: videoTrack, audioTrack: audioTrack, videoFps: fps, videoSize: size)
     do {
       try recorder.startRecording(fileName: name, leavingOut: cuts)
@@ -90,19 +124,19 @@ enum RecordCommand {
       throw TiError(
         .resourceExhausted, "\(available) bytes free, \(required) needed to start recording", domain: .storage)
     }
-    try tracks.start()
+    for file in files { try file.start() }
     // The tracks end with the file; the recorder then finishes its own (it stops by itself once every
     // track has ended; a stop asked for meanwhile finishes it the same way).
     var stopAsked = false
     while recorder.state != .idle {
       _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
-      if !stopAsked, recorder.state == .recording, tracks.isEnded {
+      if !stopAsked, recorder.state == .recording, videoTrack?.isEnded ?? true, audioTrack?.isEnded ?? true {
         stopAsked = true
         recorder.stopRecording()
       }
     }
-    tracks.stop()
-    if let failure = tracks.failure { throw failure }
+    for file in files { file.stop() }
+    if let failure = files.lazy.compactMap(\.failure).first { throw failure }
     if let error = recorder.lastError { throw TiError(error) }
     guard let file = recorder.lastFinishedFile else { throw TiError(.fileWriteFailed, "the recording was not written") }
     let line =

@@ -42,8 +42,46 @@ final class PictureFitter {
     return (((width - w) / 2) & ~1, ((height - h) / 2) & ~1, w, h)
   }
 
-  /// `input` fitted inside a new canvas.
+  /// `input` fitted inside a new black canvas.
   func fit(_ input: FrameBuffer) throws -> FrameBuffer {
+    let canvas = try Self.blackCanvas(width: width, height: height)
+    try draw(input, into: canvas, x: 0, y: 0)
+    return canvas
+  }
+
+  /// A new yuv420p picture of `width`×`height`, black (Y 16, Cb/Cr 128).
+  static func blackCanvas(width: Int, height: Int) throws -> FrameBuffer {
+    let output = try FrameBuffer()
+    let out = output.pointer
+    out.pointee.width = Int32(width)
+    out.pointee.height = Int32(height)
+    out.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+    out.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", code: .resourceExhausted)
+    let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
+    out.pointee.data.0!.update(repeating: 16, count: strides[0] * height)
+    out.pointee.data.1!.update(repeating: 128, count: strides[1] * ((height + 1) / 2))
+    out.pointee.data.2!.update(repeating: 128, count: strides[2] * ((height + 1) / 2))
+    return output
+  }
+
+  /// Fills the `width`×`height` rectangle at (`x`, `y`) of `canvas` (yuv420p, even coordinates) with
+  /// black.
+  static func clear(_ canvas: FrameBuffer, x: Int, y: Int, width: Int, height: Int) {
+    let out = canvas.pointer
+    let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
+    for row in y..<(y + height) {
+      (out.pointee.data.0! + row * strides[0] + x).update(repeating: 16, count: width)
+    }
+    for row in (y / 2)..<((y + height) / 2) {
+      (out.pointee.data.1! + row * strides[1] + x / 2).update(repeating: 128, count: width / 2)
+      (out.pointee.data.2! + row * strides[2] + x / 2).update(repeating: 128, count: width / 2)
+    }
+  }
+
+  /// Draws `input` fitted inside this fitter's size at (`x`, `y`) of `canvas` (yuv420p, large enough,
+  /// even coordinates); the rest of that rectangle is left as it is.
+  func draw(_ input: FrameBuffer, into canvas: FrameBuffer, x: Int, y: Int) throws {
     let source = input.pointer
     let sar = source.pointee.sample_aspect_ratio
     let place = Self.placement(
@@ -53,23 +91,13 @@ final class PictureFitter {
       context, source.pointee.width, source.pointee.height, AVPixelFormat(rawValue: source.pointee.format),
       Int32(place.width), Int32(place.height), AV_PIX_FMT_YUV420P, SWS_BILINEAR, nil, nil, nil)
     guard let context else { throw TiError(.unsupportedFormat, "libswscale cannot scale this picture") }
-    let output = try FrameBuffer()
-    let out = output.pointer
-    out.pointee.width = Int32(width)
-    out.pointee.height = Int32(height)
-    out.pointee.format = AV_PIX_FMT_YUV420P.rawValue
-    out.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
-    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", code: .resourceExhausted)
-    // Black bars: only the rows and columns outside the picture need it, but the whole canvas is cheap.
+    let out = canvas.pointer
     let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
-    let planes = [out.pointee.data.0!, out.pointee.data.1!, out.pointee.data.2!]
-    planes[0].update(repeating: 16, count: strides[0] * height)
-    planes[1].update(repeating: 128, count: strides[1] * height / 2)
-    planes[2].update(repeating: 128, count: strides[2] * height / 2)
+    let (left, top) = ((x + place.x) & ~1, (y + place.y) & ~1)
     let targets: [UnsafeMutablePointer<UInt8>?] = [
-      planes[0] + place.y * strides[0] + place.x,
-      planes[1] + place.y / 2 * strides[1] + place.x / 2,
-      planes[2] + place.y / 2 * strides[2] + place.x / 2,
+      out.pointee.data.0! + top * strides[0] + left,
+      out.pointee.data.1! + top / 2 * strides[1] + left / 2,
+      out.pointee.data.2! + top / 2 * strides[2] + left / 2,
       nil,
     ]
     let targetStrides = strides.map(Int32.init) + [0]
@@ -88,6 +116,5 @@ final class PictureFitter {
       }
     }
     try FFmpeg.check(rows, "scaling a picture")
-    return output
   }
 }

@@ -31,7 +31,7 @@ public final class FragmentedMP4Writer: Node {
   /// The audio track written, if any.
   public let audioTrack: TrackID?
   /// How long the file waits for a declared track's first packet once the other's media has come.
-  public static let trackWait = MediaDuration.microseconds(2_000_000)
+  public static let trackWait = MediaDuration.microseconds(10_000_000)
   private var file: MP4File?
   private var videoFormat: TrackFormat?
   private var audioFormat: TrackFormat?

@@ -4,7 +4,7 @@ import PipelineGraph
 /// output's branch over a track that another flow produces.
 ///
 /// It subscribes when it is made and emits what the track queued, in order, until the track ends (or
-/// ``close()`` is called): then the end of stream. While nothing is queued it waits, woken by the track.
+/// ``close()`` is called): then a ``TrackEnded`` event and the end of stream. While nothing is queued it waits, woken by the track.
 /// A flush keeps the subscription (frames queued meanwhile still come); `stop` cancels it.
 ///
 /// Confined to its pipeline's executor; ``close()`` may be called from any thread.
@@ -20,14 +20,18 @@ public final class TrackSource: SourceNode, Sendable {
   public let track: MediaTrack
   /// Frames the subscription queues before its producer is told to wait.
   public let capacity: Int
+  /// The track its frames are tagged with (nil: the track's own id).
+  public let tag: TrackID?
   private let subscription: MediaTrack.Subscription
   /// What the subscription calls when a frame is queued: nothing until `start` arms it.
   private let waker: Locked<(@Sendable () -> Void)?>
 
   /// A source of `track`'s frames. It subscribes at once: frames pushed from now on are queued for the
   /// graph, even before it starts.
-  public init(name: String = "TrackSource", track: MediaTrack, capacity: Int = 32) {
+  /// `tag` re-tags the frames (a compositor tells its inputs apart by it).
+  public init(name: String = "TrackSource", track: MediaTrack, capacity: Int = 32, tag: TrackID? = nil) {
     self.name = name
+    self.tag = tag
     self.track = track
     self.capacity = capacity
     let waker = Locked<(@Sendable () -> Void)?>(nil)
@@ -45,8 +49,17 @@ public final class TrackSource: SourceNode, Sendable {
   /// Emits what is queued.
   public func produce(context: NodeContext<DecodedFrame>) throws -> ProduceResult {
     let (frames, ended) = subscription.take(upTo: 16)
-    for frame in frames { context.emit(frame) }
-    if ended { return .finished }
+    for frame in frames {
+      if let tag, tag != frame.track {
+        context.emit(DecodedFrame(track: tag, time: frame.time, duration: frame.duration, frame: frame.frame))
+      } else {
+        context.emit(frame)
+      }
+    }
+    if ended {
+      context.send(.custom(TrackEnded(track: tag ?? track.id)))
+      return .finished
+    }
     return frames.isEmpty ? .waiting : .produced
   }
 
