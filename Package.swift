@@ -109,7 +109,10 @@ let package = Package(
     ),
     .testTarget(
       name: "RecorderTests",
-      dependencies: ["TrackRecording", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
+      dependencies: [
+        "TrackRecording", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport", "ReplayTestKit",
+        "TiCloudStorage",
+      ],
       swiftSettings: strict
     ),
     .testTarget(

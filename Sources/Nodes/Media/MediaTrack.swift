@@ -176,3 +176,18 @@ extension MediaTrack.Subscription {
   fileprivate var isCancelled: Bool { queue.withLock { $0.cancelled } }
   fileprivate var isFull: Bool { queue.withLock { $0.count >= capacity } }
 }
+
+/// A track is where a replay's or a player's Video Output can draw: each presented picture is pushed
+/// (a recorder of what plays, a compositor of several plays). A full subscriber loses its oldest frames
+/// past four times its capacity, as with any live source: presentation never waits for a recorder.
+extension MediaTrack: VideoRenderer {
+  /// Pushes the presented picture.
+  public func render(_ frame: DecodedFrame) { push(frame) }
+}
+
+/// A track is where a replay's Audio Output can play: each presented frame is pushed as decoded (the
+/// output's volume is the listener's, not the recording's).
+extension MediaTrack: AudioDevice {
+  /// Pushes the presented sound.
+  public func play(_ frame: DecodedFrame, volume: Int) { push(frame) }
+}
