@@ -143,21 +143,6 @@ func expectPlayable(_ result: ExportResult, width: Int = 320, height: Int = 240,
   return probe
 }
 
-/// The presentation times (s) of the video buffers GStreamer's qtdemux reads from `file`.
-func qtdemuxVideoBuffers(_ file: URL) throws -> [Double] {
-  let output = try run(
-    "/usr/bin/gst-launch-1.0",
-    ["-v", "filesrc", "location=\(file.path)", "!", "qtdemux", "name=d", "d.video_0", "!", "fakesink", "silent=false"])
-  return output.split(separator: "\n").compactMap { line -> Double? in
-    guard line.contains("last-message = chain"), let range = line.range(of: "pts: ") else { return nil }
-    let fields = line[range.upperBound...].prefix { $0 != "," }.split(separator: ":")
-    guard fields.count == 3, let h = Double(fields[0]), let m = Double(fields[1]), let s = Double(fields[2]) else {
-      return nil
-    }
-    return h * 3600 + m * 60 + s
-  }
-}
-
 /// The top-level `free`/`skip` boxes of `file` whose payload starts like a box that a reader may recover
 /// from it (GPAC re-reads a `free` holding `mfhd` as a `moof`): `moof`, `mfhd`, `traf`, `mfra`, `tfra`,
 /// `mfro`, `moov`, `mdat`; and those that end with an `mfro` (it points back at an `mfra`). Their offsets.

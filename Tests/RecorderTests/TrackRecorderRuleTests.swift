@@ -267,32 +267,32 @@ extension RecorderSettingsTests {
     }
 
     @Test func RC1_RC8_aReplayIsRecordedAsItPlays() async throws {
-    // A replay of a synthetic library (manual executor, virtual clock), its video and audio outputs
-    // drawing into tracks beside the harness's own outputs: one track, several takers.
-    let harness = try ReplayHarness(seconds: 9, audio: true)
-    let video = MediaTrack(id: TrackID(.video, channel: 0))
-    let audio = MediaTrack(id: TrackID(.audio, channel: 1))
-    harness.replay.bindVideo(channel: 0, renderer: video) { _ in }
-    harness.replay.bindAudio(channel: 1, device: audio) { _ in }
-    let recorder = TrackRecorder(videoTrack: video, audioTrack: audio, videoSize: VideoSize(width: 320, height: 240))
-    try recorder.startRecording(fileName: "replayed")
-    #expect(harness.play(1_000, 7_000) == .ok)
-    // 6 s of play, 100 ms at a time, each step waiting for the recorder to take what was presented.
-    for _ in 0..<62 {
-      harness.run(for: .milliseconds(100))
-      for track in [video, audio] {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in track.whenRoom { done.resume() } }
+      // A replay of a synthetic library (manual executor, virtual clock), its video and audio outputs
+      // drawing into tracks beside the harness's own outputs: one track, several takers.
+      let harness = try ReplayHarness(seconds: 9, audio: true)
+      let video = MediaTrack(id: TrackID(.video, channel: 0))
+      let audio = MediaTrack(id: TrackID(.audio, channel: 1))
+      harness.replay.bindVideo(channel: 0, renderer: video) { _ in }
+      harness.replay.bindAudio(channel: 1, device: audio) { _ in }
+      let recorder = TrackRecorder(videoTrack: video, audioTrack: audio, videoSize: VideoSize(width: 320, height: 240))
+      try recorder.startRecording(fileName: "replayed")
+      #expect(harness.play(1_000, 7_000) == .ok)
+      // 6 s of play, 100 ms at a time, each step waiting for the recorder to take what was presented.
+      for _ in 0..<62 {
+        harness.run(for: .milliseconds(100))
+        for track in [video, audio] {
+          await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in track.whenRoom { done.resume() } }
+        }
       }
+      #expect(harness.renderer.frames.count >= 149)
+      let info = try #require(try await recorder.stopAndWait())
+      #expect(abs(info.duration - 6) < 0.1, "\(info.duration)")
+      let streams = try RecorderFixtures.streams(of: info.url)
+      #expect(streams.map(\.codec) == ["h264", "aac"])
+      #expect(abs(Double(streams.first?.frames ?? 0) - 120) <= 2)
     }
-    #expect(harness.renderer.frames.count >= 149)
-    let info = try #require(try await recorder.stopAndWait())
-    #expect(abs(info.duration - 6) < 0.1, "\(info.duration)")
-    let streams = try RecorderFixtures.streams(of: info.url)
-    #expect(streams.map(\.codec) == ["h264", "aac"])
-    #expect(abs(Double(streams.first?.frames ?? 0) - 120) <= 2)
-  }
 
-  @Test func RC7_RC8_severalRecordersOfOneTrackEachWriteTheirOwnFile() async throws {
+    @Test func RC7_RC8_severalRecordersOfOneTrackEachWriteTheirOwnFile() async throws {
       let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 2)
       let tracks = try FileTracks(path: source.path)
       let recorders = [

@@ -20,6 +20,7 @@ enum RecordCommand {
     <data root>/Recordings (data root: --data-root, $XDG_DATA_HOME/tirtc or ~/.local/share/tirtc).
     --pause-at/--resume-at pairs (seconds of FILE from its start) leave those stretches out. Prints
     {"file":…,"duration_ms":…,"id":…}. A name that exists is exit 1 (fileExists, -2).
+    --recorders N (1…8) records the same tracks N times at once (NAME, NAME-2…): one line each.
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
     mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
     """
@@ -29,6 +30,7 @@ enum RecordCommand {
     "--pause-at": .repeated,
     "--resume-at": .repeated, "--no-audio": .boolean, "--no-video": .boolean, "--data-root": .value,
     "--list": .boolean, "--json": .boolean, "--delete": .value, "--delete-all": .boolean,
+    "--recorders": .value,
   ]
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -57,6 +59,7 @@ enum RecordCommand {
     guard inputs.count <= 16 else { throw UsageError(message: "at most 16 --input files") }
     let name = try flags.required("--name")
     let fps = try flags.integer("--fps", default: 20, range: 1...240)
+    let copies = try flags.integer("--recorders", default: 1, range: 1...8)
     let size = try videoSize(flags.string("--size"))
     let pauses = try flags.all("--pause-at").map { try FileExportCommand.offset("--pause-at", $0) }
     let resumes = try flags.all("--resume-at").map { try FileExportCommand.offset("--resume-at", $0) }
@@ -100,7 +103,7 @@ enum RecordCommand {
     // The compositors live until the recording is written.
     return try withExtendedLifetime(compositors) {
       try MainActor.assumeIsolated {
-        try record(files, video: video, audio: audio, name: name, fps: fps, size: size, cuts: cuts)
+        try record(files, video: video, audio: audio, name: name, fps: fps, size: size, cuts: cuts, copies: copies)
       }
     }
   }
@@ -108,40 +111,52 @@ enum RecordCommand {
   @MainActor
   private static func record(
     _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int,
-    size: VideoSize, cuts: [MediaRange]
+    size: VideoSize, cuts: [MediaRange], copies: Int
   ) throws -> Int32 {
-    let recorder = TrackRecorder(videoTrack: videoTrack, audioTrack: audioTrack, videoFps: fps, videoSize: size)
-    do {
-      try recorder.startRecording(fileName: name, leavingOut: cuts)
-    } catch let error as NSError where error.domain == RecordingEngine.domain {
-      // The seed's own codes (spec/cli.md: `error: fileExists (-2): …`).
-      let names = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
-      let line =
-        "error: \(names[error.code] ?? "writerFailed") (\(error.code)): \(error.localizedDescription.oneLine)\n"
-      StandardError.write(Data(line.utf8))
-      return 1
-    } catch RecordingError.insufficientDiskSpace(let available, let required) {
-      throw TiError(
-        .resourceExhausted, "\(available) bytes free, \(required) needed to start recording", domain: .storage)
+    // `--recorders N`: N recorders of the same tracks (NAME, NAME-2…), each its own file and graph.
+    let names = [name] + (1..<copies).map { "\(name)-\($0 + 1)" }
+    var recorders: [TrackRecorder] = []
+    for name in names {
+      let recorder = TrackRecorder(videoTrack: videoTrack, audioTrack: audioTrack, videoFps: fps, videoSize: size)
+      do {
+        try recorder.startRecording(fileName: name, leavingOut: cuts)
+      } catch let error as NSError where error.domain == RecordingEngine.domain {
+        // The seed's own codes (spec/cli.md: `error: fileExists (-2): …`).
+        let codes = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
+        let line =
+          "error: \(codes[error.code] ?? "writerFailed") (\(error.code)): \(error.localizedDescription.oneLine)\n"
+        StandardError.write(Data(line.utf8))
+        for started in recorders { started.stopRecording() }
+        return 1
+      } catch RecordingError.insufficientDiskSpace(let available, let required) {
+        throw TiError(
+          .resourceExhausted, "\(available) bytes free, \(required) needed to start recording", domain: .storage)
+      }
+      recorders.append(recorder)
     }
     for file in files { try file.start() }
-    // The tracks end with the file; the recorder then finishes its own (it stops by itself once every
-    // track has ended; a stop asked for meanwhile finishes it the same way).
+    // The tracks end with the file; a recorder then finishes its own (it stops by itself once every track
+    // has ended; a stop asked for meanwhile finishes it the same way).
     var stopAsked = false
-    while recorder.state != .idle {
+    while recorders.contains(where: { $0.state != .idle }) {
       _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
-      if !stopAsked, recorder.state == .recording, videoTrack?.isEnded ?? true, audioTrack?.isEnded ?? true {
+      if !stopAsked, videoTrack?.isEnded ?? true, audioTrack?.isEnded ?? true {
         stopAsked = true
-        recorder.stopRecording()
+        for recorder in recorders where recorder.state == .recording { recorder.stopRecording() }
       }
     }
     for file in files { file.stop() }
     if let failure = files.lazy.compactMap(\.failure).first { throw failure }
-    if let error = recorder.lastError { throw TiError(error) }
-    guard let file = recorder.lastFinishedFile else { throw TiError(.fileWriteFailed, "the recording was not written") }
-    let line =
-      "{\"file\":\(json(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(json(file.id))}\n"
-    if let error = StandardOutput.write(Data(line.utf8)) { throw error }
+    var lines = ""
+    for recorder in recorders {
+      if let error = recorder.lastError { throw TiError(error) }
+      guard let file = recorder.lastFinishedFile else {
+        throw TiError(.fileWriteFailed, "the recording was not written")
+      }
+      lines +=
+        "{\"file\":\(json(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(json(file.id))}\n"
+    }
+    if let error = StandardOutput.write(Data(lines.utf8)) { throw error }
     return 0
   }
 
