@@ -72,7 +72,7 @@ public final class VideoCompositor: Sendable {
   private let graph: CompositorGraph
 
   /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`.
-  /// - Throws: ``TiError`` `invalidArgument` for an audio track, a cell per track missing or outside
+  /// - Throws: `TiError` `invalidArgument` for an audio track, a cell per track missing or outside
   ///   the picture, or a rate outside 1…240.
   public init(tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20) throws {
     let output = MediaTrack(id: TrackID(.video, channel: 0))
@@ -108,7 +108,7 @@ public final class AudioCompositor: Sendable {
 
   /// A mixer of `tracks` (audio, 1…64) with `gains` (linear, 0…16; 1 each by default) into `sampleRate`
   /// and `channels` (1 or 2).
-  /// - Throws: ``TiError`` `invalidArgument` for a video track, mismatched gains or an unsupported format.
+  /// - Throws: `TiError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
   public init(tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2) throws {
     let output = MediaTrack(id: TrackID(.audio, channel: 0))
     outputTrack = output
