@@ -41,6 +41,11 @@ public final class TrackFeed: Node {
 
   /// Ends the track.
   public func finish(context: NodeContext<Never>) throws {
+    // The completion holds the partition that holds this node: let it go (no cycle outlives the graph).
+    room = nil
     if endsTrack { track.end() }
   }
+
+  /// Lets the wake-up go.
+  public func stop(context: NodeContext<Never>) { room = nil }
 }

@@ -57,6 +57,8 @@ public final class TrackSource: SourceNode, Sendable {
       }
     }
     if ended {
+      // The wake-up holds the partition that holds this node: let it go (no cycle outlives the graph).
+      waker.withLock { $0 = nil }
       context.send(.custom(TrackEnded(track: tag ?? track.id)))
       return .finished
     }

@@ -31,10 +31,13 @@ public final class AudioMixer: Node {
     var started = false
     /// When its last frame arrived (pipeline clock).
     var arrival: ClockInstant?
-    var end: Int64 { start + Int64(samples.count) }
+    let channels: Int
+    /// Where its samples end (a position counts one sample of every channel).
+    var end: Int64 { start + Int64(samples.count / channels) }
 
     init(gain: Float, format: AudioDeviceFormat) {
       self.gain = gain
+      channels = format.channels
       converter = SampleConverter(to: format)
     }
   }
