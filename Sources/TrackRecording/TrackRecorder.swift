@@ -61,7 +61,7 @@ public final class TrackRecorder {
   }
 
   isolated deinit {
-    // Released without stop: the file keeps everything up to its last fragment (RC31).
+    // Released without stop: the file keeps everything up to its last fragment (RC41).
     session?.abort()
     diskWatch?.cancel()
     for continuation in continuations.values { continuation.finish() }

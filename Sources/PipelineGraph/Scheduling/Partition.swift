@@ -3,7 +3,8 @@ import Synchronization
 /// The nodes of a pipeline that share one executor, and the loop that runs them.
 ///
 /// The loop visits the nodes in topological order and lets each one work through a batch while it has
-/// input and room on its outputs; it repeats until a whole pass does nothing. A batch moves through the
+/// input and room on its outputs; it repeats until a whole pass does nothing, or queues itself behind
+/// the executor's other jobs after ``passesPerRun`` productive passes. A batch moves through the
 /// graph in one pass, and a full edge simply makes its producer skip its turn (backpressure).
 final class Partition: @unchecked Sendable {
   let executor: any PipelineExecutor
