@@ -244,8 +244,11 @@ public final class TrackRecorder {
     do {
       session = try RecordingSession(
         url: url, video: videoTrack, audio: audioTrack, fps: videoFps, size: videoSize, cuts: cuts)
+      // The session's graph keeps this handler: it names the session by identity, never holds it (a
+      // strong capture was a cycle — session → pipeline → handler → session — that LeakSanitizer found).
+      let id = ObjectIdentifier(session)
       try session.start { [weak self] result in
-        Task { @MainActor in self?.ended(session: session, result) }
+        Task { @MainActor in self?.ended(session: id, result) }
       }
     } catch {
       unlink(url.path)
@@ -308,8 +311,8 @@ public final class TrackRecorder {
     session.stop()
   }
 
-  private func ended(session ended: RecordingSession, _ result: Result<MediaDuration, TiError>) {
-    guard let session, session === ended, let current else { return }
+  private func ended(session ended: ObjectIdentifier, _ result: Result<MediaDuration, TiError>) {
+    guard let session, ObjectIdentifier(session) == ended, let current else { return }
     self.session = nil
     self.current = nil
     let done = completion

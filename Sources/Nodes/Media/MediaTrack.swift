@@ -75,11 +75,10 @@ public final class MediaTrack: Sendable {
         let wasFull = queue.count >= capacity
         let end = min(queue.frames.count, queue.head + max(1, limit))
         let taken = Array(queue.frames[queue.head..<end])
-        queue.head = end
-        if queue.head > 64 && queue.head * 2 > queue.frames.count {
-          queue.frames.removeFirst(queue.head)
-          queue.head = 0
-        }
+        // Taken frames leave the queue at once: a subscription never keeps a frame alive after its taker
+        // has it (the queue is at most four times the capacity, so the shift is short).
+        queue.frames.removeFirst(end)
+        queue.head = 0
         return (taken, (queue.ended || queue.cancelled) && queue.count == 0, wasFull && queue.count < capacity)
       }
       if freed { roomFreed() }
