@@ -1,6 +1,6 @@
 import Foundation
 public import Nodes
-import PipelineGraph
+public import PipelineGraph
 
 /// A media file's decoded picture and sound as `MediaTrack`s: `MediaFileSource → FrameDecoder →
 /// TrackFeed` for its first video and its first audio stream, on a thread of its own. The file is read
@@ -14,6 +14,8 @@ public final class FileTracks: Sendable {
   public let video: MediaTrack?
   /// The file's audio as a track (nil when not asked for or absent).
   public let audio: MediaTrack?
+  /// Where the file's media starts (its first timestamp): the tracks' frames carry the file's own times.
+  public let mediaStart: MediaTime
   private let pipeline: Pipeline
   private let executor: ThreadExecutor
   private let failed = Locked<TiError?>(nil)
@@ -33,6 +35,7 @@ public final class FileTracks: Sendable {
     }
     self.video = videoTrack
     self.audio = audioTrack
+    mediaStart = info.start
     let executor = ThreadExecutor(name: "tirtc.file-tracks")
     self.executor = executor
     let pipeline = Pipeline(executor: executor)

@@ -44,7 +44,8 @@ public final class TrackRecorder {
   public var isRecording: Bool { state == .recording }
 
   @ObservationIgnored private var session: RecordingSession?
-  @ObservationIgnored private var current: (url: URL, id: String)?
+  /// The file being recorded, and its identity (device, inode) when it was created.
+  @ObservationIgnored private var current: (url: URL, id: String, file: FileIdentity)?
   @ObservationIgnored private var completion: (@MainActor (RecordingFileInfo?) -> Void)?
   @ObservationIgnored private var diskWatch: Task<Void, Never>?
   @ObservationIgnored private var continuations: [UUID: AsyncStream<RecorderState>.Continuation] = [:]
@@ -239,6 +240,7 @@ public final class TrackRecorder {
       }
       throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
     }
+    let identity = FileIdentity(descriptor: descriptor)
     close(descriptor)
     let session: RecordingSession
     do {
@@ -251,11 +253,11 @@ public final class TrackRecorder {
         Task { @MainActor in self?.ended(session: id, result) }
       }
     } catch {
-      unlink(url.path)
+      identity?.unlink(url)
       throw RecordingEngine.error(RecordingEngine.writerFailed, "the file writer could not start: \(error)")
     }
     self.session = session
-    current = (url, fileName)
+    current = (url, fileName, identity ?? FileIdentity(device: 0, inode: 0))
     diskSpaceWarning = nil
     lastError = nil
     state = .recording
@@ -315,6 +317,8 @@ public final class TrackRecorder {
     guard let session, ObjectIdentifier(session) == ended, let current else { return }
     self.session = nil
     self.current = nil
+    diskWatch?.cancel()
+    diskWatch = nil
     let done = completion
     completion = nil
     var file: RecordingFileInfo?
@@ -323,12 +327,14 @@ public final class TrackRecorder {
       file = Self.info(at: current.url, duration: Double(duration.microseconds) / 1e6)
     case .failure(let error):
       // The recording stopped by itself (RC37): what was written is kept and is the finished file (RC24);
-      // a file with nothing readable in it was not written (RC25) and does not keep the name.
-      lastError = error
+      // a file with nothing readable in it was not written (RC25) and does not keep the name. Tracks that
+      // carried no frame are not a failure of the writer: no file, and no error (lastError is for writes).
+      if error.code != .noRecordableMedia { lastError = error }
       if let probed = try? MediaFileSource.probe(path: current.url.path), probed.duration > .zero {
         file = Self.info(at: current.url, duration: Double(probed.duration.microseconds) / 1e6)
       } else {
-        unlink(current.url.path)
+        // Only the file this recording made: one put under the name meanwhile is not ours to remove.
+        current.file.unlink(current.url)
       }
     }
     if let file { lastFinishedFile = file }
@@ -360,5 +366,32 @@ enum RecordingName {
   static func isValid(_ name: String) -> Bool {
     !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0")
       && name.utf8.count <= 251
+  }
+}
+
+/// A file's identity (device and inode): a name can be given to another file while a recording runs.
+struct FileIdentity: Equatable {
+  var device: UInt64
+  var inode: UInt64
+
+  init(device: UInt64, inode: UInt64) {
+    self.device = device
+    self.inode = inode
+  }
+
+  /// The identity of the open file `descriptor`, nil when it cannot be read.
+  init?(descriptor: Int32) {
+    var status = stat()
+    guard fstat(descriptor, &status) == 0 else { return nil }
+    self.init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+  }
+
+  /// Removes `url` if it is still this file.
+  func unlink(_ url: URL) {
+    var status = stat()
+    guard lstat(url.path, &status) == 0, UInt64(status.st_dev) == device, UInt64(status.st_ino) == inode else {
+      return
+    }
+    Foundation.unlink(url.path)
   }
 }

@@ -38,6 +38,50 @@ import Testing
     #expect(try tipipe(["record", "--delete", "cut", "--data-root", root]).status == 1)
   }
 
+  @Test func RC1_RC14_RC44_aReplayIsRecordedFromTheCommandLine() throws {
+    // A library (file://: the Replay's path is the cloud's but for the transport), played as fast as the
+    // recorder takes it, with a pause in seconds from --start.
+    let directory = try TemporaryDirectory("record-endpoint")
+    let library = directory.url.appendingPathComponent("library")
+    let start: Int64 = 1_700_000_000_000
+    let synth = try tipipe([
+      "synth", "--out", library.path, "--start", "\(start)", "--duration", "8", "--size", "640x360", "--quiet",
+    ])
+    try #require(synth.status == 0, "\(synth.stderr)")
+    let root = directory.url.appendingPathComponent("root").path
+    func record(_ name: String, from: Int64, to: Int64, _ extra: [String] = []) throws -> Finished {
+      try tipipe(
+        [
+          "record", "--endpoint", "file://" + library.path, "--start", "\(from)", "--end", "\(to)", "--video-channel",
+          "0",
+          "--audio-channel", "1", "--pace", "fast", "--size", "640x360", "--data-root", root, "--name", name,
+        ] + extra)
+    }
+    let done = try record("played", from: start + 1_000, to: start + 7_000, ["--pause-at", "2", "--resume-at", "3.5"])
+    #expect(done.status == 0, "\(done.stderr)")
+    let line = try #require(
+      try JSONSerialization.jsonObject(with: Data(done.stdout.utf8)) as? [String: Any], "\(done.stdout)")
+    let duration = try #require(line["duration_ms"] as? Int)
+    #expect(abs(duration - 4_500) <= 70, "\(duration) ms")
+    let file = URL(fileURLWithPath: root + "/Recordings/played.mp4")
+    let streams = try RecorderFixtures.streams(of: file)
+    #expect(streams.map(\.codec) == ["h264", "aac"])
+    #expect(streams.first?.frames == 90 && streams.first?.width == 640, "\(streams)")
+    #expect(abs((streams.last?.duration ?? 0) - 4.5) < 0.08, "\(streams)")
+    #expect(try qtdemuxVideoBuffers(file).count == 90)
+    // A range with nothing recorded: the seed's code, and no file keeps the name.
+    let empty = try record("empty", from: start - 60_000, to: start - 30_000)
+    #expect(empty.status == 1)
+    #expect(empty.stderr.hasPrefix("error: noRecordableMedia (6119): "), "\(empty.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: root + "/Recordings/empty.mp4"))
+    let again = try record("played", from: start, to: start + 1_000)
+    #expect(again.status == 1 && again.stderr.hasPrefix("error: fileExists (-2): "), "\(again.stderr)")
+    // The audio channel alone needs one to record.
+    #expect(try record("mute", from: start, to: start + 1_000, ["--no-video"]).status == 0)
+    #expect(
+      try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/mute.mp4")).map(\.codec) == ["aac"])
+  }
+
   @Test func hostileArgumentsAreRefusedWithOneLine() throws {
     let directory = try TemporaryDirectory("record-hostile")
     let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 1)
@@ -57,6 +101,16 @@ import Testing
     #expect(escape.status == 1)
     #expect(escape.stderr.hasPrefix("error: writerFailed (-3): "), "\(escape.stderr)")
     #expect(!FileManager.default.fileExists(atPath: root + "/escape.mp4"))
+    // Several recorders, a later name taken: none starts, and the names started are not kept (a 0-byte
+    // placeholder would refuse the next run with -2).
+    let recordings = root + "/Recordings"
+    try FileManager.default.createDirectory(atPath: recordings, withIntermediateDirectories: true)
+    try Data("mine".utf8).write(to: URL(fileURLWithPath: recordings + "/many-3.mp4"))
+    let many = try tipipe(["record", "--input", source.path, "--name", "many", "--recorders", "3", "--data-root", root])
+    #expect(many.status == 1 && many.stderr.hasPrefix("error: fileExists (-2): "), "\(many.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: recordings + "/many.mp4"))
+    #expect(!FileManager.default.fileExists(atPath: recordings + "/many-2.mp4"))
+    #expect(try String(contentsOfFile: recordings + "/many-3.mp4", encoding: .utf8) == "mine")
   }
 
   @Test func RC41_aKilledRecordingPlaysUpToItsLastFragment() throws {

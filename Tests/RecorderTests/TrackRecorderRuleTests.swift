@@ -91,6 +91,37 @@ extension RecorderSettingsTests {
           atPath: TrackRecorder.recordingsDirectory.appendingPathComponent("nothing.mp4").path))
     }
 
+    @Test func RC3_aRecorderThatCannotStartLeavesItsTrackFree() throws {
+      // A rate or a size the encoder refuses: −3, no file, and no subscription left behind to fill up
+      // (the track's producers would be told to wait for room forever).
+      let track = MediaTrack(id: TrackID(.video, channel: 0))
+      for (index, (fps, size)) in [(0, VideoSize.hd720), (20, VideoSize(width: 7, height: 5))].enumerated() {
+        let recorder = TrackRecorder(videoTrack: track, videoFps: fps, videoSize: size)
+        do {
+          try recorder.startRecording(fileName: "refused-\(index)")
+          Issue.record("started at \(fps) fps, \(size)")
+        } catch let error as NSError {
+          #expect(error.domain == "RecordingEngine" && error.code == -3, "\(error)")
+        }
+        #expect(recorder.state == .idle)
+        let file = TrackRecorder.recordingsDirectory.appendingPathComponent("refused-\(index).mp4")
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+      }
+      let picture = try CompositorTests.picture(50, at: 0, track: track.id)
+      #expect((0..<200).allSatisfy { _ in track.push(picture) }, "a producer is never told to wait")
+    }
+
+    @Test func RC25_RC44_tracksThatCarryNoFrameRecordNothingAndAreNoError() async throws {
+      let track = MediaTrack(id: TrackID(.video, channel: 0))
+      let recorder = TrackRecorder(videoTrack: track, videoSize: VideoSize(width: 320, height: 240))
+      try recorder.startRecording(fileName: "empty")
+      track.end()
+      try await recorder.wait(until: .idle)
+      #expect(recorder.lastFinishedFile == nil && recorder.lastError == nil)
+      let file = TrackRecorder.recordingsDirectory.appendingPathComponent("empty.mp4")
+      #expect(!FileManager.default.fileExists(atPath: file.path), "the name is not kept")
+    }
+
     @Test func RC11_RC12_RC13_RC35_theNameGetsMP4AndAnExistingFileIsNeverReplaced() async throws {
       let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 1)
       let (info, _) = try await record(source, name: "meeting.mp4")
@@ -229,11 +260,14 @@ extension RecorderSettingsTests {
       // The thresholds are global: lowering them lets every recorder start; a start clears the warning.
       TrackRecorder.diskSpaceCriticalThreshold = 5 << 20
       TrackRecorder.diskSpaceWarningThreshold = 6 << 20
-      let other = TrackRecorder(videoTrack: tracks.video)
-      #expect(other.state == .idle)
+      // Another recorder, made after the change, starts where the old thresholds refused.
+      let other = TrackRecorder(videoTrack: tracks.video, videoSize: VideoSize(width: 320, height: 240))
+      try other.startRecording(fileName: "other")
+      #expect(other.state == .recording && other.diskSpaceWarning == nil)
       try recorder.startRecording(fileName: "again")
       #expect(recorder.diskSpaceWarning == nil && recorder.lastError == nil)
       _ = try await recorder.stopAndWait()
+      _ = try await other.stopAndWait()
     }
 
     @Test func RC39_RC40_theFilesNewestFirstAndTheirDeletion() async throws {
@@ -318,7 +352,7 @@ extension RecorderSettingsTests {
 }
 
 /// The recorder on a real small filesystem: a 3 MB tmpfs the test mounts (it needs root and the right to
-/// mount; without them it says so and checks nothing).
+/// mount; without them the tests are skipped, and the report says so).
 extension RecorderSettingsTests {
   @MainActor
   @Suite(.serialized) final class SmallFilesystemTests {
@@ -337,7 +371,7 @@ extension RecorderSettingsTests {
     }
 
     /// Mounts a tmpfs of `bytes` at a new directory; nil when this process may not mount.
-    private static func mountTmpfs(bytes: Int) throws -> URL? {
+    private nonisolated static func mountTmpfs(bytes: Int) throws -> URL? {
       let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "recorder-tmpfs-\(UUID().uuidString)")
       try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -348,7 +382,7 @@ extension RecorderSettingsTests {
       return directory
     }
 
-    private static func unmount(_ directory: URL) {
+    private nonisolated static func unmount(_ directory: URL) {
       umount2(directory.path, Int32(MNT_DETACH))
       try? FileManager.default.removeItem(at: directory)
     }
@@ -364,11 +398,16 @@ extension RecorderSettingsTests {
       }
     }
 
-    @Test func RC30_RC32_theRealFreeSpaceStopsARecordingBelowTheCriticalThreshold() async throws {
-      guard let mountPoint = try Self.mountTmpfs(bytes: 3 << 20) else {
-        print("RC30 on a tmpfs: not run (needs root and the right to mount)")
-        return
-      }
+    /// True when this process may mount a tmpfs (tried once).
+    nonisolated static let canMount: Bool = {
+      guard let mountPoint = try? mountTmpfs(bytes: 1 << 20) else { return false }
+      unmount(mountPoint)
+      return true
+    }()
+
+    @Test(.enabled(if: canMount, "needs root and the right to mount a tmpfs"))
+    func RC30_RC32_theRealFreeSpaceStopsARecordingBelowTheCriticalThreshold() async throws {
+      let mountPoint = try #require(try Self.mountTmpfs(bytes: 3 << 20))
       defer { Self.unmount(mountPoint) }
       TrackRecorder.dataRoot = mountPoint
       TrackRecorder.setFreeSpaceSource(nil)
@@ -405,11 +444,9 @@ extension RecorderSettingsTests {
       #expect(try RecorderFixtures.streams(of: file.url).first?.codec == "h264")
     }
 
-    @Test func RC25_RC37_aWriteThatFailsStopsTheRecordingAndKeepsWhatWasWritten() async throws {
-      guard let mountPoint = try Self.mountTmpfs(bytes: 2 << 20) else {
-        print("RC37 on a tmpfs: not run (needs root and the right to mount)")
-        return
-      }
+    @Test(.enabled(if: canMount, "needs root and the right to mount a tmpfs"))
+    func RC25_RC37_aWriteThatFailsStopsTheRecordingAndKeepsWhatWasWritten() async throws {
+      let mountPoint = try #require(try Self.mountTmpfs(bytes: 2 << 20))
       defer { Self.unmount(mountPoint) }
       TrackRecorder.dataRoot = mountPoint
       TrackRecorder.setFreeSpaceSource(nil)

@@ -10,6 +10,8 @@ enum RecordCommand {
   static let usage = """
     usage: tipipe record --input FILE --name NAME [--fps 20] [--size 1280x720]
                          [--pause-at S --resume-at S]… [--no-audio] [--no-video] [--data-root DIR]
+           tipipe record --endpoint E [--token K] --start T --end T --video-channel N
+                         [--audio-channel N] [--pace realtime|fast] [--cache DIR] --name NAME [the options above]
            tipipe record --input FILE --input FILE… --grid --name NAME [the options above]
            tipipe record --list [--json] [--data-root DIR]
            tipipe record --delete ID | --delete-all [--data-root DIR]
@@ -21,6 +23,10 @@ enum RecordCommand {
     --pause-at/--resume-at pairs (seconds of FILE from its start) leave those stretches out. Prints
     {"file":…,"duration_ms":…,"id":…}. A name that exists is exit 1 (fileExists, -2).
     --recorders N (1…8) records the same tracks N times at once (NAME, NAME-2…): one line each.
+    --endpoint records what a Replay of [--start, --end) presents (its video channel, and its audio
+    channel when given; pauses in seconds from --start), as it plays (--pace realtime, the default) or as
+    fast as the recorder takes it (--pace fast); the recording ends with the play. SIGINT, SIGTERM and
+    SIGHUP end the play early: what was recorded is kept and reported, then the error line (exit 1).
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
     mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
     """
@@ -30,7 +36,8 @@ enum RecordCommand {
     "--pause-at": .repeated,
     "--resume-at": .repeated, "--no-audio": .boolean, "--no-video": .boolean, "--data-root": .value,
     "--list": .boolean, "--json": .boolean, "--delete": .value, "--delete-all": .boolean,
-    "--recorders": .value,
+    "--recorders": .value, "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value,
+    "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--cache": .value,
   ]
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -51,35 +58,20 @@ enum RecordCommand {
       try TrackRecorder.deleteAllRecordings()
       return 0
     }
+    let options = try Options(flags)
+    if flags.string("--endpoint") != nil {
+      guard flags.all("--input").isEmpty else { throw UsageError(message: "--endpoint and --input exclude each other") }
+      try ReplayRecording.run(flags, options)
+    }
     let inputs = flags.all("--input")
-    guard !inputs.isEmpty else { throw UsageError(message: "--input is required") }
+    guard !inputs.isEmpty else { throw UsageError(message: "--input or --endpoint is required") }
     guard inputs.count == 1 || flags.has("--grid") else {
       throw UsageError(message: "several --input files need --grid (they are composed into one picture)")
     }
     guard inputs.count <= 16 else { throw UsageError(message: "at most 16 --input files") }
-    let name = try flags.required("--name")
-    let fps = try flags.integer("--fps", default: 20, range: 1...240)
-    let copies = try flags.integer("--recorders", default: 1, range: 1...8)
-    let size = try videoSize(flags.string("--size"))
-    let pauses = try flags.all("--pause-at").map { try FileExportCommand.offset("--pause-at", $0) }
-    let resumes = try flags.all("--resume-at").map { try FileExportCommand.offset("--resume-at", $0) }
-    guard pauses.count == resumes.count else {
-      throw UsageError(message: "each --pause-at needs a --resume-at")
-    }
-    if flags.has("--no-audio") && flags.has("--no-video") {
-      throw UsageError(message: "--no-audio and --no-video leave nothing to record")
-    }
-    let files = try inputs.map {
-      try FileTracks(path: $0, video: !flags.has("--no-video"), audio: !flags.has("--no-audio"))
-    }
-    let start = try MediaFileSource.probe(path: inputs[0]).start
-    var cuts: [MediaRange] = []
-    for (pause, resume) in zip(pauses, resumes) {
-      guard pause < resume else { throw UsageError(message: "each --pause-at must be before its --resume-at") }
-      let far = MediaTime(microseconds: .max)
-      cuts.append(
-        MediaRange(start: start.advanced(by: pause, notAfter: far), end: start.advanced(by: resume, notAfter: far)))
-    }
+    let (name, fps, copies, size) = (options.name, options.fps, options.copies, options.size)
+    let files = try inputs.map { try FileTracks(path: $0, video: options.video, audio: options.audio) }
+    let cuts = options.cuts(from: files[0].mediaStart)
     // One file is recorded as it is; several are composed first, and the recorder takes the compositions.
     var video = files[0].video
     var audio = files[0].audio
@@ -113,51 +105,137 @@ enum RecordCommand {
     _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int,
     size: VideoSize, cuts: [MediaRange], copies: Int
   ) throws -> Int32 {
-    // `--recorders N`: N recorders of the same tracks (NAME, NAME-2…), each its own file and graph.
+    let (recorders, failure) = startRecorders(
+      video: videoTrack, audio: audioTrack, name: name, fps: fps, size: size, cuts: cuts, copies: copies)
+    var idle = false
+    if let failure {
+      whenIdle(recorders) { idle = true }
+      while !idle { _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05)) }
+      return try fail(failure)
+    }
+    for file in files { try file.start() }
+    // The tracks end with the file; a recorder then finishes its own (it stops by itself once every track
+    // has ended).
+    whenIdle(recorders) { idle = true }
+    while !idle { _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05)) }
+    for file in files { file.stop() }
+    if let failure = files.lazy.compactMap(\.failure).first { throw failure }
+    try report(recorders)
+    return 0
+  }
+
+  /// Starts `copies` recorders of the tracks (`--recorders N`: NAME, NAME-2…, each its own file and
+  /// graph). When one cannot start, those already started are stopped (with no frame recorded, their
+  /// files are removed: a name is not kept by a recording that never ran) and the failure is returned
+  /// with them, for the caller to wait until they are idle and then report it (``fail(_:)``).
+  @MainActor
+  static func startRecorders(
+    video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int, size: VideoSize,
+    cuts: [MediaRange], copies: Int
+  ) -> (recorders: [TrackRecorder], failure: (any Error)?) {
     let names = [name] + (1..<copies).map { "\(name)-\($0 + 1)" }
     var recorders: [TrackRecorder] = []
     for name in names {
       let recorder = TrackRecorder(videoTrack: videoTrack, audioTrack: audioTrack, videoFps: fps, videoSize: size)
       do {
         try recorder.startRecording(fileName: name, leavingOut: cuts)
-      } catch let error as NSError where error.domain == RecordingEngine.domain {
-        // The seed's own codes (spec/cli.md: `error: fileExists (-2): …`).
-        let codes = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
-        let line =
-          "error: \(codes[error.code] ?? "writerFailed") (\(error.code)): \(error.localizedDescription.oneLine)\n"
-        StandardError.write(Data(line.utf8))
+      } catch {
         for started in recorders { started.stopRecording() }
-        return 1
-      } catch RecordingError.insufficientDiskSpace(let available, let required) {
-        throw TiError(
-          .resourceExhausted, "\(available) bytes free, \(required) needed to start recording", domain: .storage)
+        return (recorders, error)
       }
       recorders.append(recorder)
     }
-    for file in files { try file.start() }
-    // The tracks end with the file; a recorder then finishes its own (it stops by itself once every track
-    // has ended; a stop asked for meanwhile finishes it the same way).
-    var stopAsked = false
-    while recorders.contains(where: { $0.state != .idle }) {
-      _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
-      if !stopAsked, videoTrack?.isEnded ?? true, audioTrack?.isEnded ?? true {
-        stopAsked = true
-        for recorder in recorders where recorder.state == .recording { recorder.stopRecording() }
-      }
+    return (recorders, nil)
+  }
+
+  /// Reports a recorder that could not start: the seed's own codes as `error: fileExists (-2): …`
+  /// (spec/cli.md) and exit 1; a disk too full as `resourceExhausted`; anything else thrown.
+  static func fail(_ failure: any Error) throws -> Int32 {
+    switch failure {
+    case let error as NSError where error.domain == RecordingEngine.domain:
+      let codes = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
+      let line =
+        "error: \(codes[error.code] ?? "writerFailed") (\(error.code)): \(error.localizedDescription.oneLine)\n"
+      StandardError.write(Data(line.utf8))
+      return 1
+    case RecordingError.insufficientDiskSpace(let available, let required):
+      throw TiError(
+        .resourceExhausted, "\(available) bytes free, \(required) needed to start recording", domain: .storage)
+    default:
+      throw failure
     }
-    for file in files { file.stop() }
-    if let failure = files.lazy.compactMap(\.failure).first { throw failure }
+  }
+
+  /// Calls `done` on the main actor once every recorder is idle (its file complete or given up).
+  @MainActor
+  static func whenIdle(_ recorders: [TrackRecorder], _ done: @escaping @MainActor () -> Void) {
+    Task { @MainActor in
+      // The state is read and the stream subscribed in one turn of the main actor: no change is missed.
+      for recorder in recorders where recorder.state != .idle {
+        for await state in recorder.changes where state == .idle { break }
+      }
+      done()
+    }
+  }
+
+  /// Prints each recorder's finished file as one JSON line; throws the first recorder's failure.
+  @MainActor
+  static func report(_ recorders: [TrackRecorder]) throws {
     var lines = ""
     for recorder in recorders {
       if let error = recorder.lastError { throw TiError(error) }
       guard let file = recorder.lastFinishedFile else {
-        throw TiError(.fileWriteFailed, "the recording was not written")
+        throw TiError(.noRecordableMedia, "nothing was recorded: the tracks carried no frame")
       }
       lines +=
         "{\"file\":\(json(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(json(file.id))}\n"
     }
     if let error = StandardOutput.write(Data(lines.utf8)) { throw error }
-    return 0
+  }
+
+  /// What every form of a recording takes: the name, the picture, the tracks and the pauses.
+  struct Options: Sendable {
+    var name: String
+    var fps: Int
+    var copies: Int
+    var size: VideoSize
+    var video: Bool
+    var audio: Bool
+    /// `--pause-at`/`--resume-at` pairs, from the source's start, merged where they overlap.
+    var pauses: [(pause: MediaDuration, resume: MediaDuration)]
+
+    init(_ flags: FlagParser) throws {
+      name = try flags.required("--name")
+      fps = try flags.integer("--fps", default: 20, range: 1...240)
+      copies = try flags.integer("--recorders", default: 1, range: 1...8)
+      size = try RecordCommand.videoSize(flags.string("--size"))
+      video = !flags.has("--no-video")
+      audio = !flags.has("--no-audio")
+      guard video || audio else { throw UsageError(message: "--no-audio and --no-video leave nothing to record") }
+      let pauses = try flags.all("--pause-at").map { try FileExportCommand.offset("--pause-at", $0) }
+      let resumes = try flags.all("--resume-at").map { try FileExportCommand.offset("--resume-at", $0) }
+      guard pauses.count == resumes.count else { throw UsageError(message: "each --pause-at needs a --resume-at") }
+      var pairs: [(pause: MediaDuration, resume: MediaDuration)] = []
+      for (pause, resume) in zip(pauses, resumes).sorted(by: { $0.0 < $1.0 }) {
+        guard pause < resume else { throw UsageError(message: "each --pause-at must be before its --resume-at") }
+        // Overlapping pauses are one pause (time left out once).
+        if let last = pairs.last, pause <= last.resume {
+          pairs[pairs.count - 1].resume = max(last.resume, resume)
+        } else {
+          pairs.append((pause, resume))
+        }
+      }
+      self.pauses = pairs
+    }
+
+    /// The pauses as cuts of source time, for a source starting at `start`.
+    func cuts(from start: MediaTime) -> [MediaRange] {
+      let far = MediaTime(microseconds: .max)
+      return pauses.map {
+        MediaRange(
+          start: start.advanced(by: $0.pause, notAfter: far), end: start.advanced(by: $0.resume, notAfter: far))
+      }
+    }
   }
 
   private static func list(json asJSON: Bool) throws -> Int32 {

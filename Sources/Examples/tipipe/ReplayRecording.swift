@@ -1,0 +1,164 @@
+import Dispatch
+import Foundation
+import Nodes
+import PipelineGraph
+import Synchronization
+import TiCloudStorage
+import TrackRecording
+
+/// `tipipe record --endpoint …` (`spec/cli.md`): what a Replay presents, recorded as it plays. The
+/// Replay's Video and Audio Outputs draw into tracks (``MediaTrack`` is a renderer and an audio device)
+/// and TrackRecorders take the tracks, as an app records the play on its screen (seed 003 over seed 000).
+enum ReplayRecording {
+  /// Parses the endpoint form's flags and records; never returns (the facade's main queue runs on the
+  /// main thread until the process exits).
+  static func run(_ flags: FlagParser, _ options: RecordCommand.Options) throws -> Never {
+    let endpoint = try flags.required("--endpoint")
+    let token = try Endpoint(flags).token
+    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+    guard start < end else { throw UsageError(message: "--start must be before --end") }
+    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+    let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
+    let audioChannel =
+      flags.string("--audio-channel") == nil
+      ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
+    if !options.video && audioChannel == nil {
+      throw UsageError(message: "--no-video records the audio channel alone: --audio-channel is required")
+    }
+    let paceText = flags.string("--pace") ?? "realtime"
+    guard ["realtime", "fast"].contains(paceText) else { throw UsageError(message: "--pace must be realtime or fast") }
+    let play = Play(
+      start: start, end: end, videoChannel: videoChannel, audioChannel: options.audio ? audioChannel : nil,
+      fast: paceText == "fast", options: options)
+    FacadeSession.run(endpoint: endpoint, token: token, cache: try FacadeSession.cacheDirectory(flags)) { storage in
+      try play.record(storage)
+    }
+  }
+
+  /// One recorded play.
+  struct Play: Sendable {
+    let start: Int64
+    let end: Int64
+    let videoChannel: UInt8
+    /// The audio channel recorded, if any.
+    let audioChannel: UInt8?
+    /// `--pace fast`: the play waits for the recorders instead of running on the wall clock.
+    let fast: Bool
+    let options: RecordCommand.Options
+
+    /// Plays `[start, end)` of `storage` into the recorders; runs off the main thread.
+    func record(_ storage: TiCloudStorage) throws -> Int32 {
+      let videoTrack = options.video ? MediaTrack(id: TrackID(.video, channel: videoChannel)) : nil
+      let audioTrack = audioChannel.map { MediaTrack(id: TrackID(.audio, channel: $0)) }
+      // Frame times are the recordings' own (ms since the epoch): the pauses count from --start.
+      let cuts = options.cuts(from: MediaTime(milliseconds: start))
+      let (recorders, failure) = onMain {
+        RecordCommand.startRecorders(
+          video: videoTrack, audio: audioTrack, name: options.name, fps: options.fps, size: options.size, cuts: cuts,
+          copies: options.copies)
+      }
+      if let failure {
+        waitUntilIdle(recorders)
+        return try RecordCommand.fail(failure)
+      }
+      let ending = try play(storage, video: videoTrack, audio: audioTrack)
+      // The play is over: the tracks end, and each recorder completes its file from what they carried.
+      videoTrack?.end()
+      audioTrack?.end()
+      waitUntilIdle(recorders)
+      let recorded = onMain { recorders.contains { $0.lastFinishedFile != nil } }
+      if let ending, !recorded { throw ending }
+      try onMain { try RecordCommand.report(recorders) }
+      // A play cut short still reports what it recorded, then why it ended (exit 1).
+      if let ending { throw ending }
+      return 0
+    }
+
+    /// Runs the Replay with its outputs drawing into the tracks until it completes, fails or a signal
+    /// stops it; returns why it ended early, if it did.
+    private func play(_ storage: TiCloudStorage, video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?)
+      throws -> TiError?
+    {
+      let replay = storage.createReplay(callbackThread: .main, pace: fast ? .asFastAsPossible : .realtime)
+      let video = videoTrack.map { _ in TiCloudStorageVideoOutput() }
+      let audio = audioTrack.map { TiCloudStorageAudioOutput(device: TrackFeeder(track: $0, waits: fast)) }
+      defer {
+        _ = replay.stop()
+        if let video {
+          _ = video.detach()
+          _ = video.detachView()
+          _ = video.dispose()
+        }
+        if let audio {
+          _ = audio.detach()
+          _ = audio.dispose()
+        }
+        _ = replay.dispose()
+      }
+      if let video, let videoTrack {
+        try FacadeSession.check(video.attachView(TrackFeeder(track: videoTrack, waits: fast)), "attachView")
+        try FacadeSession.check(video.attach(replay: replay, channelId: videoChannel), "attach video")
+      }
+      if let audio, let audioChannel {
+        try FacadeSession.check(audio.attach(replay: replay, channelId: audioChannel), "attach audio")
+      }
+      let finished = DispatchSemaphore(value: 0)
+      let ending = Locked<TiError?>(nil)
+      replay.onCompleted = { finished.signal() }
+      replay.onError = { code in
+        ending.withLock { $0 = $0 ?? FacadeSession.error(code, "the replay failed") }
+        finished.signal()
+      }
+      try FacadeSession.check(replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: nil), "play")
+      Interruption.shared.onSignal { signal in
+        let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
+        ending.withLock { $0 = $0 ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+        DispatchQueue.main.async {
+          _ = replay.stop()
+          finished.signal()
+        }
+      }
+      finished.wait()
+      Interruption.shared.removeHandler()
+      return ending.withLock { $0 }
+    }
+  }
+
+  /// Runs `body` on the main actor (the recorders live there) and returns its result.
+  private static func onMain<Value: Sendable>(_ body: @MainActor () throws -> Value) rethrows -> Value {
+    try DispatchQueue.main.sync { try MainActor.assumeIsolated(body) }
+  }
+
+  /// Waits (off the main thread) until every recorder is idle.
+  private static func waitUntilIdle(_ recorders: [TrackRecorder]) {
+    let idle = DispatchSemaphore(value: 0)
+    DispatchQueue.main.async { MainActor.assumeIsolated { RecordCommand.whenIdle(recorders) { idle.signal() } } }
+    idle.wait()
+  }
+
+  /// Hands what a Replay's output presents to a track. In real time the play never waits (a recorder
+  /// that falls behind loses its oldest frames, as with a live camera); at `--pace fast` nothing is
+  /// lost: the play waits while a recorder's queue is full — at most 10 s a frame, so a recorder that
+  /// stopped taking cannot hold the play forever.
+  final class TrackFeeder: VideoRenderer, AudioDevice, Sendable {
+    let track: MediaTrack
+    let waits: Bool
+
+    init(track: MediaTrack, waits: Bool) {
+      self.track = track
+      self.waits = waits
+    }
+
+    func render(_ frame: DecodedFrame) { feed(frame) }
+
+    func play(_ frame: DecodedFrame, volume: Int) { feed(frame) }
+
+    private func feed(_ frame: DecodedFrame) {
+      guard !track.push(frame), waits else { return }
+      let room = DispatchSemaphore(value: 0)
+      track.whenRoom { room.signal() }
+      _ = room.wait(timeout: .now() + 10)
+    }
+  }
+}
