@@ -12,7 +12,10 @@ import PipelineGraph
 /// reached its end and every other has too, has ended, or has stalled — lags more than ``maximumLag``
 /// behind and brought nothing for as long on the pipeline's clock (a live track that starts late or
 /// stops does not hold the others back; what it brings for a stretch already mixed is dropped).
-/// The end of stream mixes up to the end of the longest input.
+/// The end of stream mixes up to the end of the longest input. What a mixer holds and does stays bounded
+/// whatever the inputs' times: a hole is never stored as silence, an input more than ``maximumAhead``
+/// ahead of the mix is no longer held back by a slower one, and a stretch of more than ``maximumHole``
+/// that no input carries is a hole in the output, not blocks of silence.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
 public final class AudioMixer: Node {
@@ -24,21 +27,50 @@ public final class AudioMixer: Node {
   private final class Lane {
     let gain: Float
     let converter: SampleConverter
-    /// Samples (interleaved) from sample position `start` on.
-    var samples: [Int16] = []
-    var start: Int64 = 0
+    /// Stretches of samples (interleaved), in order, each from its sample position `start` on: a hole is
+    /// the space between two stretches (silence, never stored).
+    var stretches: [(start: Int64, samples: [Int16])] = []
     var ended = false
     var started = false
     /// When its last frame arrived (pipeline clock).
     var arrival: ClockInstant?
     let channels: Int
     /// Where its samples end (a position counts one sample of every channel).
-    var end: Int64 { start + Int64(samples.count / channels) }
+    var end: Int64 = 0
+    /// Where its first sample not yet mixed lies, if any.
+    var first: Int64? { stretches.first?.start }
 
     init(gain: Float, format: AudioDeviceFormat) {
       self.gain = gain
       channels = format.channels
       converter = SampleConverter(to: format)
+    }
+
+    /// Adds `count` samples at `position`: joined to the last stretch when they follow it within 10 ms
+    /// (`join`), a stretch of their own after a longer hole.
+    func add(_ samples: UnsafeBufferPointer<Int16>, at position: Int64, join: Int64) {
+      if started, let last = stretches.indices.last, position <= end + join {
+        // A short hole is silence in the stretch; samples a little early are placed after the last.
+        stretches[last].samples += [Int16](repeating: 0, count: Int(max(0, position - end)) * channels)
+        stretches[last].samples += samples
+      } else {
+        stretches.append((max(position, end), Array(samples)))
+      }
+      started = true
+      end = stretches[stretches.count - 1].start + Int64(stretches[stretches.count - 1].samples.count / channels)
+    }
+
+    /// Forgets every sample before `position` (mixed already, or mixed without them).
+    func drop(before position: Int64) {
+      while let stretch = stretches.first, stretch.start < position {
+        let count = Int64(stretch.samples.count / channels)
+        if stretch.start + count <= position {
+          stretches.removeFirst()
+        } else {
+          stretches[0].samples.removeFirst(Int(position - stretch.start) * channels)
+          stretches[0].start = position
+        }
+      }
     }
   }
 
@@ -50,6 +82,13 @@ public final class AudioMixer: Node {
   public let format: AudioDeviceFormat
   /// Samples per channel in one output frame.
   public let blockSamples = 1024
+  /// The longest stretch no input carries that the mix fills with silence (10 s); past it (inputs whose
+  /// time jumped) the mix has a hole.
+  public static let maximumHole = MediaDuration.microseconds(10_000_000)
+  /// How far an input may run ahead of the mix while another is waited for (5 s): past it the mix goes
+  /// on without the slower one (what is queued stays bounded).
+  public static let maximumAhead = MediaDuration.microseconds(5_000_000)
+  private var timeBase: TimeBase { TimeBase(numerator: 1, denominator: Int32(format.sampleRate))! }
   /// How far behind the most advanced input an input may be before blocks are mixed without it.
   public let maximumLag: MediaDuration
   private var lanes: [TrackID: Lane] = [:]
@@ -99,22 +138,11 @@ public final class AudioMixer: Node {
     guard let origin, let (converted, count) = try lane.converter.convert(input.frame) else { return }
     let channels = format.channels
     let at = max(0, samples(in: (try? input.time - origin) ?? .zero))
-    if !lane.started {
-      lane.started = true
-      lane.start = at
-    } else if at > lane.end + Int64(format.sampleRate / 100) {
-      // A hole of more than 10 ms: silence in this input.
-      lane.samples += [Int16](repeating: 0, count: Int(at - lane.end) * channels)
-    }
     converted.pointer.pointee.data.0!.withMemoryRebound(to: Int16.self, capacity: count * channels) { base in
-      lane.samples += UnsafeBufferPointer(start: base, count: count * channels)
+      lane.add(UnsafeBufferPointer(start: base, count: count * channels), at: at, join: Int64(format.sampleRate / 100))
     }
     // What lies before the next block was mixed without it.
-    if lane.start < position {
-      let drop = Int(min(position - lane.start, Int64(lane.samples.count / channels))) * channels
-      lane.samples.removeFirst(drop)
-      lane.start += Int64(drop / channels)
-    }
+    lane.drop(before: position)
     try mixReady(context: context, final: false)
   }
 
@@ -137,19 +165,28 @@ public final class AudioMixer: Node {
       guard let since = lane.arrival ?? self.firstArrival else { return false }
       return now.microseconds - since.microseconds > self.maximumLag.microseconds
     }
+    let ahead = samples(in: Self.maximumAhead)
     while true {
       let blockEnd = position + Int64(blockSamples)
       if final {
         guard (lanes.values.filter(\.started).map(\.end).max() ?? 0) > position else { return }
       } else {
         // An input still running must have reached the block's end (the mix never runs ahead of the
-        // sound), and every other running input too, unless it lags more than the limit behind it.
+        // sound), and every other running input too, unless it lags more than the limit behind it — or
+        // one input is more than `maximumAhead` ahead of the mix (what is queued stays bounded).
         let running = lanes.values.filter { !$0.ended }
         guard let leader = running.filter(\.started).map(\.end).max(), leader >= blockEnd else { return }
         let waiting = running.contains { lane in
           lane.end < blockEnd && (leader - (lane.started ? lane.end : position) <= lag || !stalled(lane))
         }
-        guard !waiting else { return }
+        guard !waiting || leader - position > ahead else { return }
+      }
+      // Nothing of any input for longer than `maximumHole` ahead (inputs whose time jumped): the mix
+      // has a hole there instead of blocks of silence.
+      let next = lanes.values.compactMap(\.first).min()
+      if let next, next - position > samples(in: Self.maximumHole) {
+        position = next
+        continue
       }
       try mix(context: context)
     }
@@ -159,25 +196,29 @@ public final class AudioMixer: Node {
     guard let origin else { return }
     let channels = format.channels
     var sum = [Float](repeating: 0, count: blockSamples * channels)
-    for lane in lanes.values where lane.started {
-      let offset = Int(lane.start - position)
-      for index in 0..<blockSamples {
-        let source = index - offset
-        guard source >= 0, source < lane.samples.count / channels else { continue }
-        for channel in 0..<channels {
-          sum[index * channels + channel] += Float(lane.samples[source * channels + channel]) * lane.gain
+    let blockEnd = position + Int64(blockSamples)
+    for lane in lanes.values {
+      for stretch in lane.stretches {
+        guard stretch.start < blockEnd else { break }
+        let count = Int64(stretch.samples.count / channels)
+        let from = max(position, stretch.start)
+        let to = min(blockEnd, stretch.start + count)
+        guard from < to else { continue }
+        for index in Int(from - position)..<Int(to - position) {
+          let source = (Int64(index) + position - stretch.start) * Int64(channels)
+          for channel in 0..<channels {
+            sum[index * channels + channel] += Float(stretch.samples[Int(source) + channel]) * lane.gain
+          }
         }
       }
       // Consumed: what lies before the next block.
-      let used = Int(max(0, min(Int64(lane.samples.count / channels), position + Int64(blockSamples) - lane.start)))
-      lane.samples.removeFirst(used * channels)
-      lane.start += Int64(used)
+      lane.drop(before: blockEnd)
     }
     let frame = try FrameBuffer.sound(sampleRate: format.sampleRate, channels: channels, count: blockSamples) {
       samples in
       for index in 0..<samples.count { samples[index] = limit(sum[index]) }
     }
-    let time = try origin + MediaDuration.microseconds(position * 1_000_000 / Int64(format.sampleRate))
+    let time = try origin + (try MediaDuration(ticks: position, timeBase: timeBase))
     position += Int64(blockSamples)
     context.emit(
       DecodedFrame(
@@ -203,7 +244,8 @@ public final class AudioMixer: Node {
   /// Forgets what was queued (a seek).
   public func flush(context: NodeContext<DecodedFrame>) {
     for lane in lanes.values {
-      lane.samples = []
+      lane.stretches = []
+      lane.end = 0
       lane.started = false
       lane.converter.reset()
     }

@@ -5,8 +5,10 @@ import PipelineGraph
 /// repeated when the input is slower, dropped when it is faster. Every output lasts `1 / fps`.
 ///
 /// A hole in the input (a `gap`, or pictures that stop coming) is filled by repeating the last picture
-/// up to the next picture's time; the end of the stream emits the slots the last picture covers (its own
-/// duration). Time that goes back is ignored (the picture replaces the held one). Audio frames pass
+/// up to the next picture's time, for at most ``maximumHole``: past it (a camera that came back after a
+/// minute, a clock that jumped by days) the stream has a hole and the slots start again at the next
+/// picture, so no input makes the converter repeat a picture without bound. The end of the stream emits
+/// the slots the last picture covers (its own duration). Time that goes back is ignored (the picture replaces the held one). Audio frames pass
 /// unchanged. A flush starts again at the next picture.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
@@ -32,6 +34,9 @@ public final class FrameRateConverter: Node {
 
   /// Where the first slot lies (nil: at the first picture).
   public let origin: MediaTime?
+
+  /// The longest hole filled by repeating a picture (10 s).
+  public static let maximumHole = MediaDuration.microseconds(10_000_000)
 
   /// A converter to `fps` pictures per second (1…240), its first slot at `origin` (the first picture
   /// fills the slots before it comes: a recording whose sound starts first has a picture from its
@@ -63,7 +68,14 @@ public final class FrameRateConverter: Node {
       heldEmitted = false
       return
     }
-    try emitSlots(before: input.time, context: context)
+    if let held, let hole = try? input.time - slot(next), hole > Self.maximumHole {
+      // Too long to fill: the held picture keeps its own slots, and the next picture starts the slots again.
+      try emitSlots(before: min(input.time, try coverageEnd(of: held)), context: context)
+      start = input.time
+      next = 0
+    } else {
+      try emitSlots(before: input.time, context: context)
+    }
     if let held, !heldEmitted, held !== input { dropped += 1 }
     held = input
     heldEmitted = false
@@ -84,8 +96,13 @@ public final class FrameRateConverter: Node {
   /// Emits the slots the last picture covers.
   public func finish(context: NodeContext<DecodedFrame>) throws {
     guard let held else { return }
-    let end = (try? held.time + held.duration) ?? held.time
-    try emitSlots(before: max(end, (try? held.time + .microseconds(1)) ?? end), context: context)
+    try emitSlots(before: try coverageEnd(of: held), context: context)
+  }
+
+  /// Where a picture's own slots end: its duration (at least an instant, at most ``maximumHole``).
+  private func coverageEnd(of picture: DecodedFrame) throws -> MediaTime {
+    let length = min(max(picture.duration, .microseconds(1)), Self.maximumHole)
+    return (try? picture.time + length) ?? picture.time
   }
 
   /// Starts again at the next picture.

@@ -31,12 +31,24 @@ public final class RecordingGate: Node {
     private var cuts: [MediaRange] = []
     private var openCut: MediaTime?
     private var origin: MediaTime?
-    /// Source time kept so far (the file's duration as far as the gates know).
-    public private(set) var kept = MediaDuration.zero
 
-    /// A time line with `cuts` (source time) left out in advance.
+    /// A time line with `cuts` (source time) left out in advance; cuts that overlap or touch are one cut
+    /// (a stretch is left out once, however many cuts name it).
     public init(cuts: [MediaRange] = []) {
-      control = Mutex((cuts.sorted { $0.start < $1.start }, nil))
+      control = Mutex((Self.merged(cuts), nil))
+    }
+
+    /// `cuts` sorted, overlapping and touching ones joined, empty ones dropped.
+    static func merged(_ cuts: [MediaRange]) -> [MediaRange] {
+      var joined: [MediaRange] = []
+      for cut in cuts.sorted(by: { $0.start < $1.start }) where cut.end > cut.start {
+        if let last = joined.last, cut.start <= last.end {
+          joined[joined.count - 1] = MediaRange(start: last.start, end: max(last.end, cut.end))
+        } else {
+          joined.append(cut)
+        }
+      }
+      return joined
     }
 
     /// Leaves out every frame at or after source time `time` until ``resume(at:)``; nothing when paused.
@@ -53,7 +65,7 @@ public final class RecordingGate: Node {
       control.withLock { control in
         guard let start = control.open else { return }
         control.open = nil
-        if time > start { control.cuts.append(MediaRange(start: start, end: time)) }
+        control.cuts = Self.merged(control.cuts + [MediaRange(start: start, end: time)])
       }
       version.add(1, ordering: .releasing)
     }
@@ -78,11 +90,6 @@ public final class RecordingGate: Node {
       let placed = try sinceOrigin - removed
       return try MediaTime(microseconds: 0) + placed
     }
-
-    func extend(to end: MediaTime) {
-      let duration = (try? end - MediaTime(microseconds: 0)) ?? .zero
-      if duration > kept { kept = duration }
-    }
   }
 
   /// The node's name.
@@ -101,7 +108,6 @@ public final class RecordingGate: Node {
   /// Places one frame, or leaves it out.
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     guard let time = try timeline.place(input.time) else { return leftOut += 1 }
-    timeline.extend(to: (try? time + input.duration) ?? time)
     context.emit(DecodedFrame(track: input.track, time: time, duration: input.duration, frame: input.frame))
   }
 }

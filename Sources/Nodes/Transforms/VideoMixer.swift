@@ -10,7 +10,9 @@ import PipelineGraph
 /// and brought nothing for as long on the pipeline's clock (a live track that stalls does not hold the
 /// others back; a file that decodes more slowly is waited for); an input that has not started, or ended more than ``holdAfterEnd``
 /// ago, is black (an input that stops shows its last picture, then black). The end of stream composes
-/// the slots up to the end of the last picture.
+/// the slots up to the end of the last picture. What a mixer holds and does stays bounded whatever the
+/// inputs' times: an input more than ``maximumQueued`` pictures ahead is no longer held back by a slower
+/// one, and a stretch of more than ``maximumHole`` without any picture is a hole in the output.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
 public final class VideoMixer: Node {
@@ -84,6 +86,12 @@ public final class VideoMixer: Node {
   public let maximumLag: MediaDuration
   /// How long an input that ended keeps showing its last picture.
   public let holdAfterEnd: MediaDuration
+  /// The longest stretch without any new picture that the mixer fills by showing what it has (10 s);
+  /// past it (inputs whose time jumped) the output has a hole.
+  public static let maximumHole = MediaDuration.microseconds(10_000_000)
+  /// Pictures an input may queue while a slower one is waited for; past it the slower one is not
+  /// waited for.
+  public static let maximumQueued = 64
   private let inputs: [TrackID]
   private var lanes: [TrackID: Lane] = [:]
   private var origin: MediaTime?
@@ -161,6 +169,9 @@ public final class VideoMixer: Node {
   private func ready(_ time: MediaTime, now: ClockInstant) -> Bool {
     let running = lanes.values.filter { !$0.ended }
     guard let leader = running.compactMap(\.frontier).max(), leader >= time else { return false }
+    // An input with more than `maximumQueued` pictures waiting is not held back any longer by a slower
+    // one (what is queued stays bounded).
+    if lanes.values.contains(where: { $0.queue.count > Self.maximumQueued }) { return true }
     for lane in running {
       if let frontier = lane.frontier, frontier >= time { continue }
       // Stalled — more than the limit behind the leader, and nothing for as long on the pipeline's clock
@@ -188,9 +199,28 @@ public final class VideoMixer: Node {
         // Once every input has ended, the end of stream composes the rest.
         guard lanes.values.contains(where: { !$0.ended }), ready(time, now: context.now) else { return }
       }
+      // No input brings a picture for longer than `maximumHole` (their time jumped): the output has a
+      // hole there instead of the same picture over and over.
+      if let earliest = lanes.values.compactMap({ $0.queue.first?.time }).min(), let hole = try? earliest - time,
+        hole > VideoMixer.maximumHole
+      {
+        next = try slotIndex(atOrAfter: earliest)
+        continue
+      }
       try compose(at: time, context: context)
       next += 1
     }
+  }
+
+  /// The first slot at or after `time` (after the origin).
+  private func slotIndex(atOrAfter time: MediaTime) throws -> Int64 {
+    guard let origin else { return 0 }
+    let offset = try time - origin
+    let seconds = offset.microseconds / 1_000_000
+    let rest = offset.microseconds % 1_000_000
+    let (whole, overflow) = seconds.multipliedReportingOverflow(by: Int64(fps))
+    guard !overflow else { throw TiError(.invalidArgument, "\(time) is out of the mixer's range") }
+    return whole + (rest * Int64(fps) + 999_999) / 1_000_000
   }
 
   private func compose(at time: MediaTime, context: NodeContext<DecodedFrame>) throws {

@@ -1,0 +1,134 @@
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import PipelineTestKit
+import Testing
+
+/// The recorder's and the compositors' nodes under times a hostile file or a broken camera sends: jumps of
+/// days, overlapping pauses, inputs far apart. What they hold and do stays bounded, their arithmetic is
+/// checked, and the file's time never goes back (manual executor, virtual clock).
+@Suite struct HostileTimeTests {
+  static let video = TrackID(.video, channel: 0)
+  static let a = TrackID(.audio, channel: 0)
+  static let b = TrackID(.audio, channel: 1)
+  static let day = 86_400.0
+
+  static func picture(at seconds: Double, track: TrackID = video, value: UInt8 = 80) throws -> DecodedFrame {
+    try CompositorTests.picture(value, at: seconds, track: track)
+  }
+
+  @Test func RC14_RC43_overlappingPausesAreLeftOutOnce() throws {
+    // Cuts [1, 3) and [2, 4) given in advance, and a pause [3.5, 5) made while recording: 1…5 is left
+    // out once, so a frame at 6 s lands at 2 s of the file (never earlier than one before it).
+    let seconds = { (value: Double) in MediaTime(microseconds: Int64(value * 1_000_000)) }
+    let timeline = RecordingGate.Timeline(cuts: [
+      MediaRange(start: seconds(2), end: seconds(4)), MediaRange(start: seconds(1), end: seconds(3)),
+    ])
+    timeline.pause(at: seconds(3.5))
+    timeline.resume(at: seconds(5))
+    let harness = try NodeHarness(RecordingGate(timeline: timeline))
+    for index in 0..<20 { harness.push(try Self.picture(at: Double(index) / 2)) }
+    harness.endInput()
+    harness.runUntilIdle()
+    let placed = harness.outputItems.map { Double($0.time.microseconds) / 1_000_000 }
+    let expected: [Double] = [0, 0.5] + (0..<10).map { 1 + Double($0) / 2 }
+    #expect(placed == expected, "\(placed)")
+  }
+
+  @Test func RC43_aJumpOfDaysIsAHoleNotMillionsOfRepeatedPictures() throws {
+    let converter = try FrameRateConverter(fps: 20)
+    let harness = try NodeHarness(converter)
+    for index in 0..<10 { harness.push(try Self.picture(at: Double(index) / 20)) }
+    // The camera's clock jumps by a day, then runs on; then a hole of 3 s, which is filled.
+    for index in 0..<10 { harness.push(try Self.picture(at: Self.day + Double(index) / 20)) }
+    for index in 0..<10 { harness.push(try Self.picture(at: Self.day + 3.5 + Double(index) / 20)) }
+    harness.endInput()
+    harness.runUntilIdle()
+    let times = harness.outputItems.map(\.time.microseconds)
+    #expect(times.count == 10 + 70 + 10, "\(times.count) pictures")
+    #expect(times == times.sorted() && Set(times).count == times.count)
+    #expect(times[10] == Int64(Self.day * 1_000_000), "the slots start again at the picture after the jump")
+  }
+
+  @Test func RC43_timesAtTheEndOfTheRangeFailWithATypedError() throws {
+    let converter = try FrameRateConverter(fps: 240)
+    let harness = try NodeHarness(converter)
+    harness.push(try Self.picture(at: 0))
+    harness.push(
+      DecodedFrame(
+        track: Self.video, time: MediaTime(microseconds: .max - 10), duration: .microseconds(50_000),
+        frame: try RecorderFixtures.picture(width: 320, height: 240, value: 1)))
+    harness.push(
+      DecodedFrame(
+        track: Self.video, time: MediaTime(microseconds: .max), duration: .microseconds(.max),
+        frame: try RecorderFixtures.picture(width: 320, height: 240, value: 1)))
+    harness.endInput()
+    harness.runUntilIdle()
+    // The first picture keeps its own slots (50 ms at 240 fps: 12), the next one starts the slots again
+    // and the last cannot be placed after it (a typed error, not a trap): bounded output, in order.
+    let times = harness.outputItems.map(\.time.microseconds)
+    #expect(times.count == 13 && times == times.sorted(), "\(times)")
+  }
+
+  @Test func RC4_RC43_anAudioInputThatJumpsByADayIsNotStoredAsSilence() throws {
+    let mixer = try AudioMixer(
+      inputs: [Self.a], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1), output: TrackID(.audio, channel: 9))
+    let harness = try NodeHarness(mixer)
+    for index in 0..<10 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
+    for index in 0..<10 {
+      harness.push(try CompositorTests.level(200, at: Self.day + Double(index) / 100, track: Self.a))
+    }
+    harness.push(event: .custom(TrackEnded(track: Self.a)))
+    harness.endInput()
+    harness.runUntilIdle()
+    let frames = harness.outputItems
+    // 0.1 s, a hole, 0.1 s: a few blocks, not a day of them.
+    #expect(frames.count <= 12, "\(frames.count) blocks")
+    let samples = CompositorTests.samples(frames)
+    #expect(samples.filter { $0 == 100 }.count == 4_800 && samples.filter { $0 == 200 }.count == 4_800)
+    let after = try #require(frames.first { CompositorTests.samples([$0]).contains(200) })
+    #expect(abs(Double(after.time.microseconds) / 1_000_000 - Self.day) < 0.03)
+  }
+
+  @Test func RC4_RC43_aFastAudioInputIsNotQueuedWithoutBound() throws {
+    // B never brings sound and never ends, and the clock stands still (a file that seems slow): A is
+    // waited for only while it is less than maximumAhead ahead.
+    let mixer = try AudioMixer(
+      inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
+      output: TrackID(.audio, channel: 9))
+    let harness = try NodeHarness(mixer)
+    for index in 0..<1_000 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
+    harness.runUntilIdle()
+    let mixed = CompositorTests.samples(harness.outputItems).count
+    #expect(mixed >= 48_000 * 4, "\(mixed) samples mixed of 10 s")
+  }
+
+  @Test func RC4_RC43_aVideoInputThatJumpsOrRunsAheadStaysBounded() throws {
+    let left = TrackID(.video, channel: 0)
+    let right = TrackID(.video, channel: 1)
+    let mixer = try VideoMixer(
+      inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
+      fps: 10, output: TrackID(.video, channel: 9))
+    let harness = try NodeHarness(mixer)
+    // Right starts and then says nothing while left decodes 10 s (the clock stands still): left is not
+    // queued without bound.
+    harness.push(try Self.picture(at: 0, track: right))
+    for index in 0..<200 { harness.push(try Self.picture(at: Double(index) / 20, track: left)) }
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count >= 60, "\(harness.outputItems.count) composed of 10 s")
+    // Both jump by a day: a hole, not 864,000 pictures.
+    let before = harness.outputItems.count
+    for index in 0..<20 {
+      harness.push(try Self.picture(at: Self.day + Double(index) / 20, track: left))
+      harness.push(try Self.picture(at: Self.day + Double(index) / 20, track: right))
+    }
+    harness.push(event: .custom(TrackEnded(track: left)))
+    harness.push(event: .custom(TrackEnded(track: right)))
+    harness.endInput()
+    harness.runUntilIdle()
+    let times = harness.outputItems.map(\.time.microseconds)
+    #expect(harness.outputItems.count - before <= 120, "\(harness.outputItems.count - before) composed after")
+    #expect(times == times.sorted() && Set(times).count == times.count)
+  }
+}
