@@ -18,8 +18,8 @@ final class AACFrameEncoder {
   private(set) var samplesIn: Int64 = 0
   private var samplesQueued: Int64 = 0
   private let encoder: CodecContext
-  private var resampler: OpaquePointer?
-  private var inputKey: (Int32, Int32, Int32)?
+  /// Any decoded audio to the encoder's rate, channels and planar float.
+  private let converter: SampleConverter
   private let fifo: OpaquePointer
   private let packet: Packet
 
@@ -47,60 +47,33 @@ final class AACFrameEncoder {
     av_channel_layout_default(&e.pointee.ch_layout, Int32(outChannels))
     try encoder.open()
     frameSamples = Int(e.pointee.frame_size)
-    guard let fifo = av_audio_fifo_alloc(AV_SAMPLE_FMT_FLTP, Int32(outChannels), 4096) else {
-      throw TiError(.resourceExhausted, "allocating an audio FIFO")
-    }
-    self.fifo = fifo
+    converter = SampleConverter(
+      to: AudioDeviceFormat(sampleRate: rate, channels: outChannels), sampleFormat: AV_SAMPLE_FMT_FLTP)
     packet = try Packet()
     guard let header = ADTSHeader.make(sampleRate: rate, channels: outChannels, payloadLength: 0),
       let adts = ADTSHeader(header)
     else { throw TiError(.unsupportedFormat, "AAC cannot carry \(rate) Hz") }
     output = TrackFormat(
       codec: .aac, sampleRate: rate, channels: outChannels, audioSpecificConfig: adts.audioSpecificConfig)
+    // Allocated last: an initializer that throws after it would never run `deinit` to free it.
+    guard let fifo = av_audio_fifo_alloc(AV_SAMPLE_FMT_FLTP, Int32(outChannels), 4096) else {
+      throw TiError(.resourceExhausted, "allocating an audio FIFO")
+    }
+    self.fifo = fifo
   }
 
-  deinit {
-    swr_free(&resampler)
-    av_audio_fifo_free(fifo)
-  }
+  deinit { av_audio_fifo_free(fifo) }
 
   /// Converts one decoded frame into the FIFO (the resampler is set up again when the input's format
   /// changes).
   func put(_ input: FrameBuffer) throws {
     let source = input.pointer
     guard source.pointee.nb_samples > 0, source.pointee.sample_rate > 0 else { return }
-    let key = (source.pointee.sample_rate, source.pointee.ch_layout.nb_channels, source.pointee.format)
-    if inputKey == nil || inputKey! != key {
-      swr_free(&resampler)
-      inputKey = nil
-      let e = encoder.pointer
-      try FFmpeg.check(
-        swr_alloc_set_opts2(
-          &resampler, &e.pointee.ch_layout, AV_SAMPLE_FMT_FLTP, e.pointee.sample_rate, &source.pointee.ch_layout,
-          AVSampleFormat(rawValue: source.pointee.format), source.pointee.sample_rate, 0, nil),
-        "configuring the resampler", code: .unsupportedFormat)
-      try FFmpeg.check(swr_init(resampler), "initializing the resampler", code: .unsupportedFormat)
-      inputKey = key
-    }
-    let channels = Int(output.channels)
-    let converted = try FrameBuffer()
+    guard let (converted, count) = try converter.convert(input) else { return }
     let out = converted.pointer
-    out.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
-    out.pointee.sample_rate = Int32(output.sampleRate)
-    av_channel_layout_default(&out.pointee.ch_layout, Int32(channels))
-    out.pointee.nb_samples = Int32(
-      av_rescale_rnd(
-        swr_get_delay(resampler, Int64(source.pointee.sample_rate)) + Int64(source.pointee.nb_samples),
-        Int64(output.sampleRate), Int64(source.pointee.sample_rate), AV_ROUND_UP))
-    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating audio", code: .resourceExhausted)
-    let count = source.pointee.extended_data.withMemoryRebound(
-      to: UnsafePointer<UInt8>?.self, capacity: Int(source.pointee.ch_layout.nb_channels)
-    ) { samples in
-      swr_convert(resampler, out.pointee.extended_data, out.pointee.nb_samples, samples, source.pointee.nb_samples)
-    }
-    try FFmpeg.check(count, "converting audio")
+    let channels = output.channels
     let written = out.pointee.extended_data.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: channels) {
-      av_audio_fifo_write(fifo, $0, count)
+      av_audio_fifo_write(fifo, $0, Int32(count))
     }
     try FFmpeg.check(written, "queueing audio", code: .resourceExhausted)
     samplesIn += Int64(count)

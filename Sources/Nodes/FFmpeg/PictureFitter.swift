@@ -94,27 +94,12 @@ final class PictureFitter {
     let out = canvas.pointer
     let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
     let (left, top) = ((x + place.x) & ~1, (y + place.y) & ~1)
-    let targets: [UnsafeMutablePointer<UInt8>?] = [
+    let planes = [
       out.pointee.data.0! + top * strides[0] + left,
       out.pointee.data.1! + top / 2 * strides[1] + left / 2,
       out.pointee.data.2! + top / 2 * strides[2] + left / 2,
-      nil,
     ]
-    let targetStrides = strides.map(Int32.init) + [0]
-    let rows = withUnsafePointer(to: source.pointee.data) { sourceData in
-      withUnsafePointer(to: source.pointee.linesize) { sourceLines in
-        sourceData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { inPlanes in
-          sourceLines.withMemoryRebound(to: Int32.self, capacity: 8) { inStrides in
-            targets.withUnsafeBufferPointer { outPlanes in
-              targetStrides.withUnsafeBufferPointer { outStrides in
-                sws_scale(
-                  context, inPlanes, inStrides, 0, source.pointee.height, outPlanes.baseAddress, outStrides.baseAddress)
-              }
-            }
-          }
-        }
-      }
-    }
+    let rows = PictureScaler.scale(source, with: context, into: planes, strides: strides.map(Int32.init))
     try FFmpeg.check(rows, "scaling a picture")
   }
 }

@@ -36,24 +36,35 @@ final class PictureScaler {
     output.pointer.pointee.height = Int32(outHeight)
     output.pointer.pointee.format = target.rawValue
     try FFmpeg.check(av_frame_get_buffer(output.pointer, 0), "allocating a picture", code: .resourceExhausted)
-    let rows = withUnsafePointer(to: source.pointee.data) { sourceData in
+    let out = output.pointer.pointee
+    let rows = Self.scale(
+      source, with: context, into: [out.data.0, out.data.1, out.data.2, out.data.3],
+      strides: [out.linesize.0, out.linesize.1, out.linesize.2, out.linesize.3])
+    try FFmpeg.check(rows, "converting a picture")
+    return output
+  }
+
+  /// Scales the whole of `source` with `context` into the planes `planes` (`strides` bytes a row): a
+  /// new picture's planes, or a rectangle inside a larger one. Returns sws_scale's result.
+  static func scale(
+    _ source: UnsafeMutablePointer<AVFrame>, with context: OpaquePointer, into planes: [UnsafeMutablePointer<UInt8>?],
+    strides: [Int32]
+  ) -> Int32 {
+    let planes = planes + [UnsafeMutablePointer<UInt8>?](repeating: nil, count: max(0, 4 - planes.count))
+    let strides = strides + [Int32](repeating: 0, count: max(0, 4 - strides.count))
+    return withUnsafePointer(to: source.pointee.data) { sourceData in
       withUnsafePointer(to: source.pointee.linesize) { sourceLines in
-        withUnsafeMutablePointer(to: &output.pointer.pointee.data) { outData in
-          withUnsafeMutablePointer(to: &output.pointer.pointee.linesize) { outLines in
-            sourceData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { inPlanes in
-              sourceLines.withMemoryRebound(to: Int32.self, capacity: 8) { inStrides in
-                outData.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { outPlanes in
-                  outLines.withMemoryRebound(to: Int32.self, capacity: 8) { outStrides in
-                    sws_scale(context, inPlanes, inStrides, 0, source.pointee.height, outPlanes, outStrides)
-                  }
-                }
+        sourceData.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { inPlanes in
+          sourceLines.withMemoryRebound(to: Int32.self, capacity: 8) { inStrides in
+            planes.withUnsafeBufferPointer { outPlanes in
+              strides.withUnsafeBufferPointer { outStrides in
+                sws_scale(
+                  context, inPlanes, inStrides, 0, source.pointee.height, outPlanes.baseAddress, outStrides.baseAddress)
               }
             }
           }
         }
       }
     }
-    try FFmpeg.check(rows, "converting a picture")
-    return output
   }
 }

@@ -1,16 +1,23 @@
 internal import CFFmpeg
 import PipelineGraph
 
-/// libswresample converting decoded audio to interleaved signed 16-bit at a given rate and channel
-/// count; reconfigures itself when the input's format changes. Owns its `SwrContext`.
+/// libswresample converting decoded audio to a given rate and channel count — interleaved signed 16-bit
+/// for devices and mixers, or another sample format (an encoder's planar float); reconfigures itself
+/// when the input's format changes. Owns its `SwrContext`.
 final class SampleConverter {
   /// The output format.
   let format: AudioDeviceFormat
   private var context: OpaquePointer?
   private var inputKey: (rate: Int32, channels: Int32, format: Int32)?
 
-  /// A converter to `format`.
-  init(to format: AudioDeviceFormat) { self.format = format }
+  /// The output's sample format.
+  let sampleFormat: AVSampleFormat
+
+  /// A converter to `format`, its samples in `sampleFormat`.
+  init(to format: AudioDeviceFormat, sampleFormat: AVSampleFormat = AV_SAMPLE_FMT_S16) {
+    self.format = format
+    self.sampleFormat = sampleFormat
+  }
 
   deinit { swr_free(&context) }
 
@@ -22,7 +29,7 @@ final class SampleConverter {
     let output = try FrameBuffer()
     let out = output.pointer
     out.pointee.sample_rate = Int32(format.sampleRate)
-    out.pointee.format = AV_SAMPLE_FMT_S16.rawValue
+    out.pointee.format = sampleFormat.rawValue
     av_channel_layout_default(&out.pointee.ch_layout, Int32(format.channels))
     out.pointee.nb_samples = Int32(
       av_rescale_rnd(
@@ -54,7 +61,7 @@ final class SampleConverter {
     defer { av_channel_layout_uninit(&outputLayout) }
     try FFmpeg.check(
       swr_alloc_set_opts2(
-        &context, &outputLayout, AV_SAMPLE_FMT_S16, Int32(format.sampleRate), &source.pointee.ch_layout,
+        &context, &outputLayout, sampleFormat, Int32(format.sampleRate), &source.pointee.ch_layout,
         AVSampleFormat(rawValue: source.pointee.format), source.pointee.sample_rate, 0, nil),
       "configuring the resampler", code: .unsupportedFormat)
     try FFmpeg.check(swr_init(context), "initializing the resampler", code: .unsupportedFormat)

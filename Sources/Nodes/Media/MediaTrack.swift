@@ -33,20 +33,25 @@ public final class MediaTrack: Sendable {
     private let queue = Locked(Queue())
     private let wake: @Sendable () -> Void
     private let roomFreed: @Sendable () -> Void
+    /// Lets the track forget this subscription (it keeps no frame for a subscriber that left).
+    private let leave: @Sendable (ObjectIdentifier) -> Void
 
     private struct Queue {
       var frames: [DecodedFrame] = []
-      var head = 0
       var ended = false
       var cancelled = false
       var dropped = 0
-      var count: Int { frames.count - head }
+      var count: Int { frames.count }
     }
 
-    init(capacity: Int, wake: @escaping @Sendable () -> Void, roomFreed: @escaping @Sendable () -> Void) {
+    init(
+      capacity: Int, wake: @escaping @Sendable () -> Void, roomFreed: @escaping @Sendable () -> Void,
+      leave: @escaping @Sendable (ObjectIdentifier) -> Void
+    ) {
       self.capacity = max(1, capacity)
       self.wake = wake
       self.roomFreed = roomFreed
+      self.leave = leave
     }
 
     /// Queues a frame; false when the queue is now full.
@@ -55,7 +60,7 @@ public final class MediaTrack: Sendable {
         guard !queue.cancelled, !queue.ended else { return true }
         queue.frames.append(frame)
         if queue.count > capacity * 4 {
-          queue.head += 1
+          queue.frames.removeFirst()
           queue.dropped += 1
         }
         return queue.count < capacity
@@ -73,12 +78,11 @@ public final class MediaTrack: Sendable {
     public func take(upTo limit: Int) -> (frames: [DecodedFrame], ended: Bool) {
       let (frames, ended, freed) = queue.withLock { queue -> ([DecodedFrame], Bool, Bool) in
         let wasFull = queue.count >= capacity
-        let end = min(queue.frames.count, queue.head + max(1, limit))
-        let taken = Array(queue.frames[queue.head..<end])
+        let end = min(queue.frames.count, max(1, limit))
+        let taken = Array(queue.frames[..<end])
         // Taken frames leave the queue at once: a subscription never keeps a frame alive after its taker
         // has it (the queue is at most four times the capacity, so the shift is short).
         queue.frames.removeFirst(end)
-        queue.head = 0
         return (taken, (queue.ended || queue.cancelled) && queue.count == 0, wasFull && queue.count < capacity)
       }
       if freed { roomFreed() }
@@ -91,6 +95,7 @@ public final class MediaTrack: Sendable {
     /// Ends this subscription as if the track had ended (what is queued is still taken).
     public func cancel() {
       queue.withLock { $0.cancelled = true }
+      leave(ObjectIdentifier(self))
       wake()
       roomFreed()
     }
@@ -105,9 +110,10 @@ public final class MediaTrack: Sendable {
   /// A new subscription queueing up to `capacity` frames; `wake` is called (from any thread) whenever a
   /// frame is queued or the track ends.
   public func subscribe(capacity: Int = 32, wake: @escaping @Sendable () -> Void) -> Subscription {
-    let subscription = Subscription(capacity: capacity, wake: wake) { [weak self] in self?.releaseWaiters() }
+    let subscription = Subscription(
+      capacity: capacity, wake: wake, roomFreed: { [weak self] in self?.releaseWaiters() },
+      leave: { [weak self] id in self?.state.withLock { $0.subscriptions.removeAll { ObjectIdentifier($0) == id } } })
     let ended = state.withLock { state -> Bool in
-      state.subscriptions.removeAll { $0.isCancelled }
       if !state.ended { state.subscriptions.append(subscription) }
       return state.ended
     }

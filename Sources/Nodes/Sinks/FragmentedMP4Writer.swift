@@ -83,7 +83,7 @@ public final class FragmentedMP4Writer: Node {
     let time = try packet.time - MediaTime(microseconds: 0)
     let end = try time + packet.duration
     if packet.track == videoTrack {
-      guard let format = videoFormat, Self.sameVideo(format, packet.format), time >= (lastVideo ?? .zero) else {
+      guard let format = videoFormat, GapDetector.sameVideo(packet.format, format), time >= (lastVideo ?? .zero) else {
         return skippedPackets += 1
       }
       try file.writeVideo(packet.data, time: time, duration: packet.duration, isKeyframe: packet.isKeyframe)
@@ -98,11 +98,6 @@ public final class FragmentedMP4Writer: Node {
       written.audio += 1
     }
     duration = max(duration, end)
-  }
-
-  /// Video of the same codec and size (the parameter sets may be repeated or renumbered).
-  private static func sameVideo(_ a: TrackFormat, _ b: TrackFormat) -> Bool {
-    a.codec == b.codec && a.width == b.width && a.height == b.height
   }
 
   /// Creates the file once every declared track has its format, or one track has ``trackWait`` of media

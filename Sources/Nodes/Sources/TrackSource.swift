@@ -65,6 +65,12 @@ public final class TrackSource: SourceNode, Sendable {
     return frames.isEmpty ? .waiting : .produced
   }
 
+  deinit {
+    // A graph that never started (or was dropped) must not leave its subscription filling up: the
+    // track's producers would wait for room forever.
+    subscription.cancel()
+  }
+
   /// Ends the stream once what is queued has been emitted (a recorder's stop).
   public func close() { subscription.cancel() }
 
