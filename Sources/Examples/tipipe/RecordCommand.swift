@@ -41,11 +41,10 @@ enum RecordCommand {
   ]
 
   static func run(_ arguments: [String]) throws -> Int32 {
+    // The endpoint form runs the main queue on this thread until the process exits: it parses on its own.
+    if arguments.contains("--endpoint") { try ReplayRecording.runIfAsked(arguments) }
     let flags = try FlagParser(arguments, known: flags)
-    if let root = flags.string("--data-root") {
-      guard !root.isEmpty else { throw UsageError(message: "--data-root needs a directory") }
-      TrackRecorder.dataRoot = URL(fileURLWithPath: root, isDirectory: true)
-    }
+    try setDataRoot(flags)
     if flags.has("--list") { return try list(json: flags.has("--json")) }
     if let id = flags.string("--delete") {
       do { try TrackRecorder.deleteRecording(fileId: id) } catch {
@@ -59,10 +58,6 @@ enum RecordCommand {
       return 0
     }
     let options = try Options(flags)
-    if flags.string("--endpoint") != nil {
-      guard flags.all("--input").isEmpty else { throw UsageError(message: "--endpoint and --input exclude each other") }
-      try ReplayRecording.run(flags, options)
-    }
     let inputs = flags.all("--input")
     guard !inputs.isEmpty else { throw UsageError(message: "--input or --endpoint is required") }
     guard inputs.count == 1 || flags.has("--grid") else {
@@ -191,6 +186,13 @@ enum RecordCommand {
         "{\"file\":\(json(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(json(file.id))}\n"
     }
     if let error = StandardOutput.write(Data(lines.utf8)) { throw error }
+  }
+
+  /// `--data-root DIR`: where the recordings go.
+  static func setDataRoot(_ flags: FlagParser) throws {
+    guard let root = flags.string("--data-root") else { return }
+    guard !root.isEmpty else { throw UsageError(message: "--data-root needs a directory") }
+    TrackRecorder.dataRoot = URL(fileURLWithPath: root, isDirectory: true)
   }
 
   /// What every form of a recording takes: the name, the picture, the tracks and the pauses.

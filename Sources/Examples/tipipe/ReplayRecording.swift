@@ -10,28 +10,43 @@ import TrackRecording
 /// Replay's Video and Audio Outputs draw into tracks (``MediaTrack`` is a renderer and an audio device)
 /// and TrackRecorders take the tracks, as an app records the play on its screen (seed 003 over seed 000).
 enum ReplayRecording {
-  /// Parses the endpoint form's flags and records; never returns (the facade's main queue runs on the
-  /// main thread until the process exits).
-  static func run(_ flags: FlagParser, _ options: RecordCommand.Options) throws -> Never {
-    let endpoint = try flags.required("--endpoint")
-    let token = try Endpoint(flags).token
-    guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
-    guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
-    guard start < end else { throw UsageError(message: "--start must be before --end") }
-    guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
-    let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
-    let audioChannel =
-      flags.string("--audio-channel") == nil
-      ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
-    if !options.video && audioChannel == nil {
-      throw UsageError(message: "--no-video records the audio channel alone: --audio-channel is required")
-    }
-    let paceText = flags.string("--pace") ?? "realtime"
-    guard ["realtime", "fast"].contains(paceText) else { throw UsageError(message: "--pace must be realtime or fast") }
-    let play = Play(
-      start: start, end: end, videoChannel: videoChannel, audioChannel: options.audio ? audioChannel : nil,
-      fast: paceText == "fast", options: options)
-    FacadeSession.run(endpoint: endpoint, token: token, cache: try FacadeSession.cacheDirectory(flags)) { storage in
+  /// Records when the arguments are the endpoint form (`--endpoint` given as a flag, without a listing or
+  /// a deletion); returns otherwise. Once it records it never returns: the facade's main queue runs on
+  /// the main thread until the process exits — which is why the arguments are parsed in a closure of
+  /// their own (nothing of the parser stays in this frame, which LeakSanitizer would report).
+  static func runIfAsked(_ arguments: [String]) throws {
+    let parsed = try { () throws -> (play: Play, endpoint: String, token: String, cache: URL)? in
+      let flags = try FlagParser(arguments, known: RecordCommand.flags)
+      guard let endpoint = flags.string("--endpoint"), !flags.has("--list"), flags.string("--delete") == nil,
+        !flags.has("--delete-all")
+      else { return nil }
+      guard flags.all("--input").isEmpty else { throw UsageError(message: "--endpoint and --input exclude each other") }
+      try RecordCommand.setDataRoot(flags)
+      let options = try RecordCommand.Options(flags)
+      let token = try Endpoint(flags).token
+      guard let start = try flags.time("--start") else { throw UsageError(message: "--start is required") }
+      guard let end = try flags.time("--end") else { throw UsageError(message: "--end is required") }
+      guard start < end else { throw UsageError(message: "--start must be before --end") }
+      guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
+      let videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
+      let audioChannel =
+        flags.string("--audio-channel") == nil
+        ? nil : UInt8(try flags.integer("--audio-channel", default: 0, range: 0...255))
+      if !options.video && audioChannel == nil {
+        throw UsageError(message: "--no-video records the audio channel alone: --audio-channel is required")
+      }
+      let paceText = flags.string("--pace") ?? "realtime"
+      guard ["realtime", "fast"].contains(paceText) else {
+        throw UsageError(message: "--pace must be realtime or fast")
+      }
+      let play = Play(
+        start: start, end: end, videoChannel: videoChannel, audioChannel: options.audio ? audioChannel : nil,
+        fast: paceText == "fast", options: options)
+      return (play, endpoint, token, try FacadeSession.cacheDirectory(flags))
+    }()
+    guard let parsed else { return }
+    let play = parsed.play
+    FacadeSession.run(endpoint: parsed.endpoint, token: parsed.token, cache: parsed.cache) { storage in
       try play.record(storage)
     }
   }
