@@ -14,7 +14,8 @@ final class CompositorGraph: Sendable {
 
   /// Inputs become tracks `kind:0`, `kind:1`…; `mixer` is made from those ids.
   init<Mixer: Node>(
-    name: String, inputs: [MediaTrack], output: MediaTrack, mixer: ([TrackID]) throws -> Mixer
+    name: String, inputs: [MediaTrack], output: MediaTrack, mixer: ([TrackID]) throws -> Mixer,
+    admission: (Mixer) -> LaneAdmission
   ) throws where Mixer.Input == DecodedFrame, Mixer.Output == DecodedFrame {
     guard !inputs.isEmpty, inputs.count <= 64 else {
       throw TiError(.invalidArgument, "a compositor takes 1…64 tracks, not \(inputs.count)")
@@ -29,7 +30,11 @@ final class CompositorGraph: Sendable {
     self.pipeline = pipeline
     self.output = output
     let node = try mixer(ids)
-    sources = zip(inputs, ids).map { input, id in TrackSource(name: "Input\(id.channel)", track: input, tag: id) }
+    // Each input's source is held back while its lane is closed: one that runs ahead waits for the others.
+    let lanes = admission(node)
+    sources = zip(inputs, ids).map { input, id in
+      TrackSource(name: "Input\(id.channel)", track: input, tag: id, admission: lanes)
+    }
     for source in sources { pipeline.connect(source, to: node, limits: EdgeLimits(items: 16)) }
     pipeline.connect(node, to: TrackFeed(name: "Output", track: output), limits: EdgeLimits(items: 4))
     let failed = self.failed
@@ -85,6 +90,8 @@ public final class VideoCompositor: Sendable {
       }
       return try VideoMixer(
         inputs: ids, cells: cells, width: size.width, height: size.height, fps: fps, output: output.id)
+    } admission: {
+      $0.admission
     }
   }
 
@@ -116,6 +123,8 @@ public final class AudioCompositor: Sendable {
       try AudioMixer(
         inputs: ids, gains: gains, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels),
         output: output.id)
+    } admission: {
+      $0.admission
     }
   }
 

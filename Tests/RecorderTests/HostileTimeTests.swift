@@ -51,6 +51,24 @@ import Testing
     #expect(times[10] == Int64(Self.day * 1_000_000), "the slots start again at the picture after the jump")
   }
 
+  @Test func RC43_aPictureADayAfterTheOriginStartsTheSlotsItself() throws {
+    // A recorder's converter counts slots from the file's 0; sound at 0 and a first picture a day later
+    // must not make a day of copies of that picture.
+    let converter = try FrameRateConverter(fps: 20, origin: MediaTime(microseconds: 0))
+    let harness = try NodeHarness(converter)
+    for index in 0..<10 { harness.push(try Self.picture(at: Self.day + Double(index) / 20)) }
+    harness.endInput()
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == 10)
+    #expect(harness.outputItems.first?.time.microseconds == Int64(Self.day * 1_000_000))
+    // Within the limit, the first picture fills the slots from the origin (a picture from the start).
+    let near = try NodeHarness(try FrameRateConverter(fps: 20, origin: MediaTime(microseconds: 0)))
+    for index in 0..<10 { near.push(try Self.picture(at: 1 + Double(index) / 20)) }
+    near.endInput()
+    near.runUntilIdle()
+    #expect(near.outputItems.count == 30 && near.outputItems.first?.time.microseconds == 0)
+  }
+
   @Test func RC43_timesAtTheEndOfTheRangeFailWithATypedError() throws {
     let converter = try FrameRateConverter(fps: 240)
     let harness = try NodeHarness(converter)
@@ -91,17 +109,33 @@ import Testing
     #expect(abs(Double(after.time.microseconds) / 1_000_000 - Self.day) < 0.03)
   }
 
-  @Test func RC4_RC43_aFastAudioInputIsNotQueuedWithoutBound() throws {
-    // B never brings sound and never ends, and the clock stands still (a file that seems slow): A is
-    // waited for only while it is less than maximumAhead ahead.
+  @Test func RC4_RC43_aFastAudioInputIsHeldBackNotQueuedWithoutBound() throws {
+    // B starts and then brings nothing while the clock stands still (a file that decodes more slowly):
+    // A is waited for, and once it is maximumAhead ahead its lane closes (its TrackSource waits).
     let mixer = try AudioMixer(
       inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
       output: TrackID(.audio, channel: 9))
     let harness = try NodeHarness(mixer)
-    for index in 0..<1_000 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
+    harness.push(try CompositorTests.level(100, at: 0, track: Self.b))
+    for index in 0..<300 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
     harness.runUntilIdle()
-    let mixed = CompositorTests.samples(harness.outputItems).count
-    #expect(mixed >= 48_000 * 4, "\(mixed) samples mixed of 10 s")
+    #expect(!mixer.admission.isOpen(Self.a) && mixer.admission.isOpen(Self.b))
+    #expect(CompositorTests.samples(harness.outputItems).count <= 1_024, "B is waited for")
+    // B catches up: the mix goes on and A's lane opens again; nothing of B was dropped.
+    for index in 1..<300 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.b)) }
+    harness.runUntilIdle()
+    #expect(mixer.admission.isOpen(Self.a))
+    let mixed = CompositorTests.samples(harness.outputItems)
+    #expect(mixed.count >= 96_000 && mixed.prefix(96_000).allSatisfy { $0 == 200 }, "both inputs in every sample")
+    // A source that ignores the admission: past four times the limit B is no longer waited for.
+    let unbounded = try NodeHarness(
+      try AudioMixer(
+        inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
+        output: TrackID(.audio, channel: 9)))
+    unbounded.push(try CompositorTests.level(100, at: 0, track: Self.b))
+    for index in 0..<1_500 { unbounded.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
+    unbounded.runUntilIdle()
+    #expect(CompositorTests.samples(unbounded.outputItems).count >= 48_000 * 6)
   }
 
   @Test func RC4_RC43_aVideoInputThatJumpsOrRunsAheadStaysBounded() throws {
@@ -111,12 +145,15 @@ import Testing
       inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
       fps: 10, output: TrackID(.video, channel: 9))
     let harness = try NodeHarness(mixer)
-    // Right starts and then says nothing while left decodes 10 s (the clock stands still): left is not
-    // queued without bound.
+    // Right starts and then says nothing while left decodes (the clock stands still): left's lane closes
+    // at maximumQueued; a source that ignored it would still not be queued past four times that.
     harness.push(try Self.picture(at: 0, track: right))
-    for index in 0..<200 { harness.push(try Self.picture(at: Double(index) / 20, track: left)) }
+    for index in 0..<40 { harness.push(try Self.picture(at: Double(index) / 20, track: left)) }
     harness.runUntilIdle()
-    #expect(harness.outputItems.count >= 60, "\(harness.outputItems.count) composed of 10 s")
+    #expect(!mixer.admission.isOpen(left) && mixer.admission.isOpen(right))
+    for index in 40..<200 { harness.push(try Self.picture(at: Double(index) / 20, track: left)) }
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count >= 30, "\(harness.outputItems.count) composed of 10 s")
     // Both jump by a day: a hole, not 864,000 pictures.
     let before = harness.outputItems.count
     for index in 0..<20 {

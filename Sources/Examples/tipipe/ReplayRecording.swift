@@ -68,6 +68,11 @@ enum ReplayRecording {
       let audioTrack = audioChannel.map { MediaTrack(id: TrackID(.audio, channel: $0)) }
       // Frame times are the recordings' own (ms since the epoch): the pauses count from --start.
       let cuts = options.cuts(from: MediaTime(milliseconds: start))
+      // From here on a signal ends the play (or keeps it from starting): the recorders always finish,
+      // and a name never stays taken by an empty file.
+      let run = Run()
+      Interruption.shared.onSignal { signal in run.interrupt(signal) }
+      defer { Interruption.shared.removeHandler() }
       let (recorders, failure) = onMain {
         RecordCommand.startRecorders(
           video: videoTrack, audio: audioTrack, name: options.name, fps: options.fps, size: options.size, cuts: cuts,
@@ -77,7 +82,16 @@ enum ReplayRecording {
         waitUntilIdle(recorders)
         return try RecordCommand.fail(failure)
       }
-      let ending = try play(storage, video: videoTrack, audio: audioTrack)
+      let ending: TiError?
+      do {
+        ending = try play(storage, video: videoTrack, audio: audioTrack, run: run)
+      } catch {
+        // The play could not start: the recorders end with nothing recorded (their files removed).
+        videoTrack?.end()
+        audioTrack?.end()
+        waitUntilIdle(recorders)
+        throw error
+      }
       // The play is over: the tracks end, and each recorder completes its file from what they carried.
       videoTrack?.end()
       audioTrack?.end()
@@ -92,9 +106,9 @@ enum ReplayRecording {
 
     /// Runs the Replay with its outputs drawing into the tracks until it completes, fails or a signal
     /// stops it; returns why it ended early, if it did.
-    private func play(_ storage: TiCloudStorage, video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?)
-      throws -> TiError?
-    {
+    private func play(
+      _ storage: TiCloudStorage, video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, run: Run
+    ) throws -> TiError? {
       let replay = storage.createReplay(callbackThread: .main, pace: fast ? .asFastAsPossible : .realtime)
       let video = videoTrack.map { _ in TiCloudStorageVideoOutput() }
       let audio = audioTrack.map { TiCloudStorageAudioOutput(device: TrackFeeder(track: $0, waits: fast)) }
@@ -118,26 +132,52 @@ enum ReplayRecording {
       if let audio, let audioChannel {
         try FacadeSession.check(audio.attach(replay: replay, channelId: audioChannel), "attach audio")
       }
-      let finished = DispatchSemaphore(value: 0)
-      let ending = Locked<TiError?>(nil)
-      replay.onCompleted = { finished.signal() }
-      replay.onError = { code in
-        ending.withLock { $0 = $0 ?? FacadeSession.error(code, "the replay failed") }
-        finished.signal()
-      }
+      replay.onCompleted = { run.finish(nil) }
+      replay.onError = { code in run.finish(FacadeSession.error(code, "the replay failed")) }
+      guard run.started(stoppingWith: { _ = replay.stop() }) else { return run.ending }
       try FacadeSession.check(replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: nil), "play")
-      Interruption.shared.onSignal { signal in
-        let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
-        ending.withLock { $0 = $0 ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
-        DispatchQueue.main.async {
-          _ = replay.stop()
-          finished.signal()
-        }
-      }
-      finished.wait()
-      Interruption.shared.removeHandler()
-      return ending.withLock { $0 }
+      run.wait()
+      return run.ending
+
     }
+  }
+
+  /// One play's end: completed, failed, or stopped by a signal — whichever comes first.
+  final class Run: Sendable {
+    private let state = Locked<(ending: TiError?, ended: Bool, stop: (@Sendable () -> Void)?)>((nil, false, nil))
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Why the play ended early, if it did.
+    var ending: TiError? { state.withLock { $0.ending } }
+
+    /// The play ended (`error`: why, when it failed).
+    func finish(_ error: TiError?) {
+      let first = state.withLock { state -> Bool in
+        defer { state.ended = true }
+        if !state.ended { state.ending = error }
+        return !state.ended
+      }
+      if first { finished.signal() }
+    }
+
+    /// A signal: the play is stopped (on the main queue, where the Replay's calls go), or never starts.
+    func interrupt(_ signal: Int32) {
+      let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
+      let stop = state.withLock { $0.stop }
+      finish(TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")"))
+      if let stop { DispatchQueue.main.async { stop() } }
+    }
+
+    /// Notes how to stop the play; false when a signal came first (the play must not start).
+    func started(stoppingWith stop: @escaping @Sendable () -> Void) -> Bool {
+      state.withLock { state in
+        state.stop = stop
+        return !state.ended
+      }
+    }
+
+    /// Waits for the play's end.
+    func wait() { finished.wait() }
   }
 
   /// Runs `body` on the main actor (the recorders live there) and returns its result.

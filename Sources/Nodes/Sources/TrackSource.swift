@@ -22,16 +22,24 @@ public final class TrackSource: SourceNode, Sendable {
   public let capacity: Int
   /// The track its frames are tagged with (nil: the track's own id).
   public let tag: TrackID?
+  /// The admission of the node it feeds, when that node holds back inputs that run ahead (a mixer):
+  /// while its lane is closed, nothing is taken from the track.
+  public let admission: LaneAdmission?
   private let subscription: MediaTrack.Subscription
   /// What the subscription calls when a frame is queued: nothing until `start` arms it.
   private let waker: Locked<(@Sendable () -> Void)?>
 
   /// A source of `track`'s frames. It subscribes at once: frames pushed from now on are queued for the
   /// graph, even before it starts.
-  /// `tag` re-tags the frames (a compositor tells its inputs apart by it).
-  public init(name: String = "TrackSource", track: MediaTrack, capacity: Int = 32, tag: TrackID? = nil) {
+  /// `tag` re-tags the frames (a compositor tells its inputs apart by it); `admission` holds the source
+  /// back while the lane of its tag (or of its track) is closed.
+  public init(
+    name: String = "TrackSource", track: MediaTrack, capacity: Int = 32, tag: TrackID? = nil,
+    admission: LaneAdmission? = nil
+  ) {
     self.name = name
     self.tag = tag
+    self.admission = admission
     self.track = track
     self.capacity = capacity
     let waker = Locked<(@Sendable () -> Void)?>(nil)
@@ -43,11 +51,13 @@ public final class TrackSource: SourceNode, Sendable {
   public func start(context: NodeContext<DecodedFrame>) throws {
     let wake = context.makeCompletion { (_: Void) in context.wake() }
     waker.withLock { $0 = { wake(()) } }
+    admission?.register(lane) { wake(()) }
     wake(())
   }
 
   /// Emits what is queued.
   public func produce(context: NodeContext<DecodedFrame>) throws -> ProduceResult {
+    if let admission, !admission.isOpen(lane) { return .waiting }
     let (frames, ended) = subscription.take(upTo: 16)
     for frame in frames {
       if let tag, tag != frame.track {
@@ -59,11 +69,15 @@ public final class TrackSource: SourceNode, Sendable {
     if ended {
       // The wake-up holds the partition that holds this node: let it go (no cycle outlives the graph).
       waker.withLock { $0 = nil }
-      context.send(.custom(TrackEnded(track: tag ?? track.id)))
+      admission?.register(lane, wake: nil)
+      context.send(.custom(TrackEnded(track: lane)))
       return .finished
     }
     return frames.isEmpty ? .waiting : .produced
   }
+
+  /// The lane its frames travel in: its tag, or its track.
+  private var lane: TrackID { tag ?? track.id }
 
   deinit {
     // A graph that never started (or was dropped) must not leave its subscription filling up: the
@@ -77,6 +91,7 @@ public final class TrackSource: SourceNode, Sendable {
   /// Cancels the subscription.
   public func stop(context: NodeContext<DecodedFrame>) {
     waker.withLock { $0 = nil }
+    admission?.register(lane, wake: nil)
     subscription.cancel()
   }
 }

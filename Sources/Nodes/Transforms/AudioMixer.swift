@@ -13,9 +13,9 @@ import PipelineGraph
 /// behind and brought nothing for as long on the pipeline's clock (a live track that starts late or
 /// stops does not hold the others back; what it brings for a stretch already mixed is dropped).
 /// The end of stream mixes up to the end of the longest input. What a mixer holds and does stays bounded
-/// whatever the inputs' times: a hole is never stored as silence, an input more than ``maximumAhead``
-/// ahead of the mix is no longer held back by a slower one, and a stretch of more than ``maximumHole``
-/// that no input carries is a hole in the output, not blocks of silence.
+/// whatever the inputs' times: a hole is never stored as silence, an input ``maximumAhead`` ahead of the
+/// mix is held back (its lane in ``admission`` closes, and its ``TrackSource`` waits), and a stretch of
+/// more than ``maximumHole`` that no input carries is a hole in the output, not blocks of silence.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
 public final class AudioMixer: Node {
@@ -46,13 +46,18 @@ public final class AudioMixer: Node {
       converter = SampleConverter(to: format)
     }
 
-    /// Adds `count` samples at `position`: joined to the last stretch when they follow it within 10 ms
-    /// (`join`), a stretch of their own after a longer hole.
+    /// Adds samples at `position`: right after the last ones when they come within `join` (10 ms) of
+    /// them (timestamps jitter, and a resampler delays: continuous sound stays continuous), a stretch of
+    /// their own after a longer hole.
     func add(_ samples: UnsafeBufferPointer<Int16>, at position: Int64, join: Int64) {
-      if started, let last = stretches.indices.last, position <= end + join {
-        // A short hole is silence in the stretch; samples a little early are placed after the last.
-        stretches[last].samples += [Int16](repeating: 0, count: Int(max(0, position - end)) * channels)
-        stretches[last].samples += samples
+      if started, position <= end + join {
+        if let last = stretches.indices.last,
+          stretches[last].start + Int64(stretches[last].samples.count / channels) == end
+        {
+          stretches[last].samples += samples
+        } else {
+          stretches.append((end, Array(samples)))
+        }
       } else {
         stretches.append((max(position, end), Array(samples)))
       }
@@ -85,9 +90,12 @@ public final class AudioMixer: Node {
   /// The longest stretch no input carries that the mix fills with silence (10 s); past it (inputs whose
   /// time jumped) the mix has a hole.
   public static let maximumHole = MediaDuration.microseconds(10_000_000)
-  /// How far an input may run ahead of the mix while another is waited for (5 s): past it the mix goes
-  /// on without the slower one (what is queued stays bounded).
-  public static let maximumAhead = MediaDuration.microseconds(5_000_000)
+  /// How far an input may run ahead of the mix while another is waited for (2 s): past it its lane in
+  /// ``admission`` is closed (its ``TrackSource`` waits); past four times it (a source that ignores the
+  /// admission) the mix goes on without the slower one, so what is queued stays bounded.
+  public static let maximumAhead = MediaDuration.microseconds(2_000_000)
+  /// Holds back the sources of inputs that run ahead (give it to their ``TrackSource``s).
+  public let admission = LaneAdmission()
   private var timeBase: TimeBase { TimeBase(numerator: 1, denominator: Int32(format.sampleRate))! }
   /// How far behind the most advanced input an input may be before blocks are mixed without it.
   public let maximumLag: MediaDuration
@@ -123,8 +131,10 @@ public final class AudioMixer: Node {
     for (input, gain) in zip(inputs, gains) { lanes[input] = Lane(gain: Float(gain), format: format) }
   }
 
+  /// Samples in `duration` (whole seconds and the rest apart: no overflow for any duration).
   private func samples(in duration: MediaDuration) -> Int64 {
-    duration.microseconds / 1_000 * Int64(format.sampleRate) / 1_000
+    let rate = Int64(format.sampleRate)
+    return duration.microseconds / 1_000_000 * rate + duration.microseconds % 1_000_000 * rate / 1_000_000
   }
 
   /// Takes one input frame.
@@ -165,7 +175,10 @@ public final class AudioMixer: Node {
       guard let since = lane.arrival ?? self.firstArrival else { return false }
       return now.microseconds - since.microseconds > self.maximumLag.microseconds
     }
-    let ahead = samples(in: Self.maximumAhead)
+    let ahead = 4 * samples(in: Self.maximumAhead)
+    defer {
+      for (input, lane) in lanes { admission.set(input, open: lane.end - position < ahead / 4) }
+    }
     while true {
       let blockEnd = position + Int64(blockSamples)
       if final {
@@ -173,7 +186,8 @@ public final class AudioMixer: Node {
       } else {
         // An input still running must have reached the block's end (the mix never runs ahead of the
         // sound), and every other running input too, unless it lags more than the limit behind it — or
-        // one input is more than `maximumAhead` ahead of the mix (what is queued stays bounded).
+        // one input is more than four times `maximumAhead` ahead of the mix (its source ignored the
+        // admission: what is queued stays bounded).
         let running = lanes.values.filter { !$0.ended }
         guard let leader = running.filter(\.started).map(\.end).max(), leader >= blockEnd else { return }
         let waiting = running.contains { lane in

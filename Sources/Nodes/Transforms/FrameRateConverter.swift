@@ -39,8 +39,8 @@ public final class FrameRateConverter: Node {
   public static let maximumHole = MediaDuration.microseconds(10_000_000)
 
   /// A converter to `fps` pictures per second (1…240), its first slot at `origin` (the first picture
-  /// fills the slots before it comes: a recording whose sound starts first has a picture from its
-  /// start) or, without one, at the first picture.
+  /// fills the slots before it comes when it comes within ``maximumHole`` of it: a recording whose sound
+  /// starts first has a picture from its start) or, without one, at the first picture.
   /// - Throws: ``TiError`` `invalidArgument` outside that range.
   public init(name: String = "FrameRateConverter", fps: Int, origin: MediaTime? = nil) throws {
     guard (1...240).contains(fps) else { throw TiError(.invalidArgument, "a frame rate of \(fps) is not 1…240") }
@@ -63,7 +63,13 @@ public final class FrameRateConverter: Node {
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     guard input.frame.width > 0 else { return context.emit(input) }
     guard start != nil else {
-      start = origin.map { min($0, input.time) } ?? input.time
+      // The first picture fills the slots from the origin when it comes within `maximumHole` of it (a
+      // picture that starts a day after the sound starts the slots itself).
+      if let origin, let lead = try? input.time - origin, lead <= Self.maximumHole {
+        start = min(origin, input.time)
+      } else {
+        start = input.time
+      }
       held = input
       heldEmitted = false
       return

@@ -11,8 +11,9 @@ import PipelineGraph
 /// others back; a file that decodes more slowly is waited for); an input that has not started, or ended more than ``holdAfterEnd``
 /// ago, is black (an input that stops shows its last picture, then black). The end of stream composes
 /// the slots up to the end of the last picture. What a mixer holds and does stays bounded whatever the
-/// inputs' times: an input more than ``maximumQueued`` pictures ahead is no longer held back by a slower
-/// one, and a stretch of more than ``maximumHole`` without any picture is a hole in the output.
+/// inputs' times: an input ``maximumQueued`` pictures ahead of the others is held back (its lane in
+/// ``admission`` closes, and its ``TrackSource`` waits), and a stretch of more than ``maximumHole``
+/// without any picture is a hole in the output.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
 public final class VideoMixer: Node {
@@ -89,9 +90,11 @@ public final class VideoMixer: Node {
   /// The longest stretch without any new picture that the mixer fills by showing what it has (10 s);
   /// past it (inputs whose time jumped) the output has a hole.
   public static let maximumHole = MediaDuration.microseconds(10_000_000)
-  /// Pictures an input may queue while a slower one is waited for; past it the slower one is not
-  /// waited for.
-  public static let maximumQueued = 64
+  /// Pictures an input may queue while a slower one is waited for: past it its lane in ``admission`` is
+  /// closed (its ``TrackSource`` waits); past four times it the slower one is no longer waited for.
+  public static let maximumQueued = 32
+  /// Holds back the sources of inputs that run ahead (give it to their ``TrackSource``s).
+  public let admission = LaneAdmission()
   private let inputs: [TrackID]
   private var lanes: [TrackID: Lane] = [:]
   private var origin: MediaTime?
@@ -149,6 +152,12 @@ public final class VideoMixer: Node {
     lane.queue.append(input)
     lane.frontier = max(lane.frontier ?? input.time, input.time)
     try composeReady(context: context, final: false)
+    admit()
+  }
+
+  /// Closes the lanes of inputs with `maximumQueued` pictures waiting, opens the others.
+  private func admit() {
+    for (input, lane) in lanes { admission.set(input, open: lane.queue.count < Self.maximumQueued) }
   }
 
   /// An input's ``TrackEnded``: it no longer holds slots back.
@@ -158,7 +167,8 @@ public final class VideoMixer: Node {
         lane.ended = true
         lane.endedAt = (lane.queue.last ?? lane.shown).flatMap { try? $0.time + $0.duration }
       }
-      return try composeReady(context: context, final: false)
+      try composeReady(context: context, final: false)
+      return admit()
     }
     context.send(event)
   }
@@ -169,9 +179,9 @@ public final class VideoMixer: Node {
   private func ready(_ time: MediaTime, now: ClockInstant) -> Bool {
     let running = lanes.values.filter { !$0.ended }
     guard let leader = running.compactMap(\.frontier).max(), leader >= time else { return false }
-    // An input with more than `maximumQueued` pictures waiting is not held back any longer by a slower
-    // one (what is queued stays bounded).
-    if lanes.values.contains(where: { $0.queue.count > Self.maximumQueued }) { return true }
+    // Sources held back through ``admission`` stop near `maximumQueued`; pictures pushed past four times
+    // that (sources that ignore it) no longer wait for a slower input: what is queued stays bounded.
+    if lanes.values.contains(where: { $0.queue.count > 4 * Self.maximumQueued }) { return true }
     for lane in running {
       if let frontier = lane.frontier, frontier >= time { continue }
       // Stalled — more than the limit behind the leader, and nothing for as long on the pipeline's clock
