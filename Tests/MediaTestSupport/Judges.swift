@@ -14,3 +14,35 @@ public func qtdemuxVideoBuffers(_ file: URL) throws -> [Double] {
     return h * 3600 + m * 60 + s
   }
 }
+
+/// The luma of the picture ffmpeg shows at `seconds` of `url` (a video or a still), optionally cropped to
+/// `crop` (x, y, width, height) and then scaled bilinearly to `width`×`height`: one byte per pixel.
+public func ffmpegLuma(
+  of url: URL, at seconds: Double = 0, crop: (x: Int, y: Int, width: Int, height: Int)? = nil, width: Int,
+  height: Int
+) throws -> [UInt8] {
+  var filters: [String] = []
+  if let crop { filters.append("crop=\(crop.width):\(crop.height):\(crop.x):\(crop.y)") }
+  filters.append("scale=\(width):\(height):flags=bilinear")
+  // A still has no time to seek to: ffmpeg's image reader gives nothing after a seek.
+  let seek = seconds > 0 ? ["-ss", String(format: "%.3f", seconds)] : []
+  return [UInt8](
+    try runForData(
+      "/usr/bin/ffmpeg",
+      ["-v", "error"] + seek + [
+        "-i", url.path, "-frames:v", "1", "-vf", filters.joined(separator: ","), "-f", "rawvideo", "-pix_fmt",
+        "gray", "-",
+      ]))
+}
+
+/// PSNR in dB of two equal-sized byte planes (0 when their sizes differ, 99 when they are equal).
+public func lumaPSNR(_ a: [UInt8], _ b: [UInt8]) -> Double {
+  guard a.count == b.count, !a.isEmpty else { return 0 }
+  var sum = 0.0
+  for (x, y) in zip(a, b) {
+    let d = Double(x) - Double(y)
+    sum += d * d
+  }
+  let mse = sum / Double(a.count)
+  return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+}

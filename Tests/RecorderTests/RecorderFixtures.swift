@@ -71,26 +71,11 @@ enum RecorderFixtures {
 
   /// The luma of `url`'s picture shown at `seconds`, scaled by ffmpeg to `width`×`height`.
   static func scaledLuma(of url: URL, at seconds: Double, width: Int, height: Int) throws -> [UInt8] {
-    [UInt8](
-      try runForData(
-        "/usr/bin/ffmpeg",
-        [
-          "-v", "error", "-ss", String(format: "%.3f", seconds), "-i", url.path, "-frames:v", "1", "-vf",
-          "scale=\(width):\(height):flags=bilinear", "-f", "rawvideo", "-pix_fmt", "gray", "-",
-        ]))
+    try ffmpegLuma(of: url, at: seconds, width: width, height: height)
   }
 
   /// PSNR in dB of two equal-sized byte planes.
-  static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
-    guard a.count == b.count, !a.isEmpty else { return 0 }
-    var sum = 0.0
-    for (x, y) in zip(a, b) {
-      let d = Double(x) - Double(y)
-      sum += d * d
-    }
-    let mse = sum / Double(a.count)
-    return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
-  }
+  static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double { lumaPSNR(a, b) }
 
   /// A yuv420p picture of `width`×`height` whose luma is `value` everywhere (chroma neutral).
   static func picture(width: Int = 320, height: Int = 240, value: UInt8) throws -> FrameBuffer {

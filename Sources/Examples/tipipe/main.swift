@@ -36,6 +36,11 @@ let commands: [(name: String, command: Command)] = [
   ("bench", Command(summary: BenchCommand.summary, usage: BenchCommand.usage, run: { try BenchCommand.run($0) })),
   ("probe", Command(summary: ProbeCommand.summary, usage: ProbeCommand.usage, run: { try ProbeCommand.run($0) })),
   ("record", Command(summary: RecordCommand.summary, usage: RecordCommand.usage, run: { try RecordCommand.run($0) })),
+  (
+    "thumbnails",
+    Command(
+      summary: ThumbnailsCommand.summary, usage: ThumbnailsCommand.usage, run: { try ThumbnailsCommand.run($0) })
+  ),
 ]
 
 @MainActor func generalUsage() -> String {
