@@ -53,7 +53,11 @@ enum ThumbnailsCommand {
     for url in [spriteURL, indexURL] {
       do { try OutputFile.validate(url) } catch let error as TiError { throw UsageError(message: error.message) }
     }
-    try decodeKeyframes(from: endpoint.source(for: range), range: range, channel: channel, into: sheet)
+    // Only the objects that can hold a cue's first keyframe are fetched.
+    let source = CloudSegmentSource(
+      service: endpoint.service, range: range, token: endpoint.token, prefetchBytes: 8 << 20,
+      objectFilter: { KeyframeSampler.mayHoldASample($0.range, start: range.start, interval: every) })
+    try decodeKeyframes(from: source, range: range, channel: channel, into: sheet)
     guard let sprite = try sheet.sprite(), let height = sheet.tileHeight else {
       throw TiError(.noRecordableMedia, "no keyframe of video channel \(channel) in the range")
     }

@@ -70,15 +70,20 @@ public final class CloudSegmentSource: SourceNode {
   /// it turns on (replaced at start and at each flush: a completion of an older generation is dropped).
   private let control: Locked<(readsAhead: Bool, wake: Completion<Void>?)>
 
+  /// Which listed objects are fetched (nil: all): a flow that needs only some moments of the range
+  /// (thumbnails) skips the rest, which then read as stretches no object covers.
+  public let objectFilter: (@Sendable (RecordingIndex.Segment) -> Bool)?
+
   /// Fetches `[range.start, range.end)` from `service` with `token`, keeping at most `prefetchBytes`
   /// of objects ahead of downstream, with at most `maximumTransfers` transfers at once, and listing
   /// `window` of recording at a time; with `readsAhead` false, fetching only the object it emits next
-  /// until ``readsAhead`` is turned on.
+  /// until ``readsAhead`` is turned on; only the objects `objectFilter` accepts.
   public init(
     service: any RecordingService, range: MediaRange, token: String, prefetchBytes: Int = 32 << 20,
     maximumTransfers: Int = 4, window: MediaDuration = .microseconds(3_600_000_000), readsAhead: Bool = true,
-    stallBudget: Duration? = .seconds(30)
+    stallBudget: Duration? = .seconds(30), objectFilter: (@Sendable (RecordingIndex.Segment) -> Bool)? = nil
   ) {
+    self.objectFilter = objectFilter
     self.stallBudget = stallBudget
     control = Locked((readsAhead, nil))
     self.maximumTransfers = max(1, maximumTransfers)
@@ -229,7 +234,9 @@ public final class CloudSegmentSource: SourceNode {
           listingFailure = error
           context.wake()
         case .success(let index):
-          if let previous = index.segments.first(where: { $0.endMs == first.startMs && $0.id != first.id }) {
+          if let previous = index.segments.first(where: { $0.endMs == first.startMs && $0.id != first.id }),
+            objectFilter?(previous) ?? true
+          {
             seen.insert(previous.id)
             plan.append(.object(previous))
           }
@@ -240,7 +247,8 @@ public final class CloudSegmentSource: SourceNode {
       return
     }
     lookedBack = true
-    for segment in sorted where segment.range.overlaps(range) && !seen.contains(segment.id) {
+    for segment in sorted
+    where segment.range.overlaps(range) && !seen.contains(segment.id) && objectFilter?(segment) ?? true {
       seen.insert(segment.id)
       if segment.range.start > covered { plan.append(.hole(MediaRange(start: covered, end: segment.range.start))) }
       plan.append(.object(segment))

@@ -44,6 +44,28 @@ public final class KeyframeSampler: Node {
     context.emit(input)
   }
 
+  /// How far past an interval's start its keyframe is looked for in objects a source skips otherwise
+  /// (``mayHoldASample(_:start:interval:)``): 10 s, or the interval when shorter.
+  public static let reach = MediaDuration.microseconds(10_000_000)
+
+  /// True when `stretch` of recording may hold a keyframe a sampler of `interval` from `start` keeps —
+  /// when it overlaps `[s, s + reach)` for an interval's start `s`: a source can skip every other object
+  /// (a day at one picture a minute reads a third of its 10-second objects). Arithmetic that would
+  /// overflow keeps the stretch.
+  public static func mayHoldASample(_ stretch: MediaRange, start: MediaTime, interval: MediaDuration) -> Bool {
+    let step = max(interval.microseconds, 1_000)
+    let reach = min(step, Self.reach.microseconds)
+    let (from, overflow) = stretch.start.microseconds.subtractingReportingOverflow(reach)
+    guard !overflow else { return true }
+    let offset = max(0, from - start.microseconds)
+    // The first interval start at or after `from`.
+    let (index, rest) = offset.quotientAndRemainder(dividingBy: step)
+    let (ahead, tooFar) = (index + (rest > 0 ? 1 : 0)).multipliedReportingOverflow(by: step)
+    guard !tooFar else { return true }
+    let (first, past) = start.microseconds.addingReportingOverflow(ahead)
+    return past || first < stretch.end.microseconds
+  }
+
   /// A seek starts the sampling again.
   public func flush(context: NodeContext<EncodedPacket>) { lastKept = nil }
 }
