@@ -138,6 +138,45 @@ import Testing
     #expect(CompositorTests.samples(unbounded.outputItems).count >= 48_000 * 6)
   }
 
+  @Test func RC4_RC43_aClosedLaneIsLookedAtAgainWhenTheOtherInputStops() throws {
+    // B brings one frame and stops (a camera that dropped); A runs ahead and its lane closes. Nothing
+    // arrives any more, yet once B has brought nothing for maximumLag of the clock it is found stalled.
+    let mixer = try AudioMixer(
+      inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
+      output: TrackID(.audio, channel: 9))
+    let harness = try NodeHarness(mixer)
+    harness.push(try CompositorTests.level(100, at: 0, track: Self.b))
+    for index in 0..<300 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
+    harness.runUntilIdle()
+    #expect(!mixer.admission.isOpen(Self.a))
+    harness.advance(by: .milliseconds(600))
+    harness.runUntilIdle()
+    #expect(mixer.admission.isOpen(Self.a), "the mix went on without B")
+    #expect(CompositorTests.samples(harness.outputItems).count >= 48_000)
+  }
+
+  @Test func RC4_RC43_manyPicturesBetweenTwoSlotsDoNotCloseALane() throws {
+    // 60 pictures a second into 1 a second: all but the latest before the next slot are never shown,
+    // so they do not count (a lane closed by them would never open again).
+    let left = TrackID(.video, channel: 0)
+    let right = TrackID(.video, channel: 1)
+    let mixer = try VideoMixer(
+      inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
+      fps: 1, output: TrackID(.video, channel: 9))
+    let harness = try NodeHarness(mixer)
+    for index in 0..<180 {
+      harness.push(try Self.picture(at: Double(index) / 60, track: left))
+      harness.push(try Self.picture(at: Double(index) / 60, track: right))
+      harness.runUntilIdle()
+      #expect(mixer.admission.isOpen(left) && mixer.admission.isOpen(right), "picture \(index)")
+    }
+    harness.push(event: .custom(TrackEnded(track: left)))
+    harness.push(event: .custom(TrackEnded(track: right)))
+    harness.endInput()
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == 4, "slots 0…3: the last picture ends after 3 s")
+  }
+
   @Test func RC4_RC43_aVideoInputThatJumpsOrRunsAheadStaysBounded() throws {
     let left = TrackID(.video, channel: 0)
     let right = TrackID(.video, channel: 1)

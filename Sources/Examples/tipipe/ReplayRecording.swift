@@ -134,6 +134,12 @@ enum ReplayRecording {
       }
       replay.onCompleted = { run.finish(nil) }
       replay.onError = { code in run.finish(FacadeSession.error(code, "the replay failed")) }
+      defer {
+        // The callbacks hold the run, whose stop holds the Replay: none is left (a cycle would outlive
+        // the command).
+        replay.onCompleted = nil
+        replay.onError = nil
+      }
       guard run.started(stoppingWith: { _ = replay.stop() }) else { return run.ending }
       try FacadeSession.check(replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: nil), "play")
       run.wait()
@@ -153,7 +159,11 @@ enum ReplayRecording {
     /// The play ended (`error`: why, when it failed).
     func finish(_ error: TiError?) {
       let first = state.withLock { state -> Bool in
-        defer { state.ended = true }
+        defer {
+          state.ended = true
+          // The stop holds the Replay, whose callbacks hold this: let it go once the play is over.
+          state.stop = nil
+        }
         if !state.ended { state.ending = error }
         return !state.ended
       }
@@ -171,8 +181,9 @@ enum ReplayRecording {
     /// Notes how to stop the play; false when a signal came first (the play must not start).
     func started(stoppingWith stop: @escaping @Sendable () -> Void) -> Bool {
       state.withLock { state in
+        guard !state.ended else { return false }
         state.stop = stop
-        return !state.ended
+        return true
       }
     }
 

@@ -60,6 +60,10 @@ public final class ThumbnailSheet: Node {
       throw TiError(
         .rangeTooLarge, "\(count) thumbnails: at most \(Self.maximumCues) (a longer --every makes fewer)")
     }
+    let cues = Int(count) + (rest > 0 ? 1 : 0)
+    guard min(cues, columns) * tileWidth <= 65_000 else {
+      throw TiError(.rangeTooLarge, "a sprite \(min(cues, columns) * tileWidth) pixels wide is too wide for a JPEG")
+    }
     self.name = name
     self.range = range
     self.interval = interval
@@ -87,7 +91,8 @@ public final class ThumbnailSheet: Node {
     let height = max(2, Int((Double(tileWidth) / max(aspect, 0.01)).rounded()) & ~1)
     let tileHeight = min(height, 4 * tileWidth)
     let rows = (cueCount + columns - 1) / columns
-    guard rows * tileHeight <= 65_000 else {
+    // A JPEG is at most 65,535 high, and the canvas stays under 200 megapixels (300 MB of 4:2:0).
+    guard rows * tileHeight <= 65_000, rows * tileHeight * min(cueCount, columns) * tileWidth <= 200_000_000 else {
       throw TiError(.rangeTooLarge, "a sprite of \(rows) rows of \(tileHeight) pixels is too tall for a JPEG")
     }
     self.tileHeight = tileHeight

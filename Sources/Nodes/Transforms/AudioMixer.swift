@@ -96,6 +96,8 @@ public final class AudioMixer: Node {
   public static let maximumAhead = MediaDuration.microseconds(2_000_000)
   /// Holds back the sources of inputs that run ahead (give it to their ``TrackSource``s).
   public let admission = LaneAdmission()
+  /// The look again while a lane is closed.
+  private var recheck: ClockTimer?
   private var timeBase: TimeBase { TimeBase(numerator: 1, denominator: Int32(format.sampleRate))! }
   /// How far behind the most advanced input an input may be before blocks are mixed without it.
   public let maximumLag: MediaDuration
@@ -176,9 +178,7 @@ public final class AudioMixer: Node {
       return now.microseconds - since.microseconds > self.maximumLag.microseconds
     }
     let ahead = 4 * samples(in: Self.maximumAhead)
-    defer {
-      for (input, lane) in lanes { admission.set(input, open: lane.end - position < ahead / 4) }
-    }
+    defer { admit(below: ahead / 4, context: context) }
     while true {
       let blockEnd = position + Int64(blockSamples)
       if final {
@@ -203,6 +203,23 @@ public final class AudioMixer: Node {
         continue
       }
       try mix(context: context)
+    }
+  }
+
+  /// Closes the lanes of inputs `limit` samples ahead of the mix, opens the others; while one is closed,
+  /// looks again just after every `maximumLag` of the clock (an input that stopped must be found stalled even though
+  /// nothing arrives any more).
+  private func admit(below limit: Int64, context: NodeContext<DecodedFrame>) {
+    var closed = false
+    for (input, lane) in lanes {
+      let open = lane.ended || lane.end - position < limit
+      admission.set(input, open: open)
+      closed = closed || !open
+    }
+    guard closed, recheck == nil else { return }
+    recheck = context.scheduleTimer(after: .microseconds(maximumLag.microseconds + 1_000)) { [unowned self] in
+      recheck = nil
+      do { try mixReady(context: context, final: false) } catch { context.fail(error) }
     }
   }
 
@@ -265,5 +282,7 @@ public final class AudioMixer: Node {
     }
     origin = nil
     position = 0
+    recheck = nil
+    for input in lanes.keys { admission.set(input, open: true) }
   }
 }

@@ -57,7 +57,9 @@ public final class KeyframeSampler: Node {
     let reach = min(step, Self.reach.microseconds)
     let (from, overflow) = stretch.start.microseconds.subtractingReportingOverflow(reach)
     guard !overflow else { return true }
-    let offset = max(0, from - start.microseconds)
+    let (difference, below) = from.subtractingReportingOverflow(start.microseconds)
+    guard !below else { return true }
+    let offset = max(0, difference)
     // The first interval start at or after `from`.
     let (index, rest) = offset.quotientAndRemainder(dividingBy: step)
     let (ahead, tooFar) = (index + (rest > 0 ? 1 : 0)).multipliedReportingOverflow(by: step)

@@ -96,6 +96,8 @@ public final class VideoMixer: Node {
   /// Holds back the sources of inputs that run ahead (give it to their ``TrackSource``s).
   public let admission = LaneAdmission()
   private let inputs: [TrackID]
+  /// The look again while a lane is closed.
+  private var recheck: ClockTimer?
   private var lanes: [TrackID: Lane] = [:]
   private var origin: MediaTime?
   /// When the first picture of any input arrived (pipeline clock).
@@ -152,12 +154,32 @@ public final class VideoMixer: Node {
     lane.queue.append(input)
     lane.frontier = max(lane.frontier ?? input.time, input.time)
     try composeReady(context: context, final: false)
-    admit()
+    admit(context: context)
   }
 
-  /// Closes the lanes of inputs with `maximumQueued` pictures waiting, opens the others.
-  private func admit() {
-    for (input, lane) in lanes { admission.set(input, open: lane.queue.count < Self.maximumQueued) }
+  /// Closes the lanes of inputs with `maximumQueued` pictures waiting, opens the others; while one is
+  /// closed, looks again just after every `maximumLag` of the clock (an input that stopped must be found stalled
+  /// even though nothing arrives any more).
+  private func admit(context: NodeContext<DecodedFrame>) {
+    // Pictures that a later one replaces before the next slot will never be shown: only the latest is
+    // kept (many pictures between two slots must not close a lane that nothing would open again).
+    if let upcoming = try? slot(next) {
+      for lane in lanes.values {
+        while lane.queue.count >= 2, lane.queue[1].time <= upcoming { lane.shown = lane.queue.removeFirst() }
+      }
+    }
+    var closed = false
+    for (input, lane) in lanes {
+      let open = lane.ended || lane.queue.count < Self.maximumQueued
+      admission.set(input, open: open)
+      closed = closed || !open
+    }
+    guard closed, recheck == nil else { return }
+    recheck = context.scheduleTimer(after: .microseconds(maximumLag.microseconds + 1_000)) { [unowned self] in
+      recheck = nil
+      do { try composeReady(context: context, final: false) } catch { context.fail(error) }
+      admit(context: context)
+    }
   }
 
   /// An input's ``TrackEnded``: it no longer holds slots back.
@@ -168,7 +190,7 @@ public final class VideoMixer: Node {
         lane.endedAt = (lane.queue.last ?? lane.shown).flatMap { try? $0.time + $0.duration }
       }
       try composeReady(context: context, final: false)
-      return admit()
+      return admit(context: context)
     }
     context.send(event)
   }
