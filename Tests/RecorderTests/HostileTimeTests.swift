@@ -18,6 +18,12 @@ import Testing
     try CompositorTests.picture(value, at: seconds, track: track)
   }
 
+  /// A mixer of `inputs` into mono 48 kHz.
+  static func mixer(of inputs: [TrackID]) throws -> AudioMixer {
+    try AudioMixer(
+      inputs: inputs, format: AudioDeviceFormat(sampleRate: 48_000, channels: 1), output: TrackID(.audio, channel: 9))
+  }
+
   @Test func RC14_RC43_overlappingPausesAreLeftOutOnce() throws {
     // Cuts [1, 3) and [2, 4) given in advance, and a pause [3.5, 5) made while recording: 1…5 is left
     // out once, so a frame at 6 s lands at 2 s of the file (never earlier than one before it).
@@ -90,8 +96,7 @@ import Testing
   }
 
   @Test func RC4_RC43_anAudioInputThatJumpsByADayIsNotStoredAsSilence() throws {
-    let mixer = try AudioMixer(
-      inputs: [Self.a], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1), output: TrackID(.audio, channel: 9))
+    let mixer = try Self.mixer(of: [Self.a])
     let harness = try NodeHarness(mixer)
     for index in 0..<10 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
     for index in 0..<10 {
@@ -112,9 +117,7 @@ import Testing
   @Test func RC4_RC43_aFastAudioInputIsHeldBackNotQueuedWithoutBound() throws {
     // B starts and then brings nothing while the clock stands still (a file that decodes more slowly):
     // A is waited for, and once it is maximumAhead ahead its lane closes (its TrackSource waits).
-    let mixer = try AudioMixer(
-      inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
-      output: TrackID(.audio, channel: 9))
+    let mixer = try Self.mixer(of: [Self.a, Self.b])
     let harness = try NodeHarness(mixer)
     harness.push(try CompositorTests.level(100, at: 0, track: Self.b))
     for index in 0..<300 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
@@ -129,9 +132,7 @@ import Testing
     #expect(mixed.count >= 96_000 && mixed.prefix(96_000).allSatisfy { $0 == 200 }, "both inputs in every sample")
     // A source that ignores the admission: past four times the limit B is no longer waited for.
     let unbounded = try NodeHarness(
-      try AudioMixer(
-        inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
-        output: TrackID(.audio, channel: 9)))
+      try Self.mixer(of: [Self.a, Self.b]))
     unbounded.push(try CompositorTests.level(100, at: 0, track: Self.b))
     for index in 0..<1_500 { unbounded.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
     unbounded.runUntilIdle()
@@ -141,9 +142,7 @@ import Testing
   @Test func RC4_RC43_aClosedLaneIsLookedAtAgainWhenTheOtherInputStops() throws {
     // B brings one frame and stops (a camera that dropped); A runs ahead and its lane closes. Nothing
     // arrives any more, yet once B has brought nothing for maximumLag of the clock it is found stalled.
-    let mixer = try AudioMixer(
-      inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
-      output: TrackID(.audio, channel: 9))
+    let mixer = try Self.mixer(of: [Self.a, Self.b])
     let harness = try NodeHarness(mixer)
     harness.push(try CompositorTests.level(100, at: 0, track: Self.b))
     for index in 0..<300 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }

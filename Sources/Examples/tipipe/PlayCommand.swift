@@ -343,8 +343,10 @@ enum PlayCommand {
 
   /// `text` as a JSON string literal.
   static func jsonString(_ text: String) -> String {
-    let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
-    return String(decoding: data, as: UTF8.self)
+    let encoder = JSONEncoder()
+    // Paths read as paths ("/tmp/a", not "\/tmp\/a"): both are JSON, one is for people.
+    encoder.outputFormatting = .withoutEscapingSlashes
+    return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
   }
 
   /// The first write of a line that failed (standard output is gone): the play stops as on a signal,

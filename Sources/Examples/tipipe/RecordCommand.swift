@@ -183,7 +183,7 @@ enum RecordCommand {
         throw TiError(.noRecordableMedia, "nothing was recorded: the tracks carried no frame")
       }
       lines +=
-        "{\"file\":\(json(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(json(file.id))}\n"
+        "{\"file\":\(PlayCommand.jsonString(file.url.path)),\"duration_ms\":\(Int64(file.duration * 1000)),\"id\":\(PlayCommand.jsonString(file.id))}\n"
     }
     if let error = StandardOutput.write(Data(lines.utf8)) { throw error }
   }
@@ -247,19 +247,13 @@ enum RecordCommand {
       text =
         "["
         + files.map {
-          "{\"id\":\(json($0.id)),\"file\":\(json($0.url.path)),\"duration_ms\":\(Int64($0.duration * 1000)),\"bytes\":\($0.size)}"
+          "{\"id\":\(PlayCommand.jsonString($0.id)),\"file\":\(PlayCommand.jsonString($0.url.path)),\"duration_ms\":\(Int64($0.duration * 1000)),\"bytes\":\($0.size)}"
         }.joined(separator: ",") + "]\n"
     } else {
       for file in files { text += String(format: "%@  %8.1f s  %10lld bytes\n", file.id, file.duration, file.size) }
     }
     if let error = StandardOutput.write(Data(text.utf8)) { throw error }
     return 0
-  }
-
-  private static func json(_ text: String) -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = .withoutEscapingSlashes
-    return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
   }
 
   /// `--size WxH`: even, 16…4096 each; 1280x720 by default.

@@ -21,13 +21,25 @@ public final class LaneAdmission: Sendable {
   public func isOpen(_ lane: TrackID) -> Bool { lanes.withLock { $0[lane]?.open ?? true } }
 
   /// Opens or closes `lane`; opening wakes its source.
-  public func set(_ lane: TrackID, open: Bool) {
-    let wake = lanes.withLock { lanes -> (@Sendable () -> Void)? in
-      let wasOpen = lanes[lane]?.open ?? true
-      lanes[lane, default: Lane()].open = open
-      return open && !wasOpen ? lanes[lane]?.wake : nil
+  public func set(_ lane: TrackID, open: Bool) { _ = update([(lane, open)]) }
+
+  /// Opens or closes each lane of `states` under one lock (a mixer sets all its lanes after each block);
+  /// the sources of lanes that open are woken. True when one of them is closed.
+  @discardableResult
+  public func update(_ states: some Sequence<(TrackID, Bool)>) -> Bool {
+    var closed = false
+    let wakes = lanes.withLock { lanes -> [@Sendable () -> Void] in
+      var wakes: [@Sendable () -> Void] = []
+      for (lane, open) in states {
+        let wasOpen = lanes[lane]?.open ?? true
+        lanes[lane, default: Lane()].open = open
+        if open, !wasOpen, let wake = lanes[lane]?.wake { wakes.append(wake) }
+        closed = closed || !open
+      }
+      return wakes
     }
-    wake?()
+    for wake in wakes { wake() }
+    return closed
   }
 
   /// Sets (or, with nil, forgets) what wakes the source of `lane`.

@@ -69,7 +69,7 @@ public final class ThumbnailSheet: Node {
     self.interval = interval
     self.tileWidth = tileWidth
     self.columns = columns
-    cueCount = Int(count) + (rest > 0 ? 1 : 0)
+    cueCount = cues
   }
 
   /// Draws a picture into its cue's tile when it is the cue's first.

@@ -210,12 +210,7 @@ public final class AudioMixer: Node {
   /// looks again just after every `maximumLag` of the clock (an input that stopped must be found stalled even though
   /// nothing arrives any more).
   private func admit(below limit: Int64, context: NodeContext<DecodedFrame>) {
-    var closed = false
-    for (input, lane) in lanes {
-      let open = lane.ended || lane.end - position < limit
-      admission.set(input, open: open)
-      closed = closed || !open
-    }
+    let closed = admission.update(lanes.map { input, lane in (input, lane.ended || lane.end - position < limit) })
     guard closed, recheck == nil else { return }
     recheck = context.scheduleTimer(after: .microseconds(maximumLag.microseconds + 1_000)) { [unowned self] in
       recheck = nil
@@ -283,6 +278,6 @@ public final class AudioMixer: Node {
     origin = nil
     position = 0
     recheck = nil
-    for input in lanes.keys { admission.set(input, open: true) }
+    admission.update(lanes.keys.map { ($0, true) })
   }
 }

@@ -168,12 +168,8 @@ public final class VideoMixer: Node {
         while lane.queue.count >= 2, lane.queue[1].time <= upcoming { lane.shown = lane.queue.removeFirst() }
       }
     }
-    var closed = false
-    for (input, lane) in lanes {
-      let open = lane.ended || lane.queue.count < Self.maximumQueued
-      admission.set(input, open: open)
-      closed = closed || !open
-    }
+    let closed = admission.update(
+      lanes.map { input, lane in (input, lane.ended || lane.queue.count < Self.maximumQueued) })
     guard closed, recheck == nil else { return }
     recheck = context.scheduleTimer(after: .microseconds(maximumLag.microseconds + 1_000)) { [unowned self] in
       recheck = nil
