@@ -7,7 +7,7 @@ import Synchronization
 /// Answers the requests of `spec/cloud-api.md` on libmicrohttpd's threads: everything it touches is
 /// immutable or behind a mutex.
 final class RequestHandler: Sendable {
-  private let configuration: ServerConfiguration
+  let configuration: ServerConfiguration
   private let index: RecordingIndex
   /// Each object's file under `objects/` (or its URL on a listed object host), or why its index entry
   /// names nothing the server may serve.
@@ -41,6 +41,8 @@ final class RequestHandler: Sendable {
   /// drop an answer that says an upload was stored.
   private let suspended = DispatchGroup()
   private let stopping = Atomic<Bool>(false)
+  /// The scrub previews made lately, and whether one is being made.
+  let previews = PreviewCache()
 
   struct UploadAccount {
     var count = 0
@@ -160,7 +162,7 @@ final class RequestHandler: Sendable {
   }
 
   /// The request's bearer token, verified for the served device.
-  private func authorize(_ connection: OpaquePointer) -> Result<CloudToken, UploadRefusal> {
+  func authorize(_ connection: OpaquePointer) -> Result<CloudToken, UploadRefusal> {
     guard let authorization = value(connection, .HEADER_KIND, "Authorization"),
       authorization.hasPrefix("Bearer ")
     else { return .failure(UploadRefusal(401, "token_invalid", "an Authorization: Bearer token is required")) }
@@ -214,6 +216,8 @@ final class RequestHandler: Sendable {
       answer = listing(connection)
     } else if path.hasPrefix("/v1/objects/") {
       answer = object(String(path.dropFirst("/v1/objects/".count)), connection)
+    } else if path == "/thumbnails" || path == "/thumbnails.jpg" {
+      answer = thumbnails(connection, sprite: path == "/thumbnails.jpg")
     } else {
       answer = .error(404, "not_found", "no such resource")
     }
@@ -338,18 +342,10 @@ final class RequestHandler: Sendable {
     if attempt <= faults.failFirst || chance(faults.failRate) {
       return .error(faults.failStatus, faults.failStatus == 429 ? "rate_limited" : "internal", "injected failure")
     }
-    guard let entry = files[id] else { return .error(404, "not_found", "no object \(id)") }
-    let url: URL
-    switch entry {
-    case .success(.file(let file)): url = file
-    case .success(.remote): return .error(404, "not_found", "object \(id) is served by its own host")
-    case .failure(let refusal): return refused(id, refusal.reason)
-    }
-    // Symlinks are resolved and the file must still be under objects/ (a link out of the library is
-    // not served, whoever holds a signed URL).
-    guard let real = Self.realPath(url.path) else { return .error(404, "not_found", "no object \(id)") }
-    guard let folder = objectsFolder, real.hasPrefix(folder + "/") else {
-      return refused(id, "its file resolves to \(real), outside \(configuration.root.path)/objects")
+    let real: String
+    switch servablePath(id) {
+    case .success(let path): real = path
+    case .failure(let refusal): return refusal.answer
     }
     let descriptor = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
     guard descriptor >= 0 else { return .error(404, "not_found", "no object \(id)") }
@@ -377,6 +373,33 @@ final class RequestHandler: Sendable {
       cutAt: truncate ? length / 2 : nil)
   }
 
+  /// Why an object is not served.
+  struct NotServed: Error {
+    let answer: Answer
+  }
+
+  /// The real path of object `id`'s file, when the server serves it: a file of the library whose path,
+  /// symlinks resolved, is still under objects/ (a link out of the library is not served, whoever holds
+  /// a signed URL).
+  func servablePath(_ id: String) -> Result<String, NotServed> {
+    guard let entry = files[id] else { return .failure(NotServed(answer: .error(404, "not_found", "no object \(id)"))) }
+    let url: URL
+    switch entry {
+    case .success(.file(let file)): url = file
+    case .success(.remote):
+      return .failure(NotServed(answer: .error(404, "not_found", "object \(id) is served by its own host")))
+    case .failure(let refusal): return .failure(NotServed(answer: refused(id, refusal.reason)))
+    }
+    guard let real = Self.realPath(url.path) else {
+      return .failure(NotServed(answer: .error(404, "not_found", "no object \(id)")))
+    }
+    guard let folder = objectsFolder, real.hasPrefix(folder + "/") else {
+      return .failure(
+        NotServed(answer: refused(id, "its file resolves to \(real), outside \(configuration.root.path)/objects")))
+    }
+    return .success(real)
+  }
+
   /// A 500 for an object the library names but the server will not serve, with a log line naming the
   /// entry for the operator.
   private func refused(_ id: String, _ reason: String) -> Answer {
@@ -402,7 +425,7 @@ final class RequestHandler: Sendable {
     return random.withLock { $0.nextUnit() } < probability
   }
 
-  private func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ key: String) -> String? {
+  func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ key: String) -> String? {
     MHD_lookup_connection_value(connection, kind, key).map { String(cString: $0) }
   }
 

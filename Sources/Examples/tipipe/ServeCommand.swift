@@ -25,6 +25,12 @@ enum ServeCommand {
     matches the default port only, HOST:PORT that port): it is listed as it is, for that host to serve.
     Any other entry is answered 500 and named in the log.
 
+    Scrub previews: GET /thumbnails?start_ms=S&end_ms=E&channel=N&every_ms=I[&width=160][&columns=10]
+    with the device's bearer token answers the WebVTT index of a sprite of keyframe thumbnails (one per
+    I ms, as `tipipe thumbnails` makes it), whose cues name GET /thumbnails.jpg?… at a presigned URL
+    (loadable without the token, --url-ttl long). One sheet is made at a time (429 meanwhile); the last
+    four are kept.
+
     Log uploads (POST /v1/logs) take a device token (Authorization: Bearer) and are kept as received in
     ROOT/uploads; each device's, since the server started, within (defaults in brackets):
       --upload-max-bytes N         one upload's body [1140850688]

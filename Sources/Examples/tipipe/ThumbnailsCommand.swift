@@ -3,8 +3,7 @@ import Nodes
 import PipelineGraph
 
 /// `tipipe thumbnails` (`spec/cli.md`): scrub previews of a range — a sprite of keyframe thumbnails and
-/// a WebVTT index — through `source → SegmentVerifier → SegmentDemuxer → KeyframeSampler (the first
-/// keyframe of each cue) → FrameDecoder (keyframes only) → ThumbnailSheet`.
+/// a WebVTT index — through `ThumbnailGraph`.
 enum ThumbnailsCommand {
   static let summary = "a sprite of keyframe thumbnails and its WebVTT index, for a player's timeline"
   static let usage = """
@@ -53,11 +52,7 @@ enum ThumbnailsCommand {
     for url in [spriteURL, indexURL] {
       do { try OutputFile.validate(url) } catch let error as TiError { throw UsageError(message: error.message) }
     }
-    // Only the objects that can hold a cue's first keyframe are fetched.
-    let source = CloudSegmentSource(
-      service: endpoint.service, range: range, token: endpoint.token, prefetchBytes: 8 << 20,
-      objectFilter: { KeyframeSampler.mayHoldASample($0.range, start: range.start, interval: every) })
-    try decodeKeyframes(from: source, range: range, channel: channel, into: sheet)
+    try ThumbnailGraph.fill(sheet, from: endpoint.service, token: endpoint.token, channel: channel)
     guard let sprite = try sheet.sprite(), let height = sheet.tileHeight else {
       throw TiError(.noRecordableMedia, "no keyframe of video channel \(channel) in the range")
     }
@@ -73,27 +68,5 @@ enum ThumbnailsCommand {
         + "\"thumbnails\":\(sheet.filled.count),\"cues\":\(sheet.cueCount),"
         + "\"tile\":{\"width\":\(width),\"height\":\(height)},\"columns\":\(columns)}")
     return 0
-  }
-
-  /// `source → SegmentVerifier → SegmentDemuxer → KeyframeSampler → FrameDecoder (keyframes only) →
-  /// sheet`, run to its end: one keyframe a cue is decoded.
-  static func decodeKeyframes<Source: SourceNode>(
-    from source: Source, range: MediaRange, channel: UInt8, into sheet: ThumbnailSheet
-  ) throws where Source.Output == FetchedObject {
-    let executor = ThreadExecutor(name: "tipipe.thumbnails")
-    defer { executor.shutdown() }
-    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-    let verifier = try SegmentVerifier()
-    let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
-    let track = TrackID(.video, channel: channel)
-    let sampler = KeyframeSampler(track: track, start: range.start, interval: sheet.interval)
-    let decoder = try FrameDecoder(track: track, keyframesOnly: true)
-    pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
-    pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
-    pipeline.connect(demuxer, to: sampler, limits: EdgeLimits(items: 256))
-    pipeline.connect(sampler, to: decoder, limits: EdgeLimits(items: 8))
-    pipeline.connect(decoder, to: sheet, limits: EdgeLimits(items: 8))
-    let outcome = try pipeline.runToCompletion()
-    if let failure = outcome.failures.first { throw TiError(failure.error) }
   }
 }

@@ -1,0 +1,151 @@
+internal import CMicroHTTPD
+import Foundation
+import Nodes
+import PipelineGraph
+import Synchronization
+
+/// `GET /thumbnails?start_ms=S&end_ms=E&channel=N&every_ms=I[&width=W][&columns=C]` (bearer token of the
+/// served device): the WebVTT index of a range's scrub previews (``ThumbnailGraph``), whose cues name
+/// rectangles of `thumbnails.jpg?…` — the sprite, at a presigned URL (`expires`, `sig`, as objects are),
+/// so that an `<img>` or a player's thumbnail track can load it without the token. `GET /thumbnails.jpg`
+/// answers the sprite to a presigned URL or a bearer token.
+///
+/// A sheet decodes one keyframe a cue (an hour at one a minute: about a second of a core): one is made
+/// at a time (another request meanwhile: 429 `rate_limited`), and the last few are kept, so the index
+/// and its sprite cost one run.
+extension RequestHandler {
+  /// What a preview request asks for, in the one spelling its signature covers.
+  struct PreviewQuery: Hashable {
+    var start: Int64
+    var end: Int64
+    var channel: UInt8
+    var every: Int64
+    var width: Int
+    var columns: Int
+
+    /// `start_ms=…&end_ms=…&channel=…&every_ms=…&width=…&columns=…`.
+    var canonical: String {
+      "start_ms=\(start)&end_ms=\(end)&channel=\(channel)&every_ms=\(every)&width=\(width)&columns=\(columns)"
+    }
+  }
+
+  func thumbnails(_ connection: OpaquePointer, sprite: Bool) -> Answer {
+    let query: PreviewQuery
+    switch previewQuery(connection) {
+    case .success(let parsed): query = parsed
+    case .failure(let refusal): return refusal.answer
+    }
+    if sprite, let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires") {
+      guard let expires = Int64(expiresText), let sig = value(connection, .GET_ARGUMENT_KIND, "sig"),
+        HMACSHA256.matches(sig, previewSignature(query, expires))
+      else { return .error(403, "signature_invalid", "the URL's signature is not valid") }
+      guard expires >= configuration.now() else { return .error(403, "signature_expired", "the URL has expired") }
+    } else if case .failure(let refusal) = authorize(connection) {
+      return .error(refusal.status, refusal.error, refusal.message)
+    }
+    let sheet: PreviewCache.Sheet
+    switch previews.sheet(for: query, making: { () throws(NotServed) in try makeSheet(query) }) {
+    case .success(let made): sheet = made
+    case .failure(let refusal): return refusal.answer
+    }
+    if sprite { return .body(200, "image/jpeg", sheet.sprite) }
+    let expires = configuration.now() &+ configuration.urlLifetimeSeconds
+    let name = "thumbnails.jpg?\(query.canonical)&expires=\(expires)&sig=\(previewSignature(query, expires))"
+    return .body(200, "text/vtt; charset=utf-8", Data(sheet.index(name).utf8))
+  }
+
+  private func previewSignature(_ query: PreviewQuery, _ expires: Int64) -> String {
+    HMACSHA256.hex("thumbnails?\(query.canonical).\(expires)", key: configuration.secret)
+  }
+
+  private func previewQuery(_ connection: OpaquePointer) -> Result<PreviewQuery, NotServed> {
+    func integer(_ key: String, default fallback: Int64? = nil) -> Int64? {
+      guard let text = value(connection, .GET_ARGUMENT_KIND, key) else { return fallback }
+      return Int64(text)
+    }
+    func invalid(_ message: String) -> Result<PreviewQuery, NotServed> {
+      .failure(NotServed(answer: .error(400, "invalid_argument", message)))
+    }
+    guard let start = integer("start_ms"), let end = integer("end_ms"), let every = integer("every_ms"),
+      let channel = integer("channel"), let width = integer("width", default: 160),
+      let columns = integer("columns", default: 10)
+    else { return invalid("start_ms, end_ms, channel and every_ms must be integers (width, columns too)") }
+    let span = end.subtractingReportingOverflow(start)
+    guard start < end, !span.overflow, span.partialValue <= 864_000_000 else {
+      return invalid("start_ms < end_ms and a span of at most 10 days are required")
+    }
+    guard (0...255).contains(channel) else { return invalid("channel is 0…255") }
+    guard every >= 100 else { return invalid("every_ms is at least 100") }
+    guard (16...1_920).contains(width), width % 2 == 0 else { return invalid("width is even, 16…1920") }
+    guard (1...100).contains(columns) else { return invalid("columns is 1…100") }
+    return .success(
+      PreviewQuery(
+        start: start, end: end, channel: UInt8(channel), every: every, width: Int(width), columns: Int(columns)))
+  }
+
+  /// Runs the preview graph over the library, reading only the objects the server would serve.
+  private func makeSheet(_ query: PreviewQuery) throws(NotServed) -> PreviewCache.Sheet {
+    do {
+      let sheet = try ThumbnailSheet(
+        range: MediaRange(startMilliseconds: query.start, endMilliseconds: query.end),
+        interval: .microseconds(query.every * 1_000), tileWidth: query.width, columns: query.columns)
+      try ThumbnailGraph.fill(
+        sheet, from: LocalLibraryService(directory: configuration.root), token: "served", channel: query.channel,
+        accepting: { [self] in if case .success = servablePath($0.id) { true } else { false } })
+      guard let sprite = try sheet.sprite() else {
+        throw NotServed(answer: .error(404, "not_found", "no keyframe of video channel \(query.channel) in the range"))
+      }
+      return PreviewCache.Sheet(sprite: sprite, sheet: sheet)
+    } catch let refusal as NotServed {
+      throw refusal
+    } catch let error as TiError where error.code == .rangeTooLarge || error.code == .invalidArgument {
+      throw NotServed(answer: .error(400, "invalid_argument", error.message))
+    } catch {
+      configuration.log?("thumbnails \(query.canonical) failed: \(String(describing: error).oneLine)")
+      throw NotServed(answer: .error(500, "internal", "the previews could not be made"))
+    }
+  }
+}
+
+/// The scrub previews a server made lately (the index and its sprite are asked for one after the other),
+/// and the one being made. Thread-safe.
+final class PreviewCache: Sendable {
+  /// A sheet made: its sprite, and its index for a sprite URL.
+  struct Sheet: @unchecked Sendable {
+    let sprite: Data
+    /// Read-only once made (its graph ended).
+    let sheet: ThumbnailSheet
+
+    /// The WebVTT index naming `spriteURL`.
+    func index(_ spriteURL: String) -> String { sheet.index(spriteName: spriteURL) }
+  }
+
+  /// Sheets kept.
+  static let capacity = 4
+  private let state = Locked<(making: Bool, kept: [(RequestHandler.PreviewQuery, Sheet)])>((false, []))
+
+  /// The kept sheet of `query`, or one `make` makes now; 429 while another is being made.
+  func sheet(
+    for query: RequestHandler.PreviewQuery, making make: () throws(RequestHandler.NotServed) -> Sheet
+  ) -> Result<Sheet, RequestHandler.NotServed> {
+    let claimed = state.withLock { state -> Result<Sheet, RequestHandler.NotServed>? in
+      if let kept = state.kept.first(where: { $0.0 == query }) { return .success(kept.1) }
+      guard !state.making else {
+        return .failure(
+          RequestHandler.NotServed(answer: .error(429, "rate_limited", "previews are made one at a time; retry")))
+      }
+      state.making = true
+      return nil
+    }
+    if let claimed { return claimed }
+    let made = Result { () throws(RequestHandler.NotServed) in try make() }
+    state.withLock { state in
+      state.making = false
+      if case .success(let sheet) = made {
+        state.kept.append((query, sheet))
+        if state.kept.count > Self.capacity { state.kept.removeFirst() }
+      }
+    }
+    return made
+  }
+}
