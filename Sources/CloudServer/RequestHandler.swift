@@ -8,7 +8,7 @@ import Synchronization
 /// immutable or behind a mutex.
 final class RequestHandler: Sendable {
   let configuration: ServerConfiguration
-  private let index: RecordingIndex
+  let index: RecordingIndex
   /// Each object's file under `objects/` (or its URL on a listed object host), or why its index entry
   /// names nothing the server may serve.
   private let files: [String: Result<Location, Refusal>]
@@ -43,6 +43,8 @@ final class RequestHandler: Sendable {
   private let stopping = Atomic<Bool>(false)
   /// The scrub previews made lately, and whether one is being made.
   let previews = PreviewCache()
+  /// The stream segments made lately (a segment's initialization and media are asked for apart).
+  let segments = SegmentCache()
 
   struct UploadAccount {
     var count = 0
@@ -216,6 +218,8 @@ final class RequestHandler: Sendable {
       answer = listing(connection)
     } else if path.hasPrefix("/v1/objects/") {
       answer = object(String(path.dropFirst("/v1/objects/".count)), connection)
+    } else if path.hasPrefix("/hls/") {
+      answer = stream(String(path.dropFirst("/hls/".count)), connection)
     } else if path == "/thumbnails" || path == "/thumbnails.jpg" {
       answer = thumbnails(connection, sprite: path == "/thumbnails.jpg")
     } else {
@@ -433,7 +437,7 @@ final class RequestHandler: Sendable {
 
   enum Answer {
     case error(Int, String, String)
-    case body(Int, String, Data)
+    case body(Int, String, Data, headers: [String: String] = [:])
     case file(descriptor: Int32, offset: Int64, length: Int64, size: Int64, partial: Bool, cutAt: Int64?)
     case unsatisfiable(Int64)
     case reset
@@ -451,10 +455,11 @@ final class RequestHandler: Sendable {
       let body = (try? JSONSerialization.data(withJSONObject: ["error": error, "message": message])) ?? Data()
       status = code
       response = Self.buffer(body, type: "application/json")
-    case .body(let code, let type, let body):
+    case .body(let code, let type, let body, let headers):
       status = code
       bytes = Int64(body.count)
       response = Self.buffer(body, type: type)
+      if let response { for (name, value) in headers { MHD_add_response_header(response, name, value) } }
     case .unsatisfiable(let size):
       status = 416
       response = Self.buffer(
