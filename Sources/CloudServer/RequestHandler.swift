@@ -218,6 +218,8 @@ final class RequestHandler: Sendable {
       answer = listing(connection)
     } else if path.hasPrefix("/v1/objects/") {
       answer = object(String(path.dropFirst("/v1/objects/".count)), connection)
+    } else if path == "/player" {
+      answer = .body(200, "text/html; charset=utf-8", Data(PlayerPage.html.utf8), headers: Self.pageHeaders)
     } else if path.hasPrefix("/hls/") {
       answer = stream(String(path.dropFirst("/hls/".count)), connection)
     } else if path == "/thumbnails" || path == "/thumbnails.jpg" {
@@ -227,6 +229,15 @@ final class RequestHandler: Sendable {
     }
     return send(answer, on: connection, method: method, path: path)
   }
+
+  /// The player page runs only its own script and talks only to this server; the token in its fragment
+  /// is never sent as a referrer.
+  static let pageHeaders = [
+    "Content-Security-Policy":
+      "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:; media-src 'self' blob:",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+  ]
 
   // MARK: Log uploads
 

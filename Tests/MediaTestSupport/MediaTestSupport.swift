@@ -246,14 +246,8 @@ public func playInChromium(_ file: URL) throws -> BrowserPlayback {
   </script></body></html>
   """.write(to: page, atomically: true, encoding: .utf8)
   let target = file.absoluteURL.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-  let output = try runForStandardError(
-    "/usr/bin/timeout",
-    [
-      "120", "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--mute-audio",
-      "--autoplay-policy=no-user-gesture-required", "--enable-logging=stderr", "--v=0",
-      "--user-data-dir=\(directory.appendingPathComponent("profile").path)", "\(page.absoluteString)#\(target)",
-    ])
-  guard let line = output.split(separator: "\n").first(where: { $0.contains("tipipe-playback") }) else {
+  let lines = try chromiumConsole("\(page.absoluteString)#\(target)", marker: "tipipe-playback")
+  guard let line = lines.first else {
     return BrowserPlayback(
       ended: false, frames: 0, corrupted: 0, duration: 0, error: "no answer from the page", line: "")
   }
@@ -267,6 +261,27 @@ public func playInChromium(_ file: URL) throws -> BrowserPlayback {
     ended: ended, frames: Int(value("frames") ?? "") ?? -1, corrupted: Int(value("corrupted") ?? "") ?? -1,
     duration: Double(value("duration") ?? "") ?? -1,
     error: ended ? nil : String(text[text.range(of: "tipipe-playback ")!.upperBound...]), line: text)
+}
+
+/// Opens `url` in headless Chromium (`/usr/bin/chromium`) until the page closes its window, and returns
+/// the lines the page logged that contain `marker`, from the text after it. A 120 s cap is a guard
+/// against a hang, never a measurement.
+public func chromiumConsole(_ url: String, marker: String) throws -> [String] {
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-chromium-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  defer { try? FileManager.default.removeItem(at: directory) }
+  let output = try runForStandardError(
+    "/usr/bin/timeout",
+    [
+      "120", "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--mute-audio",
+      "--autoplay-policy=no-user-gesture-required", "--enable-logging=stderr", "--v=0",
+      "--user-data-dir=\(directory.appendingPathComponent("profile").path)", url,
+    ])
+  return output.split(separator: "\n").compactMap { line in
+    guard let range = line.range(of: marker) else { return nil }
+    // Chromium quotes the message and adds its source: keep the message.
+    return String(line[range.lowerBound...].prefix { $0 != "\"" })
+  }
 }
 
 /// How long any test waits for a completion before it fails with what it waited for: long enough for a

@@ -1,0 +1,286 @@
+/// `GET /player`: a page that plays a device's recordings in a browser, from this server's own API — the
+/// listing for the timeline (recorded ranges and gaps), `/hls/index.m3u8` for the media (its fMP4
+/// fragments appended to a Media Source Extensions buffer by a loader of its own: no JavaScript library
+/// can be installed here) and `/thumbnails` for previews on hover.
+///
+/// What to play comes in the URL's fragment, which a browser never sends (so no token reaches a log):
+/// `/player#token=T&start=S&end=E&channel=N[&audio=M][&every=SECONDS]`. The page holds no data of its
+/// own; it is the same for every request. Test hooks (`&test=1&seek=WALL_MS&rate=R`) make it seek, play
+/// and report through `console.log` lines starting `tipipe-player`.
+enum PlayerPage {
+  /// The page.
+  static let html = #"""
+    <!doctype html>
+    <html lang="en"><head><meta charset="utf-8"><title>tipipe player</title>
+    <style>
+    body{font:14px system-ui,sans-serif;margin:0;background:#111;color:#eee}
+    #stage{position:relative;max-width:960px;margin:12px auto}
+    video{width:100%;background:#000;display:block}
+    #bar{position:relative;height:28px;background:#333;margin-top:6px;cursor:pointer}
+    .range{position:absolute;top:0;height:100%;background:#3a7}
+    #head{position:absolute;top:-3px;width:2px;height:34px;background:#fff}
+    #tip{position:absolute;bottom:34px;display:none;background:#000;border:1px solid #666}
+    #tip div{background-repeat:no-repeat}
+    #controls{display:flex;gap:6px;align-items:center;margin-top:6px}
+    button{background:#222;color:#eee;border:1px solid #555;padding:3px 8px}
+    button.on{background:#3a7;color:#000}
+    #error{color:#f66;font-weight:bold;margin-top:8px}
+    </style></head><body><div id="stage">
+    <video id="video" muted playsinline></video>
+    <div id="bar"><div id="head"></div><div id="tip"><div id="tile"></div><span id="tiptime"></span></div></div>
+    <div id="controls"><button id="play">play</button><span id="speeds"></span><span id="clock">--:--:--</span></div>
+    <div id="error" role="alert"></div>
+    </div><script>
+    "use strict";
+    const p = new URLSearchParams(location.hash.slice(1));
+    const token = p.get("token") || "", start = Number(p.get("start")), end = Number(p.get("end"));
+    const channel = p.get("channel") || "0", audio = p.get("audio");
+    const test = p.get("test") === "1";
+    const video = document.getElementById("video"), bar = document.getElementById("bar");
+    const log = (line) => { if (test) console.log("tipipe-player " + line); };
+    const auth = { headers: { Authorization: "Bearer " + token } };
+    let runs = [], segments = [], ranges = [], duration = 0;
+
+    function fail(text) {
+      document.getElementById("error").textContent = text;
+      log("error " + text);
+      if (test) setTimeout(() => window.close(), 50);
+    }
+    async function json(response) { try { return await response.json(); } catch (e) { return {}; } }
+
+    // The recorded ranges of [start, end) from the listing: objects that touch are one range.
+    async function listing() {
+      const r = await fetch(`/v1/recordings?start_ms=${start}&end_ms=${end}`, auth);
+      if (!r.ok) { const body = await json(r); throw new Error(`${r.status} ${body.error || ""}: ${body.message || ""}`); }
+      const body = await r.json();
+      for (const s of body.segments) {
+        const a = Math.max(s.start_ms, start), b = Math.min(s.end_ms, end);
+        if (b <= a) continue;
+        const last = ranges[ranges.length - 1];
+        if (last && a <= last[1]) last[1] = Math.max(last[1], b); else ranges.push([a, b]);
+      }
+    }
+
+    // The playlist: runs of segments, each run with its init section and its wall clock.
+    async function playlist() {
+      const q = `start_ms=${start}&end_ms=${end}&channel=${channel}` + (audio !== null ? `&audio_channel=${audio}` : "");
+      const r = await fetch(`/hls/index.m3u8?${q}`, auth);
+      if (!r.ok) { const body = await json(r); throw new Error(`${r.status} ${body.error || ""}: ${body.message || ""}`); }
+      let run = null, length = 0, media = 0;
+      for (const line of (await r.text()).split("\n")) {
+        if (line.startsWith("#EXT-X-MAP:URI=")) { run = { init: line.slice(16, -1), wall: 0, media, segments: [] }; runs.push(run); }
+        else if (line.startsWith("#EXT-X-PROGRAM-DATE-TIME:")) run.wall = Date.parse(line.slice(25));
+        else if (line.startsWith("#EXTINF:")) length = parseFloat(line.slice(8));
+        else if (line && !line.startsWith("#")) {
+          const s = { uri: line, media, length, run: runs.length - 1 };
+          run.segments.push(s); segments.push(s); media += length;
+        }
+      }
+      duration = media;
+    }
+
+    // Media time <-> wall clock (the stream closes gaps up; each run keeps its wall clock).
+    function wallOf(t) {
+      let run = runs[0];
+      for (const r of runs) if (t >= r.media) run = r;
+      return run.wall + (t - run.media) * 1000;
+    }
+    function mediaOf(wall) {
+      for (const r of runs) {
+        const length = r.segments.reduce((n, s) => n + s.length, 0);
+        if (wall < r.wall) return r.media;  // in a gap: the next recording
+        if (wall < r.wall + length * 1000) return r.media + (wall - r.wall) / 1000;
+      }
+      return duration;
+    }
+
+    // Codecs from the init section: avcC gives the H.264 profile and level; mp4a says AAC.
+    function codecs(bytes) {
+      const find = (tag) => { for (let i = 0; i + 4 < bytes.length; i++) if (String.fromCharCode(...bytes.subarray(i, i + 4)) === tag) return i; return -1; };
+      const list = [];
+      const avc = find("avcC");
+      if (avc >= 0) list.push("avc1." + [1, 2, 3].map((k) => bytes[avc + 4 + k].toString(16).padStart(2, "0")).join(""));
+      else if (find("hvcC") >= 0) list.push("hvc1.1.6.L93.B0");
+      if (find("mp4a") >= 0) list.push("mp4a.40.2");
+      return `video/mp4; codecs="${list.join(", ")}"`;
+    }
+
+    // The loader: appends segments in order from `next`, each run's init first, keeping 30 s ahead.
+    let source, buffer, next = 0, appendedRun = -1, loading = false, generation = 0;
+    async function get(uri) {
+      const r = await fetch(`/hls/${uri}`);
+      if (!r.ok) throw new Error(`${r.status} ${(await json(r)).error || ""}`);
+      return new Uint8Array(await r.arrayBuffer());
+    }
+    function append(bytes) {
+      return new Promise((resolve, reject) => {
+        buffer.addEventListener("updateend", resolve, { once: true });
+        buffer.addEventListener("error", reject, { once: true });
+        buffer.appendBuffer(bytes);
+      });
+    }
+    async function pump() {
+      if (loading) return;
+      loading = true;
+      const mine = generation;
+      try {
+        while (mine === generation && next < segments.length && segments[next].media < video.currentTime + 30) {
+          const s = segments[next];
+          if (s.run !== appendedRun) { await append(await get(runs[s.run].init)); appendedRun = s.run; }
+          const bytes = await get(s.uri);
+          if (mine !== generation) break;
+          await append(bytes);
+          next += 1;
+        }
+        if (next === segments.length && source.readyState === "open" && !buffer.updating) source.endOfStream();
+      } catch (e) { fail("the stream failed: " + e.message); }
+      loading = false;
+      if (mine !== generation) pump();
+    }
+
+    // A seek: from the segment that holds the time (and the one before it in its run, which may hold
+    // its GOP's keyframe), unless what is buffered already holds it.
+    function seekMedia(t) {
+      t = Math.min(Math.max(0, t), Math.max(0, duration - 0.001));
+      let held = false;
+      for (let i = 0; i < video.buffered.length; i++) if (t >= video.buffered.start(i) && t < video.buffered.end(i)) held = true;
+      if (!held) {
+        let k = segments.findIndex((s) => t >= s.media && t < s.media + s.length);
+        if (k < 0) k = segments.length - 1;
+        if (k > 0 && segments[k - 1].run === segments[k].run) k -= 1;
+        generation += 1; next = k; appendedRun = -1;
+        if (source.readyState === "ended") { /* reopened by the next append */ }
+        if (buffer.updating) buffer.abort();
+      }
+      video.currentTime = t;
+      pump();
+    }
+
+    // Small holes in what is buffered (at a gap, the audio of the next recording starts up to a frame
+    // after its picture): a browser stops at them, so the play head jumps them, as players do.
+    let jumps = 0;
+    function jumpHole() {
+      const t = video.currentTime;
+      for (let i = 0; i < video.buffered.length; i++) {
+        const start = video.buffered.start(i);
+        if (start > t && start - t < 1 && (i === 0 || video.buffered.end(i - 1) - t < 1)) {
+          video.currentTime = start + 0.001;
+          jumps += 1;
+          return;
+        }
+      }
+    }
+    video.addEventListener("waiting", jumpHole);
+    video.addEventListener("stalled", jumpHole);
+
+    // The timeline: recorded ranges of the listing over [start, end), the play head, previews on hover.
+    let cues = [];
+    function drawBar() {
+      for (const [a, b] of ranges) {
+        const d = document.createElement("div");
+        d.className = "range";
+        d.style.left = `${(100 * (a - start)) / (end - start)}%`;
+        d.style.width = `${(100 * (b - a)) / (end - start)}%`;
+        bar.insertBefore(d, bar.firstChild);
+      }
+    }
+    const wallAt = (event) => start + ((event.clientX - bar.getBoundingClientRect().left) / bar.clientWidth) * (end - start);
+    bar.addEventListener("click", (event) => seekMedia(mediaOf(wallAt(event))));
+    bar.addEventListener("mousemove", (event) => {
+      const offset = (wallAt(event) - start) / 1000, cue = cues.find((c) => offset >= c.from && offset < c.to);
+      const tip = document.getElementById("tip");
+      tip.style.display = cue ? "block" : "none";
+      if (!cue) return;
+      const tile = document.getElementById("tile");
+      Object.assign(tile.style, { width: `${cue.w}px`, height: `${cue.h}px`, backgroundImage: `url("${cue.url}")`, backgroundPosition: `-${cue.x}px -${cue.y}px` });
+      tip.style.left = `${event.clientX - bar.getBoundingClientRect().left}px`;
+      document.getElementById("tiptime").textContent = new Date(wallAt(event)).toISOString().slice(11, 19);
+    });
+    async function previews() {
+      const every = Number(p.get("every") || Math.max(1, Math.ceil((end - start) / 1000 / 200)));
+      const r = await fetch(`/thumbnails?start_ms=${start}&end_ms=${end}&channel=${channel}&every_ms=${every * 1000}`, auth);
+      if (!r.ok) return;
+      const seconds = (s) => s.split(":").reduce((n, x) => n * 60 + parseFloat(x), 0);
+      for (const block of (await r.text()).split("\n\n").slice(1)) {
+        const [times, target] = block.trim().split("\n");
+        if (!target) continue;
+        const [from, to] = times.split(" --> ").map(seconds);
+        const [url, box] = target.split("#xywh=");
+        const [x, y, w, h] = box.split(",").map(Number);
+        cues.push({ from, to, url, x, y, w, h });
+      }
+    }
+
+    // Controls: play/pause, speeds 1/8 to 8, the wall clock of the play head.
+    const play = document.getElementById("play");
+    play.onclick = () => (video.paused ? video.play() : video.pause());
+    video.onplay = () => (play.textContent = "pause");
+    video.onpause = () => (play.textContent = "play");
+    for (const rate of [0.125, 0.25, 0.5, 1, 2, 4, 8]) {
+      const b = document.createElement("button");
+      b.textContent = rate < 1 ? `1/${1 / rate}x` : `${rate}x`;
+      b.onclick = () => { video.playbackRate = rate; for (const o of document.querySelectorAll("#speeds button")) o.classList.toggle("on", o === b); };
+      document.getElementById("speeds").appendChild(b);
+    }
+    video.addEventListener("timeupdate", () => {
+      document.getElementById("head").style.left = `${(100 * (wallAt0() - start)) / (end - start)}%`;
+      document.getElementById("clock").textContent = new Date(wallAt0()).toISOString().replace("T", " ").slice(0, 23);
+      pump();
+    });
+    const wallAt0 = () => (runs.length ? wallOf(video.currentTime) : start);
+
+    // Test hooks: the luma of the shown picture, read back from a canvas (after `seeked`, the picture at
+    // the new time is the element's current one).
+    function luma(w, h) {
+      const c = document.createElement("canvas");
+      c.width = w; c.height = h;
+      const g = c.getContext("2d", { willReadFrequently: true });
+      g.drawImage(video, 0, 0, w, h);
+      const d = g.getImageData(0, 0, w, h).data, out = [];
+      for (let i = 0; i < d.length; i += 4) out.push(Math.round(0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]).toString(16).padStart(2, "0"));
+      return out.join("");
+    }
+
+    (async () => {
+      if (!token || !(start < end)) return fail("the page needs #token=…&start=…&end=…&channel=…");
+      try { await listing(); await playlist(); } catch (e) { return fail(e.message); }
+      drawBar();
+      previews();
+      source = new MediaSource();
+      video.src = URL.createObjectURL(source);
+      await new Promise((resolve) => source.addEventListener("sourceopen", resolve, { once: true }));
+      const init = await get(runs[0].init);
+      buffer = source.addSourceBuffer(codecs(init));
+      source.duration = duration;
+      const listed = ranges.reduce((n, [a, b]) => n + (b - a), 0) / 1000;
+      log(`ready duration=${duration.toFixed(3)} listed=${listed.toFixed(3)} runs=${runs.length} segments=${segments.length}`);
+      pump();
+      if (!test) return;
+      // Seek as a click would, show the picture's luma, then play to the end across the gaps.
+      const wall = Number(p.get("seek"));
+      await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); seekMedia(mediaOf(wall)); });
+      await video.play(); video.pause();
+      await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = mediaOf(wall); });
+      log(`frame wall=${Math.round(wallOf(video.currentTime))} luma=${luma(64, 48)}`);
+      let crossed = 0, lastRun = -1;
+      video.addEventListener("timeupdate", () => {
+        const run = segments.findIndex((s) => video.currentTime >= s.media && video.currentTime < s.media + s.length);
+        const r = run >= 0 ? segments[run].run : lastRun;
+        if (r !== lastRun) { if (lastRun >= 0) crossed += 1; lastRun = r; }
+      });
+      video.onended = () => {
+        const spans = [];
+        for (let i = 0; i < video.buffered.length; i++) spans.push(`${video.buffered.start(i).toFixed(2)}-${video.buffered.end(i).toFixed(2)}`);
+        log(`ended crossed=${crossed} jumps=${jumps} buffered=${spans.join(",")} current=${video.currentTime.toFixed(3)}`);
+        setTimeout(() => window.close(), 50);
+      };
+      video.playbackRate = Number(p.get("rate") || "1");
+      await new Promise((resolve) => {
+        video.addEventListener("seeked", resolve, { once: true });
+        seekMedia(Math.max(0, runs[runs.length > 1 ? 1 : 0].media - 2));
+      });
+      await video.play();
+    })();
+    </script></body></html>
+    """#
+}

@@ -1,0 +1,84 @@
+import CloudServer
+import Foundation
+import MediaSynthesis
+import MediaTestSupport
+import Nodes
+import Testing
+
+/// `GET /player` in a real browser (headless Chromium, issue 26): the page lists the range, loads the HLS
+/// fragments through Media Source Extensions with its own loader, seeks as a click does to the picture
+/// recorded at that time (read back from a canvas and compared with ffmpeg's decode of an export), plays
+/// across the gap to the end, and shows a bad token as an error.
+@Suite struct PlayerPageTests {
+  /// The library of StreamRouteTests: 30 s in 5-second objects, a keyframe every 3 s, nothing recorded
+  /// from 12 s to 18 s, AAC audio, encrypted.
+  private func served() throws -> (ServedLibrary, Int64) {
+    let directory = try TemporaryDirectory("tipipe-player")
+    var options = smallOptions(seconds: 30)
+    options.segmentSeconds = 5
+    options.gop = 75
+    options.gaps = [(offset: 12, length: 6)]
+    options.encrypt = true
+    try LibrarySynthesizer(options: options).write(to: directory.url)
+    return (try ServedLibrary(directory: directory), options.startMilliseconds)
+  }
+
+  private func value(_ key: String, in line: String) -> String? {
+    line.split(separator: " ").first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
+  }
+
+  @Test func thePagePlaysSeeksAndCrossesTheGapInChromium() throws {
+    let (served, start) = try served()
+    let seek = start + 20_000
+    let page =
+      "\(served.server.endpoint)/player#token=\(served.token)&start=\(start)&end=\(start + 30_000)&channel=0"
+      + "&audio=1&test=1&seek=\(seek)&rate=4"
+    let lines = try chromiumConsole(page, marker: "tipipe-player ")
+    // The duration shown is the listing's: 30 s less the 6 s gap, in two runs of objects.
+    let ready = try #require(lines.first { $0.hasPrefix("tipipe-player ready") }, "\(lines)")
+    #expect(value("duration", in: ready) == "24.000" && value("listed", in: ready) == "24.000", "\(ready)")
+    #expect(value("runs", in: ready) == "2" && value("segments", in: ready) == "6", "\(ready)")
+    // The click-seek shows the picture recorded at 20 s.
+    let frame = try #require(lines.first { $0.hasPrefix("tipipe-player frame") }, "\(lines)")
+    #expect(value("wall", in: frame) == "\(seek)", "\(frame.prefix(80))")
+    let hex = value("luma", in: frame) ?? ""
+    let shown = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
+      let index = hex.index(hex.startIndex, offsetBy: offset)
+      return UInt8(hex[index..<hex.index(index, offsetBy: 2)], radix: 16)
+    }
+    #expect(shown.count == 64 * 48)
+    let export = try TemporaryDirectory("player-export")
+    let exported = export.url.appendingPathComponent("after-gap.mp4")
+    let done = try tipipe([
+      "export", "--endpoint", "file://" + served.library.path, "--start", "\(start + 18_000)", "--end",
+      "\(start + 30_000)", "--video-channel", "0", "--out", exported.path, "--quiet",
+    ])
+    try #require(done.status == 0, "\(done.stderr)")
+    // Chromium's scaling is not ffmpeg's: the picture at 20 s must match far better than its
+    // neighbours half a second away.
+    let match = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 2, width: 64, height: 48))
+    let before = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 1.5, width: 64, height: 48))
+    let after = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 2.5, width: 64, height: 48))
+    #expect(match >= 28 && match > max(before, after) + 3, "\(match) dB; \(before), \(after) dB half a second away")
+    // Played from 2 s before the gap to the end: the gap crossed (the audio after it starts 48 ms after
+    // the picture, on its own frame grid: the page jumps that hole once, as players do), to the end.
+    let ended = try #require(lines.first { $0.hasPrefix("tipipe-player ended") }, "\(lines)")
+    #expect(value("crossed", in: ended).flatMap(Int.init).map { $0 >= 1 } == true, "\(ended)")
+    #expect(value("jumps", in: ended).flatMap(Int.init).map { $0 <= 1 } == true, "\(ended)")
+    #expect(value("current", in: ended).flatMap(Double.init).map { abs($0 - 24) < 0.1 } == true, "\(ended)")
+    #expect(!lines.contains { $0.contains("error") }, "\(lines)")
+  }
+
+  @Test func aBadTokenIsAnErrorNotASpinner() throws {
+    let (served, start) = try served()
+    let expired = CloudToken(deviceId: served.deviceId, expires: now() - 10).signed(secret: secret)
+    let lines = try chromiumConsole(
+      "\(served.server.endpoint)/player#token=\(expired)&start=\(start)&end=\(start + 30_000)&channel=0&test=1",
+      marker: "tipipe-player ")
+    #expect(lines.count == 1 && lines.first?.hasPrefix("tipipe-player error 401 token_expired") == true, "\(lines)")
+    // The page itself: no data, its own script only, no referrer.
+    let head = try run("/usr/bin/curl", ["-s", "-D", "-", "-o", "/dev/null", "\(served.server.endpoint)/player"])
+    #expect(
+      head.contains("Content-Security-Policy: default-src 'self'") && head.contains("Referrer-Policy: no-referrer"))
+  }
+}
