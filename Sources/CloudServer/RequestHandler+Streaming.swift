@@ -19,7 +19,8 @@ import Synchronization
 ///   initialization section and the media of object K of the served index, clipped to the range.
 ///
 /// Encrypted objects are decrypted here; only objects the server would serve are read. Two segments
-/// are made at a time at most (a third request waits, up to 30 s, then 503); the last eight are kept.
+/// are made at a time at most (a third request meanwhile: 503 `unavailable`, to retry); the last eight are
+/// kept (64 MB at most). A presigned playlist signs its segments no longer than itself.
 extension RequestHandler {
   /// What a stream request names, in the one spelling its signature covers.
   struct StreamQuery: Hashable {
@@ -44,26 +45,29 @@ extension RequestHandler {
     case .failure(let refusal): return refusal.answer
     }
     var signed = query.canonical
-    var object: Int?
-    if resource != "index.m3u8" {
-      guard let text = value(connection, .GET_ARGUMENT_KIND, "n"), let number = Int(text),
-        index.segments.indices.contains(number)
-      else { return .error(404, "not_found", "no such segment") }
-      object = number
-      signed += "&n=\(number)"
-    }
-    var bearer = false
+    let number = value(connection, .GET_ARGUMENT_KIND, "n")
+    if resource != "index.m3u8" { signed += "&n=\(number ?? "")" }
+    // Authenticated before anything about the index is said (a 404 for an unknown object would count
+    // the library's entries for anyone).
+    var expiry: Int64?
     if let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires") {
       guard let expires = Int64(expiresText), let sig = value(connection, .GET_ARGUMENT_KIND, "sig"),
         HMACSHA256.matches(sig, streamSignature(resource, signed, expires))
       else { return .error(403, "signature_invalid", "the URL's signature is not valid") }
       guard expires >= configuration.now() else { return .error(403, "signature_expired", "the URL has expired") }
+      expiry = expires
     } else if case .failure(let refusal) = authorize(connection) {
       return .error(refusal.status, refusal.error, refusal.message)
-    } else {
-      bearer = true
     }
-    guard let object else { return playlist(query, bearer: bearer) }
+    var object: Int?
+    if resource != "index.m3u8" {
+      guard let number = number.flatMap({ Int($0) }), index.segments.indices.contains(number) else {
+        return .error(404, "not_found", "no such segment")
+      }
+      object = number
+    }
+    // A presigned playlist signs its segments no longer than itself.
+    guard let object else { return playlist(query, presignedUntil: expiry) }
     switch segments.segment(
       for: SegmentCache.Key(query: query, object: object),
       making: { () throws(NotServed) in
@@ -81,9 +85,10 @@ extension RequestHandler {
     HMACSHA256.hex("hls/\(resource)?\(query)&expires=\(expires)", key: configuration.secret)
   }
 
-  /// `query` with `expires` and its signature, for `resource`.
-  private func presigned(_ resource: String, _ query: String) -> String {
-    let expires = configuration.now() &+ configuration.urlLifetimeSeconds
+  /// `query` with `expires` (the URL lifetime from now, or `until` when sooner) and its signature, for
+  /// `resource`.
+  private func presigned(_ resource: String, _ query: String, until: Int64? = nil) -> String {
+    let expires = min(configuration.now() &+ configuration.urlLifetimeSeconds, until ?? .max)
     return "\(resource)?\(query)&expires=\(expires)&sig=\(streamSignature(resource, query, expires))"
   }
 
@@ -101,58 +106,78 @@ extension RequestHandler {
       audio = number
     }
     let span = end.subtractingReportingOverflow(start)
-    guard start < end, !span.overflow, span.partialValue <= 864_000_000 else {
-      return invalid("start_ms < end_ms and a span of at most 10 days are required")
-    }
+    guard start < end, !span.overflow, span.partialValue <= 864_000_000,
+      MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end)
+    else { return invalid("start_ms < end_ms, valid times, and a span of at most 10 days are required") }
     return .success(StreamQuery(start: start, end: end, channel: channel, audioChannel: audio))
   }
 
-  /// The served objects of `query`'s range in runs of contiguous ones, each object with where its
-  /// stretch starts on the stream's timeline (in ms from the range's start, the gaps closed up).
-  func layout(_ query: StreamQuery) -> [[(number: Int, position: Int64)]] {
-    var runs: [[(number: Int, position: Int64)]] = []
+  /// One object's place in a stream: what of it is played (overlaps with the object before it left
+  /// out) and where that starts on the stream's timeline (ms from the range's start, gaps closed up).
+  struct Placed {
+    let number: Int
+    let stretch: (start: Int64, end: Int64)
+    let position: Int64
+  }
+
+  /// The served objects of `query`'s range that carry its video channel, in runs of contiguous ones
+  /// with the same tracks (a run shares one initialization section): an object listed twice, or
+  /// overlapping the one before it, plays once.
+  func layout(_ query: StreamQuery) -> [[Placed]] {
+    var runs: [[Placed]] = []
     var lastEnd: Int64?
+    var lastTracks: [RecordingIndex.Segment.Track] = []
+    var seen = Set<String>()
     var position: Int64 = 0
     for (number, segment) in index.segments.enumerated()
     where segment.startMs < query.end && segment.endMs > query.start {
-      guard case .success = servablePath(segment.id) else { continue }
-      if let lastEnd, segment.startMs <= lastEnd, !runs.isEmpty {
-        runs[runs.count - 1].append((number, position))
-      } else {
-        runs.append([(number, position)])
+      let tracks = segment.tracks.filter {
+        $0.kind == "video" && $0.channelId == Int(query.channel)
+          || $0.kind == "audio" && query.audioChannel.map(Int.init) == $0.channelId
       }
-      position += min(segment.endMs, query.end) - max(segment.startMs, query.start)
-      lastEnd = max(lastEnd ?? segment.endMs, segment.endMs)
+      guard tracks.contains(where: { $0.kind == "video" }), !seen.contains(segment.id),
+        case .success = servablePath(segment.id)
+      else { continue }
+      let start = max(segment.startMs, query.start, lastEnd ?? .min)
+      let end = min(segment.endMs, query.end)
+      guard start < end else { continue }
+      seen.insert(segment.id)
+      let placed = Placed(number: number, stretch: (start, end), position: position)
+      if let lastEnd, segment.startMs <= lastEnd, tracks == lastTracks, !runs.isEmpty {
+        runs[runs.count - 1].append(placed)
+      } else {
+        runs.append([placed])
+      }
+      position += end - start
+      lastEnd = end
+      lastTracks = tracks
     }
     return runs
   }
 
   /// The media playlist of `query`'s range.
-  private func playlist(_ query: StreamQuery, bearer: Bool) -> Answer {
+  private func playlist(_ query: StreamQuery, presignedUntil expiry: Int64?) -> Answer {
     let runs = layout(query)
-    guard !runs.isEmpty else { return .error(404, "not_found", "nothing was recorded in the range") }
-    func seconds(_ number: Int) -> Double {
-      let segment = index.segments[number]
-      return Double(min(segment.endMs, query.end) - max(segment.startMs, query.start)) / 1000
-    }
-    let longest = runs.joined().map { seconds($0.number) }.max() ?? 1
+    guard !runs.isEmpty else { return .error(404, "not_found", "nothing of the channel was recorded in the range") }
+    func seconds(_ placed: Placed) -> Double { Double(placed.stretch.end - placed.stretch.start) / 1000 }
+    let longest = runs.joined().map(seconds).max() ?? 1
     var text = "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:\(Int(longest.rounded(.up)))\n"
     text += "#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-MEDIA-SEQUENCE:0\n"
     let dates = ISO8601DateFormatter()
     dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     for (position, run) in runs.enumerated() {
       if position > 0 { text += "#EXT-X-DISCONTINUITY\n" }
-      let first = index.segments[run[0].number]
-      text += "#EXT-X-MAP:URI=\"\(presigned("init.mp4", "\(query.canonical)&n=\(run[0].number)"))\"\n"
-      let date = Date(timeIntervalSince1970: Double(max(first.startMs, query.start)) / 1000)
+      text +=
+        "#EXT-X-MAP:URI=\"\(presigned("init.mp4", "\(query.canonical)&n=\(run[0].number)", until: expiry))\"\n"
+      let date = Date(timeIntervalSince1970: Double(run[0].stretch.start) / 1000)
       text += "#EXT-X-PROGRAM-DATE-TIME:\(dates.string(from: date))\n"
-      for (number, _) in run {
-        text += String(format: "#EXTINF:%.3f,\n", seconds(number))
-        text += presigned("segment.m4s", "\(query.canonical)&n=\(number)") + "\n"
+      for placed in run {
+        text += String(format: "#EXTINF:%.3f,\n", seconds(placed))
+        text += presigned("segment.m4s", "\(query.canonical)&n=\(placed.number)", until: expiry) + "\n"
       }
     }
     text += "#EXT-X-ENDLIST\n"
-    let headers = bearer ? ["X-Presigned-URL": presigned("index.m3u8", query.canonical)] : [:]
+    let headers = expiry == nil ? ["X-Presigned-URL": presigned("index.m3u8", query.canonical)] : [:]
     return .body(200, "application/vnd.apple.mpegurl", Data(text.utf8), headers: headers)
   }
 
@@ -164,9 +189,8 @@ extension RequestHandler {
     guard let run = runs.first(where: { $0.contains { $0.number == number } }),
       let place = run.firstIndex(where: { $0.number == number })
     else { throw NotServed(answer: .error(404, "not_found", "object \(number) is not served in the range")) }
-    let segment = index.segments[number]
-    let stretch = MediaRange(
-      startMilliseconds: max(segment.startMs, query.start), endMilliseconds: min(segment.endMs, query.end))
+    let placed = run[place]
+    let stretch = MediaRange(startMilliseconds: placed.stretch.start, endMilliseconds: placed.stretch.end)
     var reading = stretch
     if place > 0 {
       reading = MediaRange(
@@ -174,11 +198,11 @@ extension RequestHandler {
     }
     do {
       // The timeline's 0 as a recording time for this run: its gaps before are closed up.
-      let origin = MediaTime(milliseconds: stretch.start.milliseconds - run[place].position)
+      let origin = MediaTime(milliseconds: stretch.start.milliseconds - placed.position)
       return try StreamSegmentGraph.make(
-        from: LocalLibraryService(directory: configuration.root), token: "served", stretch: stretch, reading: reading,
+        from: library, token: "served", stretch: stretch, reading: reading,
         origin: origin, videoChannel: query.channel, audioChannel: query.audioChannel,
-        accepting: { [self] in if case .success = servablePath($0.id) { true } else { false } })
+        accepting: { [self] in serves($0) })
     } catch let error as TiError where error.code == .noRecordableMedia {
       throw NotServed(answer: .error(404, "not_found", error.message))
     } catch {
@@ -196,18 +220,19 @@ final class SegmentCache: Sendable {
     let object: Int
   }
 
-  /// Segments kept.
+  /// Segments kept, and their bytes at most.
   static let capacity = 8
+  static let bytes = 64 << 20
   private let kept = Locked<[(Key, StreamSegment)]>([])
   private let makers = DispatchSemaphore(value: 2)
 
-  /// The kept segment of `key`, or the one `make` makes now (at most two at once: a third waits, up to
-  /// 30 s, then is answered 503).
+  /// The kept segment of `key`, or the one `make` makes now (at most two at once: a third is answered
+  /// 503 at once — it must not hold one of the server's few threads).
   func segment(
     for key: Key, making make: () throws(RequestHandler.NotServed) -> StreamSegment
   ) -> Result<StreamSegment, RequestHandler.NotServed> {
     if let segment = kept.withLock({ $0.first { $0.0 == key }?.1 }) { return .success(segment) }
-    guard makers.wait(timeout: .now() + 30) == .success else {
+    guard makers.wait(timeout: .now()) == .success else {
       return .failure(RequestHandler.NotServed(answer: .error(503, "unavailable", "segments are being made; retry")))
     }
     defer { makers.signal() }
@@ -216,7 +241,12 @@ final class SegmentCache: Sendable {
     if case .success(let segment) = made {
       kept.withLock { kept in
         kept.append((key, segment))
-        if kept.count > Self.capacity { kept.removeFirst() }
+        // At most eight, and at most 64 MB of them (an object may be large).
+        while kept.count > Self.capacity
+          || kept.count > 1 && kept.reduce(0, { $0 + $1.1.media.count + $1.1.initialization.count }) > Self.bytes
+        {
+          kept.removeFirst()
+        }
       }
     }
     return made

@@ -71,11 +71,11 @@ extension RequestHandler {
       let columns = integer("columns", default: 10)
     else { return invalid("start_ms, end_ms, channel and every_ms must be integers (width, columns too)") }
     let span = end.subtractingReportingOverflow(start)
-    guard start < end, !span.overflow, span.partialValue <= 864_000_000 else {
-      return invalid("start_ms < end_ms and a span of at most 10 days are required")
-    }
+    guard start < end, !span.overflow, span.partialValue <= 864_000_000,
+      MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end)
+    else { return invalid("start_ms < end_ms, valid times, and a span of at most 10 days are required") }
     guard (0...255).contains(channel) else { return invalid("channel is 0…255") }
-    guard every >= 100 else { return invalid("every_ms is at least 100") }
+    guard every >= 100, every <= span.partialValue else { return invalid("every_ms is 100 ms up to the span") }
     guard (16...1_920).contains(width), width % 2 == 0 else { return invalid("width is even, 16…1920") }
     guard (1...100).contains(columns) else { return invalid("columns is 1…100") }
     return .success(
@@ -88,14 +88,14 @@ extension RequestHandler {
     do {
       let sheet = try ThumbnailSheet(
         range: MediaRange(startMilliseconds: query.start, endMilliseconds: query.end),
-        interval: .microseconds(query.every * 1_000), tileWidth: query.width, columns: query.columns)
+        interval: try .milliseconds(query.every), tileWidth: query.width, columns: query.columns)
       try ThumbnailGraph.fill(
-        sheet, from: LocalLibraryService(directory: configuration.root), token: "served", channel: query.channel,
-        accepting: { [self] in if case .success = servablePath($0.id) { true } else { false } })
+        sheet, from: library, token: "served", channel: query.channel,
+        accepting: { [self] in serves($0) })
       guard let sprite = try sheet.sprite() else {
         throw NotServed(answer: .error(404, "not_found", "no keyframe of video channel \(query.channel) in the range"))
       }
-      return PreviewCache.Sheet(sprite: sprite, sheet: sheet)
+      return PreviewCache.Sheet(sprite: sprite, template: sheet.index(spriteName: PreviewCache.Sheet.placeholder))
     } catch let refusal as NotServed {
       throw refusal
     } catch let error as TiError where error.code == .rangeTooLarge || error.code == .invalidArgument {
@@ -110,14 +110,15 @@ extension RequestHandler {
 /// The scrub previews a server made lately (the index and its sprite are asked for one after the other),
 /// and the one being made. Thread-safe.
 final class PreviewCache: Sendable {
-  /// A sheet made: its sprite, and its index for a sprite URL.
-  struct Sheet: @unchecked Sendable {
+  /// A sheet made: its sprite, and its index for a sprite URL (the sheet and its canvas are not kept).
+  struct Sheet: Sendable {
     let sprite: Data
-    /// Read-only once made (its graph ended).
-    let sheet: ThumbnailSheet
+    /// The index with ``placeholder`` where the sprite's URL goes.
+    let template: String
+    static let placeholder = "\u{1}sprite\u{1}"
 
     /// The WebVTT index naming `spriteURL`.
-    func index(_ spriteURL: String) -> String { sheet.index(spriteName: spriteURL) }
+    func index(_ spriteURL: String) -> String { template.replacingOccurrences(of: Self.placeholder, with: spriteURL) }
   }
 
   /// Sheets kept.

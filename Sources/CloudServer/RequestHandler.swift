@@ -45,6 +45,8 @@ final class RequestHandler: Sendable {
   let previews = PreviewCache()
   /// The stream segments made lately (a segment's initialization and media are asked for apart).
   let segments = SegmentCache()
+  /// The library as the preview and stream graphs read it (its index parsed once).
+  let library: LocalLibraryService
 
   struct UploadAccount {
     var count = 0
@@ -60,6 +62,7 @@ final class RequestHandler: Sendable {
     for segment in index.segments { files[segment.id] = Self.location(of: segment, configuration) }
     self.files = files
     objectsFolder = Self.realPath(configuration.root.appendingPathComponent("objects").path)
+    library = LocalLibraryService(directory: configuration.root)
     random = Locked(SplitMix(state: configuration.faults.seed))
   }
 
@@ -413,6 +416,16 @@ final class RequestHandler: Sendable {
         NotServed(answer: refused(id, "its file resolves to \(real), outside \(configuration.root.path)/objects")))
     }
     return .success(real)
+  }
+
+  /// Whether an object a graph lists from the library's `index.json` is one the server serves: its id is
+  /// in the server's own checked index and its file, symlinks resolved, is that entry's (an entry
+  /// added or changed since the server started, or a second entry with the same id, is not read).
+  func serves(_ segment: RecordingIndex.Segment) -> Bool {
+    guard case .success(let path) = servablePath(segment.id), let url = URL(string: segment.url), url.isFileURL,
+      let real = Self.realPath(url.path)
+    else { return false }
+    return real == path
   }
 
   /// A 500 for an object the library names but the server will not serve, with a log line naming the

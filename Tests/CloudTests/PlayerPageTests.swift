@@ -69,6 +69,20 @@ import Testing
     #expect(!lines.contains { $0.contains("error") }, "\(lines)")
   }
 
+  @Test func aRangeThatStartsInsideAGOPPlaysFromItsFirstKeyframeToTheEnd() throws {
+    let (served, start) = try served()
+    // From 1 s: the first keyframe in the range is at 3 s; the page jumps the hole before it and the one
+    // at the gap, and plays to the end.
+    let lines = try chromiumConsole(
+      "\(served.server.endpoint)/player#token=\(served.token)&start=\(start + 1_000)&end=\(start + 30_000)"
+        + "&channel=0&audio=1&test=1&seek=\(start + 5_000)&rate=8&from=start",
+      marker: "tipipe-player ")
+    let ended = try #require(lines.first { $0.hasPrefix("tipipe-player ended") }, "\(lines)")
+    #expect(value("current", in: ended).flatMap(Double.init).map { abs($0 - 23) < 0.1 } == true, "\(ended)")
+    #expect(value("jumps", in: ended).flatMap(Int.init).map { (1...2).contains($0) } == true, "\(ended)")
+    #expect(!lines.contains { $0.contains("error") }, "\(lines)")
+  }
+
   @Test func aBadTokenIsAnErrorNotASpinner() throws {
     let (served, start) = try served()
     let expired = CloudToken(deviceId: served.deviceId, expires: now() - 10).signed(secret: secret)

@@ -103,6 +103,9 @@ import Testing
       "start_ms=\(start)&end_ms=\(start + 12_000)&channel=0&every_ms=1000&columns=0",
       "start_ms=\(start)&end_ms=\(start + 86_400_000)&channel=0&every_ms=100",
       "start_ms=x&end_ms=\(start + 12_000)&channel=0&every_ms=1000",
+      // Times no clock holds, and an interval that overflows when made microseconds: refused, not a trap.
+      "start_ms=-5000000000000000&end_ms=-4999999999999000&channel=0&every_ms=100",
+      "start_ms=\(start)&end_ms=\(start + 12_000)&channel=0&every_ms=\(Int64.max)",
     ] {
       let answer = try get("\(endpoint)/thumbnails?\(bad)", headers: bearer)
       #expect(answer.status == 400 && error(answer) == "invalid_argument", "\(bad): \(answer.status)")

@@ -76,7 +76,15 @@ import Testing
     let counted = try run(
       "/usr/bin/ffprobe",
       ["-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "csv=p=0", url])
-    #expect(counted.contains("h264,525") && counted.contains("aac,"), "\(counted)")
+    #expect(counted.contains("h264,525"), "\(counted)")
+    // The sound of the same 23 s: AAC frames of 64 ms, none missing (no hole over a frame and a half but
+    // where the next recording's sound starts on its own grid, within a frame).
+    let sound = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url]
+    ).split(separator: "\n").compactMap { Double($0) }
+    #expect(abs(sound.count - 359) <= 3, "\(sound.count) audio frames")
+    #expect(zip(sound, sound.dropFirst()).allSatisfy { $1 > $0 && $1 - $0 < 0.064 * 2.5 }, "\(sound.prefix(4))")
 
     // The picture recorded at 20 s (13 s into the stream: from 1 s, less the gap) is the export's
     // picture at 20 s. (Decoded from the start and picked by its own time, -copyts: Debian 12's ffmpeg seeks in no
@@ -133,5 +141,37 @@ import Testing
     #expect(try get("\(endpoint)/hls/\(segment.replacingOccurrences(of: "&n=0", with: "&n=1"))").status == 403)
     #expect(try get("\(endpoint)/hls/\(segment.replacingOccurrences(of: "sig=", with: "sig=f"))").status == 403)
     #expect(try get("\(endpoint)/hls/segment.m4s?\(query)&n=0").status == 401)
+    let widened = segment.replacingOccurrences(of: "end_ms=\(start + 30_000)", with: "end_ms=\(start + 31_000)")
+    let widenedStatus = try get("\(endpoint)/hls/\(widened)").status
+    #expect(widened != segment && widenedStatus == 403)
+    // A channel with no media in the range: nothing to play, said at once.
+    let none = try get(
+      "\(endpoint)/hls/index.m3u8?\(query.replacingOccurrences(of: "channel=0", with: "channel=9"))", headers: bearer)
+    #expect(none.status == 404)
+  }
+
+  @Test func anObjectListedTwiceOrOverlappingPlaysOnce() throws {
+    let directory = try TemporaryDirectory("tipipe-stream-twice")
+    var options = smallOptions(seconds: 15)
+    options.segmentSeconds = 5
+    try LibrarySynthesizer(options: options).write(to: directory.url)
+    // The index lists its second object twice (same id, same file): the stream plays it once.
+    let indexURL = directory.url.appendingPathComponent("index.json")
+    var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: indexURL)) as? [String: Any])
+    var listed = try #require(json["segments"] as? [[String: Any]])
+    listed.insert(listed[1], at: 2)
+    json["segments"] = listed
+    try JSONSerialization.data(withJSONObject: json).write(to: indexURL)
+    let served = try ServedLibrary(directory: directory)
+    let start = options.startMilliseconds
+    let text = String(
+      decoding: try get(
+        "\(served.server.endpoint)/hls/index.m3u8?start_ms=\(start)&end_ms=\(start + 15_000)&channel=0",
+        headers: ["Authorization: Bearer \(served.token)"]
+      ).body, as: UTF8.self)
+    #expect(
+      text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") } == [
+        "#EXTINF:5.000,", "#EXTINF:5.000,", "#EXTINF:5.000,",
+      ], "\(text)")
   }
 }

@@ -6,7 +6,8 @@
 /// What to play comes in the URL's fragment, which a browser never sends (so no token reaches a log):
 /// `/player#token=T&start=S&end=E&channel=N[&audio=M][&every=SECONDS]`. The page holds no data of its
 /// own; it is the same for every request. Test hooks (`&test=1&seek=WALL_MS&rate=R`) make it seek, play
-/// and report through `console.log` lines starting `tipipe-player`.
+/// and report through `console.log` lines starting `tipipe-player` (`&from=start` plays from the range's
+/// start, else from 2 s before the first gap); `&bench=N` times N click-seeks.
 enum PlayerPage {
   /// The page.
   static let html = #"""
@@ -105,35 +106,76 @@ enum PlayerPage {
       return `video/mp4; codecs="${list.join(", ")}"`;
     }
 
-    // The loader: appends segments in order from `next`, each run's init first, keeping 30 s ahead.
-    let source, buffer, next = 0, appendedRun = -1, loading = false, generation = 0;
-    async function get(uri) {
-      const r = await fetch(`/hls/${uri}`);
-      if (!r.ok) throw new Error(`${r.status} ${(await json(r)).error || ""}`);
-      return new Uint8Array(await r.arrayBuffer());
+    // The loader: appends segments in order from `next`, each run's init first, keeping 30 s ahead and
+    // 30 s behind. A seek starts a new generation: what the old one fetched or appended no longer moves
+    // the loader, and its fetches are aborted.
+    let source, buffer, next = 0, appendedRun = -1, loading = false, generation = 0, seekSegment = 0;
+    let controller = new AbortController();
+    async function get(uri, signal) {
+      for (let attempt = 0; ; attempt++) {
+        const r = await fetch(`/hls/${uri}`, { signal });
+        if (r.ok) return new Uint8Array(await r.arrayBuffer());
+        // The server makes two segments at a time and says so (503, 429): wait and ask again.
+        if ((r.status === 503 || r.status === 429) && attempt < 8) {
+          await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
+          continue;
+        }
+        throw new Error(`${r.status} ${(await json(r)).error || ""}`);
+      }
+    }
+    function whenIdle() {
+      return buffer.updating ? new Promise((resolve) => buffer.addEventListener("updateend", resolve, { once: true })) : Promise.resolve();
     }
     function append(bytes) {
       return new Promise((resolve, reject) => {
-        buffer.addEventListener("updateend", resolve, { once: true });
-        buffer.addEventListener("error", reject, { once: true });
+        const done = () => { buffer.removeEventListener("error", failed); resolve(); };
+        const failed = () => { buffer.removeEventListener("updateend", done); reject(new Error("the browser refused a segment")); };
+        buffer.addEventListener("updateend", done, { once: true });
+        buffer.addEventListener("error", failed, { once: true });
         buffer.appendBuffer(bytes);
       });
+    }
+    async function trim() {
+      const before = video.currentTime - 30;
+      if (before > 0 && video.buffered.length && video.buffered.start(0) < before) {
+        await whenIdle();
+        buffer.remove(0, before);
+        await whenIdle();
+      }
     }
     async function pump() {
       if (loading) return;
       loading = true;
-      const mine = generation;
+      const mine = generation, signal = controller.signal;
       try {
         while (mine === generation && next < segments.length && segments[next].media < video.currentTime + 30) {
-          const s = segments[next];
-          if (s.run !== appendedRun) { await append(await get(runs[s.run].init)); appendedRun = s.run; }
-          const bytes = await get(s.uri);
+          const s = segments[next], index = next;
+          if (s.run !== appendedRun) {
+            const init = await get(runs[s.run].init, signal);
+            if (mine !== generation) break;
+            await whenIdle();
+            await append(init);
+            if (mine !== generation) break;
+            appendedRun = s.run;
+          }
+          const bytes = await get(s.uri, signal);
           if (mine !== generation) break;
+          await trim();
+          await whenIdle();
           await append(bytes);
-          next += 1;
+          if (mine !== generation) break;
+          next = index + 1;
+          // A seek into a hole (before a run's first keyframe) lands on what follows it, once the segment
+          // that should have held it is in.
+          if (video.seeking && index >= seekSegment) jumpHole();
         }
-        if (next === segments.length && source.readyState === "open" && !buffer.updating) source.endOfStream();
-      } catch (e) { fail("the stream failed: " + e.message); }
+        if (mine === generation && next === segments.length && source.readyState === "open") {
+          await whenIdle();
+          if (mine === generation && source.readyState === "open") source.endOfStream();
+        }
+      } catch (e) {
+        if (mine === generation) fail("the stream failed: " + e.message);
+      }
       loading = false;
       if (mine !== generation) pump();
     }
@@ -147,23 +189,27 @@ enum PlayerPage {
       if (!held) {
         let k = segments.findIndex((s) => t >= s.media && t < s.media + s.length);
         if (k < 0) k = segments.length - 1;
+        seekSegment = k;
         if (k > 0 && segments[k - 1].run === segments[k].run) k -= 1;
         generation += 1; next = k; appendedRun = -1;
-        if (source.readyState === "ended") { /* reopened by the next append */ }
+        controller.abort();
+        controller = new AbortController();
         if (buffer.updating) buffer.abort();
       }
       video.currentTime = t;
       pump();
     }
 
-    // Small holes in what is buffered (at a gap, the audio of the next recording starts up to a frame
-    // after its picture): a browser stops at them, so the play head jumps them, as players do.
+    // Holes in what is buffered: at a gap the audio of the next recording starts up to a frame after
+    // its picture, and a range that starts inside a GOP has nothing before its first keyframe. A
+    // browser stops at a hole, so the play head jumps to what follows it (within 10 s), as players do.
     let jumps = 0;
     function jumpHole() {
       const t = video.currentTime;
       for (let i = 0; i < video.buffered.length; i++) {
         const start = video.buffered.start(i);
-        if (start > t && start - t < 1 && (i === 0 || video.buffered.end(i - 1) - t < 1)) {
+        const behind = i === 0 ? t >= 0 : video.buffered.end(i - 1) - t < 1;
+        if (start > t && start - t < 10 && behind) {
           video.currentTime = start + 0.001;
           jumps += 1;
           return;
@@ -255,6 +301,18 @@ enum PlayerPage {
       const listed = ranges.reduce((n, [a, b]) => n + (b - a), 0) / 1000;
       log(`ready duration=${duration.toFixed(3)} listed=${listed.toFixed(3)} runs=${runs.length} segments=${segments.length}`);
       pump();
+      const bench = Number(p.get("bench") || "0");
+      if (bench > 0) {
+        // Benchmarks/player-seek.sh: click-seeks spread over the range, none of them buffered, each timed
+        // from the click to the picture at its time (`seeked`).
+        for (let i = 0; i < bench; i++) {
+          const wall = start + ((i + 0.5) * (end - start)) / bench, began = performance.now();
+          await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); seekMedia(mediaOf(wall)); });
+          console.log(`tipipe-player seek ${i} ms=${(performance.now() - began).toFixed(1)}`);
+        }
+        setTimeout(() => window.close(), 50);
+        return;
+      }
       if (!test) return;
       // Seek as a click would, show the picture's luma, then play to the end across the gaps.
       const wall = Number(p.get("seek"));
@@ -277,7 +335,7 @@ enum PlayerPage {
       video.playbackRate = Number(p.get("rate") || "1");
       await new Promise((resolve) => {
         video.addEventListener("seeked", resolve, { once: true });
-        seekMedia(Math.max(0, runs[runs.length > 1 ? 1 : 0].media - 2));
+        seekMedia(p.get("from") === "start" ? 0 : Math.max(0, runs[runs.length > 1 ? 1 : 0].media - 2));
       });
       await video.play();
     })();

@@ -35,7 +35,7 @@ enum ServeCommand {
     the presigned URL its answer names in X-Presigned-URL, for players that cannot send one) answers a
     VOD playlist of fMP4 segments made on the fly by stream copy, one per object, decrypted here; a gap
     is an EXT-X-DISCONTINUITY (closed up in the stream's times; EXT-X-PROGRAM-DATE-TIME gives each run's
-    wall clock). At most two segments are made at once; the last eight are kept.
+    wall clock). At most two segments are made at once (503 meanwhile); the last eight are kept.
 
     Log uploads (POST /v1/logs) take a device token (Authorization: Bearer) and are kept as received in
     ROOT/uploads; each device's, since the server started, within (defaults in brackets):
