@@ -31,11 +31,16 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0  commit $(git rev-parse --short HEAD)  ($
 all=()
 for run in $(seq "$runs"); do
   profile=$(mktemp -d)
-  times=$(timeout 300 chromium --headless=new --no-sandbox --disable-gpu --mute-audio \
+  lines=$(timeout 300 chromium --headless=new --no-sandbox --disable-gpu --mute-audio \
     --autoplay-policy=no-user-gesture-required --enable-logging=stderr --v=0 --user-data-dir="$profile" \
     "http://127.0.0.1:$port/player#token=$token&start=$start&end=$((start + 3600000))&channel=0&audio=1&bench=10" 2>&1 |
-    grep -o 'tipipe-player seek [0-9]* ms=[0-9.]*' | sed 's/.*ms=//' | tr '\n' ' ')
+    grep -o 'tipipe-player [a-z]* [^"]*' || true)
   rm -rf "$profile"
+  if grep -q 'tipipe-player error' <<<"$lines"; then
+    echo "run $run: $(grep 'tipipe-player error' <<<"$lines")" >&2
+    exit 1
+  fi
+  times=$(grep -o 'ms=[0-9.]*' <<<"$lines" | sed 's/ms=//' | tr '\n' ' ')
   echo "run $run: $times"
   all+=($times)
 done

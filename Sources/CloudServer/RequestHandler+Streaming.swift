@@ -120,7 +120,7 @@ extension RequestHandler {
     let position: Int64
   }
 
-  /// The served objects of `query`'s range that carry its video channel, in runs of contiguous ones
+  /// The served objects of `query`'s range that carry its video channel (or do not say), in runs of contiguous ones
   /// with the same tracks (a run shares one initialization section): an object listed twice, or
   /// overlapping the one before it, plays once.
   func layout(_ query: StreamQuery) -> [[Placed]] {
@@ -135,7 +135,8 @@ extension RequestHandler {
         $0.kind == "video" && $0.channelId == Int(query.channel)
           || $0.kind == "audio" && query.audioChannel.map(Int.init) == $0.channelId
       }
-      guard tracks.contains(where: { $0.kind == "video" }), !seen.contains(segment.id),
+      // An index that does not list an object's tracks (they are optional to a reader) plays it.
+      guard segment.tracks.isEmpty || tracks.contains(where: { $0.kind == "video" }), !seen.contains(segment.id),
         case .success = servablePath(segment.id)
       else { continue }
       let start = max(segment.startMs, query.start, lastEnd ?? .min)

@@ -36,7 +36,7 @@ enum PlayerPage {
     const p = new URLSearchParams(location.hash.slice(1));
     const token = p.get("token") || "", start = Number(p.get("start")), end = Number(p.get("end"));
     const channel = p.get("channel") || "0", audio = p.get("audio");
-    const test = p.get("test") === "1";
+    const test = p.get("test") === "1", bench = Number(p.get("bench") || "0");
     const video = document.getElementById("video"), bar = document.getElementById("bar");
     const log = (line) => { if (test) console.log("tipipe-player " + line); };
     const auth = { headers: { Authorization: "Bearer " + token } };
@@ -45,7 +45,8 @@ enum PlayerPage {
     function fail(text) {
       document.getElementById("error").textContent = text;
       log("error " + text);
-      if (test) setTimeout(() => window.close(), 50);
+      if (bench > 0) console.log("tipipe-player error " + text);
+      if (test || bench > 0) setTimeout(() => window.close(), 50);
     }
     async function json(response) { try { return await response.json(); } catch (e) { return {}; } }
 
@@ -174,7 +175,8 @@ enum PlayerPage {
           if (mine === generation && source.readyState === "open") source.endOfStream();
         }
       } catch (e) {
-        if (mine === generation) fail("the stream failed: " + e.message);
+        // An aborted fetch is a seek's or the page's own doing, never a failure of the stream.
+        if (mine === generation && e.name !== "AbortError") fail("the stream failed: " + e.message);
       }
       loading = false;
       if (mine !== generation) pump();
@@ -301,7 +303,6 @@ enum PlayerPage {
       const listed = ranges.reduce((n, [a, b]) => n + (b - a), 0) / 1000;
       log(`ready duration=${duration.toFixed(3)} listed=${listed.toFixed(3)} runs=${runs.length} segments=${segments.length}`);
       pump();
-      const bench = Number(p.get("bench") || "0");
       if (bench > 0) {
         // Benchmarks/player-seek.sh: click-seeks spread over the range, none of them buffered, each timed
         // from the click to the picture at its time (`seeked`).
@@ -310,6 +311,9 @@ enum PlayerPage {
           await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); seekMedia(mediaOf(wall)); });
           console.log(`tipipe-player seek ${i} ms=${(performance.now() - began).toFixed(1)}`);
         }
+        // The loader stops first: a fetch cut by the closing window is no failure.
+        generation += 1;
+        controller.abort();
         setTimeout(() => window.close(), 50);
         return;
       }

@@ -10,7 +10,7 @@ public struct StreamSegment: Sendable {
   public let initialization: Data
   /// `moof` + `mdat` pairs, their decode times on the stream's timeline.
   public let media: Data
-  /// Pictures and audio frames in ``media``.
+  /// Pictures in ``media``.
   public let videoFrames: Int
   /// Audio frames in ``media``.
   public let audioFrames: Int
@@ -76,7 +76,8 @@ public enum StreamSegmentGraph {
       if v < video.count, a == audio.count || video[v].time <= audio[a].time {
         let packet = video[v]
         try file.writeVideo(
-          packet.data, time: try packet.time - videoStart, duration: packet.duration, isKeyframe: packet.isKeyframe)
+          packet.data, time: try packet.time - videoStart, decodeTime: try packet.decodeTime - videoStart,
+          duration: packet.duration, isKeyframe: packet.isKeyframe)
         v += 1
       } else {
         let packet = audio[a]
