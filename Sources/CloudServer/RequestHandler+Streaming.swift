@@ -50,12 +50,11 @@ extension RequestHandler {
     // Authenticated before anything about the index is said (a 404 for an unknown object would count
     // the library's entries for anyone).
     var expiry: Int64?
-    if let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires") {
-      guard let expires = Int64(expiresText), let sig = value(connection, .GET_ARGUMENT_KIND, "sig"),
-        HMACSHA256.matches(sig, streamSignature(resource, signed, expires))
-      else { return .error(403, "signature_invalid", "the URL's signature is not valid") }
-      guard expires >= configuration.now() else { return .error(403, "signature_expired", "the URL has expired") }
-      expiry = expires
+    if let presigned = presignature(connection, signing: { streamSignature(resource, signed, $0) }) {
+      switch presigned {
+      case .success(let expires): expiry = expires
+      case .failure(let refusal): return refusal.answer
+      }
     } else if case .failure(let refusal) = authorize(connection) {
       return .error(refusal.status, refusal.error, refusal.message)
     }
@@ -105,10 +104,9 @@ extension RequestHandler {
       guard let number = UInt8(text) else { return invalid("audio_channel is 0…255") }
       audio = number
     }
-    let span = end.subtractingReportingOverflow(start)
-    guard start < end, !span.overflow, span.partialValue <= 864_000_000,
-      MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end)
-    else { return invalid("start_ms < end_ms, valid times, and a span of at most 10 days are required") }
+    guard Self.isRange(start, end) else {
+      return invalid("start_ms < end_ms, valid times, and a span of at most 10 days are required")
+    }
     return .success(StreamQuery(start: start, end: end, channel: channel, audioChannel: audio))
   }
 

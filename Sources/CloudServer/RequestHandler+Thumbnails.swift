@@ -35,11 +35,8 @@ extension RequestHandler {
     case .success(let parsed): query = parsed
     case .failure(let refusal): return refusal.answer
     }
-    if sprite, let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires") {
-      guard let expires = Int64(expiresText), let sig = value(connection, .GET_ARGUMENT_KIND, "sig"),
-        HMACSHA256.matches(sig, previewSignature(query, expires))
-      else { return .error(403, "signature_invalid", "the URL's signature is not valid") }
-      guard expires >= configuration.now() else { return .error(403, "signature_expired", "the URL has expired") }
+    if sprite, let presigned = presignature(connection, signing: { previewSignature(query, $0) }) {
+      if case .failure(let refusal) = presigned { return refusal.answer }
     } else if case .failure(let refusal) = authorize(connection) {
       return .error(refusal.status, refusal.error, refusal.message)
     }
@@ -70,12 +67,11 @@ extension RequestHandler {
       let channel = integer("channel"), let width = integer("width", default: 160),
       let columns = integer("columns", default: 10)
     else { return invalid("start_ms, end_ms, channel and every_ms must be integers (width, columns too)") }
-    let span = end.subtractingReportingOverflow(start)
-    guard start < end, !span.overflow, span.partialValue <= 864_000_000,
-      MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end)
-    else { return invalid("start_ms < end_ms, valid times, and a span of at most 10 days are required") }
+    guard Self.isRange(start, end) else {
+      return invalid("start_ms < end_ms, valid times, and a span of at most 10 days are required")
+    }
     guard (0...255).contains(channel) else { return invalid("channel is 0…255") }
-    guard every >= 100, every <= span.partialValue else { return invalid("every_ms is 100 ms up to the span") }
+    guard every >= 100, every <= end - start else { return invalid("every_ms is 100 ms up to the span") }
     guard (16...1_920).contains(width), width % 2 == 0 else { return invalid("width is even, 16…1920") }
     guard (1...100).contains(columns) else { return invalid("columns is 1…100") }
     return .success(

@@ -333,6 +333,28 @@ final class RequestHandler: Sendable {
     }
   }
 
+  /// A presigned URL's `expires` when its `sig` is `signing(expires)` and it has not expired (403
+  /// `signature_invalid` / `signature_expired` otherwise); nil when the request has no `expires`.
+  func presignature(
+    _ connection: OpaquePointer, signing: (Int64) -> String
+  ) -> Result<Int64, NotServed>? {
+    guard let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires") else { return nil }
+    guard let expires = Int64(expiresText), let sig = value(connection, .GET_ARGUMENT_KIND, "sig"),
+      HMACSHA256.matches(sig, signing(expires))
+    else { return .failure(NotServed(answer: .error(403, "signature_invalid", "the URL's signature is not valid"))) }
+    guard expires >= configuration.now() else {
+      return .failure(NotServed(answer: .error(403, "signature_expired", "the URL has expired")))
+    }
+    return .success(expires)
+  }
+
+  /// `start` and `end` as a range a request may name: `start < end`, valid times, at most 10 days apart.
+  static func isRange(_ start: Int64, _ end: Int64) -> Bool {
+    let span = end.subtractingReportingOverflow(start)
+    return start < end && !span.overflow && span.partialValue <= 864_000_000
+      && MediaTime.validMilliseconds.contains(start) && MediaTime.validMilliseconds.contains(end)
+  }
+
   private func signature(_ id: String, _ expires: Int64) -> String {
     HMACSHA256.hex("\(id).\(expires)", key: configuration.secret)
   }
@@ -344,10 +366,11 @@ final class RequestHandler: Sendable {
   // MARK: Objects
 
   private func object(_ id: String, _ connection: OpaquePointer) -> Answer {
-    guard let expiresText = value(connection, .GET_ARGUMENT_KIND, "expires"), let expires = Int64(expiresText),
-      let sig = value(connection, .GET_ARGUMENT_KIND, "sig"), HMACSHA256.matches(sig, signature(id, expires))
-    else { return .error(403, "signature_invalid", "the URL's signature is not valid") }
-    guard expires >= configuration.now() else { return .error(403, "signature_expired", "the URL has expired") }
+    switch presignature(connection, signing: { signature(id, $0) }) {
+    case .success: break
+    case .failure(let refusal): return refusal.answer
+    case nil: return .error(403, "signature_invalid", "the URL's signature is not valid")
+    }
     let faults = configuration.faults
     let attempt = objectRequests.withLock { counts in
       counts[id, default: 0] += 1

@@ -10,25 +10,12 @@ import Testing
 /// recorded at that time (read back from a canvas and compared with ffmpeg's decode of an export), plays
 /// across the gap to the end, and shows a bad token as an error.
 @Suite struct PlayerPageTests {
-  /// The library of StreamRouteTests: 30 s in 5-second objects, a keyframe every 3 s, nothing recorded
-  /// from 12 s to 18 s, AAC audio, encrypted.
-  private func served() throws -> (ServedLibrary, Int64) {
-    let directory = try TemporaryDirectory("tipipe-player")
-    var options = smallOptions(seconds: 30)
-    options.segmentSeconds = 5
-    options.gop = 75
-    options.gaps = [(offset: 12, length: 6)]
-    options.encrypt = true
-    try LibrarySynthesizer(options: options).write(to: directory.url)
-    return (try ServedLibrary(directory: directory), options.startMilliseconds)
-  }
-
   private func value(_ key: String, in line: String) -> String? {
     line.split(separator: " ").first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
   }
 
   @Test func thePagePlaysSeeksAndCrossesTheGapInChromium() throws {
-    let (served, start) = try served()
+    let (served, start) = try servedLibraryWithAGap()
     let seek = start + 20_000
     let page =
       "\(served.server.endpoint)/player#token=\(served.token)&start=\(start)&end=\(start + 30_000)&channel=0"
@@ -70,7 +57,7 @@ import Testing
   }
 
   @Test func aRangeThatStartsInsideAGOPPlaysFromItsFirstKeyframeToTheEnd() throws {
-    let (served, start) = try served()
+    let (served, start) = try servedLibraryWithAGap()
     // From 1 s: the first keyframe in the range is at 3 s; the page jumps the hole before it and the one
     // at the gap, and plays to the end.
     let lines = try chromiumConsole(
@@ -84,7 +71,7 @@ import Testing
   }
 
   @Test func aBadTokenIsAnErrorNotASpinner() throws {
-    let (served, start) = try served()
+    let (served, start) = try servedLibraryWithAGap()
     let expired = CloudToken(deviceId: served.deviceId, expires: now() - 10).signed(secret: secret)
     let lines = try chromiumConsole(
       "\(served.server.endpoint)/player#token=\(expired)&start=\(start)&end=\(start + 30_000)&channel=0&test=1",

@@ -27,21 +27,8 @@ import Testing
     return (status, fields, (try? Data(contentsOf: body)) ?? Data())
   }
 
-  /// 30 s in 5-second objects, a keyframe every 3 s, nothing recorded from 12 s to 18 s, AAC audio on
-  /// channel 1, encrypted.
-  private func served() throws -> (ServedLibrary, Int64) {
-    let directory = try TemporaryDirectory("tipipe-stream")
-    var options = smallOptions(seconds: 30)
-    options.segmentSeconds = 5
-    options.gop = 75
-    options.gaps = [(offset: 12, length: 6)]
-    options.encrypt = true
-    try LibrarySynthesizer(options: options).write(to: directory.url)
-    return (try ServedLibrary(directory: directory), options.startMilliseconds)
-  }
-
   @Test func aRangeWithAGapPlaysInFFmpegFromThePresignedPlaylist() throws {
-    let (served, start) = try served()
+    let (served, start) = try servedLibraryWithAGap()
     let endpoint = served.server.endpoint
     // From 1 s: inside the first GOP, whose keyframe (at 0 s) is before the range.
     let query = "start_ms=\(start + 1_000)&end_ms=\(start + 30_000)&channel=0&audio_channel=1"
@@ -112,7 +99,7 @@ import Testing
   }
 
   @Test func aHostileClientIsRefused() throws {
-    let (served, start) = try served()
+    let (served, start) = try servedLibraryWithAGap()
     let endpoint = served.server.endpoint
     let bearer = ["Authorization: Bearer \(served.token)"]
     let query = "start_ms=\(start)&end_ms=\(start + 30_000)&channel=0"
