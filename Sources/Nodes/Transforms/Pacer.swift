@@ -53,6 +53,8 @@ public final class Pacer: Node {
   public let timeline: PlaybackTimeline
   /// The timeline's ``PlaybackTimeline/version`` the pending frame was scheduled under.
   private var timelineVersion = 0
+  /// This pacer's copy of the timeline's mapping: a frame's instant without the timeline's lock.
+  private var timelineReader: PlaybackTimeline.Reader
   private var pending: DecodedFrame?
   private var timer: ClockTimer?
   private var consecutiveDrops = 0
@@ -107,7 +109,9 @@ public final class Pacer: Node {
     initialPresentFrom = presentFrom
     initiallyShowsFirstFrame = showsFirstFrameWhilePaused
     self.showsFirstFrameAfterSeek = showsFirstFrameAfterSeek
-    self.timeline = timeline ?? PlaybackTimeline(rate: rate, paused: paused)
+    let timeline = timeline ?? PlaybackTimeline(rate: rate, paused: paused)
+    self.timeline = timeline
+    timelineReader = timeline.reader()
     self.name = name
     self.presentFrom = presentFrom
     self.muted = muted
@@ -201,7 +205,9 @@ public final class Pacer: Node {
     let now = context.now
     timelineVersion = timeline.version
     let due: ClockInstant
-    switch timeline.schedule(of: frame.time, track: frame.track, now: now, for: ObjectIdentifier(self)) {
+    switch timeline.schedule(
+      of: frame.time, track: frame.track, now: now, for: ObjectIdentifier(self), reading: &timelineReader)
+    {
     case .at(let instant):
       due = instant
     case .awaitingPreroll(let deadline):

@@ -25,7 +25,9 @@ import Synchronization
 /// Control reaches each pacer on its own executor; the timeline applies a change once (the first pacer
 /// to apply it), at that pacer's clock instant: ``apply(rate:paused:now:)`` is idempotent. A hole found
 /// late (a branch already holds a frame after it) wakes every pacer to reschedule (``version``).
-/// Thread-safe: a lock guards it, and pacers on different executors share it.
+/// Thread-safe: a lock guards it, and pacers on different executors share it. A frame's instant once
+/// the anchor is set takes no lock: each change publishes the mapping (anchor, rate, pause, holes) and a
+/// pacer computes from its ``Reader``'s copy, read again only after a change (one atomic load per frame).
 public final class PlaybackTimeline: Sendable {
   private struct State {
     var rate: PlaybackRate
@@ -49,7 +51,37 @@ public final class PlaybackTimeline: Sendable {
     var offers: [ObjectIdentifier: MediaTime] = [:]
     var excused: Set<ObjectIdentifier> = []
     var prerollSince: ClockInstant?
+    /// The mapping last published.
+    var published: Mapping
+    /// Set under the lock when ``version`` must change; bumped after the mapping is published, so that a
+    /// pacer that sees the new version reads the new mapping.
+    var bump = false
   }
+
+  /// What a frame's instant depends on once the anchor is set: what ``Reader`` copies.
+  struct Mapping: Sendable, Equatable {
+    var rate: PlaybackRate
+    var paused: Bool
+    var pausedAt: ClockInstant?
+    var anchor: Anchor?
+    var holes: [MediaRange]
+    var active: Set<TrackID>
+  }
+
+  /// Media time `media` is presented at `clock`.
+  struct Anchor: Sendable, Equatable {
+    var clock: ClockInstant
+    var media: MediaTime
+  }
+
+  /// One pacer's copy of the timeline's mapping, read again only when it changed: keep one per pacer, on
+  /// its executor (not shared between threads).
+  public struct Reader {
+    fileprivate var mapping: Published<Mapping>.Reader
+  }
+
+  /// A reader of this timeline's mapping, for ``schedule(of:track:now:for:reading:)``.
+  public func reader() -> Reader { Reader(mapping: published.reader()) }
 
   /// When a pacer may present a frame.
   public enum Schedule: Sendable, Equatable {
@@ -67,11 +99,36 @@ public final class PlaybackTimeline: Sendable {
   private let state: Locked<State>
   /// Bumped (under the lock) when a hole is found or the anchor is set; read without it, per frame.
   private let changes = Atomic(0)
+  /// The mapping as of the last change, for frames scheduled without the lock.
+  private let published: Published<Mapping>
 
   /// A timeline for a playback of `tracks` (empty: every gap is a hole) at `rate`, `paused` or not.
   public init(tracks: Set<TrackID> = [], rate: PlaybackRate = .normal, paused: Bool = false) {
     self.tracks = tracks
-    state = Locked(State(rate: rate, paused: paused))
+    let mapping = Mapping(rate: rate, paused: paused, holes: [], active: [])
+    state = Locked(State(rate: rate, paused: paused, published: mapping))
+    published = Published(mapping)
+  }
+
+  /// Runs `body` under the lock, then publishes the mapping if it changed, then bumps ``version`` if
+  /// `body` asked (in that order: see ``State/bump``).
+  private func mutate<Result>(_ body: (inout State) -> Result) -> Result {
+    state.withLock { state in
+      let result = body(&state)
+      let mapping = Mapping(
+        rate: state.rate, paused: state.paused, pausedAt: state.pausedAt,
+        anchor: state.anchor.map { Anchor(clock: $0.clock, media: $0.media) }, holes: state.holes,
+        active: state.active)
+      if mapping != state.published {
+        state.published = mapping
+        published.publish(mapping)
+      }
+      if state.bump {
+        state.bump = false
+        changes.add(1, ordering: .releasing)
+      }
+      return result
+    }
   }
 
   /// Changes whenever the mapping changes for a reason other than a control call (a hole found).
@@ -79,7 +136,7 @@ public final class PlaybackTimeline: Sendable {
 
   /// Applies a speed and pause state at `now` (once: later calls with the same values change nothing).
   public func apply(rate: PlaybackRate, paused: Bool, now: ClockInstant) {
-    state.withLock { state in
+    mutate { state in
       if rate != state.rate, let anchor = state.anchor {
         // Re-anchor at the position playing at the reference instant.
         let reference = state.pausedAt ?? now
@@ -105,7 +162,7 @@ public final class PlaybackTimeline: Sendable {
   /// The clock instant at which a frame of `track` at media time `time` is presented; the first frame
   /// sets the anchor at `now` (at the instant of the pause, while paused).
   public func instant(of time: MediaTime, track: TrackID, now: ClockInstant) -> ClockInstant {
-    let (instant, wakes) = state.withLock { state -> (ClockInstant, [Completion<Void>]) in
+    let (instant, wakes) = mutate { state -> (ClockInstant, [Completion<Void>]) in
       locked(instantOf: time, track: track, now: now, &state)
     }
     for wake in wakes { wake(()) }
@@ -124,12 +181,21 @@ public final class PlaybackTimeline: Sendable {
     if state.paused && state.pausedAt == nil { state.pausedAt = now }
     let anchor = state.anchor ?? (state.pausedAt ?? now, time)
     state.anchor = anchor
-    let skipped = state.holes.reduce(0) { total, hole in
+    let instant = Self.instant(
+      of: time, anchor: Anchor(clock: anchor.clock, media: anchor.media), holes: state.holes, rate: state.rate)
+    return (instant, wakes)
+  }
+
+  /// The instant of media time `time`: the anchor's, plus the media after it outside `holes`, scaled.
+  private static func instant(of time: MediaTime, anchor: Anchor, holes: [MediaRange], rate: PlaybackRate)
+    -> ClockInstant
+  {
+    let skipped = holes.reduce(0) { total, hole in
       total + max(0, min(hole.end, time).microseconds - max(hole.start, anchor.media).microseconds)
     }
     let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds - skipped)
-    let scaled = (try? offset.scaled(by: state.rate)) ?? offset
-    return (ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds), wakes)
+    let scaled = (try? offset.scaled(by: rate)) ?? offset
+    return ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds)
   }
 
   /// Where `pacer` may present a frame of `track` at media time `time`: while the anchor waits for the
@@ -138,8 +204,22 @@ public final class PlaybackTimeline: Sendable {
   /// the limit has passed, the anchor is the earliest offered time at `now` (at the pause, while
   /// paused) and the frame's instant follows from it, as ``instant(of:track:now:)``.
   public func schedule(of time: MediaTime, track: TrackID, now: ClockInstant, for pacer: ObjectIdentifier) -> Schedule {
+    var reader = reader()
+    return schedule(of: time, track: track, now: now, for: pacer, reading: &reader)
+  }
+
+  /// ``schedule(of:track:now:for:)`` without the lock once the anchor is set and `track` keeps time:
+  /// the instant follows from `reader`'s copy of the mapping (the lock is taken for the first frames, the
+  /// preroll, and a paused play's first instant).
+  public func schedule(
+    of time: MediaTime, track: TrackID, now: ClockInstant, for pacer: ObjectIdentifier, reading reader: inout Reader
+  ) -> Schedule {
+    let mapping = reader.mapping.current
+    if let anchor = mapping.anchor, mapping.active.contains(track), !mapping.paused || mapping.pausedAt != nil {
+      return .at(Self.instant(of: time, anchor: anchor, holes: mapping.holes, rate: mapping.rate))
+    }
     // One lock per frame: the preroll and the instant are decided together.
-    let (schedule, wakes) = state.withLock { state -> (Schedule, [Completion<Void>]) in
+    let (schedule, wakes) = mutate { state -> (Schedule, [Completion<Void>]) in
       var wakes: [Completion<Void>] = []
       if state.anchor == nil {
         state.offers[pacer] = min(state.offers[pacer] ?? time, time)
@@ -159,7 +239,7 @@ public final class PlaybackTimeline: Sendable {
   /// `pacer` has nothing to offer before the anchor (a gap or the end came first): the anchor no longer
   /// waits for it.
   public func excuse(_ pacer: ObjectIdentifier, now: ClockInstant) {
-    let wakes = state.withLock { state -> [Completion<Void>] in
+    let wakes = mutate { state -> [Completion<Void>] in
       guard state.anchor == nil, state.excused.insert(pacer).inserted, !state.offers.isEmpty, Self.prerolled(state)
       else { return [] }
       return anchorAtEarliestOffer(&state, now: now, except: nil)
@@ -184,14 +264,14 @@ public final class PlaybackTimeline: Sendable {
     state.anchor = (state.pausedAt ?? now, earliest)
     state.offers = [:]
     state.prerollSince = nil
-    changes.add(1, ordering: .releasing)
+    state.bump = true
     return state.pacers.filter { $0.key != except }.map(\.value.wake)
   }
 
   /// A gap event reached a pacer: where every track that keeps time now has a gap, a hole is skipped
   /// (and the pacers woken when the holes changed).
   public func note(_ gap: RecordingGap) {
-    let wakes = state.withLock { state -> [Completion<Void>] in
+    let wakes = mutate { state -> [Completion<Void>] in
       let concerned = gap.tracks.isEmpty ? tracks : tracks.intersection(gap.tracks)
       for track in concerned {
         var known = state.gaps[track] ?? []
@@ -224,7 +304,7 @@ public final class PlaybackTimeline: Sendable {
     let holes = Self.merged((pieces + state.everywhere).filter { !$0.isEmpty })
     guard holes != state.holes else { return [] }
     state.holes = holes
-    changes.add(1, ordering: .releasing)
+    state.bump = true
     return state.pacers.values.map(\.wake)
   }
 
@@ -232,12 +312,12 @@ public final class PlaybackTimeline: Sendable {
   /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame
   /// when it `prerolls`.
   public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?, prerolls: Bool = true) {
-    state.withLock { $0.pacers[pacer] = wake.map { ($0, prerolls) } }
+    mutate { $0.pacers[pacer] = wake.map { ($0, prerolls) } }
   }
 
   /// Forgets the anchor, the holes and the gaps (a flush of the pacers that share it, before any new frame).
   public func reset() {
-    state.withLock { state in
+    mutate { state in
       state.anchor = nil
       state.holes = []
       state.gaps = [:]
