@@ -54,7 +54,8 @@ struct PlayWindowTests {
   func windowShowsThePlay() throws {
     let library = try TemporaryDirectory()
     var options = smallOptions(seconds: 9)
-    options.gaps = []
+    // Not recorded from 6 s to 7 s: the bar shows it before the play gets there (the listing).
+    options.gaps = [(offset: 6, length: 1)]
     try LibrarySynthesizer(options: options).write(to: library.url)
     let out = try TemporaryDirectory()
     let script = out.url.appendingPathComponent("window.sh")
@@ -117,6 +118,16 @@ struct PlayWindowTests {
     let marks = (0..<960).filter { timeline[4 * 960 + $0] > 240 }
     #expect(!marks.isEmpty && marks.allSatisfy { $0 < 200 }, "the position's mark: columns \(marks)")
     #expect(timeline[4 * 960 + 900] > 30 && timeline[4 * 960 + 900] < 80, "the rest of the range is dark grey")
+    // The unrecorded second, [6 s, 7 s) of 9 s: columns 640 to 746, red.
+    let colours = try runForData(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-i", capture.path, "-vf", "crop=960:1:0:536,format=rgb24", "-f", "rawvideo", "-"])
+    #expect(colours.count == 960 * 3)
+    let red = (0..<960).filter { colours[3 * $0] > 150 && colours[3 * $0 + 1] < 80 && colours[3 * $0 + 2] < 80 }
+    #expect(
+      red.first.map { (638...642).contains($0) } == true && red.last.map { (744...748).contains($0) } == true,
+      "red columns \(red.first ?? -1)...\(red.last ?? -1) (\(red.count))")
+    #expect(red.count >= 100 && red.count <= 108, "\(red.count) red columns")
   }
 
   @Test("the audio channel plays on SDL's audio: the disk driver's samples are the decoded audio")

@@ -36,7 +36,9 @@ enum PlayCommand {
     left/right seek 10 s, up/down 60 s, + and - step the speed through 1/8…8 ({"event":"speed",…}),
     . and , show the next and the previous frame while paused ({"event":"step","ms":…}), s saves a
     snapshot in the cache ({"event":"snapshot","code":…,"file":…}), f fullscreen, q or Esc quit (the
-    summary is printed, exit 0); the title shows the play's time and speed.
+    summary is printed, exit 0); the title shows the play's time and speed, the bar under the picture
+    the range (dark grey), its unrecorded stretches as listed and the gaps crossed (red), what played
+    (lighter grey) and where the play is (white).
     With --input, plays a media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC) in the window from S
     seconds of its start (12.5, 1:02.5), its audio on SDL's audio (--no-audio: none), with the same keys
     and lines (times in ms from the file's start); s saves snapshot-<ms>.jpg in --cache DIR. {"event":"window","x":…,"y":…,"width":…,"height":…} says where
@@ -127,6 +129,7 @@ enum PlayCommand {
   /// One play through the facade: a Replay with callbacks on the main queue (one order for every line),
   /// a Video and an Audio Output drawing nothing and counting, a RecordingTask for `--record`.
   final class Play: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutputDelegate, @unchecked Sendable {
+    let storage: TiCloudStorage
     let replay: TiCloudStorageReplay
     let video = TiCloudStorageVideoOutput()
     /// The Audio Output and its channel, when the play has audio.
@@ -143,6 +146,7 @@ enum PlayCommand {
       storage: TiCloudStorage, pace: TiCloudStorageReplayPace, speed: ReplaySpeed, videoChannel: UInt8,
       audioChannel: UInt8?, screen: SDLWindow?, speaker: SDLAudioDevice?
     ) {
+      self.storage = storage
       replay = storage.createReplay(callbackThread: .main, pace: pace)
       view = CountingRenderer(showingOn: screen)
       device = CountingAudioDevice(playingOn: speaker)
@@ -182,6 +186,13 @@ enum PlayCommand {
       }
       keys?.start()
       keys?.setRange(fromMs: start, toMs: end)
+      if let keys {
+        // The bar shows what is not recorded from the start (the listing), and each gap as it is crossed.
+        storage.listRecordings(startTimeMs: start, endTimeMs: end) { result in
+          guard result.code == TiCloudStorageErrorCode.ok else { return }
+          keys.recorded(result.recordings.map { ($0.startTimeMs, $0.endTimeMs) })
+        }
+      }
       replay.onTimeChanged = { ms in
         PlayCommand.line("{\"event\":\"time\",\"ms\":\(ms)}")
         keys?.timeChanged(ms)

@@ -38,8 +38,10 @@ final class WindowKeys: @unchecked Sendable {
     self.showsDates = showsDates
   }
 
-  /// The play's range (the bar's width) and the gaps crossed so far.
+  /// The play's range (the bar's width), what the listing says is not recorded in it, and the gaps
+  /// crossed so far.
   private var range: MediaRange?
+  private var unrecorded: [MediaRange] = []
   private var gaps: [MediaRange] = []
   private var position: MediaTime?
 
@@ -60,9 +62,27 @@ final class WindowKeys: @unchecked Sendable {
     updateBar()
   }
 
+  /// The recorded ranges of the play's range, as the listing gives them (UTC ms): the stretches between
+  /// them are shown red from the start, before the play gets there.
+  func recorded(_ ranges: [(startMs: Int64, endMs: Int64)]) {
+    guard let range else { return }
+    var holes: [MediaRange] = []
+    var cursor = range.start
+    for (start, end) in ranges.sorted(by: { $0.startMs < $1.startMs }) {
+      guard let from = MediaTime(checkedMilliseconds: start), let to = MediaTime(checkedMilliseconds: end) else {
+        continue
+      }
+      if from > cursor { holes.append(MediaRange(start: cursor, end: min(from, range.end))) }
+      cursor = max(cursor, to)
+    }
+    if cursor < range.end { holes.append(MediaRange(start: cursor, end: range.end)) }
+    unrecorded = holes.filter { !$0.isEmpty }
+    updateBar()
+  }
+
   private func updateBar() {
     guard let range else { return }
-    screen.showTimeline(SDLWindow.Timeline(range: range, gaps: gaps, position: position))
+    screen.showTimeline(SDLWindow.Timeline(range: range, gaps: unrecorded + gaps, position: position))
   }
 
   /// The title shows the play's time and speed, the bar where it is.
