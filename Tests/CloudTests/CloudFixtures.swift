@@ -158,9 +158,10 @@ func span(_ from: Int64, _ to: Int64) -> MediaRange {
 /// The library the HLS and player tests play, served: 30 s in 5-second objects, a keyframe every 3 s,
 /// nothing recorded from 12 s to 18 s, AAC audio on channel 1, encrypted (the server decrypts it itself);
 /// and where it starts.
-func servedLibraryWithAGap() throws -> (ServedLibrary, Int64) {
+func servedLibraryWithAGap(codec: Codec = .h264) throws -> (ServedLibrary, Int64) {
   let directory = try TemporaryDirectory("tipipe-stream")
   var options = smallOptions(seconds: 30)
+  options.videoCodec = codec
   options.segmentSeconds = 5
   options.gop = 75
   options.gaps = [(offset: 12, length: 6)]

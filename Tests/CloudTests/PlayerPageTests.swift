@@ -21,6 +21,15 @@ import Testing
       "\(served.server.endpoint)/player#token=\(served.token)&start=\(start)&end=\(start + 30_000)&channel=0"
       + "&audio=1&test=1&seek=\(seek)&rate=4"
     let lines = try chromiumConsole(page, marker: "tipipe-player ")
+    // Before anything plays, the clock shows the range's first recorded instant and the page offers the
+    // playlist for other players.
+    let clock = try #require(lines.first { $0.hasPrefix("tipipe-player clock") }, "\(lines)")
+    let format = DateFormatter()
+    format.locale = Locale(identifier: "en_US_POSIX")
+    format.timeZone = TimeZone(identifier: "UTC")
+    format.dateFormat = "yyyy-MM-dd HH:mm:ss.SSS"
+    let first = format.string(from: Date(timeIntervalSince1970: Double(start) / 1000))
+    #expect(clock == "tipipe-player clock \(first) hls=1", "\(clock) \(first)")
     // The duration shown is the listing's: 30 s less the 6 s gap, in two runs of objects.
     let ready = try #require(lines.first { $0.hasPrefix("tipipe-player ready") }, "\(lines)")
     #expect(value("duration", in: ready) == "24.000" && value("listed", in: ready) == "24.000", "\(ready)")
@@ -41,6 +50,13 @@ import Testing
       "\(start + 30_000)", "--video-channel", "0", "--out", exported.path, "--quiet",
     ])
     try #require(done.status == 0, "\(done.stderr)")
+    // The codecs the buffer was opened with: H.264 of the level ffprobe reads in the same recording, and
+    // AAC.
+    let codecs = try #require(lines.first { $0.hasPrefix("tipipe-player codecs") }, "\(lines)")
+    let level = try Self.probe("level", of: exported)
+    #expect(
+      codecs.hasPrefix("tipipe-player codecs avc1.") && codecs.hasSuffix(String(format: "%02x,mp4a.40.2", level)),
+      "\(codecs) level \(level)")
     // Chromium's scaling is not ffmpeg's: the picture at 20 s must match far better than its
     // neighbours half a second away.
     let match = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 2, width: 64, height: 48))
@@ -68,6 +84,51 @@ import Testing
     #expect(value("current", in: ended).flatMap(Double.init).map { abs($0 - 23) < 0.1 } == true, "\(ended)")
     #expect(value("jumps", in: ended).flatMap(Int.init).map { (1...2).contains($0) } == true, "\(ended)")
     #expect(!lines.contains { $0.contains("error") }, "\(lines)")
+  }
+
+  /// An integer field of the first video stream of `file`, as ffprobe reads it.
+  static func probe(_ field: String, of file: URL) throws -> Int {
+    let text = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=\(field)", "-of", "csv=p=0", file.path])
+    return try #require(Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), "\(field): \(text)")
+  }
+
+  @Test func anH265RecordingNamesItsCodecExactlyAndOffersThePlaylistWhereTheBrowserCannotDecodeIt() throws {
+    let (served, start) = try servedLibraryWithAGap(codec: .h265)
+    let lines = try chromiumConsole(
+      "\(served.server.endpoint)/player#token=\(served.token)&start=\(start)&end=\(start + 30_000)&channel=0"
+        + "&audio=1&test=1&seek=\(start + 5_000)&rate=8&from=start",
+      marker: "tipipe-player ")
+    let export = try TemporaryDirectory("player-h265")
+    let exported = export.url.appendingPathComponent("h265.mp4")
+    let done = try tipipe([
+      "export", "--endpoint", "file://" + served.library.path, "--start", "\(start)", "--end", "\(start + 6_000)",
+      "--video-channel", "0", "--out", exported.path, "--quiet",
+    ])
+    try #require(done.status == 0, "\(done.stderr)")
+    // hvc1.<profile>.<compatibility flags, bit-reversed>.L<level>.<constraint bytes>: libx265's Main
+    // profile is compatible with Main and Main 10 (flags 1 and 2: 6), progressive and frame-only
+    // (constraint byte 0x90).
+    let profileName = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=profile", "-of", "csv=p=0", exported.path])
+    let profile = try #require(
+      ["Main": 1, "Main 10": 2, "Main Still Picture": 3, "Rext": 4][
+        profileName.trimmingCharacters(in: .whitespacesAndNewlines)], "profile \(profileName)")
+    let level = try Self.probe("level", of: exported)
+    let codecs = try #require(lines.first { $0.hasPrefix("tipipe-player codecs") }, "\(lines)")
+    #expect(codecs == "tipipe-player codecs hvc1.\(profile).6.L\(level).90,mp4a.40.2", "\(codecs)")
+    // Chromium here has no H.265 decoder for Media Source Extensions: the page says so and keeps the
+    // playlist's link; a browser that has one plays.
+    let clock = try #require(lines.first { $0.hasPrefix("tipipe-player clock") }, "\(lines)")
+    #expect(clock.hasSuffix("hls=1"), "\(clock)")
+    if let error = lines.first(where: { $0.hasPrefix("tipipe-player error") }) {
+      #expect(error.hasPrefix("tipipe-player error this browser cannot play video/mp4; codecs="), "\(error)")
+      #expect(!lines.contains { $0.hasPrefix("tipipe-player ready") }, "\(lines)")
+    } else {
+      #expect(lines.contains { $0.hasPrefix("tipipe-player ended") }, "\(lines)")
+    }
   }
 
   @Test func aBadTokenIsAnErrorNotASpinner() throws {

@@ -1,7 +1,10 @@
 /// `GET /player`: a page that plays a device's recordings in a browser, from this server's own API — the
 /// listing for the timeline (recorded ranges and gaps), `/hls/index.m3u8` for the media (its fMP4
 /// fragments appended to a Media Source Extensions buffer by a loader of its own: no JavaScript library
-/// can be installed here) and `/thumbnails` for previews on hover.
+/// can be installed here) and `/thumbnails` for previews on hover. The buffer is opened with the codecs
+/// read from the init section (RFC 6381, H.265's from its `hvcC`); a codec the browser cannot decode (H.265
+/// in most) is an error naming it, and the page links the presigned playlist for a player that can (VLC,
+/// ffplay, Safari). The clock shows the range's first recorded instant from the playlist on.
 ///
 /// What to play comes in the URL's fragment, which a browser never sends (so no token reaches a log):
 /// `/player#token=T&start=S&end=E&channel=N[&audio=M][&every=SECONDS]`. The page holds no data of its
@@ -26,10 +29,11 @@ enum PlayerPage {
     button{background:#222;color:#eee;border:1px solid #555;padding:3px 8px}
     button.on{background:#3a7;color:#000}
     #error{color:#f66;font-weight:bold;margin-top:8px}
+    a{color:#8cf;margin-left:auto}
     </style></head><body><div id="stage">
     <video id="video" muted playsinline></video>
     <div id="bar"><div id="head"></div><div id="tip"><div id="tile"></div><span id="tiptime"></span></div></div>
-    <div id="controls"><button id="play">play</button><span id="speeds"></span><span id="clock">--:--:--</span></div>
+    <div id="controls"><button id="play">play</button><span id="speeds"></span><span id="clock">--:--:--</span><a id="hls" title="for VLC, ffplay or Safari"></a></div>
     <div id="error" role="alert"></div>
     </div><script>
     "use strict";
@@ -68,6 +72,13 @@ enum PlayerPage {
       const q = `start_ms=${start}&end_ms=${end}&channel=${channel}` + (audio !== null ? `&audio_channel=${audio}` : "");
       const r = await fetch(`/hls/index.m3u8?${q}`, auth);
       if (!r.ok) { const body = await json(r); throw new Error(`${r.status} ${body.error || ""}: ${body.message || ""}`); }
+      // The same playlist for players that speak HLS (VLC, ffplay, Safari): presigned, no token in it.
+      const presigned = r.headers.get("X-Presigned-URL");
+      if (presigned) {
+        const a = document.getElementById("hls");
+        a.href = "/hls/" + presigned;
+        a.textContent = "HLS playlist";
+      }
       let run = null, length = 0, media = 0;
       for (const line of (await r.text()).split("\n")) {
         if (line.startsWith("#EXT-X-MAP:URI=")) { run = { init: line.slice(16, -1), wall: 0, media, segments: [] }; runs.push(run); }
@@ -96,13 +107,28 @@ enum PlayerPage {
       return duration;
     }
 
-    // Codecs from the init section: avcC gives the H.264 profile and level; mp4a says AAC.
+    // Codecs from the init section (RFC 6381): avcC gives the H.264 profile, constraints and level;
+    // hvcC the H.265 profile space, profile, compatibility flags (bit-reversed), tier, level and
+    // constraint bytes (trailing zero bytes left out), as ISO/IEC 14496-15 annex E writes them; mp4a
+    // says AAC.
     function codecs(bytes) {
       const find = (tag) => { for (let i = 0; i + 4 < bytes.length; i++) if (String.fromCharCode(...bytes.subarray(i, i + 4)) === tag) return i; return -1; };
+      const hex = (n) => n.toString(16).toUpperCase();
       const list = [];
-      const avc = find("avcC");
+      const avc = find("avcC"), hvc = find("hvcC");
       if (avc >= 0) list.push("avc1." + [1, 2, 3].map((k) => bytes[avc + 4 + k].toString(16).padStart(2, "0")).join(""));
-      else if (find("hvcC") >= 0) list.push("hvc1.1.6.L93.B0");
+      else if (hvc >= 0) {
+        const c = hvc + 4, space = bytes[c + 1] >> 6, tier = (bytes[c + 1] >> 5) & 1, profile = bytes[c + 1] & 31;
+        let flags = 0;
+        for (let k = 0; k < 4; k++) flags = flags * 256 + bytes[c + 2 + k];
+        let reversed = 0;
+        for (let bit = 0; bit < 32; bit++) reversed = reversed * 2 + (Math.floor(flags / 2 ** bit) & 1);
+        const constraints = Array.from(bytes.subarray(c + 6, c + 12));
+        while (constraints.length && constraints[constraints.length - 1] === 0) constraints.pop();
+        const entry = find("hev1") >= 0 ? "hev1" : "hvc1";
+        list.push([`${entry}.${["", "A", "B", "C"][space]}${profile}`, hex(reversed), `${tier ? "H" : "L"}${bytes[c + 12]}`,
+          ...constraints.map(hex)].join("."));
+      }
       if (find("mp4a") >= 0) list.push("mp4a.40.2");
       return `video/mp4; codecs="${list.join(", ")}"`;
     }
@@ -270,11 +296,12 @@ enum PlayerPage {
       b.onclick = () => { video.playbackRate = rate; for (const o of document.querySelectorAll("#speeds button")) o.classList.toggle("on", o === b); };
       document.getElementById("speeds").appendChild(b);
     }
-    video.addEventListener("timeupdate", () => {
+    // The play head and the wall clock it is at (from the playlist on, before anything plays).
+    function showHead() {
       document.getElementById("head").style.left = `${(100 * (wallAt0() - start)) / (end - start)}%`;
       document.getElementById("clock").textContent = new Date(wallAt0()).toISOString().replace("T", " ").slice(0, 23);
-      pump();
-    });
+    }
+    video.addEventListener("timeupdate", () => { showHead(); pump(); });
     const wallAt0 = () => (runs.length ? wallOf(video.currentTime) : start);
 
     // Test hooks: the luma of the shown picture, read back from a canvas (after `seeked`, the picture at
@@ -293,12 +320,18 @@ enum PlayerPage {
       if (!token || !(start < end)) return fail("the page needs #token=…&start=…&end=…&channel=…");
       try { await listing(); await playlist(); } catch (e) { return fail(e.message); }
       drawBar();
+      showHead();
+      log(`clock ${document.getElementById("clock").textContent} hls=${document.getElementById("hls").getAttribute("href") ? 1 : 0}`);
       previews();
       source = new MediaSource();
       video.src = URL.createObjectURL(source);
       await new Promise((resolve) => source.addEventListener("sourceopen", resolve, { once: true }));
       const init = await get(runs[0].init);
-      buffer = source.addSourceBuffer(codecs(init));
+      const type = codecs(init);
+      log(`codecs ${type.slice(type.indexOf('"') + 1, -1).replace(/ /g, "")}`);
+      // A codec this browser cannot decode (H.265 in most): said so, with the playlist for a player.
+      if (!MediaSource.isTypeSupported(type)) return fail(`this browser cannot play ${type}: open the HLS playlist in a player that can (VLC, ffplay, Safari)`);
+      buffer = source.addSourceBuffer(type);
       source.duration = duration;
       const listed = ranges.reduce((n, [a, b]) => n + (b - a), 0) / 1000;
       log(`ready duration=${duration.toFixed(3)} listed=${listed.toFixed(3)} runs=${runs.length} segments=${segments.length}`);
