@@ -8,8 +8,10 @@ import PipelineGraph
 ///
 /// The device is opened at the first frame with that frame's rate and channels as 32-bit float, and
 /// opened again when they change; each frame's samples are interleaved, scaled by the volume and queued
-/// (`SDL_QueueAudio`: SDL's audio thread pulls them at the device's pace). Frames come only at 1×, in
-/// real time, so the queue stays short. ``close()`` (or `deinit`) closes the device.
+/// (`SDL_QueueAudio`: SDL's audio thread pulls them at the device's pace). Frames come only at 1×,
+/// ahead of their time by the replay's lead (the device says how long it holds: ``latency``, which the
+/// replay's clock follows), so the queue neither runs dry nor grows. Pause stops the device where it
+/// is; a seek or a stop drops what it holds (``flush()``). ``close()`` (or `deinit`) closes the device.
 public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   /// Why there is no sound: no audio driver or device SDL can open; SDL's own words.
   public struct Unavailable: Error, CustomStringConvertible {
@@ -20,8 +22,13 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   private struct State {
     var device: SDL_AudioDeviceID = 0
     var format = (rate: 0, channels: 0)
+    /// The sample frames of SDL's own buffer, which it fills from the queue at once.
+    var bufferSamples = 0
+    /// The sample frames of the frame played last.
+    var lastSamples = 0
     var played = 0
     var started = false
+    var paused = false
     var failure: String?
     var closed = false
   }
@@ -54,7 +61,10 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
         guard !state.closed, state.failure == nil else { return }
         if state.format != (samples.sampleRate, samples.channels) {
           if state.device != 0 { SDL_CloseAudioDevice(state.device) }
-          state.device = Self.open(rate: samples.sampleRate, channels: samples.channels, failure: &state.failure)
+          let (device, buffer) = Self.open(
+            rate: samples.sampleRate, channels: samples.channels, failure: &state.failure)
+          state.device = device
+          state.bufferSamples = buffer
           state.format = (samples.sampleRate, samples.channels)
           state.started = false
         }
@@ -67,11 +77,42 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
         }
         // Started once something is queued: the device's first buffer is this frame, not silence.
         if !state.started {
-          SDL_PauseAudioDevice(state.device, 0)
+          if !state.paused { SDL_PauseAudioDevice(state.device, 0) }
           state.started = true
         }
         state.played += samples.count
+        state.lastSamples = samples.count
       }
+    }
+  }
+
+  /// How long until the frame queued last starts to be heard: what is queued before it, plus half of
+  /// SDL's buffer (which SDL fills from the queue a buffer at a time); nil before a device is open.
+  public var latency: MediaDuration? {
+    state.withLock { state -> MediaDuration? in
+      guard state.device != 0, state.format.rate > 0, !state.closed else { return nil }
+      let bytesPerSample = 4 * max(1, state.format.channels)
+      let queued = Int(SDL_GetQueuedAudioSize(state.device)) / bytesPerSample
+      let waiting = max(0, queued - state.lastSamples) + state.bufferSamples / 2
+      return .microseconds(Int64(waiting) * 1_000_000 / Int64(state.format.rate))
+    }
+  }
+
+  /// Pauses or resumes the device, keeping what it holds (a paused play's sound stops at once and goes
+  /// on from there).
+  public func setPaused(_ paused: Bool) {
+    state.withLock { state in
+      guard state.paused != paused, !state.closed else { return }
+      state.paused = paused
+      if state.device != 0 && state.started { SDL_PauseAudioDevice(state.device, paused ? 1 : 0) }
+    }
+  }
+
+  /// Drops what is queued (a seek or a stop: the old sound is not heard after it).
+  public func flush() {
+    state.withLock { state in
+      guard state.device != 0, !state.closed else { return }
+      SDL_ClearQueuedAudio(state.device)
     }
   }
 
@@ -87,7 +128,8 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
     SDL_QuitSubSystem(UInt32(SDL_INIT_AUDIO))
   }
 
-  private static func open(rate: Int, channels: Int, failure: inout String?) -> SDL_AudioDeviceID {
+  /// Opens a device for `rate` and `channels`; returns it (0 on failure) and its buffer's sample frames.
+  private static func open(rate: Int, channels: Int, failure: inout String?) -> (SDL_AudioDeviceID, Int) {
     var wanted = SDL_AudioSpec()
     wanted.freq = Int32(rate)
     wanted.format = SDL_AudioFormat(AUDIO_F32SYS)
@@ -99,7 +141,7 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
     if device == 0 {
       failure = "cannot open an audio device for \(rate) Hz, \(channels) channels: \(String(cString: SDL_GetError()))"
     }
-    return device
+    return (device, Int(obtained.samples))
   }
 
   /// The samples as interleaved 32-bit floats in [-1, 1].

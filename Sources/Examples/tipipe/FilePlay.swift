@@ -7,9 +7,11 @@ import TiCloudStorage
 
 /// `tipipe play --input FILE --window`: a media file played in the window, as a graph of the library's
 /// nodes — `MediaFileSource → FrameDecoder → Pacer → PresentationSink` for the video and, with a
-/// speaker, the same for the audio — one timeline for both, on a thread of its own. Pause and speed go
-/// to the pacers; a seek flushes the graph to the target (the source seeks to the keyframe before it,
-/// the pacers show from the target). Lines go out on the main queue, in one order.
+/// speaker, the same for the audio — one timeline for both, on a thread of its own, on a clock that
+/// follows the speaker (`SlewedClock`: the audio is handed over `Pacer.audioLead` ahead). Pause and speed
+/// go to the pacers (and pause to the speaker); a seek flushes the graph to the target (the source seeks to
+/// the keyframe before it, the pacers show from the target) and the speaker. Lines go out on the main
+/// queue, in one order.
 final class FilePlay: WindowPlay, @unchecked Sendable {
   private struct State {
     var speed: ReplaySpeed
@@ -24,6 +26,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   private let pipeline: Pipeline
   private let pacers: [Pacer]
   private let screen: SDLWindow
+  /// Paused with the play and flushed by a seek.
+  private let speaker: SDLAudioDevice?
   private let snapshots: URL
   private let state: Locked<State>
   /// Signalled when the play ends: its end, a failure, `q`.
@@ -39,11 +43,14 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     throws
   {
     self.screen = screen
+    self.speaker = speaker
     self.snapshots = snapshots
     let state = Locked(State(speed: speed))
     self.state = state
     let onTime = self.onTime
-    let pipeline = Pipeline(executor: executor)
+    // The monotonic clock, following the speaker's own (the audio master clock).
+    let clock = SlewedClock(base: MonotonicClock())
+    let pipeline = Pipeline(executor: executor, clock: clock)
     self.pipeline = pipeline
     // Times from the file's start: the title, the lines and --start all count from there.
     let source = MediaFileSource(path: path, startTime: MediaTime(microseconds: 0))
@@ -80,7 +87,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     if let speaker {
       let audioDecoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack, threads: 1)
       let audioPacer = Pacer(
-        name: "AudioPacer", rate: speed.rate, presentFrom: start, timeline: timeline, prerolls: false)
+        name: "AudioPacer", rate: speed.rate, presentFrom: start, timeline: timeline, prerolls: false,
+        lead: Pacer.audioLead)
       let audioSink = PresentationSink(
         name: "AudioOutput",
         onFrame: { frame, _ in
@@ -92,6 +100,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
             })
           else { return }
           speaker.play(frame, volume: 100)
+          if let latency = speaker.latency { clock.follow(latency: latency, lead: Pacer.audioLead) }
         })
       pipeline.connect(source, to: audioDecoder, limits: EdgeLimits(items: 256, bytes: 8 << 20))
       pipeline.connect(audioDecoder, to: audioPacer, limits: EdgeLimits(items: 16))
@@ -137,11 +146,18 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
 
   var speed: ReplaySpeed { state.withLock { $0.speed } }
   var positionMs: Int64? { state.withLock { $0.position?.milliseconds } }
-  func pause() { for pacer in pacers { pacer.pause() } }
-  func resume() { for pacer in pacers { pacer.resume() } }
+  func pause() {
+    for pacer in pacers { pacer.pause() }
+    speaker?.setPaused(true)
+  }
+  func resume() {
+    for pacer in pacers { pacer.resume() }
+    speaker?.setPaused(false)
+  }
 
   func seek(toMs ms: Int64) {
     state.withLock { $0.reported = nil }
+    speaker?.flush()
     guard let target = MediaTime(checkedMilliseconds: max(0, ms)) else { return }
     _ = pipeline.flush(seekingTo: target)
   }

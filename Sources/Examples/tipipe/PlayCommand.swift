@@ -350,6 +350,10 @@ enum PlayCommand {
       frames.add(1, ordering: .relaxed)
       speaker?.play(frame, volume: volume)
     }
+    /// The speaker's: the play's clock follows it (nil without one: the monotonic clock alone).
+    var latency: MediaDuration? { speaker?.latency }
+    func setPaused(_ paused: Bool) { speaker?.setPaused(paused) }
+    func flush() { speaker?.flush() }
   }
 
   /// `text` as a JSON string literal.

@@ -54,6 +54,28 @@ public final class FrameCaptureRenderer: VideoRenderer {
 public protocol AudioDevice: AnyObject, Sendable {
   /// Plays `frame` at `volume` (0...100; 0 is silence).
   func play(_ frame: DecodedFrame, volume: Int)
+
+  /// How long from now until the frame played last starts to be heard (what the device holds before it,
+  /// plus the average wait for its own buffer); nil when the device does not know (the default). A device
+  /// that knows gets its audio ahead of time and paces the play (an audio master clock: see
+  /// `SlewedClock`).
+  var latency: MediaDuration? { get }
+
+  /// Stops consuming what it holds (`true`), or goes on (`false`): the play paused or resumed. The
+  /// default does nothing.
+  func setPaused(_ paused: Bool)
+
+  /// Drops what it holds and has not played (a seek, a stop, a new play). The default does nothing.
+  func flush()
+}
+
+extension AudioDevice {
+  /// Not known.
+  public var latency: MediaDuration? { nil }
+  /// Nothing to do.
+  public func setPaused(_ paused: Bool) {}
+  /// Nothing to do.
+  public func flush() {}
 }
 
 /// A device that consumes samples as they are presented (the pacer presents them in real time on the

@@ -47,6 +47,8 @@ public final class Pacer: Node {
   private let initiallyShowsFirstFrame: Bool
   private let showsFirstFrameAfterSeek: Bool
   private let prerolls: Bool
+  /// How long before its instant a frame is handed on (an audio device that holds what it plays).
+  private let lead: MediaDuration
   private let shared: Locked<Shared>
   private var applied: Control
   /// The anchor this pacer shares.
@@ -58,6 +60,10 @@ public final class Pacer: Node {
   private var pending: DecodedFrame?
   private var timer: ClockTimer?
   private var consecutiveDrops = 0
+  /// How far ahead of its instant an audio pacer hands frames to a device that holds its sound
+  /// (`AudioDevice/latency` not nil): enough to ride out a loaded machine's hiccups without running dry,
+  /// short enough that a pause or a seek is heard at once (the device pauses and flushes too).
+  public static let audioLead = MediaDuration.microseconds(100_000)
   /// Late frames dropped in a row before upstream is asked for keyframes only.
   private static let dropsBeforeKeyframesOnly = 3
   private var lastPresented: DecodedFrame?
@@ -99,13 +105,16 @@ public final class Pacer: Node {
   /// first frame even while paused when `showsFirstFrameWhilePaused` (after a seek, when
   /// `showsFirstFrameAfterSeek`). Pacers of one playback share a
   /// `timeline` made with the same rate and pause state; nil gives the pacer one of its own. The
-  /// timeline's anchor waits for this pacer's first frame when it `prerolls`.
+  /// timeline's anchor waits for this pacer's first frame when it `prerolls`. A `lead` hands each frame on
+  /// that long before its instant (a device that holds what it plays hears it on time); lateness is still
+  /// measured against the instant.
   public init(
     name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
     muted: Bool = false, showsFirstFrameWhilePaused: Bool = false, showsFirstFrameAfterSeek: Bool = false,
-    timeline: PlaybackTimeline? = nil, prerolls: Bool = true
+    timeline: PlaybackTimeline? = nil, prerolls: Bool = true, lead: MediaDuration = .zero
   ) {
     self.prerolls = prerolls
+    self.lead = lead
     initialPresentFrom = presentFrom
     initiallyShowsFirstFrame = showsFirstFrameWhilePaused
     self.showsFirstFrameAfterSeek = showsFirstFrameAfterSeek
@@ -210,6 +219,28 @@ public final class Pacer: Node {
     {
     case .at(let instant):
       due = instant
+      if lead > .zero, !applied.paused {
+        let early = ClockInstant(microseconds: instant.microseconds &- lead.microseconds)
+        if early <= now {
+          let lateness = now.microseconds - instant.microseconds
+          let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
+          // Within the lead: handed on now; later than the frame lasts: past, as below.
+          if lateness <= allowance && !(muted && resyncing && lateness > 0) {
+            present(frame, context: context)
+            return
+          }
+        } else {
+          hold(frame, context: context)
+          timer = context.scheduleTimer(at: early) { [unowned self] in
+            guard let frame = pending else { return }
+            pending = nil
+            timer = nil
+            present(frame, context: context)
+            context.resumeInput()
+          }
+          return
+        }
+      }
     case .awaitingPreroll(let deadline):
       // Held until the other pacers' first frames anchor the clock (a wake-up) or the limit passes; a
       // seek while paused shows its picture at once all the same.

@@ -164,6 +164,14 @@ public final class Replay: @unchecked Sendable {
     /// The events handler of output `id`.
     func events(of id: OutputID) -> (@Sendable (OutputEvent) -> Void)? { attachments[id]?.events }
 
+    /// The devices of the audio outputs (paused with the play, flushed by a seek or a stop).
+    var audioDevices: [any AudioDevice] {
+      attachments.values.compactMap { attachment in
+        if case .audio(let device) = attachment.target { return device }
+        return nil
+      }
+    }
+
     /// Takes the current graph out, keeping its drop count.
     mutating func retireGraph() -> Graph? {
       guard let graph else { return nil }
@@ -233,6 +241,7 @@ public final class Replay: @unchecked Sendable {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
     var old: Graph?
+    var devices: [any AudioDevice] = []
     let (code, tooLarge, play) = state.withLock { state -> (TiErrorCode, Bool, Int) in
       let (code, tooLarge) = state.rules.play(
         start: startTimeMs, end: endTimeMs, initial: initialTimeMs, token: token)
@@ -246,10 +255,15 @@ public final class Replay: @unchecked Sendable {
       }
       state.lastFrame = nil
       old = state.retireGraph()
+      devices = state.audioDevices
       return (.ok, tooLarge, state.rules.playNumber)
     }
     guard code == .ok else { return code }
     old?.pipeline.stop()
+    for device in devices {
+      device.flush()
+      device.setPaused(false)
+    }
     endRecorders(ended)
     releaseWaiters(released)
     // Over 10 days the play is accepted and ends through onError (R21), as a listing of that span would.
@@ -281,13 +295,17 @@ public final class Replay: @unchecked Sendable {
   public var isPaused: Bool { state.withLock { $0.rules.active && $0.rules.paused } }
 
   private func setPaused(_ paused: Bool) -> TiErrorCode {
+    var devices: [any AudioDevice] = []
     let graph = state.withLock { state -> Graph?? in
       guard state.rules.setPaused(paused) else { return nil }
       if let graph = state.graph { graph.source.readsAhead = Self.readsAhead(state) }
+      devices = state.audioDevices
       return .some(state.graph)
     }
     guard let graph else { return .notStarted }
     for pacer in graph?.pacers ?? [] { paused ? pacer.pause() : pacer.resume() }
+    // What a device holds stops with the picture and goes on with it.
+    for device in devices { device.setPaused(paused) }
     return .ok
   }
 
@@ -320,6 +338,7 @@ public final class Replay: @unchecked Sendable {
   @discardableResult
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
     var flushed = false
+    var devices: [any AudioDevice] = []
     let outcome = state.withLock { state -> Result<(Int64?, (@Sendable (Int64, Int64) -> Void)?), TiError> in
       let superseded: MediaTime?
       switch state.rules.seek(to: timeMs) {
@@ -332,11 +351,14 @@ public final class Replay: @unchecked Sendable {
         graph.pipeline.flush(seekingTo: state.rules.target)
         flushed = true
       }
+      devices = state.audioDevices
       return .success((superseded?.milliseconds, state.onSeekSuperseded))
     }
     switch outcome {
     case .failure(let error): return error.code
     case .success(let (superseded, handler)):
+      // The sound before the seek is not heard after it.
+      for device in devices { device.flush() }
       if let superseded, let handler { handler(superseded, timeMs) }
       // A flushed graph's recorder tap marks the discontinuity in order with the packets.
       guard !flushed else { return .ok }
@@ -352,14 +374,20 @@ public final class Replay: @unchecked Sendable {
   public func stop() -> TiErrorCode {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
+    var devices: [any AudioDevice] = []
     let old = state.withLock { state -> Graph? in
       state.rules.stop()
       released = Array(state.waiters.values)
       state.waiters = [:]
       ended = state.takeRecorders()
+      devices = state.audioDevices
       return state.retireGraph()
     }
     old?.pipeline.stop()
+    for device in devices {
+      device.flush()
+      device.setPaused(false)
+    }
     endRecorders(ended)
     releaseWaiters(released)
     return .ok

@@ -3,7 +3,8 @@ import PipelineGraph
 
 /// Where a ``Replay`` runs: its executor, its clock, its workers, and how its callbacks are delivered.
 ///
-/// - ``realtime(callbacks:)``: a thread of its own and the monotonic clock (an application).
+/// - ``realtime(callbacks:)``: a thread of its own and the monotonic clock (an application), slewed
+///   to follow an audio device's own clock when one is bound at 1× (a `SlewedClock`).
 /// - ``freeRunning(callbacks:)``: the same semantics on a clock that jumps to the next presentation
 ///   as soon as the graph is idle (`tipipe play --pace fast`, snapshots, tests of whole runs).
 /// - ``manual(executor:clock:)``: every job and every instant under a test's control (a
@@ -39,9 +40,10 @@ public struct ReplayEnvironment: Sendable {
 
   /// Real time on a thread of the replay's own; callbacks on `callbacks` (the main queue by default).
   public static func realtime(callbacks: DispatchQueue = .main) -> ReplayEnvironment {
+    // The monotonic clock, slewed to follow an audio device that says how long it holds its sound.
     ReplayEnvironment(
-      executor: ThreadExecutor(name: "tipipe.replay"), clock: MonotonicClock(), workers: WorkerPool.shared,
-      deliver: { callbacks.async(execute: $0) })
+      executor: ThreadExecutor(name: "tipipe.replay"), clock: SlewedClock(base: MonotonicClock()),
+      workers: WorkerPool.shared, deliver: { callbacks.async(execute: $0) })
   }
 
   /// Everything on `executor` under a test's control: the graphs' jobs, the workers' reads, and the

@@ -224,15 +224,20 @@ extension Replay {
     case .audio(let device):
       // With video, audio is muted and not presented off 1×; alone it paces the position.
       let audioOnly = !plan.bindings.contains { $0.isVideo }
+      // A device that says how long it holds what it plays gets its audio ahead by the lead, and the
+      // play's clock (a SlewedClock) follows what it actually plays: the audio master clock.
+      let clock = device.latency != nil ? environment.clock as? SlewedClock : nil
+      let lead = clock == nil ? MediaDuration.zero : Pacer.audioLead
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
-        muted: !audioOnly, timeline: timeline, prerolls: false)
+        muted: !audioOnly, timeline: timeline, prerolls: false, lead: lead)
       // Speed and volume as published: an audio frame takes no Replay lock.
       let levels = LevelsReader(state.withLock { $0.levels })
       present = { frame in
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
         device.play(frame, volume: volume)
+        if let clock, let latency = device.latency { clock.follow(latency: latency, lead: lead) }
       }
     }
     let video = binding.isVideo

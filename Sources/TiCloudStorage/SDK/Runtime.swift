@@ -85,11 +85,12 @@ final class Runtime: @unchecked Sendable {
   }
   private var replayEnvironmentOverride: (@Sendable () -> ReplayEnvironment)?
 
-  /// A new Replay's environment at `pace` (under the lock): a thread of its own and the monotonic clock,
-  /// or a free-running clock.
+  /// A new Replay's environment at `pace` (under the lock): a thread of its own and the monotonic clock
+  /// (slewed to follow an audio device that says how long it holds its sound), or a free-running clock.
   func replayEnvironmentLocked(pace: TiCloudStorageReplayPace) -> ReplayEnvironment {
     if let replayEnvironmentOverride { return replayEnvironmentOverride() }
-    let clock: any PipelineClock = pace == .realtime ? MonotonicClock() : VirtualClock(freeRunning: true)
+    let clock: any PipelineClock =
+      pace == .realtime ? SlewedClock(base: MonotonicClock()) : VirtualClock(freeRunning: true)
     return ReplayEnvironment(
       executor: ThreadExecutor(name: "tirtc.replay"), clock: clock, workers: WorkerPool.shared, deliver: { $0() })
   }
