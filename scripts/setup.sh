@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev zlib1g-dev libmicrohttpd-dev libarchive-dev
   ffmpeg curl
   gstreamer1.0-tools gstreamer1.0-plugins-good
+  mkvtoolnix  # a third MP4 reader judging recorded files (GPAC is not packaged here)
   time
   chromium  # browser tests: exported files played in a <video> element
   libsdl2-dev  # DesktopOutputs: the window of `tipipe play --window`

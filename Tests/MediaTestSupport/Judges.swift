@@ -15,6 +15,49 @@ public func qtdemuxVideoBuffers(_ file: URL) throws -> [Double] {
   }
 }
 
+/// The timestamps (ms) of the video frames MKVToolNix reads from the MP4 `file` with its own reader (not
+/// libavformat, not GStreamer): remuxed to Matroska by `mkvmerge`, then the video track's timestamps
+/// extracted by `mkvextract`. A third independent demuxer, as GPAC would be (GPAC is not packaged for this
+/// Debian). Warnings (exit 1) are allowed, errors throw.
+public func mkvmergeVideoTimestamps(_ file: URL) throws -> [Double] {
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-mkv-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  defer { try? FileManager.default.removeItem(at: directory) }
+  let identified = try JSONSerialization.jsonObject(with: runForData("/usr/bin/mkvmerge", ["-J", file.path]))
+  guard let tracks = (identified as? [String: Any])?["tracks"] as? [[String: Any]],
+    let video = tracks.first(where: { $0["type"] as? String == "video" })?["id"] as? Int
+  else { throw JudgeFailure(what: "mkvmerge found no video track in \(file.path)") }
+  let remuxed = directory.appendingPathComponent("remuxed.mkv")
+  let timestamps = directory.appendingPathComponent("timestamps.txt")
+  for (tool, arguments) in [
+    ("/usr/bin/mkvmerge", ["-q", "-o", remuxed.path, file.path]),
+    ("/usr/bin/mkvextract", ["-q", remuxed.path, "timestamps_v2", "\(video):\(timestamps.path)"]),
+  ] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus <= 1 else {
+      throw JudgeFailure(what: "\(tool) \(arguments.joined(separator: " ")): exit \(process.terminationStatus)")
+    }
+  }
+  // mkvextract ends the list with the end of the last frame (an ffmpeg-made MP4 of 60 frames at 20 fps
+  // gives 61 values, the last 3000): that one is no frame.
+  return Array(
+    try String(contentsOf: timestamps, encoding: .utf8).split(separator: "\n").compactMap { Double($0) }.dropLast())
+}
+
+/// A judge could not read what it was given.
+public struct JudgeFailure: Error, CustomStringConvertible {
+  /// What went wrong.
+  public let what: String
+  /// Says what went wrong.
+  public var description: String { what }
+}
+
 /// The luma of the picture ffmpeg shows at `seconds` of `url` (a video or a still), optionally cropped to
 /// `crop` (x, y, width, height) and then scaled bilinearly to `width`×`height`: one byte per pixel.
 public func ffmpegLuma(

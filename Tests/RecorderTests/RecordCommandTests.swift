@@ -26,6 +26,9 @@ import Testing
     // A second judge that is not libavformat: GStreamer's qtdemux reads every picture, in order.
     let buffers = try qtdemuxVideoBuffers(URL(fileURLWithPath: root + "/Recordings/cut.mp4"))
     #expect(buffers.count == 60 && buffers == buffers.sorted(), "qtdemux: \(buffers.count)")
+    // A third, MKVToolNix's MP4 reader, too.
+    let timestamps = try mkvmergeVideoTimestamps(URL(fileURLWithPath: root + "/Recordings/cut.mp4"))
+    #expect(timestamps.count == 60 && timestamps == timestamps.sorted(), "mkvmerge: \(timestamps.count)")
     #expect(abs((streams.last?.duration ?? 0) - 3) < 0.06)
     // Listed, refused again under the same name, deleted.
     let list = try tipipe(["record", "--list", "--json", "--data-root", root])
@@ -69,6 +72,7 @@ import Testing
     #expect(streams.first?.frames == 90 && streams.first?.width == 640, "\(streams)")
     #expect(abs((streams.last?.duration ?? 0) - 4.5) < 0.08, "\(streams)")
     #expect(try qtdemuxVideoBuffers(file).count == 90)
+    #expect(try mkvmergeVideoTimestamps(file).count == 90)
     // A range with nothing recorded: the seed's code, and no file keeps the name.
     let empty = try record("empty", from: start - 60_000, to: start - 30_000)
     #expect(empty.status == 1)
@@ -141,6 +145,7 @@ import Testing
     let errors = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
     #expect(errors.isEmpty, "\(errors)")
     #expect(try qtdemuxVideoBuffers(URL(fileURLWithPath: file)).count == frames, "qtdemux")
+    #expect(try mkvmergeVideoTimestamps(URL(fileURLWithPath: file)).count == frames, "mkvmerge")
   }
 }
 
