@@ -87,10 +87,12 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   }
 
   /// How long until the frame queued last starts to be heard: what is queued before it, plus half of
-  /// SDL's buffer (which SDL fills from the queue a buffer at a time); nil before a device is open.
+  /// SDL's buffer (which SDL fills from the queue a buffer at a time); zero before the first frame opens
+  /// a device (it holds nothing); nil once closed or failed.
   public var latency: MediaDuration? {
     state.withLock { state -> MediaDuration? in
-      guard state.device != 0, state.format.rate > 0, !state.closed else { return nil }
+      guard !state.closed, state.failure == nil else { return nil }
+      guard state.device != 0, state.format.rate > 0 else { return .zero }
       let bytesPerSample = 4 * max(1, state.format.channels)
       let queued = Int(SDL_GetQueuedAudioSize(state.device)) / bytesPerSample
       let waiting = max(0, queued - state.lastSamples) + state.bufferSamples / 2

@@ -56,9 +56,9 @@ public protocol AudioDevice: AnyObject, Sendable {
   func play(_ frame: DecodedFrame, volume: Int)
 
   /// How long from now until the frame played last starts to be heard (what the device holds before it,
-  /// plus the average wait for its own buffer); nil when the device does not know (the default). A device
-  /// that knows gets its audio ahead of time and paces the play (an audio master clock: see
-  /// `SlewedClock`).
+  /// plus the average wait for its own buffer; zero before anything was played); nil when the device does
+  /// not know (the default). A device that knows when a play's graph is built gets its audio ahead of time
+  /// and paces the play (an audio master clock: see `SlewedClock`).
   var latency: MediaDuration? { get }
 
   /// Stops consuming what it holds (`true`), or goes on (`false`): the play paused or resumed. The

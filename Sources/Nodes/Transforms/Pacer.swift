@@ -19,6 +19,8 @@ import Synchronization
 ///   for. Pause freezes the anchor (the wait is added to it on resume); a speed change re-anchors at the
 ///   current position, without a seek; a hole (a stretch where every track has a gap) is skipped
 ///   without waiting; a gap of some tracks only keeps the time.
+/// - With a `lead` (an audio device that holds what it plays), a frame at 1× is handed on that long
+///   before its instant; lateness is still measured against the instant.
 /// - Frames before `presentFrom` (decoded from the keyframe before a seek target) are not presented:
 ///   the first presented frame is the first whose time is not earlier than the target. With
 ///   `showsFirstFrameWhilePaused` (a seek while paused) that first frame is presented at once, and the
@@ -219,7 +221,8 @@ public final class Pacer: Node {
     {
     case .at(let instant):
       due = instant
-      if lead > .zero, !applied.paused {
+      // The lead is for sound, which plays at 1× only.
+      if lead > .zero, !applied.paused, applied.rate == .normal {
         let early = ClockInstant(microseconds: instant.microseconds &- lead.microseconds)
         if early <= now {
           let lateness = now.microseconds - instant.microseconds

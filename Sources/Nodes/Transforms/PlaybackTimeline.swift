@@ -27,7 +27,7 @@ import Synchronization
 /// late (a branch already holds a frame after it) wakes every pacer to reschedule (``version``).
 /// Thread-safe: a lock guards it, and pacers on different executors share it. A frame's instant once
 /// the anchor is set takes no lock: each change publishes the mapping (anchor, rate, pause, holes) and a
-/// pacer computes from its ``Reader``'s copy, read again only after a change (one atomic load per frame).
+/// pacer computes from its ``Reader``'s copy, read again only after a change (atomic loads per frame).
 public final class PlaybackTimeline: Sendable {
   private struct State {
     var rate: PlaybackRate
