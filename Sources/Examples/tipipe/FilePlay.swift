@@ -3,7 +3,6 @@ import Dispatch
 import Foundation
 import Nodes
 import PipelineGraph
-import Synchronization
 import TiCloudStorage
 
 /// `tipipe play --input FILE --window`: a media file played in the window, as a graph of the library's
@@ -90,10 +89,9 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
       let audioPacer = Pacer(
         name: "AudioPacer", rate: speed.rate, presentFrom: start, timeline: timeline, prerolls: false,
         lead: Pacer.audioLead)
-      let heard = HeardFlushes()
       let audioSink = PresentationSink(
         name: "AudioOutput",
-        onFrame: { frame, flushes in
+        onFrame: { frame, _ in
           // Sound at 1× only, as the Replay's Audio Output.
           guard
             state.withLock({ state in
@@ -101,13 +99,13 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
               return state.speed == .x1
             })
           else { return }
-          // The first frame after a seek's flush: what the speaker still holds from before goes.
-          if heard.moved(to: flushes) { speaker.flush() }
           speaker.play(frame, volume: 100)
           if let latency = speaker.latency {
             clock.follow(latency: latency, lead: Pacer.audioLead, frame: frame.duration)
           }
-        })
+        },
+        // On the executor, in order with the frames: nothing from before a seek is heard after it.
+        onFlush: { speaker.flush() })
       pipeline.connect(source, to: audioDecoder, limits: EdgeLimits(items: 256, bytes: 8 << 20))
       pipeline.connect(audioDecoder, to: audioPacer, limits: EdgeLimits(items: 16))
       pipeline.connect(audioPacer, to: audioSink, limits: EdgeLimits(items: 4))
@@ -253,12 +251,4 @@ enum FilePlayCommand {
       return try play.run()
     }
   }
-}
-
-/// The flush generation the speaker last played in (written on the play's executor).
-private final class HeardFlushes: Sendable {
-  private let flushes = Atomic(0)
-
-  /// True when `flushes` is not the generation played in last (and notes it).
-  func moved(to flushes: Int) -> Bool { self.flushes.exchange(flushes, ordering: .relaxed) != flushes }
 }

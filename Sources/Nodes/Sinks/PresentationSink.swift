@@ -5,7 +5,8 @@ import PipelineGraph
 ///
 /// The closures run on the pipeline's executor, in order with the media, with the flush generation the
 /// media belongs to (a seek's owner tells the frames after it from those before). No states beyond the
-/// `Node` lifecycle: `onEnd` runs at each end of stream (again after a flush restarts the stream).
+/// `Node` lifecycle: `onEnd` runs at each end of stream (again after a flush restarts the stream), `onFlush`
+/// at each flush (an audio device drops what it holds from before the seek).
 public final class PresentationSink: Node {
   /// Presented frames.
   public typealias Input = DecodedFrame
@@ -17,18 +18,20 @@ public final class PresentationSink: Node {
   private let onFrame: (_ frame: DecodedFrame, _ generation: Int) -> Void
   private let onEvent: (_ event: MediaEvent, _ generation: Int) -> Void
   private let onEnd: (_ generation: Int) -> Void
+  private let onFlush: () -> Void
 
-  /// A sink that calls `onFrame` for each frame, `onEvent` for each gap or format change, and `onEnd`
-  /// when the stream has ended (after the last frame's presentation).
+  /// A sink that calls `onFrame` for each frame, `onEvent` for each gap or format change, `onEnd`
+  /// when the stream has ended (after the last frame's presentation), and `onFlush` at each flush.
   public init(
     name: String, onFrame: @escaping (_ frame: DecodedFrame, _ generation: Int) -> Void,
     onEvent: @escaping (_ event: MediaEvent, _ generation: Int) -> Void = { _, _ in },
-    onEnd: @escaping (_ generation: Int) -> Void = { _ in }
+    onEnd: @escaping (_ generation: Int) -> Void = { _ in }, onFlush: @escaping () -> Void = {}
   ) {
     self.name = name
     self.onFrame = onFrame
     self.onEvent = onEvent
     self.onEnd = onEnd
+    self.onFlush = onFlush
   }
 
   /// Hands the frame on.
@@ -43,4 +46,7 @@ public final class PresentationSink: Node {
 
   /// The stream ended.
   public func finish(context: NodeContext<Never>) throws { onEnd(context.generation) }
+
+  /// A flush passed (a seek).
+  public func flush(context: NodeContext<Never>) { onFlush() }
 }

@@ -215,35 +215,17 @@ public final class Pacer: Node {
   private func schedule(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {
     let now = context.now
     timelineVersion = timeline.version
+    // When the frame is handed on, and the instant its lateness is measured against: the same, but for
+    // the lead (sound, which plays at 1× only), which hands it on that much earlier.
     let due: ClockInstant
+    let instant: ClockInstant
     switch timeline.schedule(
       of: frame.time, track: frame.track, now: now, for: ObjectIdentifier(self), reading: &timelineReader)
     {
-    case .at(let instant):
-      due = instant
-      // The lead is for sound, which plays at 1× only.
-      if lead > .zero, !applied.paused, applied.rate == .normal {
-        let early = ClockInstant(microseconds: instant.microseconds &- lead.microseconds)
-        if early <= now {
-          let lateness = now.microseconds - instant.microseconds
-          let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
-          // Within the lead: handed on now; later than the frame lasts: past, as below.
-          if lateness <= allowance && !(muted && resyncing && lateness > 0) {
-            present(frame, context: context)
-            return
-          }
-        } else {
-          hold(frame, context: context)
-          timer = context.scheduleTimer(at: early) { [unowned self] in
-            guard let frame = pending else { return }
-            pending = nil
-            timer = nil
-            present(frame, context: context)
-            context.resumeInput()
-          }
-          return
-        }
-      }
+    case .at(let at):
+      instant = at
+      let early = applied.rate == .normal ? lead.microseconds : 0
+      due = ClockInstant(microseconds: at.microseconds &- early)
     case .awaitingPreroll(let deadline):
       // Held until the other pacers' first frames anchor the clock (a wake-up) or the limit passes; a
       // seek while paused shows its picture at once all the same.
@@ -270,7 +252,7 @@ public final class Pacer: Node {
       return
     }
     if due <= now {
-      let lateness = now.microseconds - due.microseconds
+      let lateness = now.microseconds - instant.microseconds
       let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
       // Audio decoded again after a muted stretch starts with what was read then: what is past is not
       // played (late audio would put the sound behind the picture), until a frame is on time.

@@ -1,7 +1,6 @@
 import Foundation
 import Nodes
 import PipelineGraph
-import Synchronization
 
 /// The graph a Replay plays with, and how it is built and started.
 extension Replay {
@@ -209,7 +208,9 @@ extension Replay {
     let presentFrom = joining ?? plan.start.presentFrom
     let pacer: Pacer
     /// Shows or plays a frame the rules accepted.
-    let present: @Sendable (DecodedFrame, _ flushes: Int) -> Void
+    let present: @Sendable (DecodedFrame) -> Void
+    /// What a flush of the branch does beside the Replay's rules (an audio device drops what it holds).
+    var flushed: @Sendable () -> Void = {}
     switch binding.attachment.target {
     case .video(let renderer):
       // A seek while paused shows the target's frame (R35); a play never starts paused. The clock starts
@@ -221,7 +222,7 @@ extension Replay {
         name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
         showsFirstFrameWhilePaused: plan.start.showsFirstFrameWhilePaused || joining != nil,
         showsFirstFrameAfterSeek: true, timeline: timeline, prerolls: joining == nil)
-      present = { frame, _ in renderer.render(frame) }
+      present = { renderer.render($0) }
     case .audio(let device):
       // With video, audio is muted and not presented off 1×; alone it paces the position.
       let audioOnly = !plan.bindings.contains { $0.isVideo }
@@ -230,17 +231,17 @@ extension Replay {
       // audio master clock. Alone, audio paces the position itself (a lead would put it ahead).
       let clock = !audioOnly && device.latency != nil ? environment.clock as? SlewedClock : nil
       let lead = clock == nil ? MediaDuration.zero : Pacer.audioLead
-      let heard = HeardGeneration()
       pacer = Pacer(
         name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
         muted: !audioOnly, timeline: timeline, prerolls: false, lead: lead)
       // Speed and volume as published: an audio frame takes no Replay lock.
       let levels = LevelsReader(state.withLock { $0.levels })
-      present = { frame, flushes in
+      // On the executor, in order with the frames: nothing the device holds from before a seek is heard
+      // after it (the seek's caller flushed it at once too; a frame may have been under way).
+      flushed = { device.flush() }
+      present = { frame in
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
-        // The first frame after a flush (a seek): nothing the device still holds from before is heard.
-        if heard.moved(to: flushes) { device.flush() }
         device.play(frame, volume: volume)
         if let clock, let latency = device.latency {
           clock.follow(latency: latency, lead: lead, frame: frame.duration)
@@ -254,14 +255,14 @@ extension Replay {
         guard let self,
           self.presented(frame, by: id, video: video, candidates: candidates, generation: generation + flushes)
         else { return }
-        present(frame, flushes)
+        present(frame)
       },
       onEvent: { [weak self] event, flushes in
         if case .gap(let gap) = event, gap.concerns(binding.track) {
           self?.crossed(gap, by: id, candidates: candidates, generation: generation + flushes)
         }
       },
-      onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) })
+      onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) }, onFlush: flushed)
     var nodes = [ObjectIdentifier(decoder), ObjectIdentifier(pacer), ObjectIdentifier(sink)]
     if let joining {
       let gate = KeyframeGate(name: "\(name)Gate", track: binding.track, opensAt: joining)
@@ -277,14 +278,6 @@ extension Replay {
     return (pacer, nodes)
   }
 
-}
-
-/// The flush generation an audio branch's device last played in (the branch's executor writes it).
-final class HeardGeneration: Sendable {
-  private let flushes = Atomic(0)
-
-  /// True when `flushes` is not the generation played in last (and notes it).
-  func moved(to flushes: Int) -> Bool { self.flushes.exchange(flushes, ordering: .relaxed) != flushes }
 }
 
 /// An audio branch's view of the Replay's published levels, kept by its present closure, which runs on
