@@ -36,7 +36,7 @@ import Testing
     #expect(value("runs", in: ready) == "2" && value("segments", in: ready) == "6", "\(ready)")
     // The click-seek shows the picture recorded at 20 s.
     let frame = try #require(lines.first { $0.hasPrefix("tipipe-player frame") }, "\(lines)")
-    #expect(value("wall", in: frame) == "\(seek)", "\(frame.prefix(80))")
+    #expect(value("wall", in: frame) == "\(seek)" && value("presented", in: frame) == "1", "\(frame.prefix(80))")
     let hex = value("luma", in: frame) ?? ""
     let shown = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
       let index = hex.index(hex.startIndex, offsetBy: offset)

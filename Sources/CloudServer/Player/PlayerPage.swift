@@ -355,8 +355,16 @@ enum PlayerPage {
       const wall = Number(p.get("seek"));
       await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); seekMedia(mediaOf(wall)); });
       await video.play(); video.pause();
+      // `seeked` says the element is at the new time, not that its picture has reached the compositor: on a
+      // loaded machine a canvas drawn then is still empty. The frame callback fires when the picture at
+      // the new time is presented (also while paused); 10 s without one is reported, not waited forever.
+      const presented = new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), 10000);
+        video.requestVideoFrameCallback(() => { clearTimeout(timer); resolve(true); });
+      });
       await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = mediaOf(wall); });
-      log(`frame wall=${Math.round(wallOf(video.currentTime))} luma=${luma(64, 48)}`);
+      const shown = await presented;
+      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} luma=${luma(64, 48)}`);
       let crossed = 0, lastRun = -1;
       video.addEventListener("timeupdate", () => {
         const run = segments.findIndex((s) => video.currentTime >= s.media && video.currentTime < s.media + s.length);
