@@ -50,6 +50,40 @@ import Testing
     }
   }
 
+  @Test func aCueWhoseObjectHoldsNoKeyframeAfterItsStartShowsTheNextKeyframe() throws {
+    let directory = try TemporaryDirectory("thumbnails-second-pass")
+    let library = directory.url.appendingPathComponent("library")
+    let start: Int64 = 1_700_000_000_000
+    // 3-second objects, a keyframe every 4 s (0, 4, 8, …); a cue every 6 s from 1 s. The objects holding
+    // 1 s and 13 s have no keyframe after them: those cues' pictures come from the next objects (4 s, 16 s).
+    let synth = try tipipe([
+      "synth", "--out", library.path, "--start", "\(start)", "--duration", "24", "--segment-seconds", "3",
+      "--gop", "100", "--size", "640x360", "--audio", "none", "--quiet",
+    ])
+    try #require(synth.status == 0, "\(synth.stderr)")
+    let endpoint = "file://" + library.path
+    let out = directory.url.appendingPathComponent("previews")
+    let done = try tipipe([
+      "thumbnails", "--endpoint", endpoint, "--start", "\(start + 1_000)", "--end", "\(start + 25_000)",
+      "--video-channel", "0", "--every", "6", "--out", out.path,
+    ])
+    try #require(done.status == 0, "\(done.stderr)")
+    #expect(done.stdout.contains("\"thumbnails\":4,\"cues\":4"), "\(done.stdout)")
+    let sprite = out.appendingPathComponent("thumbnails.jpg")
+    let exported = directory.url.appendingPathComponent("all.mp4")
+    let export = try tipipe([
+      "export", "--endpoint", endpoint, "--start", "\(start)", "--end", "\(start + 24_000)", "--video-channel", "0",
+      "--out", exported.path, "--quiet",
+    ])
+    try #require(export.status == 0, "\(export.stderr)")
+    for (cue, seconds) in [(0, 4.0), (1, 8.0), (2, 16.0), (3, 20.0)] {
+      let tile = try ffmpegLuma(of: sprite, crop: (cue * 160, 0, 160, 90), width: 160, height: 90)
+      let match = lumaPSNR(tile, try ffmpegLuma(of: exported, at: seconds, width: 160, height: 90))
+      let before = lumaPSNR(tile, try ffmpegLuma(of: exported, at: seconds - 1, width: 160, height: 90))
+      #expect(match >= 35 && match > before + 3, "cue \(cue): \(match) dB, a second earlier \(before) dB")
+    }
+  }
+
   @Test func hostileArgumentsAreOneLineAndWriteNothing() throws {
     let directory = try TemporaryDirectory("thumbnails-hostile")
     let library = directory.url.appendingPathComponent("library")

@@ -51,6 +51,12 @@ final class MediaDecoder {
   /// Tells the decoder no more packets come: ``receive()`` then gives what it still holds.
   func sendEndOfStream() { avcodec_send_packet(context.pointer, nil) }
 
+  /// Forgets every packet and frame it holds, and the end of stream, keeping the open codec and its
+  /// threads (`avcodec_flush_buffers`): decoding restarts at a keyframe, as after opening — without
+  /// libavcodec's allocation of a new context, its threads and its frame pool (a few ms for H.264,
+  /// paid at every gap of previews that read one object a minute).
+  func reset() { avcodec_flush_buffers(context.pointer) }
+
   /// The frames decoded so far, with their time and duration.
   /// - Throws: ``TiError`` `recordingUnreadable` (`mediaUnreadable`) when decoding fails.
   func receive() throws -> [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] {

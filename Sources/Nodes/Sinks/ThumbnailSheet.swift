@@ -76,11 +76,34 @@ public final class ThumbnailSheet: Node {
   public func process(_ input: DecodedFrame, context: NodeContext<Never>) throws {
     guard input.frame.width > 0, input.time >= range.start, input.time < range.end else { return }
     let cue = Int((try input.time - range.start).microseconds / interval.microseconds)
-    guard cue < cueCount, filled.last.map({ $0 < cue }) ?? true else { return }
+    // Pictures come in time order within one pass of a graph; a later pass brings cues an earlier one
+    // left empty.
+    let slot = filled.last.map { $0 < cue } ?? true ? filled.count : Self.insertionIndex(of: cue, in: filled)
+    guard cue < cueCount, slot == filled.count || filled[slot] != cue else { return }
     if canvas == nil { try makeCanvas(for: input.frame) }
     guard let canvas, let fitter, let tileHeight else { return }
     try fitter.draw(input.frame, into: canvas, x: cue % columns * tileWidth, y: cue / columns * tileHeight)
-    filled.append(cue)
+    filled.insert(cue, at: slot)
+  }
+
+  /// The cues without a tile so far, in order.
+  public var missingCues: [Int] {
+    var missing: [Int] = []
+    var index = 0
+    for cue in 0..<cueCount {
+      if index < filled.count && filled[index] == cue { index += 1 } else { missing.append(cue) }
+    }
+    return missing
+  }
+
+  /// Where `cue` goes in the sorted `cues`.
+  private static func insertionIndex(of cue: Int, in cues: [Int]) -> Int {
+    var (low, high) = (0, cues.count)
+    while low < high {
+      let middle = (low + high) / 2
+      if cues[middle] < cue { low = middle + 1 } else { high = middle }
+    }
+    return low
   }
 
   private func makeCanvas(for picture: FrameBuffer) throws {

@@ -3,8 +3,9 @@ import PipelineGraph
 
 /// Decodes one track's packets with libavcodec (H.264, H.265, AAC, G.711) into ``DecodedFrame``s.
 ///
-/// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` or a flush
-/// resets it (decoding restarts at the keyframe the demuxer guarantees). `keyframesOnly` skips every
+/// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` (after the
+/// frames it still holds are emitted) or a flush resets it (decoding restarts at the keyframe the demuxer
+/// guarantees; the open codec is kept). `keyframesOnly` skips every
 /// non-keyframe (trick play, a benchmark of keyframe decoding).
 ///
 /// Its consumer says how much it can use with a `QualityOfService` event sent upstream (its ``Pacer``):
@@ -125,11 +126,15 @@ public final class FrameDecoder: Node {
     }
   }
 
-  private func drain(context: NodeContext<DecodedFrame>) throws {
+  /// Emits what the decoder holds; it is closed, or kept `resetting` for what follows a gap.
+  private func drain(context: NodeContext<DecodedFrame>, resetting: Bool = false) throws {
     guard let decoder else { return }
     self.decoder = nil
     decoder.sendEndOfStream()
     emit(try decoder.receive(), context)
+    guard resetting else { return }
+    decoder.reset()
+    self.decoder = decoder
   }
 
   /// A format change of the track reopens the decoder at its next packet; a gap resets it.
@@ -140,7 +145,7 @@ public final class FrameDecoder: Node {
     case .gap(let gap) where gap.concerns(track):
       // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
       // reset the video decoder.
-      try drain(context: context)
+      try drain(context: context, resetting: true)
     default:
       break
     }
@@ -163,7 +168,7 @@ public final class FrameDecoder: Node {
   /// a demand for nothing holds.
   public func flush(context: NodeContext<DecodedFrame>) {
     if demand == .essentialOnly { demand = .everything }
-    decoder = nil
+    decoder?.reset()
     skipping = false
     retained = []
   }

@@ -49,12 +49,15 @@ public final class KeyframeSampler: Node {
   public static let reach = MediaDuration.microseconds(10_000_000)
 
   /// True when `stretch` of recording may hold a keyframe a sampler of `interval` from `start` keeps —
-  /// when it overlaps `[s, s + reach)` for an interval's start `s`: a source can skip every other object
-  /// (a day at one picture a minute reads a third of its 10-second objects). Arithmetic that would
-  /// overflow keeps the stretch.
-  public static func mayHoldASample(_ stretch: MediaRange, start: MediaTime, interval: MediaDuration) -> Bool {
+  /// when it overlaps `[s, s + reach)` for an interval's start `s` (`reach` at most the interval; the
+  /// default ``reach``, or the interval when shorter): a source can skip every other object (a day at
+  /// one picture a minute reads a third of its 10-second objects; with a `reach` of 1 µs, only those
+  /// holding an interval's start). Arithmetic that would overflow keeps the stretch.
+  public static func mayHoldASample(
+    _ stretch: MediaRange, start: MediaTime, interval: MediaDuration, reach: MediaDuration = KeyframeSampler.reach
+  ) -> Bool {
     let step = max(interval.microseconds, 1_000)
-    let reach = min(step, Self.reach.microseconds)
+    let reach = min(step, max(1, reach.microseconds))
     let (from, overflow) = stretch.start.microseconds.subtractingReportingOverflow(reach)
     guard !overflow else { return true }
     let (difference, below) = from.subtractingReportingOverflow(start.microseconds)
