@@ -57,6 +57,8 @@ struct PlayCommandTests {
       let summary = try #require(events.last)
       #expect(summary["video_frames"] as? Int == 150)
       #expect((summary["audio_frames"] as? Int ?? 0) > 0)
+      // On the free-running clock every picture is shown at its time: none dropped, none late.
+      #expect(summary["dropped_frames"] as? Int == 0 && summary["late_frames"] as? Int == 0, "\(summary)")
       #expect(summary["render_size"] as? [String: Int] == ["width": 320, "height": 240])
       outputs.append(result.stdout)
     }

@@ -116,5 +116,46 @@ struct PacerTests {
     harness.runUntilIdle()
     #expect(harness.outputItems.count == 3)
     #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 0)
+    // Both came a second after their time: shown, and counted as late.
+    #expect(pacer.statistics.late.load(ordering: .relaxed) == 2)
+  }
+
+  /// A manual executor that the virtual clock does not run when it fires a timer: the job waits until
+  /// the test runs it, as a busy thread gets to a timer late.
+  final class BusyExecutor: PipelineExecutor {
+    let inner = ManualExecutor()
+    func execute(_ job: @escaping @Sendable () -> Void) { inner.execute(job) }
+    var isIdle: Bool { inner.isIdle }
+    func setIdleHandler(_ handler: (@Sendable () -> Void)?) { inner.setIdleHandler(handler) }
+    func runUntilIdle() { inner.runUntilIdle() }
+  }
+
+  @Test func aFrameIsLateOnlyWhenShownPastItsDurationAfterItsTime() throws {
+    let executor = BusyExecutor()
+    let clock = VirtualClock()
+    let pipeline = Pipeline(executor: executor, clock: clock)
+    let source = ScriptedSource<DecodedFrame>(name: "frames", (0..<4).map { .item(frame(Int64($0) * 40)) })
+    let pacer = Pacer()
+    let sink = InstantSink()
+    pipeline.connect(source, to: pacer, limits: EdgeLimits(items: 4))
+    pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: 4))
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0])
+    // The timer of the frame at 40 ms fires, but its executor gets to it only at 79 ms: within its
+    // 40 ms, on time.
+    clock.advance(to: ClockInstant(microseconds: 79_000))
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0, 40_000])
+    #expect(pacer.statistics.late.load(ordering: .relaxed) == 0)
+    // The one at 80 ms is reached at 121 ms: 41 ms after its time, past its duration — late; and the
+    // one at 120 ms, due by then, is shown at once and on time.
+    clock.advance(to: ClockInstant(microseconds: 121_000))
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0, 40_000, 80_000, 120_000])
+    #expect(pacer.statistics.late.load(ordering: .relaxed) == 1)
+    #expect(pacer.statistics.dropped.load(ordering: .relaxed) == 0)
+    pipeline.stop()
+    executor.runUntilIdle()
   }
 }

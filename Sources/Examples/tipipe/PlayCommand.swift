@@ -19,7 +19,7 @@ enum PlayCommand {
     --initial (default: start) into a null renderer and a null audio device, and prints one JSON
     object per line: {"event":"time","ms":…} (at most one per 100 ms of media), {"event":"gap",…}
     when the position crosses a gap, {"event":"completed"} or {"event":"error","code":…,"name":…},
-    and last {"event":"summary","video_frames":…,"audio_frames":…,"dropped_frames":…}.
+    and last {"event":"summary","video_frames":…,"audio_frames":…,"dropped_frames":…,"late_frames":…}.
     --pace fast runs the same semantics on a free-running clock, as fast as the machine allows.
     --record OUT.mp4 records what plays (a RecordingTask: from the first keyframe, source timing, the
     video channel and the audio channel, G.711 as AAC) and prints {"event":"recording","code":…,"file":…,
@@ -109,7 +109,7 @@ enum PlayCommand {
     let failureLines = { @Sendable (error: TiError) in
       [
         "{\"event\":\"error\",\"code\":\(error.code.rawValue),\"name\":\"\(error.code.name)\"}",
-        "{\"event\":\"summary\",\"video_frames\":0,\"audio_frames\":0,\"dropped_frames\":0,"
+        "{\"event\":\"summary\",\"video_frames\":0,\"audio_frames\":0,\"dropped_frames\":0,\"late_frames\":0,"
           + "\"render_size\":{\"width\":0,\"height\":0}}",
       ]
     }
@@ -247,6 +247,7 @@ enum PlayCommand {
       PlayCommand.line(
         "{\"event\":\"summary\",\"video_frames\":\(view.frames.load(ordering: .relaxed)),"
           + "\"audio_frames\":\(audioFrames),\"dropped_frames\":\(replay.droppedVideoFrames),"
+          + "\"late_frames\":\(replay.lateVideoFrames),"
           + "\"render_size\":{\"width\":\(Int(video.renderSize.width)),\"height\":\(Int(video.renderSize.height))}}")
       // An exit status of 1 comes with its error line (cli.md): the lost output, or the cancelling signal.
       if let signal = interruption.withLock({ $0 }) {

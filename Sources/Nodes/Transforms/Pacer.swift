@@ -7,7 +7,8 @@ import Synchronization
 /// - A frame is held (input suspended, so backpressure reaches the decoder and the source) until its
 ///   instant; at slow speeds each frame thus stays presented for its scaled duration, and the last one
 ///   is held for its own before the end of stream goes on, so the position reaches the end on time.
-/// - At fast speeds a frame already later than its own scaled duration is dropped (and counted); after
+/// - A frame later than its own scaled duration is late: at 1× and slower it is presented all the same
+///   and counted (``Counters/late``); at fast speeds it is dropped (and counted); after
 ///   a run of drops it asks upstream for `essentialOnly` (a `QualityOfService` event: its decoder
 ///   decodes keyframes only) until a frame arrives on time again, then for `everything`.
 /// - A `muted` pacer (the audio branch) presents nothing off 1×, and asks upstream for `nothing` then
@@ -95,6 +96,10 @@ public final class Pacer: Node {
     public let presented = Atomic(0)
     /// Frames dropped because they were late.
     public let dropped = Atomic(0)
+    /// Frames presented late: later than their own scaled duration after their instant, when the next
+    /// frame was already due (at 1× and slower such a frame is shown all the same, not dropped; a
+    /// player that never falls behind counts none). What a benchmark's "no late frame" counts.
+    public let late = Atomic(0)
     /// Frames skipped because the pacer was muted (audio off 1×), and audio frames dropped as past (read
     /// while muted, or later than their duration).
     public let muted = Atomic(0)
@@ -253,16 +258,19 @@ public final class Pacer: Node {
     }
     if due <= now {
       let lateness = now.microseconds - instant.microseconds
-      let allowance = ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
+      let allowed = allowance(of: frame)
       // Audio decoded again after a muted stretch starts with what was read then: what is past is not
       // played (late audio would put the sound behind the picture), until a frame is on time.
       // A frame held until now (a wake-up, the preroll's end) had suspended the input: a drop resumes it.
-      if muted && (lateness > allowance || resyncing && lateness > 0) {
+      if muted && (lateness > allowed || resyncing && lateness > 0) {
         counters.muted.add(1, ordering: .relaxed)
         if !applied.paused { context.resumeInput() }
         return
       }
-      if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowance {
+      if lateness > allowed && (applied.rate.numerator <= applied.rate.denominator || lastPresented == nil) {
+        counters.late.add(1, ordering: .relaxed)
+      }
+      if applied.rate.numerator > applied.rate.denominator && lastPresented != nil && lateness > allowed {
         counters.dropped.add(1, ordering: .relaxed)
         consecutiveDrops += 1
         if consecutiveDrops == Self.dropsBeforeKeyframesOnly {
@@ -279,9 +287,18 @@ public final class Pacer: Node {
       guard let frame = pending else { return }
       pending = nil
       timer = nil
+      // A timer runs when its executor gets to it: on a busy machine, past the frame's time.
+      if context.now.microseconds - instant.microseconds > allowance(of: frame) {
+        counters.late.add(1, ordering: .relaxed)
+      }
       present(frame, context: context)
       context.resumeInput()
     }
+  }
+
+  /// How late a frame may be and still be on time: its duration at the applied rate.
+  private func allowance(of frame: DecodedFrame) -> Int64 {
+    ((try? frame.duration.scaled(by: applied.rate)) ?? frame.duration).microseconds
   }
 
   private func hold(_ frame: DecodedFrame, context: NodeContext<DecodedFrame>) {

@@ -160,6 +160,7 @@ public final class Replay: @unchecked Sendable {
     var graph: Graph?
     var lastFrame: DecodedFrame?
     var droppedBefore = 0
+    var lateBefore = 0
 
     /// The events handler of output `id`.
     func events(of id: OutputID) -> (@Sendable (OutputEvent) -> Void)? { attachments[id]?.events }
@@ -176,6 +177,7 @@ public final class Replay: @unchecked Sendable {
     mutating func retireGraph() -> Graph? {
       guard let graph else { return nil }
       droppedBefore += graph.dropped
+      lateBefore += graph.late
       self.graph = nil
       return graph
     }
@@ -209,6 +211,10 @@ public final class Replay: @unchecked Sendable {
   public var statistics: (videoFrames: Int, audioFrames: Int, droppedFrames: Int) {
     state.withLock { ($0.rules.videoFrames, $0.rules.audioFrames, $0.droppedBefore + ($0.graph?.dropped ?? 0)) }
   }
+
+  /// Video frames presented late (later than their scaled duration after their time; at 1× and slower
+  /// they are shown, not dropped), over every play so far.
+  public var lateVideoFrames: Int { state.withLock { $0.lateBefore + ($0.graph?.late ?? 0) } }
 
   /// The last video frame presented (for snapshots): kept after pause, stop and completion.
   public var lastPresentedFrame: DecodedFrame? { state.withLock { $0.lastFrame } }

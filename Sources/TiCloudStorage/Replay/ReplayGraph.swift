@@ -33,6 +33,8 @@ extension Replay {
     }
     /// Video frames dropped as late, by every video output's pacer.
     var dropped: Int { videoPacers.reduce(0) { $0 + $1.statistics.dropped.load(ordering: .relaxed) } }
+    /// Video frames presented late so far (the pacers' ``Pacer/Counters/late``).
+    var late: Int { videoPacers.reduce(0) { $0 + $1.statistics.late.load(ordering: .relaxed) } }
   }
 
   /// One output as a graph is built for it: what the rules know and what it presents to.

@@ -65,6 +65,12 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     runtime.withLock { engine?.statistics.droppedFrames ?? 0 }
   }
 
+  /// Video frames presented late since the Replay was created (a Linux addition for benchmarks: later
+  /// than their duration after their time, shown all the same at 1× and slower).
+  public var lateVideoFrames: Int {
+    runtime.withLock { engine?.lateVideoFrames ?? 0 }
+  }
+
   /// The speed; `.x1` on a new Replay (R8), kept across plays and after dispose (L34).
   public var speed: TiCloudStorageReplaySpeed {
     runtime.withLock { engine?.speed ?? lastSpeed }
