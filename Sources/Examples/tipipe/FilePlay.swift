@@ -144,7 +144,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     let dropped = pacers.first?.statistics.dropped.load(ordering: .relaxed) ?? 0
     let late = pacers.first?.statistics.late.load(ordering: .relaxed) ?? 0
     PlayCommand.line(
-      "{\"event\":\"summary\",\"video_frames\":\(video),\"audio_frames\":\(audio),\"dropped_frames\":\(dropped),\"late_frames\":\(late)}")
+      "{\"event\":\"summary\",\"video_frames\":\(video),\"audio_frames\":\(audio),\"dropped_frames\":\(dropped),\"late_frames\":\(late)}"
+    )
     if let error { throw error }
     return 0
   }
