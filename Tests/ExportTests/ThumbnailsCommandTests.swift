@@ -50,15 +50,19 @@ import Testing
     }
   }
 
-  @Test func aCueWhoseObjectHoldsNoKeyframeAfterItsStartShowsTheNextKeyframe() throws {
+  /// 3-second objects, a cue every 6 s from 1 s, a keyframe every `gop` frames at 25 fps; each cue shows
+  /// the first keyframe at or after its start (at `seconds`).
+  @Test(arguments: [(gop: 100, seconds: [4.0, 8, 16, 20]), (gop: 75, seconds: [3.0, 9, 15, 21])])
+  func eachCueShowsTheFirstKeyframeAfterItsStartWhateverItsObject(gop: Int, seconds: [Double]) throws {
     let directory = try TemporaryDirectory("thumbnails-second-pass")
     let library = directory.url.appendingPathComponent("library")
     let start: Int64 = 1_700_000_000_000
-    // 3-second objects, a keyframe every 4 s (0, 4, 8, …); a cue every 6 s from 1 s. The objects holding
-    // 1 s and 13 s have no keyframe after them: those cues' pictures come from the next objects (4 s, 16 s).
+    // Every 4 s: the objects holding 1 s and 13 s have no keyframe after them, and the keyframe of those
+    // cues is in the next object (4 s, 16 s). Every 3 s: the object holding the next cue's start begins
+    // with a keyframe inside this cue (6 s), but a skipped object holds an earlier one (3 s).
     let synth = try tipipe([
       "synth", "--out", library.path, "--start", "\(start)", "--duration", "24", "--segment-seconds", "3",
-      "--gop", "100", "--size", "640x360", "--audio", "none", "--quiet",
+      "--gop", "\(gop)", "--size", "640x360", "--audio", "none", "--quiet",
     ])
     try #require(synth.status == 0, "\(synth.stderr)")
     let endpoint = "file://" + library.path
@@ -76,7 +80,7 @@ import Testing
       "--out", exported.path, "--quiet",
     ])
     try #require(export.status == 0, "\(export.stderr)")
-    for (cue, seconds) in [(0, 4.0), (1, 8.0), (2, 16.0), (3, 20.0)] {
+    for (cue, seconds) in seconds.enumerated() {
       let tile = try ffmpegLuma(of: sprite, crop: (cue * 160, 0, 160, 90), width: 160, height: 90)
       let match = lumaPSNR(tile, try ffmpegLuma(of: exported, at: seconds, width: 160, height: 90))
       let before = lumaPSNR(tile, try ffmpegLuma(of: exported, at: seconds - 1, width: 160, height: 90))

@@ -32,6 +32,41 @@ import Testing
     #expect(harness.outputItems.allSatisfy { $0.track == Self.video && $0.isKeyframe })
   }
 
+  @Test func notAcrossGapsAnIntervalTakesNoKeyframeAfterAGapBegunInIt() throws {
+    let sampler = KeyframeSampler(
+      track: Self.video, start: Self.seconds(0), interval: .microseconds(10_000_000), acrossGaps: false)
+    let harness = try NodeHarness(sampler)
+    let gap = { (from: Double, to: Double, reason: GapReason) in
+      PipelineEvent.gap(
+        RecordingGap(range: MediaRange(start: Self.seconds(from), end: Self.seconds(to)), tracks: [], reasons: [reason])
+      )
+    }
+    // [0, 10): a stretch the demuxer could not decode (read, no keyframe) does not close it: 3 s is taken.
+    harness.push(event: gap(0, 3, .noKeyFrame))
+    harness.push(Self.packet(at: 3, keyframe: true))
+    // [10, 20): skipped objects from 12 s: the keyframe at 15 s may not be its first.
+    harness.push(Self.packet(at: 11, keyframe: false))
+    harness.push(event: gap(12, 14, .noRecording))
+    harness.push(Self.packet(at: 15, keyframe: true))
+    // [20, 30): a gap begun before it (at 18 s) does not close it; one of another track does not either.
+    harness.push(event: gap(18, 21, .integrityFailed))
+    harness.push(
+      event: .gap(
+        RecordingGap(
+          range: MediaRange(start: Self.seconds(21), end: Self.seconds(22)), tracks: [TrackID(.audio, channel: 1)],
+          reasons: [.noRecording])))
+    harness.push(Self.packet(at: 23, keyframe: true))
+    harness.endInput()
+    harness.runUntilIdle()
+    #expect(harness.outputItems.map(\.time) == [Self.seconds(3), Self.seconds(23)])
+    // The gaps pass on.
+    let gaps = harness.outputEvents.filter { event in
+      if case .gap = try? MediaEvent(event) { return true }
+      return false
+    }
+    #expect(gaps.count == 4)
+  }
+
   @Test func aSourceSkipsTheObjectsThatCannotHoldASample() {
     // One picture a minute from 0; 10 s objects: the one holding each minute's start and the next.
     let minute = MediaDuration.microseconds(60_000_000)

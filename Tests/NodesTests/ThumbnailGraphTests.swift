@@ -57,16 +57,33 @@ import Testing
     withExtendedLifetime(directory) {}
   }
 
-  @Test func aCueWhoseObjectHasNoKeyframeAfterItsStartReadsTheNextObjects() throws {
-    // Keyframes every 4 s (0, 4, 8, …); cues every 6 s from 1 s (1, 7, 13, 19). The objects holding 1 s
-    // and 13 s ([0, 3) and [12, 15)) have no keyframe after them: a second pass reads [3, 6) and
-    // [15, 18) for those two cues, and nothing else.
+  @Test func aCueWhoseObjectHasNoKeyframeAfterItsStartReadsTheObjectsAfterIt() throws {
+    // Keyframes every 4 s (0, 4, 8, …); cues every 6 s from 1 s (1, 7, 13, 19). The objects holding 7 s
+    // and 19 s have keyframes after them (8 s, 20 s); those holding 1 s and 13 s ([0, 3), [12, 15))
+    // have none, and what follows them was skipped: a second pass reads every object within 6 s of those
+    // two cues (3 s and 15 s are theirs).
     let (directory, service, start) = try library(gop: 100)
     let previews = try sheet(from: start + 1_000, to: start + 25_000, every: 6)
     try ThumbnailGraph.fill(previews, from: service, token: "t", channel: 0)
     #expect(previews.filled == [0, 1, 2, 3])
-    #expect(service.starts == [0, 6_000, 12_000, 18_000, 3_000, 15_000], "\(service.starts)")
+    #expect(
+      service.starts == [0, 6_000, 12_000, 18_000, 0, 3_000, 6_000, 12_000, 15_000, 18_000], "\(service.starts)")
     #expect(previews.missingCues.isEmpty)
+    withExtendedLifetime(directory) {}
+  }
+
+  @Test func aKeyframeAfterASkippedObjectIsNotTakenForACueBegunBeforeIt() throws {
+    // Keyframes every 3 s (0, 3, 6, …); cues every 6 s from 1 s. The object holding 7 s starts with a
+    // keyframe at 6 s, in the first cue, but the skipped [3, 6) holds an earlier one (3 s): the first
+    // pass takes neither for that cue (nor 12 s for the second, nor 18 s for the third), and the second
+    // reads everything within 6 s of the cues — the pictures one pass would give (3, 9, 15, 21 s; judged
+    // by ThumbnailsCommandTests).
+    let (directory, service, start) = try library(gop: 75)
+    let previews = try sheet(from: start + 1_000, to: start + 25_000, every: 6)
+    try ThumbnailGraph.fill(previews, from: service, token: "t", channel: 0)
+    #expect(previews.filled == [0, 1, 2, 3])
+    let second = stride(from: 0, to: 24_000, by: 3_000).map { Int64($0) }
+    #expect(service.starts == [0, 6_000, 12_000, 18_000] + second, "\(service.starts)")
     withExtendedLifetime(directory) {}
   }
 

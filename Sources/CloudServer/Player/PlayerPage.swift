@@ -356,13 +356,19 @@ enum PlayerPage {
       await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); seekMedia(mediaOf(wall)); });
       await video.play(); video.pause();
       // `seeked` says the element is at the new time, not that its picture has reached the compositor: on a
-      // loaded machine a canvas drawn then is still empty. The frame callback fires when the picture at
-      // the new time is presented (also while paused); 10 s without one is reported, not waited forever.
+      // loaded machine a canvas drawn then is still empty. The frame callback fires when a picture is
+      // presented (also while paused): the one of the seek's time is the last at or before it (a picture
+      // still queued from playing is later); 10 s without it is reported, not waited forever.
+      const target = mediaOf(wall);
       const presented = new Promise((resolve) => {
         const timer = setTimeout(() => resolve(false), 10000);
-        video.requestVideoFrameCallback(() => { clearTimeout(timer); resolve(true); });
+        const check = (now, frame) => {
+          if (frame.mediaTime <= target + 0.001 && frame.mediaTime > target - 0.1) { clearTimeout(timer); resolve(true); }
+          else video.requestVideoFrameCallback(check);
+        };
+        video.requestVideoFrameCallback(check);
       });
-      await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = mediaOf(wall); });
+      await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = target; });
       const shown = await presented;
       log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} luma=${luma(64, 48)}`);
       let crossed = 0, lastRun = -1;

@@ -8,10 +8,12 @@ import PipelineGraph
 ///
 /// It runs in two passes, because reading an object costs more than anything else here (its SHA-256,
 /// AES and parsing: ~10 ms of CPU for 10 s of 720p, a keyframe decode ~3 ms): first over the objects
-/// that hold a cue's start, where a camera's keyframe almost always is, then — only for the cues still
-/// without a picture — over the objects within ``KeyframeSampler/reach`` after their starts. A day at one
-/// picture a minute reads one 10-second object a minute instead of two; the pictures are the same as one
-/// pass over both would give.
+/// that hold a cue's start, where a camera's keyframe almost always is — a cue takes a keyframe there
+/// only when nothing between its start and that keyframe was skipped (the sampler does not sample
+/// across gaps) — then, only for the cues still without a picture, over every object within
+/// ``KeyframeSampler/reach`` after their starts, as one pass over those would. A day at one picture a
+/// minute whose keyframes fall on the minute reads one 10-second object a minute instead of two; the
+/// pictures are those one pass over both sets would give.
 public enum ThumbnailGraph {
   /// Fills `sheet` with the keyframes of video channel `channel` of the recordings `service` holds in
   /// the sheet's range, read with `token`; only objects `accepting` accepts are read (a server reads only
@@ -23,39 +25,39 @@ public enum ThumbnailGraph {
     prefetchBytes: Int = 8 << 20, accepting: @escaping @Sendable (RecordingIndex.Segment) -> Bool = { _ in true }
   ) throws {
     let (range, interval) = (sheet.range, sheet.interval)
-    let holdsAStart: @Sendable (RecordingIndex.Segment) -> Bool = {
-      KeyframeSampler.mayHoldASample($0.range, start: range.start, interval: interval, reach: .microseconds(1))
-    }
-    try run(sheet, from: service, token: token, channel: channel, prefetchBytes: prefetchBytes) {
-      accepting($0) && holdsAStart($0)
+    try run(sheet, from: service, token: token, channel: channel, prefetchBytes: prefetchBytes, acrossGaps: false) {
+      accepting($0)
+        && KeyframeSampler.mayHoldASample($0.range, start: range.start, interval: interval, reach: .microseconds(0))
     }
     let missing = sheet.missingCues
     guard !missing.isEmpty else { return }
-    try run(sheet, from: service, token: token, channel: channel, prefetchBytes: prefetchBytes) {
-      accepting($0) && !holdsAStart($0) && Self.reaches(missing, start: range.start, interval: interval, from: $0.range)
+    try run(sheet, from: service, token: token, channel: channel, prefetchBytes: prefetchBytes, acrossGaps: true) {
+      accepting($0) && Self.reaches(missing, start: range.start, interval: interval, from: $0.range)
     }
   }
 
-  /// True when `stretch` overlaps `[s, s + reach)` for the start `s` of one of `cues` (sorted indices of
-  /// intervals from `start`). A cue starts inside the sheet's range, so its start and reach are far
-  /// from overflowing.
+  /// True when the start `s` of one of `cues` (sorted indices of intervals from `start`) lies in
+  /// `[stretch.start − reach, stretch.end)`, `reach` being ``KeyframeSampler/reach`` or the interval when
+  /// shorter — ``KeyframeSampler/mayHoldASample(_:start:interval:reach:)`` for some cues only. A cue
+  /// starts inside the sheet's range, so its start and reach are far from overflowing.
   static func reaches(_ cues: [Int], start: MediaTime, interval: MediaDuration, from stretch: MediaRange) -> Bool {
     let step = interval.microseconds
     let reach = min(step, KeyframeSampler.reach.microseconds)
     let cueStart = { (cue: Int) in start.microseconds + Int64(cue) * step }
-    // The first cue whose reach ends after the stretch starts.
+    // The first cue that starts at or after `stretch.start − reach`.
     var (low, high) = (0, cues.count)
     while low < high {
       let middle = (low + high) / 2
-      if cueStart(cues[middle]) + reach <= stretch.start.microseconds { low = middle + 1 } else { high = middle }
+      if cueStart(cues[middle]) + reach < stretch.start.microseconds { low = middle + 1 } else { high = middle }
     }
     return low < cues.count && cueStart(cues[low]) < stretch.end.microseconds
   }
 
-  /// One pass: the graph over the objects `filter` accepts, adding to what `sheet` has.
+  /// One pass: the graph over the objects `filter` accepts, adding to what `sheet` has; the sampler
+  /// samples `acrossGaps` or not.
   private static func run(
     _ sheet: ThumbnailSheet, from service: any RecordingService, token: String, channel: UInt8,
-    prefetchBytes: Int, filter: @escaping @Sendable (RecordingIndex.Segment) -> Bool
+    prefetchBytes: Int, acrossGaps: Bool, filter: @escaping @Sendable (RecordingIndex.Segment) -> Bool
   ) throws {
     let (range, interval) = (sheet.range, sheet.interval)
     let source = CloudSegmentSource(
@@ -66,7 +68,7 @@ public enum ThumbnailGraph {
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
     let track = TrackID(.video, channel: channel)
-    let sampler = KeyframeSampler(track: track, start: range.start, interval: interval)
+    let sampler = KeyframeSampler(track: track, start: range.start, interval: interval, acrossGaps: acrossGaps)
     let decoder = try FrameDecoder(track: track, keyframesOnly: true)
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 4))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))

@@ -7,7 +7,7 @@ import PipelineGraph
 ///
 /// Feed it the keyframes of the range (a `FrameDecoder` with `keyframesOnly`: a day of recordings decodes
 /// in seconds). Cue `k` covers `[start + k·interval, start + (k+1)·interval)`; its tile is the first
-/// picture inside it, fitted inside `tileWidth` × the pictures' height for that width (black bars, never
+/// picture it is given inside it (pictures may come in several passes, each in time order), fitted inside `tileWidth` × the pictures' height for that width (black bars, never
 /// stretched). A cue with no picture (a gap, a keyframe interval longer than the cue) has no tile and no
 /// entry in the index. Tiles are laid out in rows of ``columns``, cue by cue; the sprite is made when the
 /// first picture comes and written by ``sprite()`` and ``index(spriteName:)``.

@@ -3,9 +3,9 @@ import PipelineGraph
 
 /// Decodes one track's packets with libavcodec (H.264, H.265, AAC, G.711) into ``DecodedFrame``s.
 ///
-/// The decoder opens at the track's first packet and reopens at a `formatChange`; a `gap` (after the
-/// frames it still holds are emitted) or a flush resets it (decoding restarts at the keyframe the demuxer
-/// guarantees; the open codec is kept). `keyframesOnly` skips every
+/// The decoder opens at the track's first packet and reopens at a `formatChange` to another format; a
+/// `gap` or the same format announced again (after the frames it still holds are emitted), or a flush,
+/// resets it (decoding restarts at the keyframe the demuxer guarantees; the open codec is kept). `keyframesOnly` skips every
 /// non-keyframe (trick play, a benchmark of keyframe decoding).
 ///
 /// Its consumer says how much it can use with a `QualityOfService` event sent upstream (its ``Pacer``):
@@ -141,7 +141,9 @@ public final class FrameDecoder: Node {
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
     switch try MediaEvent(event) {
     case .formatChange(let change) where change.track == track:
-      try drain(context: context)
+      // The same format announced again (after a seek the demuxer announces what it reads) keeps the open
+      // codec, from the next keyframe; another format reopens it.
+      try drain(context: context, resetting: change.format == decoder?.format)
     case .gap(let gap) where gap.concerns(track):
       // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
       // reset the video decoder.

@@ -8,7 +8,9 @@ import Synchronization
 ///   instant; at slow speeds each frame thus stays presented for its scaled duration, and the last one
 ///   is held for its own before the end of stream goes on, so the position reaches the end on time.
 /// - A frame later than its own scaled duration is late: at 1× and slower it is presented all the same
-///   and counted (``Counters/late``); at fast speeds it is dropped (and counted); after
+///   and counted (``Counters/late``); at fast speeds, when it arrives late, it is dropped (and counted;
+///   the first frame of a play or a seek, and a frame whose timer runs late, are shown and counted as
+///   late); after
 ///   a run of drops it asks upstream for `essentialOnly` (a `QualityOfService` event: its decoder
 ///   decodes keyframes only) until a frame arrives on time again, then for `everything`.
 /// - A `muted` pacer (the audio branch) presents nothing off 1×, and asks upstream for `nothing` then
@@ -97,7 +99,8 @@ public final class Pacer: Node {
     /// Frames dropped because they were late.
     public let dropped = Atomic(0)
     /// Frames presented late: later than their own scaled duration after their instant, when the next
-    /// frame was already due (at 1× and slower such a frame is shown all the same, not dropped; a
+    /// frame was already due (at 1× and slower such a frame is shown all the same, not dropped; at fast
+    /// speeds a frame that arrives late is dropped instead, but one whose timer runs late is shown; a
     /// player that never falls behind counts none). What a benchmark's "no late frame" counts.
     public let late = Atomic(0)
     /// Frames skipped because the pacer was muted (audio off 1×), and audio frames dropped as past (read
