@@ -36,7 +36,9 @@ import Testing
     #expect(value("runs", in: ready) == "2" && value("segments", in: ready) == "6", "\(ready)")
     // The click-seek shows the picture recorded at 20 s.
     let frame = try #require(lines.first { $0.hasPrefix("tipipe-player frame") }, "\(lines)")
-    #expect(value("wall", in: frame) == "\(seek)" && value("presented", in: frame) == "1", "\(frame.prefix(80))")
+    #expect(
+      value("wall", in: frame) == "\(seek)" && value("presented", in: frame) == "1" && value("drawn", in: frame) != "0",
+      "\(frame.prefix(80))")
     let hex = value("luma", in: frame) ?? ""
     let shown = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
       let index = hex.index(hex.startIndex, offsetBy: offset)
@@ -62,7 +64,10 @@ import Testing
     let match = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 2, width: 64, height: 48))
     let before = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 1.5, width: 64, height: 48))
     let after = lumaPSNR(shown, try ffmpegLuma(of: exported, at: 2.5, width: 64, height: 48))
-    #expect(match >= 28 && match > max(before, after) + 3, "\(match) dB; \(before), \(after) dB half a second away")
+    #expect(
+      match >= 28 && match > max(before, after) + 3,
+      "\(match) dB; \(before), \(after) dB half a second away; \(frame.split(separator: " ").filter { !$0.hasPrefix("luma=") }) mean luma \(shown.reduce(0) { $0 + Int($1) } / max(1, shown.count))"
+    )
     // Played from 2 s before the gap to the end: the gap crossed (the audio after it starts 48 ms after
     // the picture, on its own frame grid: the page jumps that hole once, as players do), to the end.
     let ended = try #require(lines.first { $0.hasPrefix("tipipe-player ended") }, "\(lines)")

@@ -274,7 +274,8 @@ public func chromiumConsole(_ url: String, marker: String) throws -> [String] {
     "/usr/bin/timeout",
     [
       "120", "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--mute-audio",
-      "--autoplay-policy=no-user-gesture-required", "--enable-logging=stderr", "--v=0",
+      "--autoplay-policy=no-user-gesture-required", "--disable-gpu-watchdog",
+      "--enable-logging=stderr", "--v=0",
       "--user-data-dir=\(directory.appendingPathComponent("profile").path)", url,
     ])
   return output.split(separator: "\n").compactMap { line in

@@ -306,14 +306,19 @@ enum PlayerPage {
 
     // Test hooks: the luma of the shown picture, read back from a canvas (after `seeked`, the picture at
     // the new time is the element's current one).
+    // A canvas the element drew nothing into stays transparent (alpha 0), which a picture never is.
     function luma(w, h) {
       const c = document.createElement("canvas");
       c.width = w; c.height = h;
       const g = c.getContext("2d", { willReadFrequently: true });
       g.drawImage(video, 0, 0, w, h);
       const d = g.getImageData(0, 0, w, h).data, out = [];
-      for (let i = 0; i < d.length; i += 4) out.push(Math.round(0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]).toString(16).padStart(2, "0"));
-      return out.join("");
+      let drawn = false;
+      for (let i = 0; i < d.length; i += 4) {
+        drawn = drawn || d[i + 3] !== 0;
+        out.push(Math.round(0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]).toString(16).padStart(2, "0"));
+      }
+      return { hex: out.join(""), drawn };
     }
 
     (async () => {
@@ -370,7 +375,22 @@ enum PlayerPage {
       });
       await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = target; });
       const shown = await presented;
-      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} luma=${luma(64, 48)}`);
+      // On a loaded machine a presented picture may be one a 2D context cannot draw (its texture lost
+      // with a GPU process that was restarted): drawn again every 100 ms, and decoded again by a seek to
+      // the same time every second, for up to 10 s, until it draws.
+      let picture = luma(64, 48), tries = 1;
+      while (!picture.drawn && tries < 100) {
+        if (tries % 10 === 0) {
+          await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = target; });
+        } else {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        picture = luma(64, 48);
+        tries += 1;
+      }
+      const spans = [];
+      for (let i = 0; i < video.buffered.length; i++) spans.push(`${video.buffered.start(i).toFixed(2)}-${video.buffered.end(i).toFixed(2)}`);
+      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} drawn=${picture.drawn ? tries : 0} luma=${picture.hex} ready=${video.readyState} at=${video.currentTime.toFixed(3)} buffered=${spans.join(",")}`);
       let crossed = 0, lastRun = -1;
       video.addEventListener("timeupdate", () => {
         const run = segments.findIndex((s) => video.currentTime >= s.media && video.currentTime < s.media + s.length);
