@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// - `GET /hls/index.m3u8?start_ms=S&end_ms=E&channel=N[&audio_channel=M]`, with the device's bearer
 ///   token or a presigned URL (`expires`, `sig`): a VOD media playlist, one segment per recorded object
-///   of the range. Each run of contiguous objects starts with its `EXT-X-MAP` and its
+///   of the range, each with its own `EXT-X-MAP` (the object's own parameters: a picture size or an audio
+///   rate may change between two objects). Each run of contiguous objects starts with its
 ///   `EXT-X-PROGRAM-DATE-TIME`; a gap between runs is an `EXT-X-DISCONTINUITY`. Segment times are those
 ///   of the stream: from the range's start, each gap closed up (as an export closes them), so that the
 ///   playlist's durations are the media's and a player seeks where it means to; each run's
@@ -119,7 +120,7 @@ extension RequestHandler {
   }
 
   /// The served objects of `query`'s range that carry its video channel (or do not say), in runs of contiguous ones
-  /// with the same tracks (a run shares one initialization section): an object listed twice, or
+  /// with the same tracks (a change of tracks is a discontinuity): an object listed twice, or
   /// overlapping the one before it, plays once.
   func layout(_ query: StreamQuery) -> [[Placed]] {
     var runs: [[Placed]] = []
@@ -166,11 +167,14 @@ extension RequestHandler {
     dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     for (position, run) in runs.enumerated() {
       if position > 0 { text += "#EXT-X-DISCONTINUITY\n" }
-      text +=
-        "#EXT-X-MAP:URI=\"\(presigned("init.mp4", "\(query.canonical)&n=\(run[0].number)", until: expiry))\"\n"
       let date = Date(timeIntervalSince1970: Double(run[0].stretch.start) / 1000)
       text += "#EXT-X-PROGRAM-DATE-TIME:\(dates.string(from: date))\n"
       for placed in run {
+        // Each segment names its own initialization section: the listing does not say a picture size or
+        // an audio rate, and a camera may change them between two objects of one run (the segment's own
+        // `moov` has them). A player fetches a section once per URL and re-reads it only when it changes.
+        text +=
+          "#EXT-X-MAP:URI=\"\(presigned("init.mp4", "\(query.canonical)&n=\(placed.number)", until: expiry))\"\n"
         text += String(format: "#EXTINF:%.3f,\n", seconds(placed))
         text += presigned("segment.m4s", "\(query.canonical)&n=\(placed.number)", until: expiry) + "\n"
       }

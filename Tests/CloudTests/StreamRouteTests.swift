@@ -42,7 +42,7 @@ import Testing
         "#EXTINF:4.000,", "#EXTINF:5.000,", "#EXTINF:2.000,", "#EXTINF:2.000,", "#EXTINF:5.000,", "#EXTINF:5.000,",
       ], "\(text)")
     #expect(lines.filter { $0 == "#EXT-X-DISCONTINUITY" }.count == 1)
-    #expect(lines.filter { $0.hasPrefix("#EXT-X-MAP:URI=\"init.mp4?") }.count == 2)
+    #expect(lines.filter { $0.hasPrefix("#EXT-X-MAP:URI=\"init.mp4?") }.count == 6)
     #expect(lines.filter { $0.hasPrefix("segment.m4s?") && $0.contains("&sig=") }.count == 6)
     let presigned = try #require(playlist.headers["x-presigned-url"], "\(playlist.headers)")
     #expect(presigned.hasPrefix("index.m3u8?\(query)&expires="))
@@ -160,5 +160,34 @@ import Testing
       text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") } == [
         "#EXTINF:5.000,", "#EXTINF:5.000,", "#EXTINF:5.000,",
       ], "\(text)")
+  }
+
+  /// A camera that changes its picture size between two objects (same codec, so the listing's tracks do
+  /// not tell): every object's segment names its own initialization section, so a player takes the new
+  /// size's parameters where it starts — every picture decodable, in its own size, no hole.
+  @Test func aPictureSizeChangeInsideARunPlaysInItsOwnSize() throws {
+    let (served, start) = try servedLibraryWithAResize()
+    let playlist = try get(
+      "\(served.server.endpoint)/hls/index.m3u8?start_ms=\(start)&end_ms=\(start + 20_000)&channel=0",
+      headers: ["Authorization: Bearer \(served.token)"])
+    let text = String(decoding: playlist.body, as: UTF8.self)
+    let lines = text.split(separator: "\n").map(String.init)
+    // One run (no hole, no discontinuity), a map per segment.
+    #expect(!lines.contains("#EXT-X-DISCONTINUITY"), "\(text)")
+    #expect(lines.filter { $0.hasPrefix("#EXT-X-MAP:URI=") }.count == 4, "\(text)")
+    let url = "\(served.server.endpoint)/hls/\(try #require(playlist.headers["x-presigned-url"]))"
+    let sizes = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "frame=width,height", "-of", "csv=p=0", url]
+    ).split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+    #expect(sizes.count == 500, "\(sizes.count) pictures")
+    #expect(
+      sizes.prefix(250).allSatisfy { $0 == "320,240" } && sizes.dropFirst(250).allSatisfy { $0 == "160,120" },
+      "\(Dictionary(sizes.map { ($0, 1) }, uniquingKeysWith: +))")
+    let times = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url]
+    ).split(separator: "\n").compactMap { Double($0) }
+    #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 && $1 - $0 < 0.041 }, "\(times.count) times")
   }
 }

@@ -67,7 +67,8 @@ enum PlayerPage {
       }
     }
 
-    // The playlist: runs of segments, each run with its init section and its wall clock.
+    // The playlist: runs of contiguous segments, each run with its wall clock; each segment with its init
+    // section (a run may change its picture size or audio rate from one object to the next).
     async function playlist() {
       const q = `start_ms=${start}&end_ms=${end}&channel=${channel}` + (audio !== null ? `&audio_channel=${audio}` : "");
       const r = await fetch(`/hls/index.m3u8?${q}`, auth);
@@ -79,13 +80,13 @@ enum PlayerPage {
         a.href = "/hls/" + presigned;
         a.textContent = "HLS playlist";
       }
-      let run = null, length = 0, media = 0;
+      let run = null, init = null, length = 0, media = 0;
       for (const line of (await r.text()).split("\n")) {
-        if (line.startsWith("#EXT-X-MAP:URI=")) { run = { init: line.slice(16, -1), wall: 0, media, segments: [] }; runs.push(run); }
-        else if (line.startsWith("#EXT-X-PROGRAM-DATE-TIME:")) run.wall = Date.parse(line.slice(25));
+        if (line.startsWith("#EXT-X-PROGRAM-DATE-TIME:")) { run = { wall: Date.parse(line.slice(25)), media, segments: [] }; runs.push(run); }
+        else if (line.startsWith("#EXT-X-MAP:URI=")) init = line.slice(16, -1);
         else if (line.startsWith("#EXTINF:")) length = parseFloat(line.slice(8));
         else if (line && !line.startsWith("#")) {
-          const s = { uri: line, media, length, run: runs.length - 1 };
+          const s = { uri: line, init, media, length, run: runs.length - 1 };
           run.segments.push(s); segments.push(s); media += length;
         }
       }
@@ -133,10 +134,12 @@ enum PlayerPage {
       return `video/mp4; codecs="${list.join(", ")}"`;
     }
 
-    // The loader: appends segments in order from `next`, each run's init first, keeping 30 s ahead and
+    // The loader: appends segments in order from `next`, each preceded by its init section when that
+    // differs from the last one appended (a new codec changes the buffer's type), keeping 30 s ahead and
     // 30 s behind. A seek starts a new generation: what the old one fetched or appended no longer moves
     // the loader, and its fetches are aborted.
-    let source, buffer, next = 0, appendedRun = -1, loading = false, generation = 0, seekSegment = 0;
+    let source, buffer, bufferType, next = 0, appendedInit = null, loading = false, generation = 0, seekSegment = 0;
+    const same = (a, b) => a && b && a.length === b.length && a.every((byte, i) => byte === b[i]);
     let controller = new AbortController();
     async function get(uri, signal) {
       for (let attempt = 0; ; attempt++) {
@@ -177,13 +180,20 @@ enum PlayerPage {
       try {
         while (mine === generation && next < segments.length && segments[next].media < video.currentTime + 30) {
           const s = segments[next], index = next;
-          if (s.run !== appendedRun) {
-            const init = await get(runs[s.run].init, signal);
-            if (mine !== generation) break;
+          const init = await get(s.init, signal);
+          if (mine !== generation) break;
+          // A buffer keeps its number of tracks: a section with another (an object without sound in a run
+          // with sound) is not appended; its media's track numbers are those of the section before.
+          const type = codecs(init), tracks = (t) => t.split(",").length;
+          if (!same(init, appendedInit) && tracks(type) === tracks(bufferType)) {
             await whenIdle();
+            // Another codec (not another level of one) changes the buffer's type.
+            const family = (t) => t.replace(/\.[^,"]*/g, "");
+            if (family(type) !== family(bufferType)) buffer.changeType(type);
+            bufferType = type;
             await append(init);
             if (mine !== generation) break;
-            appendedRun = s.run;
+            appendedInit = init;
           }
           const bytes = await get(s.uri, signal);
           if (mine !== generation) break;
@@ -219,7 +229,7 @@ enum PlayerPage {
         if (k < 0) k = segments.length - 1;
         seekSegment = k;
         if (k > 0 && segments[k - 1].run === segments[k].run) k -= 1;
-        generation += 1; next = k; appendedRun = -1;
+        generation += 1; next = k; appendedInit = null;
         controller.abort();
         controller = new AbortController();
         if (buffer.updating) buffer.abort();
@@ -331,12 +341,13 @@ enum PlayerPage {
       source = new MediaSource();
       video.src = URL.createObjectURL(source);
       await new Promise((resolve) => source.addEventListener("sourceopen", resolve, { once: true }));
-      const init = await get(runs[0].init);
+      const init = await get(segments[0].init);
       const type = codecs(init);
       log(`codecs ${type.slice(type.indexOf('"') + 1, -1).replace(/ /g, "")}`);
       // A codec this browser cannot decode (H.265 in most): said so, with the playlist for a player.
       if (!MediaSource.isTypeSupported(type)) return fail(`this browser cannot play ${type}: open the HLS playlist in a player that can (VLC, ffplay, Safari)`);
       buffer = source.addSourceBuffer(type);
+      bufferType = type;
       source.duration = duration;
       const listed = ranges.reduce((n, [a, b]) => n + (b - a), 0) / 1000;
       log(`ready duration=${duration.toFixed(3)} listed=${listed.toFixed(3)} runs=${runs.length} segments=${segments.length}`);
@@ -378,19 +389,21 @@ enum PlayerPage {
       // On a loaded machine a presented picture may be one a 2D context cannot draw (its texture lost
       // with a GPU process that was restarted): drawn again every 100 ms, and decoded again by a seek to
       // the same time every second, for up to 10 s, until it draws.
-      let picture = luma(64, 48), tries = 1;
+      // Read back at 64x48, or at `luma=WxH` (a picture's own size: no browser scaling to judge).
+      const [lw, lh] = (p.get("luma") || "64x48").split("x").map(Number);
+      let picture = luma(lw, lh), tries = 1;
       while (!picture.drawn && tries < 100) {
         if (tries % 10 === 0) {
           await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = target; });
         } else {
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
-        picture = luma(64, 48);
+        picture = luma(lw, lh);
         tries += 1;
       }
       const spans = [];
       for (let i = 0; i < video.buffered.length; i++) spans.push(`${video.buffered.start(i).toFixed(2)}-${video.buffered.end(i).toFixed(2)}`);
-      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} drawn=${picture.drawn ? tries : 0} luma=${picture.hex} ready=${video.readyState} at=${video.currentTime.toFixed(3)} buffered=${spans.join(",")}`);
+      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} size=${video.videoWidth}x${video.videoHeight} drawn=${picture.drawn ? tries : 0} luma=${picture.hex} ready=${video.readyState} at=${video.currentTime.toFixed(3)} buffered=${spans.join(",")}`);
       let crossed = 0, lastRun = -1;
       video.addEventListener("timeupdate", () => {
         const run = segments.findIndex((s) => video.currentTime >= s.media && video.currentTime < s.media + s.length);
