@@ -68,8 +68,8 @@ extension RequestHandler {
     }
     // A presigned playlist signs its segments no longer than itself.
     guard let object else { return playlist(query, presignedUntil: expiry) }
-    switch segments.segment(
-      for: SegmentCache.Key(query: query, object: object),
+    switch segments.value(
+      for: SegmentKey(query: query, object: object),
       making: { () throws(NotServed) in
         try makeSegment(object, query)
       })
@@ -215,43 +215,8 @@ extension RequestHandler {
   }
 }
 
-/// The stream segments a server made lately, and a bound on how many are made at once. Thread-safe.
-final class SegmentCache: Sendable {
-  /// A segment of one object for one query.
-  struct Key: Hashable, Sendable {
-    let query: RequestHandler.StreamQuery
-    let object: Int
-  }
-
-  /// Segments kept, and their bytes at most.
-  static let capacity = 8
-  static let bytes = 64 << 20
-  private let kept = Locked<[(Key, StreamSegment)]>([])
-  private let makers = DispatchSemaphore(value: 2)
-
-  /// The kept segment of `key`, or the one `make` makes now (at most two at once: a third is answered
-  /// 503 at once — it must not hold one of the server's few threads).
-  func segment(
-    for key: Key, making make: () throws(RequestHandler.NotServed) -> StreamSegment
-  ) -> Result<StreamSegment, RequestHandler.NotServed> {
-    if let segment = kept.withLock({ $0.first { $0.0 == key }?.1 }) { return .success(segment) }
-    guard makers.wait(timeout: .now()) == .success else {
-      return .failure(RequestHandler.NotServed(answer: .error(503, "unavailable", "segments are being made; retry")))
-    }
-    defer { makers.signal() }
-    if let segment = kept.withLock({ $0.first { $0.0 == key }?.1 }) { return .success(segment) }
-    let made = Result { () throws(RequestHandler.NotServed) in try make() }
-    if case .success(let segment) = made {
-      kept.withLock { kept in
-        kept.append((key, segment))
-        // At most eight, and at most 64 MB of them (an object may be large).
-        while kept.count > Self.capacity
-          || kept.count > 1 && kept.reduce(0, { $0 + $1.1.media.count + $1.1.initialization.count }) > Self.bytes
-        {
-          kept.removeFirst()
-        }
-      }
-    }
-    return made
-  }
+/// A stream segment: one object for one query.
+struct SegmentKey: Hashable, Sendable {
+  let query: RequestHandler.StreamQuery
+  let object: Int
 }

@@ -40,8 +40,8 @@ extension RequestHandler {
     } else if case .failure(let refusal) = authorize(connection) {
       return .error(refusal.status, refusal.error, refusal.message)
     }
-    let sheet: PreviewCache.Sheet
-    switch previews.sheet(for: query, making: { () throws(NotServed) in try makeSheet(query) }) {
+    let sheet: PreviewSheet
+    switch previews.value(for: query, making: { () throws(NotServed) in try makeSheet(query) }) {
     case .success(let made): sheet = made
     case .failure(let refusal): return refusal.answer
     }
@@ -80,7 +80,7 @@ extension RequestHandler {
   }
 
   /// Runs the preview graph over the library, reading only the objects the server would serve.
-  private func makeSheet(_ query: PreviewQuery) throws(NotServed) -> PreviewCache.Sheet {
+  private func makeSheet(_ query: PreviewQuery) throws(NotServed) -> PreviewSheet {
     do {
       let sheet = try ThumbnailSheet(
         range: MediaRange(startMilliseconds: query.start, endMilliseconds: query.end),
@@ -91,7 +91,7 @@ extension RequestHandler {
       guard let sprite = try sheet.sprite() else {
         throw NotServed(answer: .error(404, "not_found", "no keyframe of video channel \(query.channel) in the range"))
       }
-      return PreviewCache.Sheet(sprite: sprite, template: sheet.index(spriteName: PreviewCache.Sheet.placeholder))
+      return PreviewSheet(sprite: sprite, template: sheet.index(spriteName: PreviewSheet.placeholder))
     } catch let refusal as NotServed {
       throw refusal
     } catch let error as TiError where error.code == .rangeTooLarge || error.code == .invalidArgument {
@@ -103,46 +103,14 @@ extension RequestHandler {
   }
 }
 
-/// The scrub previews a server made lately (the index and its sprite are asked for one after the other),
-/// and the one being made. Thread-safe.
-final class PreviewCache: Sendable {
-  /// A sheet made: its sprite, and its index for a sprite URL (the sheet and its canvas are not kept).
-  struct Sheet: Sendable {
-    let sprite: Data
-    /// The index with ``placeholder`` where the sprite's URL goes.
-    let template: String
-    static let placeholder = "\u{1}sprite\u{1}"
+/// A preview sheet made: its sprite, and its index for a sprite URL (the sheet and its canvas are not
+/// kept).
+struct PreviewSheet: Sendable {
+  let sprite: Data
+  /// The index with ``placeholder`` where the sprite's URL goes.
+  let template: String
+  static let placeholder = "\u{1}sprite\u{1}"
 
-    /// The WebVTT index naming `spriteURL`.
-    func index(_ spriteURL: String) -> String { template.replacingOccurrences(of: Self.placeholder, with: spriteURL) }
-  }
-
-  /// Sheets kept.
-  static let capacity = 4
-  private let state = Locked<(making: Bool, kept: [(RequestHandler.PreviewQuery, Sheet)])>((false, []))
-
-  /// The kept sheet of `query`, or one `make` makes now; 429 while another is being made.
-  func sheet(
-    for query: RequestHandler.PreviewQuery, making make: () throws(RequestHandler.NotServed) -> Sheet
-  ) -> Result<Sheet, RequestHandler.NotServed> {
-    let claimed = state.withLock { state -> Result<Sheet, RequestHandler.NotServed>? in
-      if let kept = state.kept.first(where: { $0.0 == query }) { return .success(kept.1) }
-      guard !state.making else {
-        return .failure(
-          RequestHandler.NotServed(answer: .error(429, "rate_limited", "previews are made one at a time; retry")))
-      }
-      state.making = true
-      return nil
-    }
-    if let claimed { return claimed }
-    let made = Result { () throws(RequestHandler.NotServed) in try make() }
-    state.withLock { state in
-      state.making = false
-      if case .success(let sheet) = made {
-        state.kept.append((query, sheet))
-        if state.kept.count > Self.capacity { state.kept.removeFirst() }
-      }
-    }
-    return made
-  }
+  /// The WebVTT index naming `spriteURL`.
+  func index(_ spriteURL: String) -> String { template.replacingOccurrences(of: Self.placeholder, with: spriteURL) }
 }

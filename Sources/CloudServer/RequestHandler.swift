@@ -41,10 +41,16 @@ final class RequestHandler: Sendable {
   /// drop an answer that says an upload was stored.
   private let suspended = DispatchGroup()
   private let stopping = Atomic<Bool>(false)
-  /// The scrub previews made lately, and whether one is being made.
-  let previews = PreviewCache()
-  /// The stream segments made lately (a segment's initialization and media are asked for apart).
-  let segments = SegmentCache()
+  /// The scrub previews made lately (a sheet's index and its sprite are asked for one after the other):
+  /// four kept, one made at a time (429 meanwhile).
+  let previews = RecentlyMade<PreviewQuery, PreviewSheet>(
+    capacity: 4, makers: 1,
+    busy: NotServed(answer: .error(429, "rate_limited", "previews are made one at a time; retry")))
+  /// The stream segments made lately (a segment's initialization and media are asked for apart): eight
+  /// kept, 64 MB of them at most (an object may be large), two made at a time (503 meanwhile).
+  let segments = RecentlyMade<SegmentKey, StreamSegment>(
+    capacity: 8, makers: 2, byteLimit: 64 << 20, bytes: { $0.media.count + $0.initialization.count },
+    busy: NotServed(answer: .error(503, "unavailable", "segments are being made; retry")))
   /// The library as the preview and stream graphs read it (its index parsed once).
   let library: LocalLibraryService
 

@@ -9,7 +9,10 @@ import Testing
 /// fragments through Media Source Extensions with its own loader, seeks as a click does to the picture
 /// recorded at that time (read back from a canvas and compared with ffmpeg's decode of an export), plays
 /// across the gap to the end, and shows a bad token as an error.
-@Suite struct PlayerPageTests {
+///
+/// One browser at a time: five Chromiums at once on two cores starve each other (and a page's time to its
+/// first picture with them).
+@Suite(.serialized) struct PlayerPageTests {
   private func value(_ key: String, in line: String) -> String? {
     line.split(separator: " ").first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
   }

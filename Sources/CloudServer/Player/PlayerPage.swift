@@ -317,18 +317,43 @@ enum PlayerPage {
     // Test hooks: the luma of the shown picture, read back from a canvas (after `seeked`, the picture at
     // the new time is the element's current one).
     // A canvas the element drew nothing into stays transparent (alpha 0), which a picture never is.
-    function luma(w, h) {
+    // When the element itself draws nothing (seen about once in six runs here, the picture presented and
+    // the element ready), the same picture is taken as a WebCodecs VideoFrame of the element, then as an
+    // ImageBitmap; `via` says which source drew.
+    async function luma(w, h) {
       const c = document.createElement("canvas");
       c.width = w; c.height = h;
       const g = c.getContext("2d", { willReadFrequently: true });
-      g.drawImage(video, 0, 0, w, h);
-      const d = g.getImageData(0, 0, w, h).data, out = [];
-      let drawn = false;
-      for (let i = 0; i < d.length; i += 4) {
-        drawn = drawn || d[i + 3] !== 0;
-        out.push(Math.round(0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]).toString(16).padStart(2, "0"));
+      const read = () => {
+        const d = g.getImageData(0, 0, w, h).data, out = [];
+        let drawn = false;
+        for (let i = 0; i < d.length; i += 4) {
+          drawn = drawn || d[i + 3] !== 0;
+          out.push(Math.round(0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]).toString(16).padStart(2, "0"));
+        }
+        return { hex: out.join(""), drawn };
+      };
+      const sources = [
+        ["element", async () => video],
+        ["videoframe", async () => new VideoFrame(video)],
+        ["bitmap", async () => createImageBitmap(video)],
+      ];
+      let picture = { hex: "", drawn: false, via: "none" };
+      for (const [via, make] of sources) {
+        let image = null;
+        try {
+          image = await make();
+          g.clearRect(0, 0, w, h);
+          g.drawImage(image, 0, 0, w, h);
+          picture = { ...read(), via };
+        } catch (e) {
+          picture = { ...picture, via: `${via}-failed` };
+        } finally {
+          if (image && image !== video && image.close) image.close();
+        }
+        if (picture.drawn) break;
       }
-      return { hex: out.join(""), drawn };
+      return picture;
     }
 
     (async () => {
@@ -386,24 +411,24 @@ enum PlayerPage {
       });
       await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = target; });
       const shown = await presented;
-      // On a loaded machine a presented picture may be one a 2D context cannot draw (its texture lost
-      // with a GPU process that was restarted): drawn again every 100 ms, and decoded again by a seek to
-      // the same time every second, for up to 10 s, until it draws.
+      // A presented picture that no source draws (not seen since `luma` takes the element's VideoFrame) is
+      // drawn again every 100 ms, and decoded again by a seek to the same time every second, for up to
+      // 10 s, until it draws.
       // Read back at 64x48, or at `luma=WxH` (a picture's own size: no browser scaling to judge).
       const [lw, lh] = (p.get("luma") || "64x48").split("x").map(Number);
-      let picture = luma(lw, lh), tries = 1;
+      let picture = await luma(lw, lh), tries = 1;
       while (!picture.drawn && tries < 100) {
         if (tries % 10 === 0) {
           await new Promise((resolve) => { video.addEventListener("seeked", resolve, { once: true }); video.currentTime = target; });
         } else {
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
-        picture = luma(lw, lh);
+        picture = await luma(lw, lh);
         tries += 1;
       }
       const spans = [];
       for (let i = 0; i < video.buffered.length; i++) spans.push(`${video.buffered.start(i).toFixed(2)}-${video.buffered.end(i).toFixed(2)}`);
-      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} size=${video.videoWidth}x${video.videoHeight} drawn=${picture.drawn ? tries : 0} luma=${picture.hex} ready=${video.readyState} at=${video.currentTime.toFixed(3)} buffered=${spans.join(",")}`);
+      log(`frame wall=${Math.round(wallOf(video.currentTime))} presented=${shown ? 1 : 0} size=${video.videoWidth}x${video.videoHeight} drawn=${picture.drawn ? tries : 0} via=${picture.via} luma=${picture.hex} ready=${video.readyState} at=${video.currentTime.toFixed(3)} buffered=${spans.join(",")}`);
       let crossed = 0, lastRun = -1;
       video.addEventListener("timeupdate", () => {
         const run = segments.findIndex((s) => video.currentTime >= s.media && video.currentTime < s.media + s.length);
