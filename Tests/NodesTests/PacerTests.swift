@@ -106,6 +106,34 @@ struct PacerTests {
     #expect(pacer.statistics.presented.load(ordering: .relaxed) == 3)
   }
 
+  @Test func aboveNormalSpeedTheClockStartsItsLatencyAfterTheFirstPictureWhichIsShownAtOnce() throws {
+    let eight = PlaybackRate(numerator: 8, denominator: 1)!
+    // The decoder's second frame 12 ms after its first: at 8× a frame lasts 5 ms.
+    func play(startLatency: MediaDuration, rate: PlaybackRate) throws -> (at: [Int64], dropped: Int, late: Int) {
+      let pacer = Pacer(rate: rate, timeline: PlaybackTimeline(rate: rate, startLatency: startLatency))
+      let harness = try NodeHarness(pacer)
+      var at: [Int64] = []
+      harness.push(frame(0))
+      harness.runUntilIdle()
+      at += harness.outputItems.map { _ in 0 }
+      for step in 1...40 {
+        if step == 12 { harness.push(frame(40)) }
+        harness.advance(by: .milliseconds(1))
+        if harness.outputItems.count > at.count { at.append(Int64(step)) }
+      }
+      return (at, pacer.statistics.dropped.load(ordering: .relaxed), pacer.statistics.late.load(ordering: .relaxed))
+    }
+    // Without a latency the second frame is 7 ms past its instant (5 ms after the first picture): dropped.
+    let bare = try play(startLatency: .zero, rate: eight)
+    #expect(bare.at == [0] && bare.dropped == 1)
+    // With 20 ms: the first picture at once, the clock from 20 ms, the second frame on time at 25 ms.
+    let started = try play(startLatency: .microseconds(20_000), rate: eight)
+    #expect(started.at == [0, 25] && started.dropped == 0 && started.late == 0, "\(started)")
+    // At 1× the clock starts at the first picture whatever the latency (the sound must not trail it).
+    let normal = try play(startLatency: .microseconds(20_000), rate: .normal)
+    #expect(normal.at == [0, 40] && normal.dropped == 0 && normal.late == 0, "\(normal)")
+  }
+
   @Test func atNormalSpeedALateFrameIsPresentedNotDropped() throws {
     let pacer = Pacer()
     let harness = try NodeHarness(pacer)

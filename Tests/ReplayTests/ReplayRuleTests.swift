@@ -43,8 +43,10 @@ import TiCloudStorage
     #expect(frames.map(\.media) == frames.map(\.media).sorted())
     #expect(frames.count + harness.replay.statistics.droppedFrames == 200)
     #expect(harness.log.completions == 1)
-    // 8 s of media at 8x: 1 s of clock from the first frame.
-    #expect(harness.clock.now.microseconds - frames[0].at == 1_000_000)
+    // 8 s of media at 8x: 1 s of clock from the clock's start, its start latency after the first frame,
+    // which is shown at once.
+    #expect(
+      harness.clock.now.microseconds - frames[0].at == 1_000_000 + PlaybackTimeline.playerStartLatency.microseconds)
     #expect(frames[0].at == began)
   }
 
@@ -457,7 +459,10 @@ import TiCloudStorage
     #expect(harness.replay.currentTimeMs == nil)
     harness.runToEnd()
     let frames = harness.renderer.frames
-    #expect(frames[1].at - frames[0].at == 20_000)
+    // At 2×: a frame every 20 ms of clock, once the clock started — its start latency after the first
+    // picture, which is shown at once.
+    let latency = PlaybackTimeline.playerStartLatency.microseconds
+    #expect(frames[1].at - frames[0].at == 20_000 + latency && frames[2].at - frames[1].at == 20_000)
   }
 
   @Test func R20_aNewPlayStartsUnpaused() throws {

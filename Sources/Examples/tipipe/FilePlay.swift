@@ -55,7 +55,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     // Times from the file's start: the title, the lines and --start all count from there.
     let source = MediaFileSource(path: path, startTime: MediaTime(microseconds: 0))
     let tracks = Set([source.videoTrack] + (speaker == nil ? [] : [source.audioTrack]))
-    let timeline = PlaybackTimeline(tracks: tracks, rate: speed.rate)
+    let timeline = PlaybackTimeline(tracks: tracks, rate: speed.rate, startLatency: PlaybackTimeline.playerStartLatency)
     // One decoding thread, as the Replay: a seek's or a step's picture comes out with its own packet.
     let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack, threads: 1)
     let videoPacer = Pacer(

@@ -232,7 +232,12 @@ public final class Pacer: Node {
     {
     case .at(let at):
       instant = at
-      let early = applied.rate == .normal ? lead.microseconds : 0
+      // Above 1× the first picture of a play or a seek is shown at once: the timeline's clock starts its
+      // `startLatency` after it.
+      let first =
+        frame.track.kind == .video && lastPresented == nil && applied.rate.numerator > applied.rate.denominator
+        && at.microseconds &- now.microseconds <= timeline.startLatency.microseconds
+      let early = first ? at.microseconds &- now.microseconds : applied.rate == .normal ? lead.microseconds : 0
       due = ClockInstant(microseconds: at.microseconds &- early)
     case .awaitingPreroll(let deadline):
       // Held until the other pacers' first frames anchor the clock (a wake-up) or the limit passes; a

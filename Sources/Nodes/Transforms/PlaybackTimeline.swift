@@ -102,9 +102,26 @@ public final class PlaybackTimeline: Sendable {
   /// The mapping as of the last change, for frames scheduled without the lock.
   private let published: Published<Mapping>
 
-  /// A timeline for a playback of `tracks` (empty: every gap is a hole) at `rate`, `paused` or not.
-  public init(tracks: Set<TrackID> = [], rate: PlaybackRate = .normal, paused: Bool = false) {
+  /// How much later than its anchoring frame the clock of a play (or of a seek) starts while playing
+  /// above 1× (the sound is muted there): the first picture is shown at once (``Pacer``), the next ones
+  /// from this much later. A decoder's first frames come irregularly (a new context, its threads and
+  /// pool, the edge empty): at 8× a frame lasts 5 ms, and the second one came 10–12 ms after the first
+  /// (one frame late or dropped in 6 of 10 runs of 1080p on one core). ExoPlayer starts its clock once
+  /// its renderers are ready; GStreamer's sinks add their latency. Zero: the clock starts at the first
+  /// frame.
+  public let startLatency: MediaDuration
+  /// The ``startLatency`` of a player's timeline (the Replay, `tipipe play`): 20 ms, four frames' time
+  /// at 8×, a half frame at 1×.
+  public static let playerStartLatency = MediaDuration.microseconds(20_000)
+
+  /// A timeline for a playback of `tracks` (empty: every gap is a hole) at `rate`, `paused` or not, whose
+  /// clock starts `startLatency` after its first frame.
+  public init(
+    tracks: Set<TrackID> = [], rate: PlaybackRate = .normal, paused: Bool = false,
+    startLatency: MediaDuration = .zero
+  ) {
     self.tracks = tracks
+    self.startLatency = max(.zero, startLatency)
     let mapping = Mapping(rate: rate, paused: paused, holes: [], active: [])
     state = Locked(State(rate: rate, paused: paused, published: mapping))
     published = Published(mapping)
@@ -179,11 +196,19 @@ public final class PlaybackTimeline: Sendable {
       wakes = updateHoles(&state)
     }
     if state.paused && state.pausedAt == nil { state.pausedAt = now }
-    let anchor = state.anchor ?? (state.pausedAt ?? now, time)
+    let anchor = state.anchor ?? (state.pausedAt ?? started(now, state.rate), time)
     state.anchor = anchor
     let instant = Self.instant(
       of: time, anchor: Anchor(clock: anchor.clock, media: anchor.media), holes: state.holes, rate: state.rate)
     return (instant, wakes)
+  }
+
+  /// Where a clock anchored at `now` while playing at `rate` starts: ``startLatency`` later above 1×, at
+  /// `now` otherwise (at 1× and slower a frame may be late by its whole duration, 40 ms or more, and the
+  /// sound plays: the picture must not lead it).
+  private func started(_ now: ClockInstant, _ rate: PlaybackRate) -> ClockInstant {
+    guard rate.numerator > rate.denominator else { return now }
+    return ClockInstant(microseconds: now.microseconds &+ startLatency.microseconds)
   }
 
   /// The instant of media time `time`: the anchor's, plus the media after it outside `holes`, scaled.
@@ -261,7 +286,7 @@ public final class PlaybackTimeline: Sendable {
   {
     guard let earliest = state.offers.values.min() else { return [] }
     if state.paused && state.pausedAt == nil { state.pausedAt = now }
-    state.anchor = (state.pausedAt ?? now, earliest)
+    state.anchor = (state.pausedAt ?? started(now, state.rate), earliest)
     state.offers = [:]
     state.prerollSince = nil
     state.bump = true

@@ -164,7 +164,7 @@ extension Replay {
     // is where the detector's tracks all have a gap.
     let timeline = PlaybackTimeline(
       tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.start.speed.rate,
-      paused: plan.start.paused)
+      paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
     for binding in plan.bindings {
       let branch = try connectBranch(
         for: binding, after: detector, plan: plan, timeline: timeline, candidates: candidates, in: pipeline)
