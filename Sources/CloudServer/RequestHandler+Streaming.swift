@@ -8,9 +8,9 @@ import Synchronization
 ///
 /// - `GET /hls/index.m3u8?start_ms=S&end_ms=E&channel=N[&audio_channel=M]`, with the device's bearer
 ///   token or a presigned URL (`expires`, `sig`): a VOD media playlist, one segment per recorded object
-///   of the range, each with its own `EXT-X-MAP` (the object's own parameters: a picture size or an audio
-///   rate may change between two objects). Each run of contiguous objects starts with its
-///   `EXT-X-PROGRAM-DATE-TIME`; a gap between runs is an `EXT-X-DISCONTINUITY`. Segment times are those
+///   of the range. Each run of contiguous objects starts with its `EXT-X-MAP` (with `&maps=each`, every
+///   segment names its own: a picture size or an audio rate may change between two objects of a run) and
+///   its `EXT-X-PROGRAM-DATE-TIME`; a gap between runs is an `EXT-X-DISCONTINUITY`. Segment times are those
 ///   of the stream: from the range's start, each gap closed up (as an export closes them), so that the
 ///   playlist's durations are the media's and a player seeks where it means to; each run's
 ///   `EXT-X-PROGRAM-DATE-TIME` gives the wall clock back. An
@@ -20,8 +20,8 @@ import Synchronization
 ///   initialization section and the media of object K of the served index, clipped to the range.
 ///
 /// Encrypted objects are decrypted here; only objects the server would serve are read. Two segments
-/// are made at a time at most (a third request meanwhile: 503 `unavailable`, to retry); the last eight are
-/// kept (64 MB at most). A presigned playlist signs its segments no longer than itself.
+/// are made at a time at most (a third request meanwhile, or one for a segment being made: 503
+/// `unavailable`, to retry); the last eight are kept (64 MB at most). A presigned playlist signs its segments no longer than itself.
 extension RequestHandler {
   /// What a stream request names, in the one spelling its signature covers.
   struct StreamQuery: Hashable {
@@ -67,7 +67,10 @@ extension RequestHandler {
       object = number
     }
     // A presigned playlist signs its segments no longer than itself.
-    guard let object else { return playlist(query, presignedUntil: expiry) }
+    guard let object else {
+      return playlist(
+        query, presignedUntil: expiry, mapEachSegment: value(connection, .GET_ARGUMENT_KIND, "maps") == "each")
+    }
     switch segments.value(
       for: SegmentKey(query: query, object: object),
       making: { () throws(NotServed) in
@@ -155,8 +158,9 @@ extension RequestHandler {
     return runs
   }
 
-  /// The media playlist of `query`'s range.
-  private func playlist(_ query: StreamQuery, presignedUntil expiry: Int64?) -> Answer {
+  /// The media playlist of `query`'s range; with `mapEachSegment`, every segment names its own
+  /// initialization section, else each run names its first object's.
+  private func playlist(_ query: StreamQuery, presignedUntil expiry: Int64?, mapEachSegment: Bool) -> Answer {
     let runs = layout(query)
     guard !runs.isEmpty else { return .error(404, "not_found", "nothing of the channel was recorded in the range") }
     func seconds(_ placed: Placed) -> Double { Double(placed.stretch.end - placed.stretch.start) / 1000 }
@@ -169,12 +173,17 @@ extension RequestHandler {
       if position > 0 { text += "#EXT-X-DISCONTINUITY\n" }
       let date = Date(timeIntervalSince1970: Double(run[0].stretch.start) / 1000)
       text += "#EXT-X-PROGRAM-DATE-TIME:\(dates.string(from: date))\n"
-      for placed in run {
-        // Each segment names its own initialization section: the listing does not say a picture size or
-        // an audio rate, and a camera may change them between two objects of one run (the segment's own
-        // `moov` has them). A player fetches a section once per URL and re-reads it only when it changes.
-        text +=
-          "#EXT-X-MAP:URI=\"\(presigned("init.mp4", "\(query.canonical)&n=\(placed.number)", until: expiry))\"\n"
+      for (index, placed) in run.enumerated() {
+        // A player takes a new section as a new stream (Media Source Extensions, hls.js: decoding waits
+        // for a keyframe), which a segment that continues a GOP begun in the object before it does not
+        // start with: a run names one. The listing does not say a picture size or an audio rate, so a
+        // camera that changes them between two objects of a run plays on in the section's parameters
+        // (decoders take the in-band parameter sets: ffmpeg, Chromium); `maps=each` (the page, which
+        // appends a section only when its bytes differ) names each segment's own.
+        if index == 0 || mapEachSegment {
+          text +=
+            "#EXT-X-MAP:URI=\"\(presigned("init.mp4", "\(query.canonical)&n=\(placed.number)", until: expiry))\"\n"
+        }
         text += String(format: "#EXTINF:%.3f,\n", seconds(placed))
         text += presigned("segment.m4s", "\(query.canonical)&n=\(placed.number)", until: expiry) + "\n"
       }

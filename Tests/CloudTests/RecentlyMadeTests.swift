@@ -18,7 +18,7 @@ import Testing
   }
 
   @Test func aValueBeingMadeIsNotMadeAgainAndTheMakersAreBounded() throws {
-    let cache = RecentlyMade<Int, String>(capacity: 4, makers: 1, busy: busy)
+    let cache = RecentlyMade<Int, String>(capacity: 4, makers: 2, busy: busy)
     let started = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
@@ -31,9 +31,26 @@ import Testing
       finished.signal()
     }
     try started.wait(for: "the first value to start being made")
-    // While 1 is being made: 1 again, and another value past the one maker, are refused at once.
+    // While 1 is being made (one maker of two busy): 1 again is refused at once, 2 is made.
     #expect(status(cache.value(for: 1) { () throws(NotServed) in "again" }) == 503)
-    #expect(status(cache.value(for: 2) { () throws(NotServed) in "two" }) == 503)
+    #expect(try cache.value(for: 2) { () throws(NotServed) in "two" }.get() == "two")
+    // Past the makers: a value made while both are busy is refused.
+    let single = RecentlyMade<Int, String>(capacity: 4, makers: 1, busy: busy)
+    let began = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+      _ = single.value(for: 1) { () throws(NotServed) in
+        began.signal()
+        go.wait()
+        return "one"
+      }
+      done.signal()
+    }
+    try began.wait(for: "the single maker to start")
+    #expect(status(single.value(for: 2) { () throws(NotServed) in "two" }) == 503)
+    go.signal()
+    try done.wait(for: "the single maker to end")
     release.signal()
     try finished.wait(for: "the first value to be made")
     // Made once, then served as kept.
@@ -43,7 +60,7 @@ import Testing
       return "again"
     }
     #expect(try kept.get() == "one" && made == 0)
-    #expect(try cache.value(for: 2) { () throws(NotServed) in "two" }.get() == "two")
+    #expect(try cache.value(for: 2) { () throws(NotServed) in "remade" }.get() == "two")
   }
 
   @Test func theOldestGoFirstPastTheCountOrTheBytesAndAFailureIsNotKept() throws {
@@ -67,7 +84,12 @@ import Testing
       again += 1
       return "a"
     }
-    #expect(again == 1, "12 bytes past a limit of 10: the oldest went")
+    var kept2 = 0
+    _ = sized.value(for: 2) { () throws(NotServed) in
+      kept2 += 1
+      return "b"
+    }
+    #expect(again == 1 && kept2 == 0, "12 bytes past a limit of 10: the oldest went, the newer stayed")
     // The newest is kept even alone past the limit.
     _ = sized.value(for: 3) { () throws(NotServed) in String(repeating: "c", count: 20) }
     var newest = 0

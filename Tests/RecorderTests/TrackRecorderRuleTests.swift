@@ -407,17 +407,20 @@ extension RecorderSettingsTests {
 
     @Test(.enabled(if: canMount, "needs root and the right to mount a tmpfs"))
     func RC30_RC32_theRealFreeSpaceStopsARecordingBelowTheCriticalThreshold() async throws {
-      let mountPoint = try #require(try Self.mountTmpfs(bytes: 3 << 20))
+      // The critical threshold far above what one fragment of noise writes at once (a 3 MB tmpfs with a
+      // 1 MB threshold was once filled by one flush, under the address sanitizer: the write failed first,
+      // which RC25 is about): the free space passes below it with room left.
+      let mountPoint = try #require(try Self.mountTmpfs(bytes: 16 << 20))
       defer { Self.unmount(mountPoint) }
       TrackRecorder.dataRoot = mountPoint
       TrackRecorder.setFreeSpaceSource(nil)
-      TrackRecorder.diskSpaceWarningThreshold = 2 << 20
-      TrackRecorder.diskSpaceCriticalThreshold = 1 << 20
+      TrackRecorder.diskSpaceWarningThreshold = 12 << 20
+      TrackRecorder.diskSpaceCriticalThreshold = 8 << 20
       defer {
         TrackRecorder.diskSpaceWarningThreshold = 100 << 20
         TrackRecorder.diskSpaceCriticalThreshold = 50 << 20
       }
-      #expect(TrackRecorder.availableDiskSpace() == 3 << 20)
+      #expect(TrackRecorder.availableDiskSpace() == 16 << 20)
       let track = MediaTrack(id: TrackID(.video, channel: 0))
       let recorder = TrackRecorder(videoTrack: track, videoSize: VideoSize(width: 320, height: 240))
       try recorder.startRecording(fileName: "filling")
@@ -425,18 +428,20 @@ extension RecorderSettingsTests {
       // Noise until the real free space is below the critical threshold (a condition, within the deadline).
       var fed = 0
       let deadline = ContinuousClock.now + testDeadline
-      while TrackRecorder.availableDiskSpace() >= 1 << 20 {
+      while TrackRecorder.availableDiskSpace() >= 8 << 20 {
         guard ContinuousClock.now < deadline, fed < 2000 else { throw WaitTimedOut("the tmpfs to fill") }
-        try await feedNoise(track, from: fed, count: 10)
-        fed += 10
+        try await feedNoise(track, from: fed, count: 2)
+        fed += 2
         await Task.yield()
       }
       recorder.checkDiskSpace()
       guard case .criticalStopped(let available, let threshold) = recorder.diskSpaceWarning else {
-        Issue.record("no critical stop: \(String(describing: recorder.diskSpaceWarning))")
+        Issue.record(
+          "no critical stop: \(String(describing: recorder.diskSpaceWarning)), error \(String(describing: recorder.lastError)), \(TrackRecorder.availableDiskSpace()) bytes free"
+        )
         return
       }
-      #expect(available < 1 << 20 && threshold == 1 << 20)
+      #expect(available < 8 << 20 && available > 0 && threshold == 8 << 20)
       try await recorder.wait(until: .idle)
       // Stopped by itself; the file (what was written) arrives through lastFinishedFile and plays.
       let file = try #require(recorder.lastFinishedFile)

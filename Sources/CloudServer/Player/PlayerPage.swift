@@ -71,7 +71,8 @@ enum PlayerPage {
     // section (a run may change its picture size or audio rate from one object to the next).
     async function playlist() {
       const q = `start_ms=${start}&end_ms=${end}&channel=${channel}` + (audio !== null ? `&audio_channel=${audio}` : "");
-      const r = await fetch(`/hls/index.m3u8?${q}`, auth);
+      // Each segment's own init section (`maps=each`): the loader appends one only when it differs.
+      const r = await fetch(`/hls/index.m3u8?${q}&maps=each`, auth);
       if (!r.ok) { const body = await json(r); throw new Error(`${r.status} ${body.error || ""}: ${body.message || ""}`); }
       // The same playlist for players that speak HLS (VLC, ffplay, Safari): presigned, no token in it.
       const presigned = r.headers.get("X-Presigned-URL");
@@ -145,9 +146,10 @@ enum PlayerPage {
       for (let attempt = 0; ; attempt++) {
         const r = await fetch(`/hls/${uri}`, { signal });
         if (r.ok) return new Uint8Array(await r.arrayBuffer());
-        // The server makes two segments at a time and says so (503, 429): wait and ask again.
-        if ((r.status === 503 || r.status === 429) && attempt < 8) {
-          await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
+        // The server makes two segments at a time, and one segment once, and says so (503, 429): wait and
+        // ask again, for up to ~15 s.
+        if ((r.status === 503 || r.status === 429) && attempt < 32) {
+          await new Promise((resolve) => setTimeout(resolve, Math.min(100 * (attempt + 1), 500)));
           continue;
         }
         throw new Error(`${r.status} ${(await json(r)).error || ""}`);
@@ -183,10 +185,12 @@ enum PlayerPage {
           const init = await get(s.init, signal);
           if (mine !== generation) break;
           // A buffer keeps its number of tracks: a section with another (an object without sound in a run
-          // with sound) is not appended; its media's track numbers are those of the section before.
+          // with sound) is not appended, and that segment's media is appended as it is (its video keeps
+          // track 1; the sound's hole is jumped as at a gap). Not handled: a run that gains a track.
           const type = codecs(init), tracks = (t) => t.split(",").length;
           if (!same(init, appendedInit) && tracks(type) === tracks(bufferType)) {
             await whenIdle();
+            if (mine !== generation) break;
             // Another codec (not another level of one) changes the buffer's type.
             const family = (t) => t.replace(/\.[^,"]*/g, "");
             if (family(type) !== family(bufferType)) buffer.changeType(type);

@@ -33,8 +33,9 @@ enum ServeCommand {
 
     HLS: GET /hls/index.m3u8?start_ms=S&end_ms=E&channel=N[&audio_channel=M] with the bearer token (or
     the presigned URL its answer names in X-Presigned-URL, for players that cannot send one) answers a
-    VOD playlist of fMP4 segments made on the fly by stream copy, one per object with its own init
-    section (EXT-X-MAP: a picture size may change between objects), decrypted here; a gap
+    VOD playlist of fMP4 segments made on the fly by stream copy, one per object, an init section
+    (EXT-X-MAP) per run of objects (with &maps=each, per object: a picture size may change between
+    objects), decrypted here; a gap
     is an EXT-X-DISCONTINUITY (closed up in the stream's times; EXT-X-PROGRAM-DATE-TIME gives each run's
     wall clock). At most two segments are made at once (503 meanwhile); the last eight are kept.
 

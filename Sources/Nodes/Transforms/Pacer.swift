@@ -4,6 +4,9 @@ import Synchronization
 /// The speed and hold-frame scheduler of Replay: presents each frame at
 /// `anchor + (pts − anchorPts) / rate` on the pipeline clock.
 ///
+/// - Above 1× the first picture of a play or a seek is presented as soon as it comes, the timeline's
+///   clock starting its ``PlaybackTimeline/startLatency`` later (a decoder's first frames come
+///   irregularly; a frame lasts 5 ms at 8×).
 /// - A frame is held (input suspended, so backpressure reaches the decoder and the source) until its
 ///   instant; at slow speeds each frame thus stays presented for its scaled duration, and the last one
 ///   is held for its own before the end of stream goes on, so the position reaches the end on time.

@@ -103,7 +103,7 @@ public final class PlaybackTimeline: Sendable {
   private let published: Published<Mapping>
 
   /// How much later than its anchoring frame the clock of a play (or of a seek) starts while playing
-  /// above 1× (the sound is muted there): the first picture is shown at once (``Pacer``), the next ones
+  /// above 1× (a Replay mutes its sound there): the first picture is shown at once (``Pacer``), the next ones
   /// from this much later. A decoder's first frames come irregularly (a new context, its threads and
   /// pool, the edge empty): at 8× a frame lasts 5 ms, and the second one came 10–12 ms after the first
   /// (one frame late or dropped in 6 of 10 runs of 1080p on one core). ExoPlayer starts its clock once
@@ -111,7 +111,7 @@ public final class PlaybackTimeline: Sendable {
   /// frame.
   public let startLatency: MediaDuration
   /// The ``startLatency`` of a player's timeline (the Replay, `tipipe play`): 20 ms, four frames' time
-  /// at 8×, a half frame at 1×.
+  /// at 8×.
   public static let playerStartLatency = MediaDuration.microseconds(20_000)
 
   /// A timeline for a playback of `tracks` (empty: every gap is a hole) at `rate`, `paused` or not, whose
@@ -121,7 +121,8 @@ public final class PlaybackTimeline: Sendable {
     startLatency: MediaDuration = .zero
   ) {
     self.tracks = tracks
-    self.startLatency = max(.zero, startLatency)
+    // At most the preroll's limit: a start is not held longer than a preroll (and no sum overflows).
+    self.startLatency = min(max(.zero, startLatency), Self.prerollLimit)
     let mapping = Mapping(rate: rate, paused: paused, holes: [], active: [])
     state = Locked(State(rate: rate, paused: paused, published: mapping))
     published = Published(mapping)
@@ -177,7 +178,8 @@ public final class PlaybackTimeline: Sendable {
   }
 
   /// The clock instant at which a frame of `track` at media time `time` is presented; the first frame
-  /// sets the anchor at `now` (at the instant of the pause, while paused).
+  /// sets the anchor at `now` (at the instant of the pause, while paused; ``startLatency`` after `now`
+  /// while playing above 1×).
   public func instant(of time: MediaTime, track: TrackID, now: ClockInstant) -> ClockInstant {
     let (instant, wakes) = mutate { state -> (ClockInstant, [Completion<Void>]) in
       locked(instantOf: time, track: track, now: now, &state)
@@ -226,7 +228,8 @@ public final class PlaybackTimeline: Sendable {
   /// Where `pacer` may present a frame of `track` at media time `time`: while the anchor waits for the
   /// other pacers' first frames, ``Schedule/awaitingPreroll(until:)`` (the frame is offered: ask again
   /// when woken or at that instant); once every pacer that prerolls has offered or been excused, or
-  /// the limit has passed, the anchor is the earliest offered time at `now` (at the pause, while
+  /// the limit has passed, the anchor is the earliest offered time at `now` (``startLatency`` later above
+  /// 1×; at the pause, while
   /// paused) and the frame's instant follows from it, as ``instant(of:track:now:)``.
   public func schedule(of time: MediaTime, track: TrackID, now: ClockInstant, for pacer: ObjectIdentifier) -> Schedule {
     var reader = reader()
@@ -279,7 +282,8 @@ public final class PlaybackTimeline: Sendable {
     }
   }
 
-  /// Anchors the earliest offered time at `now` (the pause's instant while paused); returns the pacers
+  /// Anchors the earliest offered time at `now` (``startLatency`` later above 1×; the pause's instant while
+  /// paused); returns the pacers
   /// to wake (all but `except`): their offered frames have an instant now.
   private func anchorAtEarliestOffer(_ state: inout State, now: ClockInstant, except: ObjectIdentifier?)
     -> [Completion<Void>]
