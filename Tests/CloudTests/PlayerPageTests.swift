@@ -17,6 +17,15 @@ import Testing
     line.split(separator: " ").first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
   }
 
+  /// The picture's lumas a frame line carries (`luma=` in hex, a byte a pixel).
+  private func luma(in frame: String) -> [UInt8] {
+    let hex = value("luma", in: frame) ?? ""
+    return stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
+      let index = hex.index(hex.startIndex, offsetBy: offset)
+      return UInt8(hex[index..<hex.index(index, offsetBy: 2)], radix: 16)
+    }
+  }
+
   @Test func thePagePlaysSeeksAndCrossesTheGapInChromium() throws {
     let (served, start) = try servedLibraryWithAGap()
     let seek = start + 20_000
@@ -42,11 +51,7 @@ import Testing
     #expect(
       value("wall", in: frame) == "\(seek)" && value("presented", in: frame) == "1" && value("drawn", in: frame) != "0",
       "\(frame.prefix(80))")
-    let hex = value("luma", in: frame) ?? ""
-    let shown = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
-      let index = hex.index(hex.startIndex, offsetBy: offset)
-      return UInt8(hex[index..<hex.index(index, offsetBy: 2)], radix: 16)
-    }
+    let shown = luma(in: frame)
     #expect(shown.count == 64 * 48)
     let export = try TemporaryDirectory("player-export")
     let exported = export.url.appendingPathComponent("after-gap.mp4")
@@ -107,11 +112,7 @@ import Testing
       value("wall", in: frame) == "\(seek)" && value("size", in: frame) == "160x120"
         && value("drawn", in: frame) != "0",
       "\(frame.prefix(100))")
-    let hex = value("luma", in: frame) ?? ""
-    let shown = stride(from: 0, to: hex.count, by: 2).compactMap { offset -> UInt8? in
-      let index = hex.index(hex.startIndex, offsetBy: offset)
-      return UInt8(hex[index..<hex.index(index, offsetBy: 2)], radix: 16)
-    }
+    let shown = luma(in: frame)
     let export = try TemporaryDirectory("player-resize")
     let exported = export.url.appendingPathComponent("after-change.mp4")
     let done = try tipipe([

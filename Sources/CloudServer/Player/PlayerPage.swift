@@ -187,8 +187,8 @@ enum PlayerPage {
           // A buffer keeps its number of tracks: a section with another (an object without sound in a run
           // with sound) is not appended, and that segment's media is appended as it is (its video keeps
           // track 1; the sound's hole is jumped as at a gap). Not handled: a run that gains a track.
-          const type = codecs(init), tracks = (t) => t.split(",").length;
-          if (!same(init, appendedInit) && tracks(type) === tracks(bufferType)) {
+          const fresh = !same(init, appendedInit), type = fresh ? codecs(init) : bufferType;
+          if (fresh && type.split(",").length === bufferType.split(",").length) {
             await whenIdle();
             if (mine !== generation) break;
             // Another codec (not another level of one) changes the buffer's type.
