@@ -117,7 +117,9 @@ let package = Package(
     ),
     .testTarget(
       name: "NodesTests",
-      dependencies: ["MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport"],
+      dependencies: [
+        "MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport", "DesktopOutputs",
+      ],
       swiftSettings: strict
     ),
   ]

@@ -8,10 +8,16 @@ import PipelineGraph
 ///
 /// The device is opened at the first frame with that frame's rate and channels as 32-bit float, and
 /// opened again when they change; each frame's samples are interleaved, scaled by the volume and queued
-/// (`SDL_QueueAudio`: SDL's audio thread pulls them at the device's pace). Frames come only at 1×,
-/// ahead of their time by the replay's lead (the device says how long it holds: ``latency``, which the
-/// replay's clock follows), so the queue neither runs dry nor grows. Pause stops the device where it
-/// is; a seek or a stop drops what it holds (``flush()``). ``close()`` (or `deinit`) closes the device.
+/// here. SDL's audio thread takes them a buffer at a time through a callback (``SampleFeed``), which
+/// notes when it took the last one: so ``latency`` is when the frame queued last reaches the driver —
+/// what is queued before it, after the buffer the driver plays now — not an average over the buffer's
+/// phase (a 1024-sample buffer lasts 64 ms at 16 kHz). Frames come only at 1×, ahead of their time by
+/// the replay's lead, and the replay's clock follows ``latency`` (the audio master clock), so the queue
+/// neither runs dry nor grows. Pause plays silence and keeps what is queued; a seek or a stop drops it
+/// (``flush()``). ``close()`` (or `deinit`) closes the device.
+///
+/// What the driver holds after SDL hands it a buffer (a sound server's own buffer) SDL2 does not say;
+/// it is not counted. SDL's `disk` driver writes a buffer when it takes it: there the figure is exact.
 public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   /// Why there is no sound: no audio driver or device SDL can open; SDL's own words.
   public struct Unavailable: Error, CustomStringConvertible {
@@ -21,13 +27,9 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
 
   private struct State {
     var device: SDL_AudioDeviceID = 0
+    var feed: SampleFeed?
     var format = (rate: 0, channels: 0)
-    /// The sample frames of SDL's own buffer, which it fills from the queue at once.
-    var bufferSamples = 0
-    /// The sample frames of the frame played last.
-    var lastSamples = 0
     var played = 0
-    var started = false
     var paused = false
     var failure: String?
     var closed = false
@@ -57,93 +59,120 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   public func play(_ frame: DecodedFrame, volume: Int) {
     frame.frame.withSamples { samples in
       guard let samples else { return }
-      state.withLock { state in
-        guard !state.closed, state.failure == nil else { return }
-        if state.format != (samples.sampleRate, samples.channels) {
-          if state.device != 0 { SDL_CloseAudioDevice(state.device) }
-          let (device, buffer) = Self.open(
-            rate: samples.sampleRate, channels: samples.channels, failure: &state.failure)
-          state.device = device
-          state.bufferSamples = buffer
-          state.format = (samples.sampleRate, samples.channels)
-          state.started = false
-        }
-        guard state.device != 0 else { return }
-        var interleaved = Self.interleave(samples)
-        let gain = Float(max(0, min(100, volume))) / 100
-        if gain != 1 { for index in interleaved.indices { interleaved[index] *= gain } }
-        interleaved.withUnsafeBytes { bytes in
-          _ = SDL_QueueAudio(state.device, bytes.baseAddress, UInt32(bytes.count))
-        }
-        // Started once something is queued: the device's first buffer is this frame, not silence.
-        if !state.started {
-          if !state.paused { SDL_PauseAudioDevice(state.device, 0) }
-          state.started = true
-        }
-        state.played += samples.count
-        state.lastSamples = samples.count
-      }
+      guard let feed = feed(rate: samples.sampleRate, channels: samples.channels) else { return }
+      var interleaved = Self.interleave(samples)
+      let gain = Float(max(0, min(100, volume))) / 100
+      if gain != 1 { for index in interleaved.indices { interleaved[index] *= gain } }
+      feed.append(interleaved, frames: samples.count)
+      state.withLock { $0.played += samples.count }
     }
   }
 
-  /// How long until the frame queued last starts to be heard: what is queued before it, plus half of
-  /// SDL's buffer (which SDL fills from the queue a buffer at a time); zero before the first frame opens
-  /// a device (it holds nothing); nil once closed or failed.
-  public var latency: MediaDuration? {
-    state.withLock { state -> MediaDuration? in
-      guard !state.closed, state.failure == nil else { return nil }
-      guard state.device != 0, state.format.rate > 0 else { return .zero }
-      let bytesPerSample = 4 * max(1, state.format.channels)
-      let queued = Int(SDL_GetQueuedAudioSize(state.device)) / bytesPerSample
-      let waiting = max(0, queued - state.lastSamples) + state.bufferSamples / 2
-      return .microseconds(Int64(waiting) * 1_000_000 / Int64(state.format.rate))
+  /// The feed of the device open for `rate` and `channels`, opening it (and closing the one open for
+  /// another format) first; nil once closed or failed. SDL's calls that wait for its audio thread are
+  /// made outside the lock, which the thread's callback takes.
+  private func feed(rate: Int, channels: Int) -> SampleFeed? {
+    let (current, old) = state.withLock { state -> (SampleFeed?, (SDL_AudioDeviceID, SampleFeed?)?) in
+      guard !state.closed, state.failure == nil else { return (nil, nil) }
+      if state.format == (rate, channels), let feed = state.feed { return (feed, nil) }
+      defer { (state.device, state.feed) = (0, nil) }
+      return (nil, (state.device, state.feed))
     }
+    if let current { return current }
+    guard let old else { return nil }
+    Self.close(old.0, feed: old.1)
+    let feed = SampleFeed(rate: rate, channels: channels)
+    var failure: String?
+    let device = Self.open(feed: feed, failure: &failure)
+    let orphan = state.withLock { state -> SDL_AudioDeviceID? in
+      guard !state.closed else { return device }
+      feed.paused = state.paused
+      (state.device, state.feed, state.format, state.failure) = (
+        device, device != 0 ? feed : nil, (rate, channels), failure
+      )
+      return nil
+    }
+    if let orphan { Self.close(orphan, feed: feed) }
+    return orphan == nil && device != 0 ? feed : nil
+  }
+
+  /// How long until the frame queued last reaches the driver: what is queued before it, after the
+  /// buffer the driver took last has played; zero before the first frame opens a device (it holds
+  /// nothing); nil once closed or failed.
+  public var latency: MediaDuration? {
+    let feed = state.withLock { state -> SampleFeed?? in
+      guard !state.closed, state.failure == nil else { return .some(nil) }
+      return .some(state.feed)
+    }
+    guard case .some(let open) = feed else { return nil }
+    guard let open else { return state.withLock { $0.closed || $0.failure != nil } ? nil : .zero }
+    return open.latency(now: MonotonicClock.systemMicroseconds())
   }
 
   /// Pauses or resumes the device, keeping what it holds (a paused play's sound stops at once and goes
-  /// on from there).
+  /// on from there; the driver plays silence meanwhile).
   public func setPaused(_ paused: Bool) {
     state.withLock { state in
-      guard state.paused != paused, !state.closed else { return }
       state.paused = paused
-      if state.device != 0 && state.started { SDL_PauseAudioDevice(state.device, paused ? 1 : 0) }
+      state.feed?.paused = paused
     }
+  }
+
+  /// When nothing is queued, the next frame starts `delay` from now: silence before it, or as much of
+  /// its start skipped when it is late.
+  public func align(nextFrameIn delay: MediaDuration) {
+    state.withLock { $0.feed }?.align(nextFrameIn: delay, now: MonotonicClock.systemMicroseconds())
   }
 
   /// Drops what is queued (a seek or a stop: the old sound is not heard after it).
   public func flush() {
-    state.withLock { state in
-      guard state.device != 0, !state.closed else { return }
-      SDL_ClearQueuedAudio(state.device)
-    }
+    state.withLock { $0.feed }?.removeAll()
   }
 
   /// Closes the device (idempotent); what is queued is dropped.
   public func close() {
-    let device = state.withLock { state -> SDL_AudioDeviceID? in
+    let open = state.withLock { state -> (SDL_AudioDeviceID, SampleFeed?)? in
       guard !state.closed else { return nil }
       state.closed = true
-      return state.device
+      defer { (state.device, state.feed) = (0, nil) }
+      return (state.device, state.feed)
     }
-    guard let device else { return }
-    if device != 0 { SDL_CloseAudioDevice(device) }
+    guard let open else { return }
+    Self.close(open.0, feed: open.1)
     SDL_QuitSubSystem(UInt32(SDL_INIT_AUDIO))
   }
 
-  /// Opens a device for `rate` and `channels`; returns it (0 on failure) and its buffer's sample frames.
-  private static func open(rate: Int, channels: Int, failure: inout String?) -> (SDL_AudioDeviceID, Int) {
+  /// Closes `device` (SDL waits for its audio thread), keeping `feed`, which its callback reads, alive
+  /// until then.
+  private static func close(_ device: SDL_AudioDeviceID, feed: SampleFeed?) {
+    guard device != 0 else { return }
+    withExtendedLifetime(feed) { SDL_CloseAudioDevice(device) }
+  }
+
+  /// Opens a device playing `feed` (running at once: silence until samples are queued); returns it, 0
+  /// on failure. Its callback reads `feed` unretained: keep `feed` until the device is closed.
+  private static func open(feed: SampleFeed, failure: inout String?) -> SDL_AudioDeviceID {
     var wanted = SDL_AudioSpec()
-    wanted.freq = Int32(rate)
+    wanted.freq = Int32(feed.rate)
     wanted.format = SDL_AudioFormat(AUDIO_F32SYS)
-    wanted.channels = UInt8(clamping: channels)
+    wanted.channels = UInt8(clamping: feed.channels)
     wanted.samples = 1024
+    wanted.callback = { userdata, stream, length in
+      guard let userdata, let stream else { return }
+      Unmanaged<SampleFeed>.fromOpaque(userdata).takeUnretainedValue().pull(into: stream, bytes: Int(length))
+    }
+    wanted.userdata = Unmanaged.passUnretained(feed).toOpaque()
     var obtained = SDL_AudioSpec()
     // No changes allowed: SDL converts to what the device takes.
     let device = SDL_OpenAudioDevice(nil, 0, &wanted, &obtained, 0)
     if device == 0 {
-      failure = "cannot open an audio device for \(rate) Hz, \(channels) channels: \(String(cString: SDL_GetError()))"
+      failure =
+        "cannot open an audio device for \(feed.rate) Hz, \(feed.channels) channels: \(String(cString: SDL_GetError()))"
+      return 0
     }
-    return (device, Int(obtained.samples))
+    feed.bufferFrames = Int(obtained.samples)
+    SDL_PauseAudioDevice(device, 0)
+    return device
   }
 
   /// The samples as interleaved 32-bit floats in [-1, 1].

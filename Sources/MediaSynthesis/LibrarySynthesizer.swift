@@ -65,6 +65,10 @@ public struct LibrarySynthesizer {
     public var videoChanges: [VideoChange] = []
     /// The device id written to the index.
     public var deviceId = "cam-0001"
+    /// A sync beacon instead of the moving picture and the tone: every second of the recording opens
+    /// with 100 ms of white picture and of a 1 kHz beep, at the same media time (as broadcasters'
+    /// flash-and-beep clips), so that lip sync can be seen, heard and measured.
+    public var beacon = false
 
     /// Default options.
     public init() {}

@@ -30,7 +30,7 @@ public final class SyntheticRecording {
   private var audio: ToneEncoder?
   private var audioSampleClock: Int64 = 0
   private var audioProduced: Int64 = 0
-  private var audioWasInHole = false
+  private let audioFrameSamples: Int
   private var pendingAudio: [SegmentRecord] = []
   private var generator: SeededGenerator?
   private let videoTrack: TrackID
@@ -81,6 +81,7 @@ public final class SyntheticRecording {
     if let codec = o.audioCodec {
       audio = try ToneEncoder(codec: codec, sampleRate: o.audioSampleRate, channels: o.audioChannels)
     }
+    audioFrameSamples = audio?.frameSamples ?? 1
     videoTrack = TrackID(.video, channel: o.videoChannel)
     audioTrack = TrackID(.audio, channel: o.audioChannel)
   }
@@ -143,7 +144,8 @@ public final class SyntheticRecording {
         forceKey = true
       }
       previousInHole = false
-      let unit = try video.encode(index: frameIndex, keyframe: forceKey)
+      let look: TestPatternEncoder.Look = !o.beacon ? .pattern : (time - start) % 1000 < 100 ? .flash : .dim
+      let unit = try video.encode(index: frameIndex, keyframe: forceKey, look: look)
       sinceKeyframe = unit.isKeyframe ? 1 : sinceKeyframe + 1
       records.append(
         SegmentRecord(
@@ -155,33 +157,23 @@ public final class SyntheticRecording {
   }
 
   private func audioRecords(until objectEnd: Int64) throws -> [SegmentRecord] {
-    guard var encoder = audio, let codec = options.audioCodec else { return [] }
+    guard options.audioCodec != nil else { return [] }
     let rate = Int64(options.audioSampleRate)
     // Encode until a record at or after the object's end exists (the encoder's delay means output lags).
     while pendingAudio.last.map({ $0.timestampMilliseconds < objectEnd }) ?? true {
       let time = start + audioSampleClock * 1000 / rate
-      if time >= end { break }
-      if inHole(time) {
-        audioWasInHole = true
-        audioSampleClock += Int64(encoder.frameSamples)
+      if time >= end || inHole(time) {
+        // The sound stops: the encoder gives what it holds; after a hole the device starts a new one.
+        if let encoder = audio {
+          try take(try encoder.finish(), from: encoder)
+          audio = nil
+        }
+        if time >= end { break }
+        audioSampleClock += Int64(audioFrameSamples)
         continue
       }
-      if audioWasInHole {
-        // The device restarts its audio encoder after a hole.
-        encoder = try ToneEncoder(codec: codec, sampleRate: options.audioSampleRate, channels: options.audioChannels)
-        audio = encoder
-        audioProduced = audioSampleClock
-        audioWasInHole = false
-      }
-      for payload in try encoder.encodeNext() {
-        let recordTime = start + audioProduced * 1000 / rate
-        audioProduced += Int64(encoder.frameSamples)
-        guard recordTime < end, !inHole(recordTime) else { continue }
-        pendingAudio.append(
-          SegmentRecord(
-            track: audioTrack, codec: codec, sampleRate: options.audioSampleRate, channels: options.audioChannels,
-            timestampMilliseconds: recordTime, payload: payload))
-      }
+      let encoder = try audio ?? startAudio()
+      try take(try encoder.encodeNext(beaconAt: options.beacon ? audioSampleClock : nil), from: encoder)
       audioSampleClock += Int64(encoder.frameSamples)
     }
     let split = pendingAudio.firstIndex { $0.timestampMilliseconds >= objectEnd } ?? pendingAudio.count
@@ -189,5 +181,31 @@ public final class SyntheticRecording {
     pendingAudio.removeFirst(split)
     audioRecords += records.count
     return Array(records)
+  }
+
+  /// A new audio encoder whose first sample is the sound at the audio clock (the start, or the end of
+  /// a hole).
+  private func startAudio() throws -> ToneEncoder {
+    let encoder = try ToneEncoder(
+      codec: options.audioCodec ?? .aac, sampleRate: options.audioSampleRate, channels: options.audioChannels)
+    audio = encoder
+    audioProduced = audioSampleClock
+    return encoder
+  }
+
+  /// Queues `payloads` of `encoder` as records, each timed by the sound it carries: the encoder's first
+  /// one is its priming (before the samples given first: before the start or inside the hole before
+  /// it, so left out), as is what the padding of the last one carries past the end.
+  private func take(_ payloads: [Data], from encoder: ToneEncoder) throws {
+    let rate = Int64(options.audioSampleRate)
+    for payload in payloads {
+      let recordTime = start + (audioProduced - Int64(encoder.delay)) * 1000 / rate
+      audioProduced += Int64(encoder.frameSamples)
+      guard recordTime >= start, recordTime < end, !inHole(recordTime) else { continue }
+      pendingAudio.append(
+        SegmentRecord(
+          track: audioTrack, codec: encoder.codec, sampleRate: options.audioSampleRate,
+          channels: options.audioChannels, timestampMilliseconds: recordTime, payload: payload))
+    }
   }
 }

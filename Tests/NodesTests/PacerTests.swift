@@ -71,6 +71,35 @@ struct PacerTests {
     executor.runUntilIdle()
   }
 
+  @Test("a clock set back while a frame waits (an audio master clock catching up with late sound): it waits again")
+  func aTimerThatFiresEarlyOnASetBackClockWaitsAgain() throws {
+    let executor = ManualExecutor()
+    let base = VirtualClock()
+    let clock = SlewedClock(base: base)
+    let pipeline = Pipeline(executor: executor, clock: clock)
+    let source = ScriptedSource<DecodedFrame>(name: "frames", [.item(frame(0)), .item(frame(40)), .item(frame(80))])
+    let pacer = Pacer()
+    let sink = InstantSink()
+    pipeline.connect(source, to: pacer, limits: EdgeLimits(items: 4))
+    pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: 2))
+    try pipeline.start()
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0])
+    // The sound is found 60 ms behind: the clock stands 60 ms. The timer for 40 ms, set before, fires at
+    // 40 ms of the base clock, when the play's clock is still at 0: the frame waits until it is at 40.
+    clock.follow(latency: .microseconds(60_000), meant: .zero, frame: .microseconds(64_000))
+    base.advance(to: ClockInstant(microseconds: 99_000))
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0])
+    base.advance(to: ClockInstant(microseconds: 100_000))
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0, 40_000])
+    #expect(sink.frames.last?.at == 40_000)
+    #expect(pacer.statistics.late.load(ordering: .relaxed) == 0)
+    pipeline.stop()
+    executor.runUntilIdle()
+  }
+
   @Test func lateFramesAtFastSpeedsAreDroppedCountedAndAskUpstreamForKeyframesOnlyUntilCaughtUp() throws {
     let pacer = Pacer(rate: PlaybackRate(numerator: 8, denominator: 1)!)
     let harness = try NodeHarness(pacer)

@@ -5,23 +5,46 @@ import Testing
 /// little at a time, never backwards.
 @Suite struct SlewedClockTests {
   let frame = MediaDuration.microseconds(64_000)
-  let lead = MediaDuration.microseconds(100_000)
+  let meant = MediaDuration.microseconds(100_000)
 
-  @Test("a device heard later than meant slows the clock by at most 1 ms per 64 ms of sound; sooner hurries it")
+  @Test(
+    "a device heard up to 40 ms later than meant slows the clock by at most 1 ms per 64 ms of sound; sooner hurries it")
   func stepsAreSmall() {
     let base = VirtualClock()
     let clock = SlewedClock(base: base)
-    clock.follow(latency: .microseconds(300_000), lead: lead, frame: frame)
+    clock.follow(latency: .microseconds(140_000), meant: meant, frame: frame)
     #expect(clock.correction == .microseconds(1_000))
-    clock.follow(latency: .microseconds(108_000), lead: lead, frame: frame)
+    clock.follow(latency: .microseconds(108_000), meant: meant, frame: frame)
     #expect(clock.correction == .microseconds(2_000))
-    clock.follow(latency: .microseconds(0), lead: lead, frame: .microseconds(32_000))
+    clock.follow(latency: .microseconds(60_000), meant: meant, frame: .microseconds(32_000))
     #expect(clock.correction == .microseconds(1_500))
-    // Four times the lead or more: a paused or stuck device, not followed.
-    clock.follow(latency: .microseconds(400_001), lead: lead, frame: frame)
+    // A second or more: a paused or stuck device, not followed.
+    clock.follow(latency: .microseconds(1_000_000), meant: meant, frame: frame)
     #expect(clock.correction == .microseconds(1_500))
     base.advance(to: ClockInstant(microseconds: 10_000))
     #expect(clock.now == ClockInstant(microseconds: 8_500))
+  }
+
+  @Test("off by more than 40 ms (a sound that came late, or early), the clock is set at once")
+  func largeErrorsAreTakenAtOnce() {
+    let base = VirtualClock()
+    let clock = SlewedClock(base: base)
+    base.advance(to: ClockInstant(microseconds: 200_000))
+    #expect(clock.now == ClockInstant(microseconds: 200_000))
+    // A frame meant 30 ms ago, heard in 60 ms: 90 ms late; the clock stands until the sound is there.
+    clock.follow(latency: .microseconds(60_000), meant: .microseconds(-30_000), frame: frame)
+    #expect(clock.correction == .microseconds(90_000))
+    #expect(clock.now == ClockInstant(microseconds: 200_000))
+    base.advance(to: ClockInstant(microseconds: 290_000))
+    #expect(clock.now == ClockInstant(microseconds: 200_000))
+    base.advance(to: ClockInstant(microseconds: 300_000))
+    #expect(clock.now == ClockInstant(microseconds: 210_000))
+    // Exactly 40 ms off is still slewed; a sound 50 ms early moves the clock 50 ms on.
+    clock.follow(latency: .microseconds(140_000), meant: meant, frame: frame)
+    #expect(clock.correction == .microseconds(91_000))
+    clock.follow(latency: .microseconds(50_000), meant: meant, frame: frame)
+    #expect(clock.correction == .microseconds(41_000))
+    #expect(clock.now == ClockInstant(microseconds: 259_000))
   }
 
   @Test("its time never goes backwards while the correction grows")
@@ -30,7 +53,7 @@ import Testing
     let clock = SlewedClock(base: base)
     base.advance(to: ClockInstant(microseconds: 1_000))
     #expect(clock.now == ClockInstant(microseconds: 1_000))
-    for _ in 0..<5 { clock.follow(latency: .microseconds(390_000), lead: lead, frame: frame) }
+    for _ in 0..<5 { clock.follow(latency: .microseconds(130_000), meant: meant, frame: frame) }
     #expect(clock.correction == .microseconds(5_000))
     #expect(clock.now == ClockInstant(microseconds: 1_000))
     base.advance(to: ClockInstant(microseconds: 7_000))
@@ -42,7 +65,7 @@ import Testing
     let executor = ManualExecutor()
     let base = VirtualClock()
     let clock = SlewedClock(base: base)
-    for _ in 0..<3 { clock.follow(latency: .microseconds(390_000), lead: lead, frame: frame) }
+    for _ in 0..<3 { clock.follow(latency: .microseconds(130_000), meant: meant, frame: frame) }
     let fired = Locked<[Int64]>([])
     clock.schedule(at: ClockInstant(microseconds: 10_000), on: executor) {
       fired.withLock { $0.append(base.now.microseconds) }

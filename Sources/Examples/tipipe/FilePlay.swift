@@ -99,10 +99,10 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
               return state.speed == .x1
             })
           else { return }
+          let meant = timeline.time(until: frame, on: clock)
+          speaker.align(nextFrameIn: meant)
           speaker.play(frame, volume: 100)
-          if let latency = speaker.latency {
-            clock.follow(latency: latency, lead: Pacer.audioLead, frame: frame.duration)
-          }
+          if let latency = speaker.latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
         },
         // On the executor, in order with the frames: nothing from before a seek is heard after it.
         onFlush: { speaker.flush() })

@@ -355,6 +355,7 @@ enum PlayCommand {
     var latency: MediaDuration? { speaker?.latency }
     func setPaused(_ paused: Bool) { speaker?.setPaused(paused) }
     func flush() { speaker?.flush() }
+    func align(nextFrameIn delay: MediaDuration) { speaker?.align(nextFrameIn: delay) }
   }
 
   /// `text` as a JSON string literal.

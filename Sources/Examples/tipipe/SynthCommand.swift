@@ -10,10 +10,13 @@ enum SynthCommand {
     usage: tipipe synth --out DIR [--start T] [--duration SECONDS] [--segment-seconds 60]
                         [--size 1280x720] [--fps 25] [--gop 50] [--video h264|h265]
                         [--audio aac|g711a|g711u|none] [--video-channel 0] [--audio-channel 1]
-                        [--encrypt] [--gap START_OFFSET_S:LENGTH_S]... [--device-id ID] [--quiet]
+                        [--encrypt] [--gap START_OFFSET_S:LENGTH_S]... [--device-id ID] [--beacon]
+                        [--quiet]
 
     Writes DIR/index.json and DIR/objects/*.tseg (spec/segment-format.md): a moving picture and a
     tone, encoded for real, object by object. T is UTC milliseconds or ISO-8601 with a zone.
+    --beacon makes a sync test instead: each second opens with 100 ms of white picture and of a 1 kHz
+    beep at the same media time (lip sync seen, heard and measured: tipipe play --window).
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -23,7 +26,7 @@ enum SynthCommand {
         "--out": .value, "--start": .value, "--duration": .value, "--segment-seconds": .value, "--size": .value,
         "--fps": .value, "--gop": .value, "--video": .value, "--audio": .value, "--video-channel": .value,
         "--audio-channel": .value, "--encrypt": .boolean, "--gap": .repeated, "--device-id": .value,
-        "--quiet": .boolean,
+        "--beacon": .boolean, "--quiet": .boolean,
       ])
     var options = LibrarySynthesizer.Options()
     let outPath = try flags.required("--out")
@@ -58,6 +61,7 @@ enum SynthCommand {
     options.videoChannel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
     options.audioChannel = UInt8(try flags.integer("--audio-channel", default: 1, range: 0...255))
     options.encrypt = flags.has("--encrypt")
+    options.beacon = flags.has("--beacon")
     options.deviceId = flags.string("--device-id") ?? "cam-0001"
     for gap in flags.all("--gap") {
       let parts = gap.split(separator: ":").compactMap { Int($0) }

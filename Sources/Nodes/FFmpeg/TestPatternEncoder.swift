@@ -51,11 +51,21 @@ package final class TestPatternEncoder {
     packet = try Packet()
   }
 
-  /// Encodes picture number `index` (its content depends on the index, so every frame differs).
-  /// Returns the access unit and whether it is a keyframe.
-  package func encode(index: Int, keyframe: Bool) throws -> (data: Data, isKeyframe: Bool) {
+  /// What a picture shows.
+  package enum Look {
+    /// The moving pattern.
+    case pattern
+    /// The pattern at half its brightness (a sync beacon between its flashes).
+    case dim
+    /// Peak white (a sync beacon's flash).
+    case flash
+  }
+
+  /// Encodes picture number `index` (its content depends on the index, so every frame differs) as
+  /// `look` says. Returns the access unit and whether it is a keyframe.
+  package func encode(index: Int, keyframe: Bool, look: Look = .pattern) throws -> (data: Data, isKeyframe: Bool) {
     try FFmpeg.check(av_frame_make_writable(frame.pointer), "making a frame writable")
-    paint(index: index)
+    if look == .flash { paintWhite() } else { paint(index: index, dim: look == .dim) }
     frame.pointer.pointee.pts = frameNumber
     frame.pointer.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
     frameNumber += 1
@@ -75,8 +85,18 @@ package final class TestPatternEncoder {
     return result
   }
 
+  /// Peak white (luma 235, no colour).
+  private func paintWhite() {
+    let f = frame.pointer.pointee
+    for y in 0..<height { memset(f.data.0! + y * Int(f.linesize.0), 235, width) }
+    for y in 0..<height / 2 {
+      memset(f.data.1! + y * Int(f.linesize.1), 128, width / 2)
+      memset(f.data.2! + y * Int(f.linesize.2), 128, width / 2)
+    }
+  }
+
   /// A diagonal gradient that scrolls, a bright square that moves, and colour that drifts.
-  private func paint(index: Int) {
+  private func paint(index: Int, dim: Bool) {
     let f = frame.pointer.pointee
     let t = index
     let luma = f.data.0!
@@ -86,7 +106,8 @@ package final class TestPatternEncoder {
       let row = luma + y * lumaStride
       for x in 0..<width {
         let inBox = x >= box.x && x < box.x + 32 && y >= box.y && y < box.y + 32
-        row[x] = inBox ? 235 : UInt8(truncatingIfNeeded: x + y + t * 4)
+        let value = inBox ? 235 : UInt8(truncatingIfNeeded: x + y + t * 4)
+        row[x] = dim ? value / 2 : value
       }
     }
     let cb = f.data.1!

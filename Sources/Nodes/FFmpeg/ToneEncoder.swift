@@ -9,6 +9,10 @@ package final class ToneEncoder {
   package let channels: Int
   /// Samples per channel in one record.
   package let frameSamples: Int
+  /// The encoder's delay in samples (AAC's priming): the first record it returns carries the
+  /// `delay` samples before the first one given, so record `n` carries what was given at
+  /// `n * frameSamples - delay`.
+  package let delay: Int
   private let context: CodecContext
   private let frame: FrameBuffer
   private let packet: Packet
@@ -37,6 +41,7 @@ package final class ToneEncoder {
     if codec == .aac { c.pointee.bit_rate = 32_000 * Int64(channels) }
     try context.open()
     frameSamples = codec == .aac ? Int(c.pointee.frame_size) : sampleRate / 25
+    delay = Int(c.pointee.initial_padding)
     frame = try FrameBuffer()
     frame.pointer.pointee.nb_samples = Int32(frameSamples)
     frame.pointer.pointee.format = c.pointee.sample_fmt.rawValue
@@ -48,11 +53,21 @@ package final class ToneEncoder {
 
   /// Encodes the next `frameSamples` samples of a 440 Hz tone; returns the record payloads produced
   /// (AAC's encoder delay means the first call may return nothing and a later one two).
-  package func encodeNext() throws -> [Data] {
+  ///
+  /// With `beaconAt`, the absolute sample number of this call's first sample, the sound is a sync
+  /// beacon's instead: a 1 kHz beep in the first tenth of every second of that count, silence between.
+  package func encodeNext(beaconAt firstSample: Int64? = nil) throws -> [Data] {
     try FFmpeg.check(av_frame_make_writable(frame.pointer), "making a frame writable")
+    let rate = Int64(sampleRate)
     for sample in 0..<frameSamples {
-      let t = Double(samplesWritten + Int64(sample)) / Double(sampleRate)
-      let value = 0.3 * sin(2 * Double.pi * 440 * t)
+      let value: Double
+      if let firstSample {
+        let absolute = firstSample + Int64(sample)
+        let inBeep = absolute % rate < rate / 10
+        value = inBeep ? 0.5 * sin(2 * Double.pi * 1000 * Double(absolute % rate) / Double(rate)) : 0
+      } else {
+        value = 0.3 * sin(2 * Double.pi * 440 * Double(samplesWritten + Int64(sample)) / Double(sampleRate))
+      }
       for channel in 0..<channels {
         if codec == .aac {
           frame.pointer.pointee.extended_data[channel]!.withMemoryRebound(to: Float.self, capacity: frameSamples) {
@@ -68,6 +83,17 @@ package final class ToneEncoder {
     frame.pointer.pointee.pts = samplesWritten
     samplesWritten += Int64(frameSamples)
     try FFmpeg.check(avcodec_send_frame(context.pointer, frame.pointer), "encoding audio")
+    return try receive()
+  }
+
+  /// Ends the sound: returns the records the encoder still holds (the last samples given, padded to a
+  /// whole record). Nothing can be encoded after.
+  package func finish() throws -> [Data] {
+    try FFmpeg.check(avcodec_send_frame(context.pointer, nil), "ending the audio")
+    return try receive()
+  }
+
+  private func receive() throws -> [Data] {
     var payloads: [Data] = []
     while true {
       let status = avcodec_receive_packet(context.pointer, packet.pointer)

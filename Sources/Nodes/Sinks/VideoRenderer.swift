@@ -56,7 +56,7 @@ public protocol AudioDevice: AnyObject, Sendable {
   func play(_ frame: DecodedFrame, volume: Int)
 
   /// How long from now until the frame played last starts to be heard (what the device holds before it,
-  /// plus the average wait for its own buffer; zero before anything was played); nil when the device does
+  /// plus the wait for its own buffer; zero before anything was played); nil when the device does
   /// not know (the default). A device that knows when a play's graph is built gets its audio ahead of time
   /// and paces the play (an audio master clock: see `SlewedClock`).
   var latency: MediaDuration? { get }
@@ -67,6 +67,13 @@ public protocol AudioDevice: AnyObject, Sendable {
 
   /// Drops what it holds and has not played (a seek, a stop, a new play). The default does nothing.
   func flush()
+
+  /// The next frame given is to be heard `delay` from now (negative: it is late by that much). A device
+  /// that holds nothing and knows its timing starts it then: silence before it, or its late start
+  /// skipped — the sound of a play, of a seek, starts in step with the picture instead of being
+  /// steered there. Called before each frame; a device that holds sound ignores it. The default does
+  /// nothing.
+  func align(nextFrameIn delay: MediaDuration)
 }
 
 extension AudioDevice {
@@ -76,6 +83,8 @@ extension AudioDevice {
   public func setPaused(_ paused: Bool) {}
   /// Nothing to do.
   public func flush() {}
+  /// Nothing to do.
+  public func align(nextFrameIn delay: MediaDuration) {}
 }
 
 /// A device that consumes samples as they are presented (the pacer presents them in real time on the

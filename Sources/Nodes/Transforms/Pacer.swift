@@ -72,6 +72,9 @@ public final class Pacer: Node {
   /// (`AudioDevice/latency` not nil): enough to ride out a loaded machine's hiccups without running dry,
   /// short enough that a pause or a seek is heard at once (the device pauses and flushes too).
   public static let audioLead = MediaDuration.microseconds(100_000)
+  /// How early a timer may fire and its frame still be presented: a slewed clock's steps (1 ms) move a
+  /// timer by that much; more is a clock set back, and the frame waits again.
+  private static let earlyTolerance = MediaDuration.microseconds(2_000)
   /// Late frames dropped in a row before upstream is asked for keyframes only.
   private static let dropsBeforeKeyframesOnly = 3
   private var lastPresented: DecodedFrame?
@@ -298,6 +301,12 @@ public final class Pacer: Node {
       guard let frame = pending else { return }
       pending = nil
       timer = nil
+      // The clock was set back while the timer waited (an audio master clock catching up with a late
+      // sound): the frame waits again, on the clock as it is now.
+      if due.microseconds - context.now.microseconds > Self.earlyTolerance.microseconds {
+        schedule(frame, context: context)
+        return
+      }
       // A timer runs when its executor gets to it: on a busy machine, past the frame's time.
       if context.now.microseconds - instant.microseconds > allowance(of: frame) {
         counters.late.add(1, ordering: .relaxed)

@@ -32,7 +32,7 @@ public final class MonotonicClock: PipelineClock {
     return timer
   }
 
-  private static func systemMicroseconds() -> Int64 {
+  package static func systemMicroseconds() -> Int64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000

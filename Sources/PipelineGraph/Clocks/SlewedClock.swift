@@ -4,14 +4,16 @@ import Synchronization
 /// hurried by a little, so that it follows a device with a clock of its own: an audio device's samples
 /// (the audio master clock of ffplay and GStreamer's audio sinks).
 ///
-/// Its time is the base clock's minus a *correction* that ``follow(latency:lead:frame:)`` steers: when what an
+/// Its time is the base clock's minus a *correction* that ``follow(latency:meant:frame:)`` steers: when what an
 /// audio device holds would be heard later than the play means it to (the device plays slower than the
 /// base clock runs, or a stall), the correction grows and the clock runs slow until the device's queue is
 /// back to its lead; when sooner, it shrinks. Both picture and sound are paced on this clock, so the
 /// picture follows the sound the device actually plays. A step is at most ``maximumStep`` per 64 ms of
-/// sound reported: the clock runs at most about 1.5 % off the base, and never backwards. Without reports
-/// it is the base clock, shifted by the correction reached. A timer keeps the correction of the moment it
-/// was scheduled: a later step moves its firing by that step (a few ms), not more.
+/// sound reported (the clock runs at most about 1.5 % off the base) unless the sound is off by more than
+/// ``alignmentThreshold`` (a late first sound): then the clock is set at once. It never runs backwards.
+/// Without reports it is the base clock, shifted by the correction reached. A timer keeps the correction
+/// of the moment it was scheduled: a later step moves its firing by that step (a pacer whose timer fires
+/// early waits again).
 ///
 /// Thread-safe without locks (two atomics); no lifecycle. Timers are the base clock's, at the deadline
 /// shifted by the correction when they are scheduled.
@@ -23,7 +25,7 @@ public final class SlewedClock: PipelineClock {
   /// The latest time read: the clock never goes backwards, even while the correction grows.
   private let latest = Atomic<Int64>(.min)
 
-  /// The most the correction moves per 64 ms of sound reported to ``follow(latency:lead:frame:)``.
+  /// The most the correction moves per 64 ms of sound reported to ``follow(latency:meant:frame:)``.
   public static let maximumStep = MediaDuration.microseconds(1_000)
 
   /// A clock on `base`, with no correction yet.
@@ -58,15 +60,28 @@ public final class SlewedClock: PipelineClock {
       at: ClockInstant(microseconds: shifted.overflow ? saturated : shifted.partialValue), on: executor, job)
   }
 
+  /// How far the sound may be off before the clock is set at once rather than slewed: 40 ms (as
+  /// GStreamer's audio sinks' alignment threshold). The first sound of a play, after a seek or a
+  /// resume, is off by however late it came; slewed at 1.5 %, 90 ms would take six seconds.
+  public static let alignmentThreshold = MediaDuration.microseconds(40_000)
+
+  /// A device holding this much or more is not followed (paused while the play runs, or stuck): the
+  /// clock would only crawl.
+  public static let ignoredLatency = MediaDuration.microseconds(1_000_000)
+
   /// An audio device reports that the frame it was just given (lasting `frame`) will start to be heard
-  /// `latency` from now, where the play means `lead` (the pacer hands audio over `lead` before its
-  /// instant): the correction moves by an eighth of the difference, at most ``maximumStep`` per 64 ms of
-  /// sound (about 1.5 %). Later than meant slows the clock down, sooner hurries it. A device that holds
-  /// far more than the lead (more than four times: paused while the play runs, or stuck) is not followed:
-  /// the clock would only crawl.
-  public func follow(latency: MediaDuration, lead: MediaDuration, frame: MediaDuration) {
-    let error = latency.microseconds - lead.microseconds
-    guard latency.microseconds <= 4 * max(lead.microseconds, Self.maximumStep.microseconds) else { return }
+  /// `latency` from now, where the play means it to be heard `meant` from now (its instant on this clock
+  /// less now; negative when it came late). Off by more than ``alignmentThreshold``, the correction takes
+  /// the whole difference at once (the clock stands while the sound catches up, or jumps to it);
+  /// otherwise it moves by an eighth of it, at most ``maximumStep`` per 64 ms of sound (about 1.5 %).
+  /// Later than meant slows the clock down, sooner hurries it.
+  public func follow(latency: MediaDuration, meant: MediaDuration, frame: MediaDuration) {
+    guard latency < Self.ignoredLatency else { return }
+    let error = latency.microseconds - meant.microseconds
+    guard abs(error) <= Self.alignmentThreshold.microseconds else {
+      offset.add(error, ordering: .releasing)
+      return
+    }
     let limit = max(1, Self.maximumStep.microseconds * min(max(frame.microseconds, 0), 1_000_000) / 64_000)
     offset.add(max(-limit, min(limit, error / 8)), ordering: .releasing)
   }

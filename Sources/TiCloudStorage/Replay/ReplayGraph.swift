@@ -244,10 +244,13 @@ extension Replay {
       present = { frame in
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
+        guard let clock else { return device.play(frame, volume: volume) }
+        // When the frame is to be heard: a device that holds nothing starts it then; one that holds
+        // sound says when it will be heard, and the clock follows.
+        let meant = timeline.time(until: frame, on: clock)
+        device.align(nextFrameIn: meant)
         device.play(frame, volume: volume)
-        if let clock, let latency = device.latency {
-          clock.follow(latency: latency, lead: lead, frame: frame.duration)
-        }
+        if let latency = device.latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
       }
     }
     let video = binding.isVideo
