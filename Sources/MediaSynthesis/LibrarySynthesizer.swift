@@ -6,7 +6,8 @@ import PipelineGraph
 /// tone, cut into TSEG objects, with `index.json` — the test-harness injector.
 public struct LibrarySynthesizer {
   /// A change of the video's parameters at a point of the recording (a fault builder for format
-  /// changes at a boundary). A new object starts there, with a keyframe.
+  /// changes). A keyframe starts there, and a new object unless ``startsObject`` is false (the spec allows
+  /// a change inside an object, at a keyframe).
   public struct VideoChange: Sendable {
     /// Seconds after the recording's start.
     public var offsetSeconds: Int
@@ -16,13 +17,16 @@ public struct LibrarySynthesizer {
     public var width: Int
     /// The size from that point.
     public var height: Int
+    /// Whether a new object starts at the change.
+    public var startsObject: Bool
 
     /// Creates a change.
-    public init(offsetSeconds: Int, codec: Codec, width: Int, height: Int) {
+    public init(offsetSeconds: Int, codec: Codec, width: Int, height: Int, startsObject: Bool = true) {
       self.offsetSeconds = offsetSeconds
       self.codec = codec
       self.width = width
       self.height = height
+      self.startsObject = startsObject
     }
   }
 

@@ -72,7 +72,7 @@ public final class SyntheticRecording {
       t += Int64(o.segmentSeconds) * 1000
     }
     for hole in holes { cuts.formUnion([hole.0, hole.1]) }
-    for change in o.videoChanges { cuts.insert(start + Int64(change.offsetSeconds) * 1000) }
+    for change in o.videoChanges where change.startsObject { cuts.insert(start + Int64(change.offsetSeconds) * 1000) }
     boundaries = cuts.filter {
       $0 >= o.startMilliseconds && $0 <= o.startMilliseconds + Int64(o.durationSeconds) * 1000
     }

@@ -171,13 +171,15 @@ func servedLibraryWithAGap(codec: Codec = .h264) throws -> (ServedLibrary, Int64
 }
 
 /// A served library whose camera changes its picture size inside one run of objects: 20 s in 5-second
-/// objects, 320x240 until 10 s and 160x120 after (same codec: the listing's tracks do not tell), AAC on
-/// channel 1; and where it starts.
-func servedLibraryWithAResize() throws -> (ServedLibrary, Int64) {
+/// objects, 320x240 until `offset` seconds and 160x120 after (same codec: the listing's tracks do not
+/// tell) — at an object's start, or inside one — AAC on channel 1; and where it starts.
+func servedLibraryWithAResize(at offset: Int = 10, insideAnObject: Bool = false) throws -> (ServedLibrary, Int64) {
   let directory = try TemporaryDirectory("tipipe-stream-resize")
   var options = smallOptions(seconds: 20)
   options.segmentSeconds = 5
-  options.videoChanges = [.init(offsetSeconds: 10, codec: .h264, width: 160, height: 120)]
+  options.videoChanges = [
+    .init(offsetSeconds: offset, codec: .h264, width: 160, height: 120, startsObject: !insideAnObject)
+  ]
   try LibrarySynthesizer(options: options).write(to: directory.url)
   return (try ServedLibrary(directory: directory), options.startMilliseconds)
 }

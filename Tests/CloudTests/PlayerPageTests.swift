@@ -99,10 +99,13 @@ import Testing
     #expect(!lines.contains { $0.contains("error") }, "\(lines)")
   }
 
-  @Test func aPictureSizeChangeInsideARunShowsTheNewSize() throws {
-    let (served, start) = try servedLibraryWithAResize()
-    // A seek to 15 s, after the change from 320x240 to 160x120 at 10 s, then on to the end.
-    let seek = start + 15_000
+  @Test(arguments: [(change: 10, insideAnObject: false, seekTo: 15), (change: 12, insideAnObject: true, seekTo: 13)])
+  func aPictureSizeChangeInsideARunShowsTheNewSize(change: Int, insideAnObject: Bool, seekTo: Int) throws {
+    let (served, start) = try servedLibraryWithAResize(at: change, insideAnObject: insideAnObject)
+    // A seek after the change from 320x240 to 160x120 (at an object's start: the segment's own init
+    // section says the new size; inside the object: only the keyframe's parameter sets do), then on to
+    // the end.
+    let seek = start + Int64(seekTo) * 1000
     let lines = try chromiumConsole(
       "\(served.server.endpoint)/player#token=\(served.token)&start=\(start)&end=\(start + 20_000)&channel=0"
         + "&audio=1&test=1&seek=\(seek)&rate=4&luma=160x120",
@@ -116,15 +119,16 @@ import Testing
     let export = try TemporaryDirectory("player-resize")
     let exported = export.url.appendingPathComponent("after-change.mp4")
     let done = try tipipe([
-      "export", "--endpoint", "file://" + served.library.path, "--start", "\(start + 10_000)", "--end",
+      "export", "--endpoint", "file://" + served.library.path, "--start", "\(start + Int64(change) * 1000)", "--end",
       "\(start + 20_000)", "--video-channel", "0", "--out", exported.path, "--quiet",
     ])
     try #require(done.status == 0, "\(done.stderr)")
+    let at = Double(seekTo - change)
     // Read back at the picture's own size and judged by correlation: this Chromium draws a picture this
     // small with its levels compressed (about 38 + 0.63 Y, also without a change), which PSNR would count
-    // against it; the picture is the one recorded at 15 s, not one half a second away.
-    let match = lumaCorrelation(shown, try ffmpegLuma(of: exported, at: 5, width: 160, height: 120))
-    let away = try [4.5, 5.5].map {
+    // against it; the picture is the one recorded at the seek's time, not one half a second away.
+    let match = lumaCorrelation(shown, try ffmpegLuma(of: exported, at: at, width: 160, height: 120))
+    let away = try [at - 0.5, at + 0.5].map {
       lumaCorrelation(shown, try ffmpegLuma(of: exported, at: $0, width: 160, height: 120))
     }
     #expect(

@@ -196,4 +196,22 @@ import Testing
     ).split(separator: "\n").compactMap { Double($0) }
     #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 && $1 - $0 < 0.041 }, "\(times.count) times")
   }
+
+  @Test func aPictureSizeChangeInsideAnObjectKeepsTheRestOfItsSegment() throws {
+    // The size changes at 12 s, inside the object of [10 s, 15 s): its segment keeps its pictures after
+    // the change (their keyframe carries its parameter sets), and ffmpeg decodes each in its size.
+    let (served, start) = try servedLibraryWithAResize(at: 12, insideAnObject: true)
+    let answer = try get(
+      "\(served.server.endpoint)/hls/index.m3u8?start_ms=\(start)&end_ms=\(start + 20_000)&channel=0",
+      headers: ["Authorization: Bearer \(served.token)"])
+    let url = "\(served.server.endpoint)/hls/\(try #require(answer.headers["x-presigned-url"]))"
+    let sizes = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "frame=width,height", "-of", "csv=p=0", url]
+    ).split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+    #expect(sizes.count == 500, "\(sizes.count) pictures")
+    #expect(
+      sizes.prefix(300).allSatisfy { $0 == "320,240" } && sizes.dropFirst(300).allSatisfy { $0 == "160,120" },
+      "\(Dictionary(sizes.map { ($0, 1) }, uniquingKeysWith: +))")
+  }
 }

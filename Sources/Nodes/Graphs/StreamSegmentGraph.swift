@@ -105,8 +105,9 @@ public enum StreamSegmentGraph {
 }
 
 /// Keeps the packets of a segment's stretch: video of one track from a keyframe on (a picture whose GOP
-/// began before the stretch is kept once a keyframe of that GOP was read), in one format; AAC audio of
-/// another. Confined to its pipeline's executor; read after the graph ended.
+/// began before the stretch is kept once a keyframe of that GOP was read), in one codec (its size may
+/// change at a keyframe); AAC audio of another, in one format (another rate or channel count cannot
+/// follow in one fMP4 track: left out). Confined to its pipeline's executor; read after the graph ended.
 final class SegmentPacketCollector: Node {
   typealias Input = EncodedPacket
   typealias Output = Never
@@ -137,7 +138,10 @@ final class SegmentPacketCollector: Node {
       // decoded its keyframe with the segment before); one that starts a run starts at a keyframe.
       if input.isKeyframe, continuing || inside { decodable = true }
       guard decodable, inside else { return }
-      if let first = video.first, !GapDetector.sameVideo(input.format, first.format) { return }
+      // Another picture size inside the segment (a camera may change it at a keyframe, inside an
+      // object): its keyframe carries its parameter sets in-band, as a run's later objects do under the
+      // run's one init section. Another codec cannot follow in one track: left out.
+      if let first = video.first, input.format.codec != first.format.codec { return }
       guard input.format.codec == .h264 || input.format.codec == .h265 else { return }
       video.append(input)
     } else if input.track == audioTrack, inside, input.format.codec == .aac {
