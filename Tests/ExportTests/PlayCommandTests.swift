@@ -173,6 +173,28 @@ struct PlayCommandTests {
     #expect(nothing.stderr.hasPrefix("error: noFrame (6118)"))
   }
 
+  @Test("a snapshot looks 10 s ahead first, then the day: a frame after a 15 s gap is found")
+  func snapshotFindsAFrameAfterALongGap() throws {
+    let directory = try TemporaryDirectory()
+    var options = smallOptions(seconds: 25)
+    options.gaps = [(offset: 3, length: 15)]
+    try LibrarySynthesizer(options: options).write(to: directory.url)
+    let out = directory.url.appendingPathComponent("after-gap.jpg")
+    let result = try tipipe([
+      "snapshot", "--endpoint", "file://\(directory.url.path)", "--at", String(recordingStart + 3500),
+      "--video-channel", "0", "--out", out.path,
+    ])
+    #expect(result.status == 0, "\(result.stderr)")
+    // The picture is the one recorded at 18 s: the same JPEG as a snapshot asked at 18 s.
+    let direct = directory.url.appendingPathComponent("at-18s.jpg")
+    let asked = try tipipe([
+      "snapshot", "--endpoint", "file://\(directory.url.path)", "--at", String(recordingStart + 18_000),
+      "--video-channel", "0", "--out", direct.path,
+    ])
+    #expect(asked.status == 0, "\(asked.stderr)")
+    #expect(try Data(contentsOf: out) == Data(contentsOf: direct))
+  }
+
   @Test func T5_T18_playRecordWritesWhatPlayedAtSourceTimingWithTheHoleClosedUp() throws {
     let directory = try library()
     let out = try TemporaryDirectory()
