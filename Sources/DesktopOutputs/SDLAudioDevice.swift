@@ -33,6 +33,9 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
     var paused = false
     var failure: String?
     var closed = false
+    /// An alignment asked for the next frame (`delay` from `now`, µs), applied when it is queued: the
+    /// device for its format may not be open yet.
+    var alignment: (delay: MediaDuration, now: Int64)?
   }
 
   private let state = Locked(State())
@@ -60,6 +63,11 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
     frame.frame.withSamples { samples in
       guard let samples else { return }
       guard let feed = feed(rate: samples.sampleRate, channels: samples.channels) else { return }
+      if let alignment = state.withLock({ state in
+        defer { state.alignment = nil }; return state.alignment
+      }) {
+        feed.align(nextFrameIn: alignment.delay, now: alignment.now)
+      }
       var interleaved = Self.interleave(samples)
       let gain = Float(max(0, min(100, volume))) / 100
       if gain != 1 { for index in interleaved.indices { interleaved[index] *= gain } }
@@ -121,7 +129,8 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   /// When nothing is queued, the next frame starts `delay` from now: silence before it, or as much of
   /// its start skipped when it is late.
   public func align(nextFrameIn delay: MediaDuration) {
-    state.withLock { $0.feed }?.align(nextFrameIn: delay, now: MonotonicClock.systemMicroseconds())
+    let now = MonotonicClock.systemMicroseconds()
+    state.withLock { $0.alignment = (delay, now) }
   }
 
   /// Drops what is queued (a seek or a stop: the old sound is not heard after it).
@@ -156,15 +165,18 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
     wanted.freq = Int32(feed.rate)
     wanted.format = SDL_AudioFormat(AUDIO_F32SYS)
     wanted.channels = UInt8(clamping: feed.channels)
-    wanted.samples = 1024
+    // A buffer of at most 64 ms (1024 samples from 16 kHz up, 512 at 8 kHz): the play hands sound over
+    // 100 ms ahead, and a buffer longer than that would run dry. The driver may choose another size
+    // (each take says its own).
+    wanted.samples = feed.rate < 16_000 ? 512 : 1024
     wanted.callback = { userdata, stream, length in
       guard let userdata, let stream else { return }
       Unmanaged<SampleFeed>.fromOpaque(userdata).takeUnretainedValue().pull(into: stream, bytes: Int(length))
     }
     wanted.userdata = Unmanaged.passUnretained(feed).toOpaque()
     var obtained = SDL_AudioSpec()
-    // No changes allowed: SDL converts to what the device takes.
-    let device = SDL_OpenAudioDevice(nil, 0, &wanted, &obtained, 0)
+    // The driver may take another buffer size (its own period); any other difference SDL converts.
+    let device = SDL_OpenAudioDevice(nil, 0, &wanted, &obtained, SDL_AUDIO_ALLOW_SAMPLES_CHANGE)
     if device == 0 {
       failure =
         "cannot open an audio device for \(feed.rate) Hz, \(feed.channels) channels: \(String(cString: SDL_GetError()))"

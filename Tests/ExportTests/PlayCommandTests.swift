@@ -173,7 +173,7 @@ struct PlayCommandTests {
     #expect(nothing.stderr.hasPrefix("error: noFrame (6118)"))
   }
 
-  @Test("a snapshot looks 10 s ahead first, then the day: a frame after a 15 s gap is found")
+  @Test("a snapshot looks 1 s ahead first, then the day: a frame after a 15 s gap is found")
   func snapshotFindsAFrameAfterALongGap() throws {
     let directory = try TemporaryDirectory()
     var options = smallOptions(seconds: 25)

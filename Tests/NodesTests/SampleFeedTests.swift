@@ -69,7 +69,8 @@ import Testing
     feed.removeAll()
     feed.align(nextFrameIn: .microseconds(-10_000), now: 170_000)
     append(feed, [(512, 3), (512, 4)])
-    #expect(feed.latency(now: 170_000) == .microseconds(22_000))
+    // Its latency counts from where its start would have been: when it was meant.
+    #expect(feed.latency(now: 170_000) == .microseconds(-10_000))
     #expect(pull(feed, at: 192_000) == ["512×4.0", "512×0.0"])
   }
 
@@ -92,6 +93,24 @@ import Testing
     _ = pull(feed, at: 256_000)
     feed.setPaused(false, now: 300_000)
     #expect(pull(feed, at: 320_000) == ["576×0.0", "448×1.0"])
+  }
+
+  @Test("a late start longer than a frame is skipped across frames; a pause after the sound ran dry adds no silence")
+  func skipsCarryOverAndSilenceIsNotSound() {
+    let feed = feed()
+    // Meant 100 ms ago, taken at once: 1600 samples to skip, more than the first frame.
+    feed.align(nextFrameIn: .microseconds(-100_000), now: 0)
+    append(feed, [(1024, 1)])
+    append(feed, [(1024, 2)])
+    #expect(feed.latency(now: 0) == .microseconds(-36_000))
+    #expect(pull(feed, at: 0) == ["448×2.0", "576×0.0"])
+    // The buffer taken at 0 held 448 samples of sound (28 ms), then silence: paused at 10 ms, 18 ms of
+    // sound are heard after the pause, not the buffer's 54 ms; resumed at 64 ms (a take due now): 18 ms
+    // of silence first.
+    append(feed, [(1024, 3)])
+    feed.setPaused(true, now: 10_000)
+    feed.setPaused(false, now: 64_000)
+    #expect(pull(feed, at: 64_000) == ["288×0.0", "736×3.0"])
   }
 
   @Test("resumed just after a take, the buffer's lead is skipped rather than heard late")

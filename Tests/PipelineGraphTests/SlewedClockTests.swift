@@ -47,6 +47,26 @@ import Testing
     #expect(clock.now == ClockInstant(microseconds: 259_000))
   }
 
+  @Test("while the clock stands after being set back, how long until an instant counts from where it runs")
+  func delaysCountFromTheRunningClock() {
+    let base = VirtualClock()
+    let clock = SlewedClock(base: base)
+    base.advance(to: ClockInstant(microseconds: 200_000))
+    #expect(clock.now == ClockInstant(microseconds: 200_000))
+    clock.follow(latency: .microseconds(90_000), meant: .zero, frame: frame)
+    // It reads 200 ms until the base is at 290 ms, but runs at 110 ms: 250 ms is 140 ms away, and a
+    // sound reported then as heard in 140 ms is on time (nothing moves).
+    #expect(clock.now == ClockInstant(microseconds: 200_000))
+    #expect(clock.delay(until: ClockInstant(microseconds: 250_000)) == .microseconds(140_000))
+    clock.follow(
+      latency: .microseconds(140_000), meant: clock.delay(until: ClockInstant(microseconds: 250_000)), frame: frame)
+    #expect(clock.correction == .microseconds(90_000))
+    // A second or more off (a frame seconds late) is not followed.
+    clock.follow(latency: .microseconds(10_000), meant: .microseconds(-2_000_000), frame: frame)
+    #expect(clock.correction == .microseconds(90_000))
+    #expect(clock.delay(until: ClockInstant(microseconds: .min)) == .microseconds(.min))
+  }
+
   @Test("its time never goes backwards while the correction grows")
   func neverBackwards() {
     let base = VirtualClock()

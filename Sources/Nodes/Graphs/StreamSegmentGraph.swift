@@ -105,8 +105,8 @@ public enum StreamSegmentGraph {
 }
 
 /// Keeps the packets of a segment's stretch: video of one track from a keyframe on (a picture whose GOP
-/// began before the stretch is kept once a keyframe of that GOP was read), in one codec (its size may
-/// change at a keyframe); AAC audio of another, in one format (another rate or channel count cannot
+/// began before the stretch is kept once a keyframe of that GOP was read), in one codec (an H.264 size
+/// may change at a keyframe); AAC audio of another, in one format (another rate or channel count cannot
 /// follow in one fMP4 track: left out). Confined to its pipeline's executor; read after the graph ended.
 final class SegmentPacketCollector: Node {
   typealias Input = EncodedPacket
@@ -138,10 +138,16 @@ final class SegmentPacketCollector: Node {
       // decoded its keyframe with the segment before); one that starts a run starts at a keyframe.
       if input.isKeyframe, continuing || inside { decodable = true }
       guard decodable, inside else { return }
-      // Another picture size inside the segment (a camera may change it at a keyframe, inside an
-      // object): its keyframe carries its parameter sets in-band, as a run's later objects do under the
-      // run's one init section. Another codec cannot follow in one track: left out.
-      if let first = video.first, input.format.codec != first.format.codec { return }
+      // Another H.264 picture size inside the segment (a camera may change it at a keyframe, inside an
+      // object): its keyframe carries its SPS and PPS in-band, as a run's later objects do under the
+      // run's one init section. Not H.265 (its `hvc1` entry says the parameter sets are in the init
+      // section only, which a player such as Safari may hold to), nor another codec: left out.
+      if let first = video.first,
+        input.format.codec != first.format.codec
+          || (first.format.codec != .h264 && !GapDetector.sameVideo(input.format, first.format))
+      {
+        return
+      }
       guard input.format.codec == .h264 || input.format.codec == .h265 else { return }
       video.append(input)
     } else if input.track == audioTrack, inside, input.format.codec == .aac {

@@ -213,14 +213,6 @@ public final class PlaybackTimeline: Sendable {
     return ClockInstant(microseconds: now.microseconds &+ startLatency.microseconds)
   }
 
-  /// How long from `clock`'s now until `frame` is presented (negative: late) — what an audio master clock
-  /// compares with the time its device will take to play it (`SlewedClock.follow(latency:meant:frame:)`).
-  /// For a frame a pacer has scheduled (the anchor is set).
-  public func time(until frame: DecodedFrame, on clock: any PipelineClock) -> MediaDuration {
-    let now = clock.now
-    return .microseconds(instant(of: frame.time, track: frame.track, now: now).microseconds &- now.microseconds)
-  }
-
   /// The instant of media time `time`: the anchor's, plus the media after it outside `holes`, scaled.
   private static func instant(of time: MediaTime, anchor: Anchor, holes: [MediaRange], rate: PlaybackRate)
     -> ClockInstant

@@ -66,18 +66,30 @@ public final class SlewedClock: PipelineClock {
   public static let alignmentThreshold = MediaDuration.microseconds(40_000)
 
   /// A device holding this much or more is not followed (paused while the play runs, or stuck): the
-  /// clock would only crawl.
+  /// clock would only crawl. A sound off by as much is not followed either (a frame seconds late).
   public static let ignoredLatency = MediaDuration.microseconds(1_000_000)
 
+  /// How long until this clock reaches `instant`, as it runs now: from the base clock less the
+  /// correction, not from ``now`` (which stands still after the correction grew at once, until the base
+  /// catches up — measured from it, every report of that while would count the same error again).
+  public func delay(until instant: ClockInstant) -> MediaDuration {
+    let running = base.now.microseconds &- offset.load(ordering: .acquiring)
+    let (delay, overflow) = instant.microseconds.subtractingReportingOverflow(running)
+    return .microseconds(overflow ? (instant.microseconds > 0 ? .max : .min) : delay)
+  }
+
   /// An audio device reports that the frame it was just given (lasting `frame`) will start to be heard
-  /// `latency` from now, where the play means it to be heard `meant` from now (its instant on this clock
-  /// less now; negative when it came late). Off by more than ``alignmentThreshold``, the correction takes
+  /// `latency` from now, where the play means it to be heard `meant` from now (``delay(until:)`` its
+  /// instant; negative when it came late). Off by more than ``alignmentThreshold``, the correction takes
   /// the whole difference at once (the clock stands while the sound catches up, or jumps to it);
   /// otherwise it moves by an eighth of it, at most ``maximumStep`` per 64 ms of sound (about 1.5 %).
-  /// Later than meant slows the clock down, sooner hurries it.
+  /// Later than meant slows the clock down, sooner hurries it. A latency or a difference of
+  /// ``ignoredLatency`` or more is not followed.
   public func follow(latency: MediaDuration, meant: MediaDuration, frame: MediaDuration) {
-    guard latency < Self.ignoredLatency else { return }
+    let bound = Self.ignoredLatency.microseconds
+    guard latency.microseconds < bound, abs(meant.microseconds) < 10 * bound else { return }
     let error = latency.microseconds - meant.microseconds
+    guard abs(error) < bound else { return }
     guard abs(error) <= Self.alignmentThreshold.microseconds else {
       offset.add(error, ordering: .releasing)
       return

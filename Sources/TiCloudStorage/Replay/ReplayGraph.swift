@@ -247,7 +247,7 @@ extension Replay {
         guard let clock else { return device.play(frame, volume: volume) }
         // When the frame is to be heard: a device that holds nothing starts it then; one that holds
         // sound says when it will be heard, and the clock follows.
-        let meant = timeline.time(until: frame, on: clock)
+        let meant = clock.delay(until: timeline.instant(of: frame.time, track: frame.track, now: clock.now))
         device.align(nextFrameIn: meant)
         device.play(frame, volume: volume)
         if let latency = device.latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
