@@ -8,7 +8,7 @@ import PipelineGraph
 ///
 /// The device is opened at the first frame with that frame's rate and channels as 32-bit float, and
 /// opened again when they change; each frame's samples are interleaved, scaled by the volume and queued
-/// here. SDL's audio thread takes them a buffer at a time through a callback (``SampleFeed``), which
+/// here. SDL's audio thread takes them a buffer at a time through a callback (`SampleFeed`), which
 /// notes when it took the last one: so ``latency`` is when the frame queued last reaches the driver —
 /// what is queued before it, after the buffer the driver plays now — not an average over the buffer's
 /// phase (a 1024-sample buffer lasts 64 ms at 16 kHz). Frames come only at 1×, ahead of their time by
