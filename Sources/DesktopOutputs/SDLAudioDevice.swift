@@ -28,7 +28,6 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   private struct State {
     var device: SDL_AudioDeviceID = 0
     var feed: SampleFeed?
-    var format = (rate: 0, channels: 0)
     var played = 0
     var paused = false
     var failure: String?
@@ -82,7 +81,7 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   private func feed(rate: Int, channels: Int) -> SampleFeed? {
     let (current, old) = state.withLock { state -> (SampleFeed?, (SDL_AudioDeviceID, SampleFeed?)?) in
       guard !state.closed, state.failure == nil else { return (nil, nil) }
-      if state.format == (rate, channels), let feed = state.feed { return (feed, nil) }
+      if let feed = state.feed, (feed.rate, feed.channels) == (rate, channels) { return (feed, nil) }
       defer { (state.device, state.feed) = (0, nil) }
       return (nil, (state.device, state.feed))
     }
@@ -95,9 +94,7 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
     let orphan = state.withLock { state -> SDL_AudioDeviceID? in
       guard !state.closed else { return device }
       feed.paused = state.paused
-      (state.device, state.feed, state.format, state.failure) = (
-        device, device != 0 ? feed : nil, (rate, channels), failure
-      )
+      (state.device, state.feed, state.failure) = (device, device != 0 ? feed : nil, failure)
       return nil
     }
     if let orphan { Self.close(orphan, feed: feed) }
@@ -108,13 +105,9 @@ public final class SDLAudioDevice: AudioDevice, @unchecked Sendable {
   /// buffer the driver took last has played; zero before the first frame opens a device (it holds
   /// nothing); nil once closed or failed.
   public var latency: MediaDuration? {
-    let feed = state.withLock { state -> SampleFeed?? in
-      guard !state.closed, state.failure == nil else { return .some(nil) }
-      return .some(state.feed)
-    }
-    guard case .some(let open) = feed else { return nil }
-    guard let open else { return state.withLock { $0.closed || $0.failure != nil } ? nil : .zero }
-    return open.latency(now: MonotonicClock.systemMicroseconds())
+    let (playing, feed) = state.withLock { (!$0.closed && $0.failure == nil, $0.feed) }
+    guard playing else { return nil }
+    return feed?.latency(now: MonotonicClock.systemMicroseconds()) ?? .zero
   }
 
   /// Pauses or resumes the device, keeping what it holds (a paused play's sound stops at once and goes

@@ -182,10 +182,7 @@ import Testing
     let each = try playlist("&maps=each").lines.filter { $0.hasPrefix("#EXT-X-MAP:URI=") }
     #expect(each.count == 4 && (0..<4).allSatisfy { n in each[n].contains("&n=\(n)&") }, "\(each)")
     let url = "\(served.server.endpoint)/hls/\(try #require(presigned))"
-    let sizes = try run(
-      "/usr/bin/ffprobe",
-      ["-v", "error", "-select_streams", "v", "-show_entries", "frame=width,height", "-of", "csv=p=0", url]
-    ).split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+    let sizes = try pictureSizes(url)
     #expect(sizes.count == 500, "\(sizes.count) pictures")
     #expect(
       sizes.prefix(250).allSatisfy { $0 == "320,240" } && sizes.dropFirst(250).allSatisfy { $0 == "160,120" },
@@ -197,6 +194,14 @@ import Testing
     #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 && $1 - $0 < 0.041 }, "\(times.count) times")
   }
 
+  /// The size ("W,H") of every picture ffmpeg decodes from the playlist at `url`.
+  private func pictureSizes(_ url: String) throws -> [String] {
+    try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "frame=width,height", "-of", "csv=p=0", url]
+    ).split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+  }
+
   @Test func aPictureSizeChangeInsideAnObjectKeepsTheRestOfItsSegment() throws {
     // The size changes at 12 s, inside the object of [10 s, 15 s): its segment keeps its pictures after
     // the change (their keyframe carries its parameter sets), and ffmpeg decodes each in its size.
@@ -205,10 +210,7 @@ import Testing
       "\(served.server.endpoint)/hls/index.m3u8?start_ms=\(start)&end_ms=\(start + 20_000)&channel=0",
       headers: ["Authorization: Bearer \(served.token)"])
     let url = "\(served.server.endpoint)/hls/\(try #require(answer.headers["x-presigned-url"]))"
-    let sizes = try run(
-      "/usr/bin/ffprobe",
-      ["-v", "error", "-select_streams", "v", "-show_entries", "frame=width,height", "-of", "csv=p=0", url]
-    ).split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+    let sizes = try pictureSizes(url)
     #expect(sizes.count == 500, "\(sizes.count) pictures")
     #expect(
       sizes.prefix(300).allSatisfy { $0 == "320,240" } && sizes.dropFirst(300).allSatisfy { $0 == "160,120" },

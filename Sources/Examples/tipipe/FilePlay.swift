@@ -99,10 +99,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
               return state.speed == .x1
             })
           else { return }
-          let meant = clock.delay(until: timeline.instant(of: frame.time, track: frame.track, now: clock.now))
-          speaker.align(nextFrameIn: meant)
-          speaker.play(frame, volume: 100)
-          if let latency = speaker.latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
+          speaker.play(frame, volume: 100, in: timeline, following: clock)
         },
         // On the executor, in order with the frames: nothing from before a seek is heard after it.
         onFlush: { speaker.flush() })

@@ -85,6 +85,16 @@ extension AudioDevice {
   public func flush() {}
   /// Nothing to do.
   public func align(nextFrameIn delay: MediaDuration) {}
+
+  /// Plays `frame` at `volume` as the sound an audio master clock follows: when `timeline` means it to
+  /// be heard on `clock`, the device (if it holds nothing) starts it then (``align(nextFrameIn:)``), and
+  /// `clock` follows when the device says it will be heard (``latency``).
+  public func play(_ frame: DecodedFrame, volume: Int, in timeline: PlaybackTimeline, following clock: SlewedClock) {
+    let meant = clock.delay(until: timeline.instant(of: frame.time, track: frame.track, now: clock.now))
+    align(nextFrameIn: meant)
+    play(frame, volume: volume)
+    if let latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
+  }
 }
 
 /// A device that consumes samples as they are presented (the pacer presents them in real time on the

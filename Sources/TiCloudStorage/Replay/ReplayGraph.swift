@@ -245,12 +245,7 @@ extension Replay {
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
         guard let clock else { return device.play(frame, volume: volume) }
-        // When the frame is to be heard: a device that holds nothing starts it then; one that holds
-        // sound says when it will be heard, and the clock follows.
-        let meant = clock.delay(until: timeline.instant(of: frame.time, track: frame.track, now: clock.now))
-        device.align(nextFrameIn: meant)
-        device.play(frame, volume: volume)
-        if let latency = device.latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
+        device.play(frame, volume: volume, in: timeline, following: clock)
       }
     }
     let video = binding.isVideo
