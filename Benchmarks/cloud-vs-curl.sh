@@ -41,7 +41,7 @@ for s in json.load(sys.stdin)["segments"]:
 objects=$(grep -c '^url' "$out/curl-urls.cfg")
 bytes=$(python3 -c "import json;print(sum(s['size'] for s in json.load(open('$library/index.json'))['segments']))")
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $minutes  ($(nproc) cores, $(curl --version | head -1 | cut -d' ' -f1-2), server $endpoint)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $minutes commit $(git rev-parse --short HEAD)  ($(nproc) cores, $(curl --version | head -1 | cut -d' ' -f1-2), server $endpoint)"
 for transfers in 4 1; do
   echo "fetch of $objects objects, $bytes bytes, $transfers transfer(s) at once:"
   python3 Benchmarks/compare.py --runs "$runs" --versus curl \

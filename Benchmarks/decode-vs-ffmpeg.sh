@@ -20,7 +20,7 @@ mkdir -p "$out"
 [ -f "$out/1080p/index.json" ] || "$bench" synth "$out/1080p" 1920x1080 60 --encrypt >/dev/null
 [ -f "$out/720p-60min/index.json" ] || "$bench" extend "$out/720p-60min" "$out/720p" 60 >/dev/null
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0  ($(nproc) cores, $(ffmpeg -version | head -1 | cut -d' ' -f1-3))"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 commit $(git rev-parse --short HEAD)  ($(nproc) cores, $(ffmpeg -version | head -1 | cut -d' ' -f1-3))"
 for size in 720p 1080p; do
   start=$(python3 -c "import json;print(json.load(open('$out/$size/index.json'))['segments'][0]['start_ms'])")
   range="--endpoint file://$PWD/$out/$size --start $start --end $((start + 60000)) --video-channel 0"

@@ -11,7 +11,7 @@ items=${1:-3000000}
 runs=${RUNS:-5}
 swift build -c release --package-path Benchmarks --product GraphBenchmark >/dev/null
 bench=$PWD/Benchmarks/.build/release/GraphBenchmark
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $items  ($(nproc) cores, $(gst-launch-1.0 --version | sed -n 2p))"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $items commit $(git rev-parse --short HEAD)  ($(nproc) cores, $(gst-launch-1.0 --version | sed -n 2p))"
 echo "one thread (items/s = items / median wall time of the whole process):"
 python3 Benchmarks/compare.py --runs "$runs" --items "$items" \
   tipipe "$bench chain $items" \

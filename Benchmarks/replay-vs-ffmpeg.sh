@@ -25,7 +25,7 @@ offset=$((minutes * 30000 + 1010))
 at=$((start + offset))
 seconds=$(python3 -c "print($offset / 1000)")
 # The TS's first timestamp: -ss counts from the file's start.
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $minutes  ($(nproc) cores, $(ffmpeg -version | head -1 | cut -d' ' -f1-3))"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 $minutes commit $(git rev-parse --short HEAD)  ($(nproc) cores, $(ffmpeg -version | head -1 | cut -d' ' -f1-3))"
 echo "snapshot at +${seconds} s of $minutes min 720p:"
 python3 Benchmarks/compare.py --runs "$runs" --versus ffmpeg \
   tipipe "$tipipe snapshot --endpoint file://$plain --at $at --video-channel 0 --out $plain/../tipipe-snapshot.jpg" \

@@ -2,19 +2,23 @@ internal import CFFmpeg
 import Foundation
 import PipelineGraph
 
-/// An MP4 being written with libavformat (stream copy): H.264 (`avc1`) or H.265 (`hvc1`) video and AAC
-/// audio, Annex B and ADTS in, ISO BMFF out.
+/// An MP4 being written (stream copy): H.264 (`avc1`) or H.265 (`hvc1`) video and AAC audio, Annex B
+/// and ADTS in, ISO BMFF out.
 ///
-/// While writing, the file is fragmented (an empty `moov`, room reserved for the index, then a
-/// `moof`+`mdat` about every second), so a crash keeps everything up to the last fragment.
-/// ``finalize(to:)`` turns it into an ordinary MP4 with its index at the front, in place
-/// (``MP4Finalizer``): the media is written once. When the index outgrows the reserved room, it falls
-/// back to a stream-copy remux with `faststart`.
+/// libavformat writes the file's header (`ftyp` and an empty `moov` with the codecs' configuration);
+/// room for the final index follows as a `free` box; then the media is appended as fragments by
+/// ``MP4FragmentWriter`` (a `moof`+`mdat` about every second, written from the packets' own buffers),
+/// so a crash keeps everything up to the last fragment. ``finalize(to:)`` turns it into an ordinary MP4
+/// with its index at the front, in place (``MP4Finalizer``): the media is written once. When the index
+/// outgrows the reserved room, it falls back to a stream-copy remux with `faststart`.
 final class MP4File {
-  private var context: UnsafeMutablePointer<AVFormatContext>?
-  private var videoStream: UnsafeMutablePointer<AVStream>?
-  private var audioStream: UnsafeMutablePointer<AVStream>?
-  private let packet: Packet
+  private var fragments: MP4FragmentWriter?
+  /// The stream index of each track in ``fragments``.
+  private let videoTrack: Int?
+  private let audioTrack: Int?
+  /// Each track's time base, as the muxer chose it.
+  private let videoBase: TimeBase?
+  private let audioBase: TimeBase?
   let path: String
   /// Audio that plays before the file's start: the AAC encoder's priming frame, or a frame that
   /// began before the first video frame. It is written at the start of the audio track and hidden by an
@@ -26,26 +30,28 @@ final class MP4File {
   /// file then shows those frames at its end.)
   var videoPresentationEnd: MediaDuration?
   /// How long after the file's start the audio begins (its first frame starts after the first video
-  /// frame). The fragmented file cannot say it (the muxer starts each track at 0 once the `moov` is
-  /// written); the finished file's audio edit list begins with an empty edit that long.
+  /// frame). The fragmented file cannot say it (each track starts at 0 once the `moov` is written); the
+  /// finished file's audio edit list begins with an empty edit that long.
   var audioStart = MediaDuration.zero
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and an AAC stream of `audio` (at
   /// least one), reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
-  init(
-    path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20,
-    flushesPackets: Bool = false
-  ) throws {
+  init(path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20) throws {
     LibraryLogging.applyDefault()
     guard video != nil || audio != nil else { throw TiError(.invalidArgument, "an MP4 needs a track") }
+    if let audio, audio.codec != .aac {
+      throw TiError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
+    }
     self.path = path
-    packet = try Packet()
     var context: UnsafeMutablePointer<AVFormatContext>?
     try FFmpeg.check(
       avformat_alloc_output_context2(&context, nil, "mp4", path), "creating an MP4 muxer", code: .fileWriteFailed)
-    self.context = context
     guard let context else { throw TiError(.fileWriteFailed, "creating an MP4 muxer") }
-
+    defer {
+      avio_closep(&context.pointee.pb)
+      avformat_free_context(context)
+    }
+    var streams: [UnsafeMutablePointer<AVStream>] = []
     if let video {
       guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
       let parameters = stream.pointee.codecpar!
@@ -56,13 +62,9 @@ final class MP4File {
       parameters.pointee.height = Int32(video.height)
       try Self.setExtradata(parameters, video.parameterSets)
       stream.pointee.time_base = AVRational(num: 1, den: 1_000_000)
-      videoStream = stream
+      streams.append(stream)
     }
-
     if let audio {
-      guard audio.codec == .aac else {
-        throw TiError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
-      }
       guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
       let parameters = stream.pointee.codecpar!
       parameters.pointee.codec_type = AVMEDIA_TYPE_AUDIO
@@ -72,31 +74,45 @@ final class MP4File {
       parameters.pointee.frame_size = 1024
       try Self.setExtradata(parameters, audio.audioSpecificConfig)
       stream.pointee.time_base = AVRational(num: 1, den: Int32(audio.sampleRate))
-      audioStream = stream
+      streams.append(stream)
     }
-
-    // A recording that must survive a kill hands each fragment to the kernel as soon as it is made.
-    if flushesPackets { context.pointee.flush_packets = 1 }
     guard avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE) >= 0 else {
       throw TiError(.fileWriteFailed, "cannot create \(path)")
     }
     var options: OpaquePointer?
-    // Signed composition offsets: a stream with B-frames starts with dts = pts = 0, without an edit list.
-    av_dict_set(&options, "movflags", "empty_moov+default_base_moof+separate_moof+negative_cts_offsets", 0)
-    av_dict_set(&options, "frag_duration", "1000000", 0)
+    av_dict_set(&options, "movflags", "empty_moov+default_base_moof+negative_cts_offsets", 0)
     defer { av_dict_free(&options) }
     try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
-    // A `free` box right after the (empty) `moov`: the room the final index is written into.
-    let reserved = min(max(8, reservedIndexBytes), Self.maximumReservedIndexBytes)
-    avio_wb32(context.pointee.pb, UInt32(reserved))
-    avio_write(context.pointee.pb, Array("free".utf8), 4)
-    let zeros = [UInt8](repeating: 0, count: 64 * 1024)
-    var remaining = reserved - 8
-    while remaining > 0 {
-      let chunk = min(remaining, zeros.count)
-      avio_write(context.pointee.pb, zeros, Int32(chunk))
-      remaining -= chunk
+    // The muxer may have changed the streams' time bases; its track ids follow the streams (1, 2).
+    let bases = try streams.map { stream in
+      guard let base = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den)
+      else { throw TiError(.fileWriteFailed, "\(path): the muxer chose no time base") }
+      return base
     }
+    avio_closep(&context.pointee.pb)
+    videoTrack = video == nil ? nil : 0
+    audioTrack = audio == nil ? nil : streams.count - 1
+    videoBase = videoTrack.map { bases[$0] }
+    audioBase = audioTrack.map { bases[$0] }
+    var tracks: [MP4FragmentWriter.Track] = []
+    if let video, let base = videoBase {
+      // As the muxer did: Annex B parameter sets mean Annex B samples (an `avcC`/`hvcC` one would not).
+      let sets = video.parameterSets
+      let annexB =
+        video.codec == .h265
+        ? sets.count > 6 && (sets.starts(with: [0, 0, 1]) || sets.starts(with: [0, 0, 0, 1]))
+        : !sets.isEmpty && sets.first != 1
+      tracks.append(MP4FragmentWriter.Track(id: 1, timescale: Int64(base.denominator), lengthPrefixed: annexB))
+    }
+    if let base = audioBase {
+      tracks.append(
+        MP4FragmentWriter.Track(id: UInt32(tracks.count + 1), timescale: Int64(base.denominator), lengthPrefixed: false)
+      )
+    }
+    let fragments = try MP4FragmentWriter(path: path, tracks: tracks)
+    // A `free` box right after the (empty) `moov`: the room the final index is written into.
+    try fragments.reserve(min(max(8, reservedIndexBytes), Self.maximumReservedIndexBytes))
+    self.fragments = fragments
   }
 
   /// Room for the index of `seconds` of media with `samplesPerSecond` samples (video frames plus audio
@@ -130,58 +146,47 @@ final class MP4File {
   func writeVideo(
     _ data: Data, time: MediaDuration, decodeTime: MediaDuration? = nil, duration: MediaDuration, isKeyframe: Bool
   ) throws {
-    guard let videoStream else { return }
+    guard let videoTrack, let videoBase else { return }
     try write(
-      data, stream: videoStream, time: time, decodeTime: decodeTime ?? time, duration: duration, isKeyframe: isKeyframe)
+      data, payload: nil, track: videoTrack, base: videoBase, time: time, decodeTime: decodeTime ?? time,
+      duration: duration, isKeyframe: isKeyframe)
   }
 
   /// Writes one AAC frame given in ADTS (the header is stripped) at output time `time`.
   func writeAudio(_ adts: Data, time: MediaDuration, duration: MediaDuration) throws {
-    guard let audioStream else { return }
-    let headerLength = ADTSHeader(adts)?.headerLength ?? 0
+    guard let audioTrack, let audioBase else { return }
+    let headerLength = min(ADTSHeader(adts)?.headerLength ?? 0, adts.count)
     let shifted = try checked { try time + audioLeadIn }
     try write(
-      adts.dropFirst(headerLength), stream: audioStream, time: shifted, decodeTime: shifted, duration: duration,
-      isKeyframe: true)
+      adts, payload: headerLength..<adts.count, track: audioTrack, base: audioBase, time: shifted,
+      decodeTime: shifted, duration: duration, isKeyframe: true)
   }
 
   private func checked<Value>(_ body: () throws -> Value) throws -> Value { try writing(path, body) }
 
   private func write(
-    _ data: Data, stream: UnsafeMutablePointer<AVStream>, time: MediaDuration, decodeTime: MediaDuration,
+    _ data: Data, payload: Range<Int>?, track: Int, base: TimeBase, time: MediaDuration, decodeTime: MediaDuration,
     duration: MediaDuration, isKeyframe: Bool
   ) throws {
-    guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
-    try FFmpeg.check(av_new_packet(packet.pointer, Int32(data.count)), "allocating a packet", code: .resourceExhausted)
-    data.withUnsafeBytes { raw in
-      if let base = raw.baseAddress {
-        packet.pointer.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: data.count)
-      }
-    }
-    // The muxer may have changed the stream's time base in avformat_write_header.
-    guard let base = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den) else {
-      throw TiError(.fileWriteFailed, "\(path): the muxer chose no time base")
-    }
-    packet.pointer.pointee.pts = try checked { try time.ticks(in: base) }
-    packet.pointer.pointee.dts = try checked { try decodeTime.ticks(in: base) }
-    packet.pointer.pointee.duration = max(1, try checked { try duration.ticks(in: base) })
-    packet.pointer.pointee.stream_index = stream.pointee.index
-    if isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
-    let status = av_interleaved_write_frame(context, packet.pointer)
-    av_packet_unref(packet.pointer)
-    try FFmpeg.check(status, "writing to \(path)", code: .fileWriteFailed)
+    guard let fragments else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    try fragments.append(
+      track: track, data, payload: payload, time: try checked { try time.ticks(in: base) },
+      decodeTime: try checked { try decodeTime.ticks(in: base) },
+      duration: try checked { try duration.ticks(in: base) },
+      isSync: isKeyframe)
   }
 
   /// Finishes the fragmented file and makes it an ordinary MP4 with the index at the front, moved to
   /// `destination`. (When the index does not fit the reserved room, the file is remuxed into
   /// `destination` instead, and the fragmented file is left for the caller to remove.)
   func finalize(to destination: String) throws {
-    guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
-    try FFmpeg.check(av_write_trailer(context), "finishing \(path)", code: .fileWriteFailed)
+    guard let fragments else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    try fragments.flush()
     close()
     do {
       try MP4Finalizer.finalizeInPlace(
-        path: path, audioLeadIn: audioLeadIn, audioStart: audioStart, videoEnd: videoPresentationEnd)
+        path: path, tables: fragments.tables, fragmentHeaders: fragments.fragmentHeaders, audioLeadIn: audioLeadIn,
+        audioStart: audioStart, videoEnd: videoPresentationEnd)
     } catch is MP4Error {
       try Self.remux(from: path, to: destination, audioLeadIn: try checked { try audioLeadIn - audioStart })
       return
@@ -202,22 +207,16 @@ final class MP4File {
     try OutputFile.install(staging, at: destination)
   }
 
-  /// Finishes the fragmented file as it is (its last fragment and the fragment index written), and
-  /// closes it: the file stays a fragmented MP4.
+  /// Finishes the fragmented file as it is (its last fragment written), and closes it: the file stays a
+  /// fragmented MP4.
   func finishFragmented() throws {
-    guard let context else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
-    let status = av_write_trailer(context)
-    close()
-    try FFmpeg.check(status, "finishing \(path)", code: .fileWriteFailed)
+    guard let fragments else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    defer { close() }
+    try fragments.flush()
   }
 
   /// Closes the file without finishing it (what was written up to the last fragment stays readable).
-  func close() {
-    guard let context else { return }
-    avio_closep(&context.pointee.pb)
-    avformat_free_context(context)
-    self.context = nil
-  }
+  func close() { fragments = nil }
 
   /// `audioLeadIn` moves the audio back (a lead-in) or, negative, forward (a late start): the muxer writes
   /// the edit list.

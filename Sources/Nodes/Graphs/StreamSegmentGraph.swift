@@ -20,7 +20,7 @@ public struct StreamSegment: Sendable {
 
 /// Makes ``StreamSegment``s by stream copy — nothing transcoded: `CloudSegmentSource → SegmentVerifier →
 /// SegmentDemuxer → collector`, then the packets of the segment's stretch written as a fragmented MP4
-/// (libavformat) and split (`FragmentSplitter`). What `tipipe serve` answers for HLS.
+/// (`MP4File`) and split (`FragmentSplitter`). What `tipipe serve` answers for HLS.
 ///
 /// A segment covers what was recorded in its stretch: H.264/H.265 video of one channel, and AAC audio of
 /// another when asked (other audio codecs are left out: a browser plays AAC). The stretch before it is
@@ -70,10 +70,16 @@ public enum StreamSegmentGraph {
     let file = try MP4File(path: path, video: video.first?.format, audio: audio.first?.format, reservedIndexBytes: 8)
     let videoStart = video.first?.time ?? first.time
     let audioStart = audio.first?.time ?? first.time
-    // Interleaved by time, as a player reads them.
+    // Interleaved by the file's time (each track from 0: its first packet), so that each fragment holds
+    // about the same second of both tracks, as libavformat's interleaving muxer wrote them. In the
+    // stream's time the audio may run a GOP ahead of the video, and the first fragment then held one
+    // picture: Chromium's Media Source reported the holes before the first keyframe and at a gap as
+    // buffered, so the page never jumped them (PlayerPageTests).
     var (v, a) = (0, 0)
     while v < video.count || a < audio.count {
-      if v < video.count, a == audio.count || video[v].time <= audio[a].time {
+      var videoNext = v < video.count
+      if videoNext, a < audio.count { videoNext = try video[v].time - videoStart <= audio[a].time - audioStart }
+      if videoNext {
         let packet = video[v]
         try file.writeVideo(
           packet.data, time: try packet.time - videoStart, decodeTime: try packet.decodeTime - videoStart,

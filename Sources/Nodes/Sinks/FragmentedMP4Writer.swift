@@ -5,8 +5,8 @@ import PipelineGraph
 /// recorder of decoded media makes (seed 003's TrackRecorder). Packet times are the file's own (0 is its
 /// start); the file is written as it goes, one `moof`+`mdat` fragment per second of media, handed to the
 /// kernel as each is made, so a process killed while recording leaves a file that plays up to its last
-/// fragment. At the end of the stream the last fragment and the fragment index are written on the
-/// pipeline's workers, and the file stays fragmented.
+/// fragment. At the end of the stream the last fragment is written on the pipeline's workers, and the
+/// file stays fragmented (without a fragment index: players find the fragments by reading the boxes).
 ///
 /// The file's tracks are declared when it is created: it waits until every declared track has its
 /// first packet (video from its first keyframe), or ``trackWait`` of one track's media without the
@@ -108,15 +108,15 @@ public final class FragmentedMP4Writer: Node {
     let span = (try? waiting.last!.time - first.time) ?? .zero
     guard complete || force || span >= Self.trackWait else { return }
     let file = try MP4File(
-      path: destination.path, video: videoFormat, audio: audioFormat, reservedIndexBytes: 8, flushesPackets: true)
+      path: destination.path, video: videoFormat, audio: audioFormat, reservedIndexBytes: 8)
     self.file = file
     let packets = waiting
     waiting = []
     for packet in packets { try write(packet, to: file) }
   }
 
-  /// Writes the last fragment and the index on the pipeline's workers; the end of stream follows once
-  /// the file is complete.
+  /// Writes the last fragment on the pipeline's workers; the end of stream follows once the file is
+  /// complete.
   public func finish(context: NodeContext<Never>) throws {
     try openWhenReady(force: true)
     guard let file else { throw TiError(.noRecordableMedia, "nothing was recorded") }

@@ -25,13 +25,18 @@ public struct ADTSHeader: Hashable, Sendable {
   /// Parses the header at the start of `bytes`; nil when it is not an ADTS header.
   public init?(_ bytes: Data) {
     guard bytes.count >= 7 else { return nil }
-    let b = bytes.startIndex
-    guard bytes[b] == 0xFF, bytes[b + 1] & 0xF6 == 0xF0 else { return nil }  // sync word, layer 0
-    let protectionAbsent = bytes[b + 1] & 0x01 == 1
-    objectType = Int(bytes[b + 2] >> 6) + 1
-    sampleRateIndex = Int((bytes[b + 2] >> 2) & 0x0F)
-    channelConfiguration = Int((bytes[b + 2] & 0x01) << 2 | bytes[b + 3] >> 6)
-    frameLength = Int(bytes[b + 3] & 0x03) << 11 | Int(bytes[b + 4]) << 3 | Int(bytes[b + 5] >> 5)
+    // The six bytes read at once: `Data`'s subscript costs a representation switch a byte (every AAC
+    // frame of an export is parsed here).
+    var h: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
+    bytes.withUnsafeBytes { raw in
+      Swift.withUnsafeMutableBytes(of: &h) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<6])) }
+    }
+    guard h.0 == 0xFF, h.1 & 0xF6 == 0xF0 else { return nil }  // sync word, layer 0
+    let protectionAbsent = h.1 & 0x01 == 1
+    objectType = Int(h.2 >> 6) + 1
+    sampleRateIndex = Int((h.2 >> 2) & 0x0F)
+    channelConfiguration = Int((h.2 & 0x01) << 2 | h.3 >> 6)
+    frameLength = Int(h.3 & 0x03) << 11 | Int(h.4) << 3 | Int(h.5 >> 5)
     headerLength = protectionAbsent ? 7 : 9
   }
 

@@ -2,30 +2,13 @@ import Foundation
 import PipelineGraph
 
 /// Turns a fragmented MP4 written with room reserved after its `moov` into an ordinary MP4, in place:
-/// the sample tables are built from the fragments' `moof` boxes and written over the empty `moov` and
-/// the reserved `free` box, and every `moof` (and `mfra`) becomes a zero-filled `free` box. The media bytes are
+/// the sample tables that ``MP4FragmentWriter`` kept while writing are written over the empty `moov` and
+/// the reserved `free` box, and every `moof` becomes a zero-filled `free` box. The media bytes are
 /// neither read nor moved, so finalizing costs a few reads and writes of boxes, whatever the length.
 ///
 /// Until the last write the file stays a valid fragmented MP4, so a crash never loses it.
 enum MP4Finalizer {
-  private struct Sample {
-    var size: UInt32
-    var duration: UInt32
-    var isSync: Bool
-    var compositionOffset: Int32
-  }
-
-  private struct Chunk {
-    var offset: UInt64
-    var sampleCount: Int
-  }
-
-  private struct Track {
-    var defaults = (duration: UInt32(0), size: UInt32(0), flags: UInt32(0))
-    var samples: [Sample] = []
-    var chunks: [Chunk] = []
-    var decodeTime: UInt64 = 0
-  }
+  private typealias Track = MP4SampleTable
 
   private struct TopLevelBox {
     var type: String
@@ -33,20 +16,21 @@ enum MP4Finalizer {
     var size: UInt64
   }
 
-  /// Finalizes `path` in place. Throws ``MP4Error`` (nothing written) when the file is not laid out as
-  /// expected or the index does not fit the reserved room. The sound track's first `audioLeadIn` µs are
-  /// hidden by an edit list (see ``MP4File/audioLeadIn``).
+  /// Finalizes `path` in place from `tables` (by track id) and the `moof` boxes at `fragmentHeaders`.
+  /// Throws ``MP4Error`` (nothing written) when the file does not start as expected or the index does
+  /// not fit the reserved room. The sound track's first `audioLeadIn` µs are hidden by an edit list
+  /// (see ``MP4File/audioLeadIn``).
   /// A given `videoEnd` ends the video track's presentation there (an edit list): frames after it are
   /// references of B-frames before it.
   /// A positive `audioStart` begins the sound track's presentation that late (an empty edit).
   static func finalizeInPlace(
-    path: String, audioLeadIn: MediaDuration = .zero, audioStart: MediaDuration = .zero,
-    videoEnd: MediaDuration? = nil
+    path: String, tables: [UInt32: MP4SampleTable], fragmentHeaders: [Range<UInt64>],
+    audioLeadIn: MediaDuration = .zero, audioStart: MediaDuration = .zero, videoEnd: MediaDuration? = nil
   ) throws {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
-    let boxes = try topLevelBoxes(file)
-    guard boxes.count >= 3, boxes[0].type == "ftyp", boxes[1].type == "moov", boxes[2].type == "free" else {
+    let boxes = try topLevelBoxes(file, count: 3)
+    guard boxes.count == 3, boxes[0].type == "ftyp", boxes[1].type == "moov", boxes[2].type == "free" else {
       throw MP4Error.malformed("expected ftyp, moov, free at the start")
     }
     let moovBox = boxes[1]
@@ -54,24 +38,7 @@ enum MP4Finalizer {
     guard let moov = try MP4Box.parse(try read(file, at: moovBox.offset, count: Int(moovBox.size))).first else {
       throw MP4Error.malformed("empty moov")
     }
-
-    var tracks: [UInt32: Track] = [:]
-    for trex in moov.child("mvex")?.children("trex") ?? [] {
-      let p = trex.payload
-      guard p.count >= 24 else { throw MP4Error.malformed("short trex") }
-      var track = Track()
-      track.defaults = (
-        p.bigEndian(UInt32.self, at: 12), p.bigEndian(UInt32.self, at: 16), p.bigEndian(UInt32.self, at: 20)
-      )
-      tracks[p.bigEndian(UInt32.self, at: 4)] = track
-    }
-    for box in boxes where box.type == "moof" {
-      let moof = try MP4Box.parse(try read(file, at: box.offset, count: Int(box.size)))
-      for traf in moof.first?.children("traf") ?? [] {
-        try index(traf, moofOffset: box.offset, into: &tracks)
-      }
-    }
-
+    let tracks = tables
     var newMoov = moov
     newMoov.children.removeAll { $0.type == "mvex" }
     let movieTimescale = try timescale(of: moov.child("mvhd"), fieldOffset: 12)
@@ -83,7 +50,7 @@ enum MP4Finalizer {
       let trackID =
         tkhd.payload.first == 1
         ? tkhd.payload.bigEndian(UInt32.self, at: 20) : tkhd.payload.bigEndian(UInt32.self, at: 12)
-      guard let track = tracks[trackID] else { throw MP4Error.malformed("no trex for track \(trackID)") }
+      let track = tracks[trackID] ?? MP4SampleTable()
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
       let mediaDuration = track.samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
       var hidden: UInt64 = 0
@@ -132,13 +99,13 @@ enum MP4Finalizer {
     try file.seek(toOffset: moovBox.offset)
     try file.write(contentsOf: bytes)
     // A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
-    // whose payload starts with `mfhd` as a `moof`, and a trailing `mfro` points at the `mfra`. The old
-    // fragment headers and the random-access index are zeroed (they are small: the media is in `mdat`).
+    // whose payload starts with `mfhd` as a `moof`. The old fragment headers are zeroed (they are small:
+    // the media is in `mdat`).
     let zeros = Data(count: 64 * 1024)
-    for box in boxes where box.type == "moof" || box.type == "mfra" {
-      try file.seek(toOffset: box.offset + 4)
+    for box in fragmentHeaders {
+      try file.seek(toOffset: box.lowerBound + 4)
       try file.write(contentsOf: Data("free".utf8))
-      var remaining = box.size - 8
+      var remaining = UInt64(box.count) - 8
       while remaining > 0 {
         let count = Int(min(remaining, UInt64(zeros.count)))
         try file.write(contentsOf: zeros.prefix(count))
@@ -147,11 +114,12 @@ enum MP4Finalizer {
     }
   }
 
-  private static func topLevelBoxes(_ file: FileHandle) throws -> [TopLevelBox] {
+  /// The first `count` top-level boxes.
+  private static func topLevelBoxes(_ file: FileHandle, count: Int) throws -> [TopLevelBox] {
     let end = try file.seekToEnd()
     var boxes: [TopLevelBox] = []
     var offset: UInt64 = 0
-    while offset + 8 <= end {
+    while offset + 8 <= end, boxes.count < count {
       let header = try read(file, at: offset, count: Int(min(16, end - offset)))
       var size = UInt64(header.bigEndian(UInt32.self, at: 0))
       let type = String(decoding: header[4..<8], as: UTF8.self)
@@ -174,99 +142,6 @@ enum MP4Finalizer {
       throw MP4Error.malformed("short read")
     }
     return data
-  }
-
-  private static func index(_ traf: MP4Box, moofOffset: UInt64, into tracks: inout [UInt32: Track]) throws {
-    guard let tfhd = traf.child("tfhd"), tfhd.payload.count >= 8 else { throw MP4Error.malformed("traf without tfhd") }
-    let p = tfhd.payload
-    let flags = p.bigEndian(UInt32.self, at: 0) & 0xFF_FFFF
-    let trackID = p.bigEndian(UInt32.self, at: 4)
-    // Taken out of the dictionary while it grows, so appending does not copy the sample tables.
-    guard var track = tracks.removeValue(forKey: trackID) else {
-      throw MP4Error.malformed("fragment of unknown track \(trackID)")
-    }
-    defer { tracks[trackID] = track }
-    var cursor = 8
-    var base = moofOffset
-    if flags & 0x1 != 0 {
-      base = p.bigEndian(UInt64.self, at: cursor)
-      cursor += 8
-    }
-    if flags & 0x2 != 0 { cursor += 4 }
-    var defaultDuration = track.defaults.duration
-    var defaultSize = track.defaults.size
-    var defaultFlags = track.defaults.flags
-    if flags & 0x8 != 0 {
-      defaultDuration = p.bigEndian(UInt32.self, at: cursor)
-      cursor += 4
-    }
-    if flags & 0x10 != 0 {
-      defaultSize = p.bigEndian(UInt32.self, at: cursor)
-      cursor += 4
-    }
-    if flags & 0x20 != 0 { defaultFlags = p.bigEndian(UInt32.self, at: cursor) }
-
-    if let tfdt = traf.child("tfdt"), tfdt.payload.count >= 8 {
-      let time =
-        tfdt.payload.first == 1
-        ? tfdt.payload.bigEndian(UInt64.self, at: 4) : UInt64(tfdt.payload.bigEndian(UInt32.self, at: 4))
-      // A fragment that starts later than the samples so far end: the last sample lasts until it.
-      if time > track.decodeTime, !track.samples.isEmpty {
-        track.samples[track.samples.count - 1].duration += UInt32(clamping: time - track.decodeTime)
-        track.decodeTime = time
-      }
-    }
-    for trun in traf.children("trun") {
-      let t = trun.payload
-      guard t.count >= 8 else { throw MP4Error.malformed("short trun") }
-      let version = t.first ?? 0
-      let runFlags = t.bigEndian(UInt32.self, at: 0) & 0xFF_FFFF
-      let count = Int(t.bigEndian(UInt32.self, at: 4))
-      var at = 8
-      var dataOffset: Int64 = 0
-      if runFlags & 0x1 != 0 {
-        dataOffset = Int64(Int32(bitPattern: t.bigEndian(UInt32.self, at: at)))
-        at += 4
-      }
-      var firstFlags: UInt32?
-      if runFlags & 0x4 != 0 {
-        firstFlags = t.bigEndian(UInt32.self, at: at)
-        at += 4
-      }
-      let perSample = [0x100, 0x200, 0x400, 0x800].filter { runFlags & UInt32($0) != 0 }.count * 4
-      guard t.count >= at + count * perSample else { throw MP4Error.malformed("trun overruns") }
-      var offset = UInt64(Int64(base) + dataOffset)
-      track.chunks.append(Chunk(offset: offset, sampleCount: count))
-      for sampleIndex in 0..<count {
-        var duration = defaultDuration
-        var size = defaultSize
-        var sampleFlags = sampleIndex == 0 ? (firstFlags ?? defaultFlags) : defaultFlags
-        var composition: Int32 = 0
-        if runFlags & 0x100 != 0 {
-          duration = t.bigEndian(UInt32.self, at: at)
-          at += 4
-        }
-        if runFlags & 0x200 != 0 {
-          size = t.bigEndian(UInt32.self, at: at)
-          at += 4
-        }
-        if runFlags & 0x400 != 0 {
-          let value = t.bigEndian(UInt32.self, at: at)
-          if !(sampleIndex == 0 && firstFlags != nil) { sampleFlags = value }
-          at += 4
-        }
-        if runFlags & 0x800 != 0 {
-          let raw = t.bigEndian(UInt32.self, at: at)
-          composition = version == 0 ? Int32(clamping: raw) : Int32(bitPattern: raw)
-          at += 4
-        }
-        track.samples.append(
-          Sample(size: size, duration: duration, isSync: sampleFlags & 0x0001_0000 == 0, compositionOffset: composition)
-        )
-        track.decodeTime += UInt64(duration)
-        offset += UInt64(size)
-      }
-    }
   }
 
   private static func timescale(of box: MP4Box?, fieldOffset: Int) throws -> UInt64 {

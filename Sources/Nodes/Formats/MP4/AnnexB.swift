@@ -1,0 +1,50 @@
+import Foundation
+
+/// Where the NAL units of an Annex B access unit are, as an MP4 muxer takes them apart.
+///
+/// An MP4 sample holds each NAL unit behind its 4-byte length instead of a start code. The units found
+/// here are exactly those libavformat's `ff_avc_parse_nal_units` writes (the path every H.264 and H.265
+/// stream copy into MP4 took until the export wrote its own fragments): bytes before the first start
+/// code are dropped, a zero byte before a start code belongs to it, a unit ends where the next start
+/// code begins (trailing zeros beyond that one stay in it), and a start code that ends the buffer starts
+/// nothing. The search hops from one `0x01` byte to the next with `memchr`, which is what makes it cheap:
+/// in coded video a start code is the only place where two zero bytes precede one.
+package enum AnnexB {
+  /// The byte ranges (relative to `bytes.startIndex`) of the NAL units in `bytes`.
+  package static func nalUnits(in bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
+    guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return [] }
+    let end = bytes.count
+    var units: [Range<Int>] = []
+    var start = startCode(in: base, from: 0, end: end)
+    while true {
+      // Past the zeros of the start code and its 0x01 (`while (nal_start < end && !*(nal_start++));`).
+      while start < end {
+        let byte = base[start]
+        start += 1
+        if byte != 0 { break }
+      }
+      if start == end { break }
+      let stop = startCode(in: base, from: start, end: end)
+      units.append(start..<stop)
+      start = stop
+    }
+    return units
+  }
+
+  /// The first start code (`00 00 01`, or the `00 00 00 01` around it) at or after `from` with at least
+  /// one byte after it; `end` when there is none.
+  private static func startCode(in base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
+    // A start code at i has its 0x01 at i + 2 ≤ end − 2.
+    var search = from + 2
+    while search <= end - 2 {
+      guard let hit = memchr(base + search, 1, end - 1 - search) else { return end }
+      let one = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+      if base[one - 1] == 0, base[one - 2] == 0 {
+        let found = one - 2
+        return found > from && base[found - 1] == 0 ? found - 1 : found
+      }
+      search = one + 1
+    }
+    return end
+  }
+}
