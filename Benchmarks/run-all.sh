@@ -41,9 +41,16 @@ section() {
   echo "| script | part | ratio |"
   echo "| --- | --- | --- |"
   awk '
-    /^## Benchmarks\// { script = substr($0, 4); part = ""; next }
-    /^[^ #].*:$/ { part = substr($0, 1, length($0) - 1); next }
+    function replays() {
+      if (runs > 0) printf "| %s | %s | %d of %d runs without a late or dropped picture |\n", script, replay, clean, runs
+      runs = 0; clean = 0
+    }
+    /^## Benchmarks\// { replays(); script = substr($0, 4); part = ""; next }
+    /^[^ #{].*:$/ { part = substr($0, 1, length($0) - 1); if (part ~ /^8x/) replay = part; next }
     /ratio of medians/ { sub(/^ +ratio of medians /, ""); printf "| %s | %s | %s |\n", script, part, $0 }
+    /seeks: first frame after/ { printf "| %s | %s | %s |\n", script, part, $0 }
+    /"event":"summary"/ { runs++; if ($0 ~ /"dropped_frames":0,"late_frames":0/) clean++ }
+    END { replays() }
   ' "$results"
 } | tee -a "$results"
 echo "results: $results"

@@ -100,16 +100,22 @@ enum MP4Finalizer {
     try file.write(contentsOf: bytes)
     // A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
     // whose payload starts with `mfhd` as a `moof`. The old fragment headers are zeroed (they are small:
-    // the media is in `mdat`).
-    let zeros = Data(count: 64 * 1024)
+    // the media is in `mdat`), each with one `pwrite` of its type and zeros (an hour has 7,200 of them).
     for box in fragmentHeaders {
-      try file.seek(toOffset: box.lowerBound + 4)
-      try file.write(contentsOf: Data("free".utf8))
-      var remaining = UInt64(box.count) - 8
-      while remaining > 0 {
-        let count = Int(min(remaining, UInt64(zeros.count)))
-        try file.write(contentsOf: zeros.prefix(count))
-        remaining -= UInt64(count)
+      // The size stays; then the type, and zeros to the end of the box.
+      var bytes = [UInt8](repeating: 0, count: Int(box.count) - 4)
+      bytes.replaceSubrange(0..<4, with: Array("free".utf8))
+      var done = 0
+      while done < bytes.count {
+        let written = bytes[done...].withUnsafeBytes {
+          pwrite(file.fileDescriptor, $0.baseAddress, $0.count, off_t(box.lowerBound) + 4 + off_t(done))
+        }
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else {
+          let failure = LibraryFailure.posix(errno)
+          throw TiError(.fileWriteFailed, "hiding a fragment header of \(path): \(failure.text)", cause: failure)
+        }
+        done += written
       }
     }
   }
@@ -260,13 +266,13 @@ enum MP4Finalizer {
           for index in sync { data.appendBigEndian(UInt32(index + 1)) }
         })
     }
+    // Chunks are numbered from 1 in `stco` order; a run without samples is no chunk.
+    let chunks = track.chunks.filter { $0.sampleCount > 0 }
     boxes.append(
       fullBox("stsc") { data in
         var entries: [(first: UInt32, count: UInt32)] = []
-        for (index, chunk) in track.chunks.enumerated() where chunk.sampleCount > 0 {
-          if entries.last?.count != UInt32(chunk.sampleCount) {
-            entries.append((UInt32(index + 1), UInt32(chunk.sampleCount)))
-          }
+        for (index, chunk) in chunks.enumerated() where entries.last?.count != UInt32(chunk.sampleCount) {
+          entries.append((UInt32(index + 1), UInt32(chunk.sampleCount)))
         }
         data.appendBigEndian(UInt32(entries.count))
         for entry in entries {
@@ -281,7 +287,6 @@ enum MP4Finalizer {
         data.appendBigEndian(UInt32(track.samples.count))
         for sample in track.samples { data.appendBigEndian(sample.size) }
       })
-    let chunks = track.chunks.filter { $0.sampleCount > 0 }
     let large = chunks.contains { $0.offset > UInt64(UInt32.max) }
     boxes.append(
       fullBox(large ? "co64" : "stco") { data in

@@ -49,6 +49,8 @@ final class MP4FragmentWriter {
 
   /// A fragment holds at most this many samples of a track (it bounds the `pwritev` vectors held).
   static let maximumSamples = 256
+  /// The samples whose bytes one `pwritev` takes (a fragment of 25 pictures and 47 AAC frames takes two).
+  static let samplesPerWrite = 64
   /// `IOV_MAX` on Linux (the C macro does not reach Swift): the most vectors one `pwritev` takes.
   private static let vectorLimit = 1024
 
@@ -62,6 +64,9 @@ final class MP4FragmentWriter {
   private(set) var tables: [UInt32: MP4SampleTable] = [:]
   /// Where each `moof` written is: what a finished file hides.
   private(set) var fragmentHeaders: [Range<UInt64>] = []
+  /// Set when a fragment could not be written: the file no longer matches ``tables``, so nothing more
+  /// is taken.
+  private var failure: TiError?
 
   /// Opens `path` for appending fragments after its last byte.
   init(path: String, tracks: [Track]) throws {
@@ -90,30 +95,47 @@ final class MP4FragmentWriter {
     var header: [UInt8] = []
     header.box("free", size: size)
     try write([.init(header: 0..<8)], header: header, samples: [])
-    guard ftruncate(descriptor, off_t(offset) + off_t(size - 8)) == 0 else { throw failure("reserving room in") }
+    guard ftruncate(descriptor, off_t(offset) + off_t(size - 8)) == 0 else { throw systemFailure("reserving room in") }
     offset += UInt64(size - 8)
   }
 
   /// Takes one sample of track `index`: `data`'s bytes in `payload` (all of them by default), at
   /// presentation and decode time in the track's ticks (`time ≥ decodeTime`, decode times increasing).
+  /// An empty payload is left out, as the muxer did (the previous sample then lasts until the next).
   func append(
     track index: Int, _ data: Data, payload: Range<Int>? = nil, time: Int64, decodeTime: Int64, duration: Int64,
     isSync: Bool
   ) throws {
-    guard tracks.indices.contains(index) else { return }
-    var state = tracks[index]
-    if let last = state.lastDecodeTime, decodeTime <= last {
-      throw TiError(.fileWriteFailed, "\(path): decode time \(decodeTime) does not follow \(last) (track \(index))")
-    }
-    guard time >= decodeTime else {
-      throw TiError(.fileWriteFailed, "\(path): presentation \(time) before decoding \(decodeTime) (track \(index))")
-    }
-    let origin = state.origin ?? (decodeTime, time - decodeTime)
-    let (stored, overflow) = decodeTime.subtractingReportingOverflow(origin.decode)
-    guard !overflow, let offset = Int32(exactly: (time - decodeTime) - origin.delay) else {
-      throw TiError(.fileWriteFailed, "\(path): a time that does not fit the track (track \(index))")
-    }
+    if let failure { throw failure }
+    guard tracks.indices.contains(index) else { throw TiError(.fileWriteFailed, "\(path) has no track \(index)") }
     let range = payload ?? 0..<data.count
+    guard range.lowerBound >= 0, range.upperBound <= data.count else {
+      throw TiError(.fileWriteFailed, "\(path): bytes \(range) of a \(data.count)-byte packet")
+    }
+    guard !range.isEmpty else { return }
+    var state = tracks[index]
+    let track = state.track.id
+    if let last = state.lastDecodeTime, decodeTime <= last {
+      throw TiError(.fileWriteFailed, "\(path): decode time \(decodeTime) does not follow \(last) (track \(track))")
+    }
+    let (delay, late) = time.subtractingReportingOverflow(decodeTime)
+    guard !late, delay >= 0 else {
+      throw TiError(.fileWriteFailed, "\(path): presentation \(time) before decoding \(decodeTime) (track \(track))")
+    }
+    let origin = state.origin ?? (decodeTime, delay)
+    let (stored, far) = decodeTime.subtractingReportingOverflow(origin.decode)
+    let (relative, apart) = delay.subtractingReportingOverflow(origin.delay)
+    guard !far, !apart, let offset = Int32(exactly: relative) else {
+      throw TiError(.fileWriteFailed, "\(path): a time that does not fit the track (track \(track))")
+    }
+    // A sample lasts until the next one of its track is decoded: at most 2³² − 1 ticks in a `trun`
+    // (71 minutes at the video's microseconds).
+    if let waiting = state.waiting, stored - waiting.decodeTime > Int64(UInt32.max) {
+      throw TiError(
+        .fileWriteFailed,
+        "\(path): \(stored - waiting.decodeTime) ticks between two samples of track \(track), more than a sample can last"
+      )
+    }
     let pieces: [Range<Int>] =
       state.track.lengthPrefixed
       ? data.withUnsafeBytes { raw in
@@ -132,7 +154,7 @@ final class MP4FragmentWriter {
     }
     state.waiting = Sample(
       data: data, pieces: pieces, size: size, decodeTime: stored, compositionOffset: offset, isSync: isSync,
-      duration: max(1, duration))
+      duration: min(max(1, duration), Int64(UInt32.max)))
     tracks[index] = state
     if state.readyDuration >= state.track.timescale || state.ready.count >= Self.maximumSamples {
       try writeFragment()
@@ -141,6 +163,7 @@ final class MP4FragmentWriter {
 
   /// Writes every sample taken, the newest of each track lasting its own duration.
   func flush() throws {
+    if let failure { throw failure }
     for index in tracks.indices {
       guard let waiting = tracks[index].waiting else { continue }
       tracks[index].ready.append(waiting)
@@ -175,19 +198,23 @@ final class MP4FragmentWriter {
     var pieces: [Piece] = []
     var samples: [Data] = []
     var position = offset
+    // What the fragments add to the index, kept once they are written.
+    var number = sequence
+    var headers: [Range<UInt64>] = []
+    var chunks: [(track: UInt32, chunk: MP4SampleTable.Chunk, samples: [MP4SampleTable.Sample])] = []
     for index in runs {
       let ready = tracks[index].ready
       let trackID = tracks[index].track.id
       let lengthPrefixed = tracks[index].track.lengthPrefixed
       let moofStart = header.count
-      sequence &+= 1
+      number &+= 1
       // One sync state for the whole run goes in the `tfhd`; composition offsets only when there are some.
       let sameFlags = ready.allSatisfy { $0.isSync == ready[0].isSync }
       let offsets = ready.contains { $0.compositionOffset != 0 }
       header.box("moof")
       header.box("mfhd", size: 16)
       header.append(UInt32(0))
-      header.append(sequence)
+      header.append(number)
       let trafStart = header.count
       header.box("traf")
       header.box("tfhd", size: sameFlags ? 20 : 16)
@@ -206,7 +233,7 @@ final class MP4FragmentWriter {
       header.append(UInt32(0))
       for sample in ready {
         guard let duration = UInt32(exactly: sample.duration) else {
-          throw TiError(.fileWriteFailed, "\(path): a sample lasting \(sample.duration) ticks (track \(index))")
+          throw TiError(.fileWriteFailed, "\(path): a sample lasting \(sample.duration) ticks (track \(trackID))")
         }
         header.append(duration)
         header.append(sample.size)
@@ -226,49 +253,72 @@ final class MP4FragmentWriter {
       let dataOffset = header.count - moofStart
       header.set(UInt32(dataOffset), at: dataOffsetField)
       pieces.append(Piece(header: moofStart..<header.count))
-      fragmentHeaders.append(position..<position + UInt64(moofSize))
-      tables[trackID, default: MP4SampleTable()].chunks.append(
-        MP4SampleTable.Chunk(offset: position + UInt64(dataOffset), sampleCount: ready.count))
-      tables[trackID]!.samples.append(
-        contentsOf: ready.lazy.map {
-          MP4SampleTable.Sample(
-            size: $0.size, duration: UInt32($0.duration), compositionOffset: $0.compositionOffset, isSync: $0.isSync)
-        })
+      headers.append(position..<position + UInt64(moofSize))
+      chunks.append(
+        (
+          trackID, MP4SampleTable.Chunk(offset: position + UInt64(dataOffset), sampleCount: ready.count),
+          ready.map {
+            MP4SampleTable.Sample(
+              size: $0.size, duration: UInt32($0.duration), compositionOffset: $0.compositionOffset, isSync: $0.isSync)
+          }
+        ))
       position += UInt64(dataOffset + payload)
       // The samples' bytes, each NAL unit behind its length (kept in the header buffer).
-      for sample in ready {
-        let number = samples.count
-        samples.append(sample.data)
-        for range in sample.pieces {
+      for entry in ready {
+        let sample = samples.count
+        samples.append(entry.data)
+        for range in entry.pieces {
           if lengthPrefixed {
             pieces.append(Piece(header: header.count..<header.count + 4))
             header.append(UInt32(range.count))
           }
-          pieces.append(Piece(sample: number, range: range))
+          pieces.append(Piece(sample: sample, range: range))
         }
       }
+    }
+    do {
+      try write(pieces, header: header, samples: samples)
+    } catch let error as TiError {
+      failure = error
+      throw error
+    }
+    sequence = number
+    fragmentHeaders += headers
+    for (track, chunk, written) in chunks {
+      tables[track, default: MP4SampleTable()].chunks.append(chunk)
+      tables[track]!.samples += written
+    }
+    for index in runs {
       tracks[index].ready = []
       tracks[index].readyDuration = 0
     }
-    try write(pieces, header: header, samples: samples)
   }
 
   /// `sample_flags` of a sync sample (depends on no other) or of one that is not.
   private static func flags(isSync: Bool) -> UInt32 { isSync ? 0x0200_0000 : 0x0101_0000 }
 
-  /// Writes `pieces` at the end of the file with as few `pwritev` calls as the system's vector limit allows.
+  /// Writes `pieces` at the end of the file, the pieces of at most ``samplesPerWrite`` samples with one
+  /// `pwritev` (each sample's bytes are reached inside its own `withUnsafeBytes`: that nesting is bounded).
   private func write(_ pieces: [Piece], header: [UInt8], samples: [Data]) throws {
     let bases = UnsafeMutableBufferPointer<UnsafeRawPointer?>.allocate(capacity: samples.count)
     defer { bases.deallocate() }
     try header.withUnsafeBytes { head in
-      try Self.withBaseAddresses(of: samples[...], into: bases) {
-        var vectors = pieces.map { piece -> iovec in
-          let base = piece.sample.map { bases[$0] } ?? head.baseAddress
-          return iovec(
-            iov_base: UnsafeMutableRawPointer(mutating: base.map { $0 + piece.range.lowerBound }),
-            iov_len: piece.range.count)
+      var start = 0
+      while start < pieces.count {
+        // Up to the piece of the first sample past the batch (samples come in order).
+        let first = pieces[start...].lazy.compactMap(\.sample).first ?? samples.count
+        let limit = first + Self.samplesPerWrite
+        let end = pieces[start...].firstIndex { ($0.sample ?? 0) >= limit } ?? pieces.count
+        try Self.withBaseAddresses(of: samples[first..<min(limit, samples.count)], into: bases) {
+          var vectors = pieces[start..<end].map { piece -> iovec in
+            let base = piece.sample.map { bases[$0] } ?? head.baseAddress
+            return iovec(
+              iov_base: UnsafeMutableRawPointer(mutating: base.map { $0 + piece.range.lowerBound }),
+              iov_len: piece.range.count)
+          }
+          try vectors.withUnsafeMutableBufferPointer { try writeAll($0) }
         }
-        try vectors.withUnsafeMutableBufferPointer { try writeAll($0) }
+        start = end
       }
     }
   }
@@ -291,8 +341,9 @@ final class MP4FragmentWriter {
       let written = pwritev(descriptor, vectors.baseAddress! + first, Int32(count), off_t(offset))
       if written < 0 {
         if errno == EINTR { continue }
-        throw failure("writing")
+        throw systemFailure("writing")
       }
+      guard written > 0 else { throw TiError(.fileWriteFailed, "writing \(path): the system wrote nothing") }
       offset += UInt64(written)
       // Past the vectors written whole; the one written in part keeps its rest.
       var left = written
@@ -307,7 +358,7 @@ final class MP4FragmentWriter {
     }
   }
 
-  private func failure(_ doing: String) -> TiError {
+  private func systemFailure(_ doing: String) -> TiError {
     let failure = LibraryFailure.posix(errno)
     return TiError(.fileWriteFailed, "\(doing) \(path): \(failure.text)", cause: failure)
   }
