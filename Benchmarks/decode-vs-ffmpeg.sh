@@ -32,6 +32,29 @@ for size in 720p 1080p; do
       ffmpeg "ffmpeg -v error -threads $threads -f h264 -i $out/$size/video.h264 -f null -"
   done
 done
+# H.265 from a library, then both codecs from an MPEG-TS file (`bench decode --input`: MediaFileSource,
+# libavformat's demuxer, as ffmpeg reads it), 720p, 60 s, the same pictures as the elementary streams.
+h265="$out/720p-h265"
+[ -f "$h265/index.json" ] || "$tipipe" synth --out "$h265" --start 1795996800000 --duration 60 --segment-seconds 10 \
+  --size 1280x720 --video h265 --audio none --encrypt --quiet
+[ -f "$h265/video.h264" ] || "$bench" elementary "$h265" >/dev/null
+[ -f "$out/720p/video.ts" ] || ffmpeg -v error -y -framerate 25 -f h264 -i "$out/720p/video.h264" -c copy "$out/720p/video.ts"
+[ -f "$h265/video.ts" ] || ffmpeg -v error -y -framerate 25 -f hevc -i "$h265/video.h264" -c copy "$h265/video.ts"
+start=$(python3 -c "import json;print(json.load(open('$h265/index.json'))['segments'][0]['start_ms'])")
+range="--endpoint file://$PWD/$h265 --start $start --end $((start + 60000)) --video-channel 0"
+frames=$("$tipipe" bench decode $range --json | python3 -c "import json,sys;print(json.load(sys.stdin)['frames'])")
+for threads in 1 2; do
+  echo "decode 720p H.265 (60 s, encrypted), $threads thread(s), items = frames:"
+  python3 Benchmarks/compare.py --runs "$runs" --items "$frames" \
+    tipipe "$tipipe bench decode $range --threads $threads" \
+    ffmpeg "ffmpeg -v error -threads $threads -f hevc -i $h265/video.h264 -f null -"
+  for file in "$out/720p/video.ts" "$h265/video.ts"; do
+    echo "decode $file (720p, 60 s), $threads thread(s), items = frames:"
+    python3 Benchmarks/compare.py --runs "$runs" --items "$frames" \
+      tipipe "$tipipe bench decode --input $file --threads $threads" \
+      ffmpeg "ffmpeg -v error -threads $threads -i $file -f null -"
+  done
+done
 # The issue-9 target: a 5-minute 720p library, whole process, one thread and default threading each.
 [ -f "$out/720p-5min/index.json" ] || "$bench" extend "$out/720p-5min" "$out/720p" 5 >/dev/null
 [ -f "$out/720p-5min/video.h264" ] || "$bench" elementary "$out/720p-5min" >/dev/null

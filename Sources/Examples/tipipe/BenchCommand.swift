@@ -219,7 +219,7 @@ enum BenchCommand {
     let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
     let sink = FrameCount()
     connect(pipeline)
-    pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 8))
+    pipeline.connect(decoder, to: sink, limits: EdgeLimits(items: 1))
     let outcome = try pipeline.runToCompletion()
     if let failure = outcome.failures.first { throw TiError(failure.error) }
     return (sink.frames.load(ordering: .relaxed), pipeline.statistics())
