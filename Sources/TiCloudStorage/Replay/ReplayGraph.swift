@@ -273,7 +273,7 @@ extension Replay {
       pipeline.connect(detector, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
     }
     // Few decoded pictures wait for their instant: memory stays small at any speed.
-    pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 4 : 16))
+    pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 1 : 16))
     pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: binding.isVideo ? 2 : 4))
     return (pacer, nodes)
   }
