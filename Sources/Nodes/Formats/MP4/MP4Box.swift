@@ -47,18 +47,34 @@ struct MP4Box {
 
   /// The box's bytes.
   var encoded: Data {
-    let body = MP4Box.containers.contains(type) ? children.reduce(into: Data()) { $0.append($1.encoded) } : payload
-    var data = Data()
-    if body.count + 8 <= Int(UInt32.max) {
-      data.appendBigEndian(UInt32(body.count + 8))
+    var data = Data(capacity: encodedSize)
+    encode(into: &data)
+    return data
+  }
+
+  /// The size of ``encoded``, computed without encoding.
+  var encodedSize: Int {
+    let body = MP4Box.containers.contains(type) ? children.reduce(0) { $0 + $1.encodedSize } : payload.count
+    return body + (body + 8 <= Int(UInt32.max) ? 8 : 16)
+  }
+
+  /// Appends the box's bytes to `data`: each payload is copied once, however deep the box (an hour's
+  /// `stsz` is megabytes; encoding each level apart copied it once a level).
+  func encode(into data: inout Data) {
+    let size = encodedSize
+    if size <= Int(UInt32.max) {
+      data.appendBigEndian(UInt32(size))
       data.append(contentsOf: Array(type.utf8))
     } else {
       data.appendBigEndian(UInt32(1))
       data.append(contentsOf: Array(type.utf8))
-      data.appendBigEndian(UInt64(body.count + 16))
+      data.appendBigEndian(UInt64(size))
     }
-    data.append(body)
-    return data
+    if MP4Box.containers.contains(type) {
+      for child in children { child.encode(into: &data) }
+    } else {
+      data.append(payload)
+    }
   }
 
   /// The first child of type `type`.
