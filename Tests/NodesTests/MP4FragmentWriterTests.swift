@@ -1,6 +1,8 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import PipelineGraph
+import PipelineTestKit
 import Testing
 
 @testable import Nodes
@@ -101,5 +103,65 @@ struct MP4FragmentWriterTests {
     }
     try writer.flush()
     #expect(writer.tables[2]?.samples.map(\.duration) == [UInt32.max])
+  }
+}
+
+/// An MP4 of more than 71.6 minutes: its video `mdhd` (microseconds) needs a 64-bit duration, which the
+/// empty `moov` libavformat writes does not have. The index is still finished in place (it made every
+/// export over 71 minutes a full remux before: the whole file read and written again).
+@Suite("An MP4 longer than a 32-bit duration")
+struct LongMP4Tests {
+  @Test("73 minutes of pictures: finished in place, version 1 mdhd, ffprobe reads 4,400 s")
+  func aLongFileIsFinishedInPlace() throws {
+    let executor = ThreadExecutor(name: "test.long")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer()
+    let sink = CollectingSink<EncodedPacket>()
+    pipeline.connect(SyntheticSource(options: smallOptions(seconds: 2)), to: verifier)
+    pipeline.connect(verifier, to: demuxer)
+    pipeline.connect(demuxer, to: sink)
+    #expect(try pipeline.runToCompletion().failures.isEmpty)
+    let pictures = sink.items.filter { $0.track.kind == .video }
+    let format = try #require(pictures.first?.format)
+
+    let directory = try TemporaryDirectory()
+    let destination = directory.url.appendingPathComponent("long.mp4")
+    let seconds = 4_400
+    let file = try MP4File(
+      path: directory.url.appendingPathComponent("work.mp4").path, video: format, audio: nil,
+      reservedIndexBytes: MP4File.indexBytes(forSeconds: Int64(seconds), samplesPerSecond: 1))
+    // One picture a second, the recorded ones over and over (each group from its keyframe).
+    for second in 0..<seconds {
+      let picture = pictures[second % pictures.count]
+      try file.writeVideo(
+        picture.data, time: .microseconds(Int64(second) * 1_000_000), duration: .microseconds(1_000_000),
+        isKeyframe: second % pictures.count == 0)
+    }
+    try file.finalize(installingAt: destination)
+    let types = try topLevelBoxTypes(destination)
+    #expect(Array(types.prefix(3)) == ["ftyp", "moov", "free"], "finished in place, not remuxed: \(types.prefix(5))")
+    let probe = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", destination.path])
+    #expect(
+      abs((Double(probe.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - Double(seconds)) < 0.01, "\(probe)")
+    let bytes = try Data(contentsOf: destination)
+    let mdhd = try #require(bytes.range(of: Data("mdhd".utf8)))
+    #expect(bytes[mdhd.upperBound] == 1, "a version 1 mdhd")
+  }
+
+  private func topLevelBoxTypes(_ file: URL) throws -> [String] {
+    let data = try Data(contentsOf: file)
+    var types: [String] = []
+    var offset = 0
+    while offset + 8 <= data.count {
+      var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+      if size == 1 { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+      guard size >= 8 else { break }
+      types.append(String(decoding: data[offset + 4..<offset + 8], as: UTF8.self))
+      offset += size
+    }
+    return types
   }
 }

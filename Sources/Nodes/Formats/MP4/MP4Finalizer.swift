@@ -157,15 +157,29 @@ enum MP4Finalizer {
   }
 
   /// Sets the duration field of an mvhd/tkhd/mdhd payload (version 0 or 1).
+  /// A duration that does not fit a version 0 box (the muxer writes version 0 into the empty `moov`;
+  /// at the video's microseconds an `mdhd` holds 71 minutes) makes it a version 1 box: the creation and
+  /// modification times and the duration become 64-bit, the other fields stay as they are.
   private static func withDuration(_ payload: Data, _ duration: UInt64, v0Offset: Int, v1Offset: Int) throws -> Data {
     var payload = payload
     if payload.first == 1 {
       guard payload.count >= v1Offset + 8 else { throw MP4Error.malformed("short header box") }
       payload.setBigEndian(duration, at: v1Offset)
     } else {
-      guard payload.count >= v0Offset + 4 else { throw MP4Error.malformed("short header box") }
-      guard duration <= UInt64(UInt32.max) else { throw MP4Error.malformed("duration needs a version 1 box") }
-      payload.setBigEndian(UInt32(duration), at: v0Offset)
+      guard payload.count >= v0Offset + 4, v0Offset >= 12 else { throw MP4Error.malformed("short header box") }
+      guard duration > UInt64(UInt32.max) else {
+        payload.setBigEndian(UInt32(duration), at: v0Offset)
+        return payload
+      }
+      let bytes = [UInt8](payload)
+      var wide = Data([1] + bytes[1..<4])
+      wide.appendBigEndian(UInt64(payload.bigEndian(UInt32.self, at: 4)))  // creation time
+      wide.appendBigEndian(UInt64(payload.bigEndian(UInt32.self, at: 8)))  // modification time
+      wide.append(contentsOf: bytes[12..<v0Offset])
+      wide.appendBigEndian(duration)
+      wide.append(contentsOf: bytes[(v0Offset + 4)...])
+      guard wide.count >= v1Offset + 8 else { throw MP4Error.malformed("short header box") }
+      return wide
     }
     return payload
   }
