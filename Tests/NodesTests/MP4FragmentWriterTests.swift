@@ -14,6 +14,14 @@ struct MP4FragmentWriterTests {
   private static let audio = MP4FragmentWriter.Track(id: 1, timescale: 16_000, lengthPrefixed: false)
   private static let video = MP4FragmentWriter.Track(id: 2, timescale: 1_000_000, lengthPrefixed: true)
 
+  /// A writer appending to a new empty file (the directory removes it when released).
+  private static func emptyFile(tracks: [MP4FragmentWriter.Track]) throws -> (MP4FragmentWriter, TemporaryDirectory) {
+    let directory = try TemporaryDirectory()
+    let path = directory.url.appendingPathComponent("f.mp4").path
+    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+    return (try MP4FragmentWriter(path: path, tracks: tracks), directory)
+  }
+
   @Test(
     "a disk that is full: the write fails as fileWriteFailed (ENOSPC), the index keeps nothing, later samples are refused"
   )
@@ -42,10 +50,8 @@ struct MP4FragmentWriterTests {
 
   @Test("an empty payload is left out, as the muxer did: the sample before it lasts until the next")
   func anEmptyPayloadIsLeftOut() throws {
-    let directory = try TemporaryDirectory()
-    let path = directory.url.appendingPathComponent("f.mp4").path
-    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
-    let writer = try MP4FragmentWriter(path: path, tracks: [Self.audio])
+    let (writer, directory) = try Self.emptyFile(tracks: [Self.audio])
+    defer { _ = directory }
     try writer.append(track: 0, Data([1, 2, 3]), time: 0, decodeTime: 0, duration: 1024, isSync: true)
     try writer.append(
       track: 0, Data([9, 9, 9, 9, 9, 9, 9]), payload: 7..<7, time: 1024, decodeTime: 1024, duration: 1024,
@@ -59,10 +65,8 @@ struct MP4FragmentWriterTests {
 
   @Test("a hole longer than a sample can last (2³² ticks: 71 minutes of video) is refused, nothing changed")
   func aHoleTooLongForATrunIsRefused() throws {
-    let directory = try TemporaryDirectory()
-    let path = directory.url.appendingPathComponent("f.mp4").path
-    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
-    let writer = try MP4FragmentWriter(path: path, tracks: [Self.video])
+    let (writer, directory) = try Self.emptyFile(tracks: [Self.video])
+    defer { _ = directory }
     let picture = Data([0, 0, 0, 1, 0x65, 1, 2])
     try writer.append(track: 0, picture, time: 0, decodeTime: 0, duration: 40_000, isSync: true)
     let far = Int64(UInt32.max) + 1
@@ -81,10 +85,8 @@ struct MP4FragmentWriterTests {
     "times whose differences do not fit 64 bits, a picture shown before it is decoded, decode order broken: typed errors"
   )
   func timesAtTheLimitsAreRefused() throws {
-    let directory = try TemporaryDirectory()
-    let path = directory.url.appendingPathComponent("f.mp4").path
-    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
-    let writer = try MP4FragmentWriter(path: path, tracks: [Self.video])
+    let (writer, directory) = try Self.emptyFile(tracks: [Self.video])
+    defer { _ = directory }
     let picture = Data([0, 0, 1, 0x65, 1])
     for (time, decodeTime) in [(Int64.max, Int64.min), (Int64.min, Int64.max), (0, 1)] {
       #expect(throws: TiError.self) {

@@ -13,12 +13,9 @@ import PipelineGraph
 /// outgrows the reserved room, it falls back to a stream-copy remux with `faststart`.
 final class MP4File {
   private var fragments: MP4FragmentWriter?
-  /// The stream index of each track in ``fragments``.
-  private let videoTrack: Int?
-  private let audioTrack: Int?
-  /// Each track's time base, as the muxer chose it.
-  private let videoBase: TimeBase?
-  private let audioBase: TimeBase?
+  /// Each track's index in ``fragments`` and time base (as the muxer chose it).
+  private let videoTrack: (index: Int, base: TimeBase)?
+  private let audioTrack: (index: Int, base: TimeBase)?
   let path: String
   /// Audio that plays before the file's start: the AAC encoder's priming frame, or a frame that
   /// began before the first video frame. It is written at the start of the audio track and hidden by an
@@ -90,12 +87,10 @@ final class MP4File {
       return base
     }
     avio_closep(&context.pointee.pb)
-    videoTrack = video == nil ? nil : 0
-    audioTrack = audio == nil ? nil : streams.count - 1
-    videoBase = videoTrack.map { bases[$0] }
-    audioBase = audioTrack.map { bases[$0] }
+    videoTrack = video == nil ? nil : (0, bases[0])
+    audioTrack = audio == nil ? nil : (streams.count - 1, bases[streams.count - 1])
     var tracks: [MP4FragmentWriter.Track] = []
-    if let video, let base = videoBase {
+    if let video, let base = videoTrack?.base {
       // As the muxer did: Annex B parameter sets mean Annex B samples (an `avcC`/`hvcC` one would not).
       let sets = video.parameterSets
       let annexB =
@@ -104,7 +99,7 @@ final class MP4File {
         : !sets.isEmpty && sets.first != 1
       tracks.append(MP4FragmentWriter.Track(id: 1, timescale: Int64(base.denominator), lengthPrefixed: annexB))
     }
-    if let base = audioBase {
+    if let base = audioTrack?.base {
       tracks.append(
         MP4FragmentWriter.Track(id: UInt32(tracks.count + 1), timescale: Int64(base.denominator), lengthPrefixed: false)
       )
@@ -146,19 +141,19 @@ final class MP4File {
   func writeVideo(
     _ data: Data, time: MediaDuration, decodeTime: MediaDuration? = nil, duration: MediaDuration, isKeyframe: Bool
   ) throws {
-    guard let videoTrack, let videoBase else { return }
+    guard let videoTrack else { return }
     try write(
-      data, payload: nil, track: videoTrack, base: videoBase, time: time, decodeTime: decodeTime ?? time,
+      data, payload: nil, track: videoTrack.index, base: videoTrack.base, time: time, decodeTime: decodeTime ?? time,
       duration: duration, isKeyframe: isKeyframe)
   }
 
   /// Writes one AAC frame given in ADTS (the header is stripped) at output time `time`.
   func writeAudio(_ adts: Data, time: MediaDuration, duration: MediaDuration) throws {
-    guard let audioTrack, let audioBase else { return }
+    guard let audioTrack else { return }
     let headerLength = min(ADTSHeader(adts)?.headerLength ?? 0, adts.count)
     let shifted = try checked { try time + audioLeadIn }
     try write(
-      adts, payload: headerLength..<adts.count, track: audioTrack, base: audioBase, time: shifted,
+      adts, payload: headerLength..<adts.count, track: audioTrack.index, base: audioTrack.base, time: shifted,
       decodeTime: shifted, duration: duration, isKeyframe: true)
   }
 

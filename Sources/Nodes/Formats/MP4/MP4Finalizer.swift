@@ -38,7 +38,6 @@ enum MP4Finalizer {
     guard let moov = try MP4Box.parse(try read(file, at: moovBox.offset, count: Int(moovBox.size))).first else {
       throw MP4Error.malformed("empty moov")
     }
-    let tracks = tables
     var newMoov = moov
     newMoov.children.removeAll { $0.type == "mvex" }
     let movieTimescale = try timescale(of: moov.child("mvhd"), fieldOffset: 12)
@@ -50,7 +49,7 @@ enum MP4Finalizer {
       let trackID =
         tkhd.payload.first == 1
         ? tkhd.payload.bigEndian(UInt32.self, at: 20) : tkhd.payload.bigEndian(UInt32.self, at: 12)
-      let track = tracks[trackID] ?? MP4SampleTable()
+      let track = tables[trackID] ?? MP4SampleTable()
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
       let mediaDuration = track.samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
       var hidden: UInt64 = 0

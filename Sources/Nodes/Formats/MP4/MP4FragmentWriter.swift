@@ -44,7 +44,11 @@ final class MP4FragmentWriter {
     var lastDecodeTime: Int64?
     var waiting: Sample?
     var ready: [Sample] = []
-    var readyDuration: Int64 = 0
+    /// What the ready samples last: each lasts until the next is decoded, so up to the waiting one.
+    var readyDuration: Int64 {
+      guard let first = ready.first, let waiting else { return 0 }
+      return waiting.decodeTime - first.decodeTime
+    }
   }
 
   /// A fragment holds at most this many samples of a track (it bounds the `pwritev` vectors held).
@@ -150,7 +154,6 @@ final class MP4FragmentWriter {
     if var waiting = state.waiting {
       waiting.duration = stored - waiting.decodeTime
       state.ready.append(waiting)
-      state.readyDuration += waiting.duration
     }
     state.waiting = Sample(
       data: data, pieces: pieces, size: size, decodeTime: stored, compositionOffset: offset, isSync: isSync,
@@ -290,7 +293,6 @@ final class MP4FragmentWriter {
     }
     for index in runs {
       tracks[index].ready = []
-      tracks[index].readyDuration = 0
     }
   }
 
