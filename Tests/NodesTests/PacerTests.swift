@@ -185,6 +185,7 @@ struct PacerTests {
     var isIdle: Bool { inner.isIdle }
     func setIdleHandler(_ handler: (@Sendable () -> Void)?) { inner.setIdleHandler(handler) }
     func runUntilIdle() { inner.runUntilIdle() }
+    func runHere(_ body: () -> Void) -> Bool { inner.runHere(body) }
   }
 
   @Test func aFrameIsLateOnlyWhenShownPastItsDurationAfterItsTime() throws {

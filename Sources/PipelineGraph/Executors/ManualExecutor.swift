@@ -13,6 +13,8 @@ public final class ManualExecutor: PipelineExecutor {
   private struct State {
     var jobs = RingBuffer<@Sendable () -> Void>(capacity: 64)
     var running = false
+    /// The thread running jobs or a ``runHere(_:)`` body (`pthread_t`); meaningful while `running`.
+    var runner: UInt = 0
     var idleHandler: (@Sendable () -> Void)?
   }
   private let condition = NSCondition()
@@ -64,12 +66,7 @@ public final class ManualExecutor: PipelineExecutor {
   /// - Important: call it from one thread at a time (the test's); re-entrant calls from a job return 0.
   @discardableResult
   public func runUntilIdle() -> Int {
-    let entered = locked { state -> Bool in
-      if state.running { return false }
-      state.running = true
-      return true
-    }
-    guard entered else { return 0 }
+    guard enter() else { return 0 }
     var count = 0
     while true {
       while let job = locked({ $0.jobs.popFirst() }) {
@@ -78,15 +75,49 @@ public final class ManualExecutor: PipelineExecutor {
       }
       let handler = locked { state -> (@Sendable () -> Void)? in
         state.running = false
+        condition.broadcast()
         return state.idleHandler
       }
       handler?()
-      let more = locked { state -> Bool in
-        if state.jobs.isEmpty { return false }
-        state.running = true
-        return true
-      }
-      if !more { return count }
+      if locked({ $0.jobs.isEmpty }) || !enter() { return count }
     }
+  }
+
+  /// Marks the executor as run by this thread: false when this thread runs it already (a re-entrant
+  /// call); while another thread runs it (a ``runHere(_:)`` body), waits until it has finished.
+  private func enter() -> Bool {
+    let me = UInt(pthread_self())
+    condition.lock()
+    defer { condition.unlock() }
+    while state.running {
+      if state.runner == me { return false }
+      condition.wait()
+    }
+    state.running = true
+    state.runner = me
+    return true
+  }
+
+  /// Runs `body` at once on the calling thread when it drives the executor (inside a job) or nothing
+  /// does — then no run starts until `body` returns; returns false while another thread runs it.
+  public func runHere(_ body: () -> Void) -> Bool {
+    let me = UInt(pthread_self())
+    condition.lock()
+    if state.running {
+      let own = state.runner == me
+      condition.unlock()
+      guard own else { return false }
+      body()
+      return true
+    }
+    state.running = true
+    state.runner = me
+    condition.unlock()
+    body()
+    locked { state in
+      state.running = false
+      condition.broadcast()
+    }
+    return true
   }
 }

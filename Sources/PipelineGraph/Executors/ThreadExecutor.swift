@@ -19,6 +19,8 @@ public final class ThreadExecutor: PipelineExecutor {
   // Guarded by `condition`; a Mutex cannot be waited on.
   nonisolated(unsafe) private var state = State()
   private let done = DispatchSemaphore(value: 0)
+  /// The executor's thread (`pthread_t`), once it has started; 0 before.
+  private let thread = Atomic<UInt>(0)
 
   /// Starts the executor's thread, named `name` (visible in debuggers and `top -H`).
   public init(name: String = "tipipe.executor") {
@@ -51,6 +53,14 @@ public final class ThreadExecutor: PipelineExecutor {
     condition.unlock()
   }
 
+  /// Runs `body` at once when called from a job of this executor (its thread); else returns false.
+  public func runHere(_ body: () -> Void) -> Bool {
+    let own = thread.load(ordering: .acquiring)
+    guard own != 0, pthread_equal(pthread_t(own), pthread_self()) != 0 else { return false }
+    body()
+    return true
+  }
+
   /// Runs the queued jobs, then ends the thread; returns once it has ended. Do not call from a job.
   public func shutdown() {
     condition.lock()
@@ -62,6 +72,7 @@ public final class ThreadExecutor: PipelineExecutor {
   }
 
   private func loop() {
+    thread.store(UInt(pthread_self()), ordering: .releasing)
     condition.lock()
     while true {
       if let job = state.jobs.popFirst() {

@@ -6,11 +6,15 @@ import Synchronization
 /// Used instead of `Synchronization.Mutex`, whose futex implementation the thread sanitizer does not
 /// see: with it every correctly locked access would be reported as a race.
 @usableFromInline
-final class Lock: @unchecked Sendable {
+package final class Lock: @unchecked Sendable {
   @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+  /// Whether ``LockTally`` counts it: false for a test double's lock (the virtual clock stands in for the
+  /// monotonic clock, which takes none), so that a count measures the path, not its test harness.
+  @usableFromInline let counted: Bool
 
   @usableFromInline
-  init() {
+  package init(counted: Bool = true) {
+    self.counted = counted
     mutex = .allocate(capacity: 1)
     let status = pthread_mutex_init(mutex, nil)
     precondition(status == 0, "pthread_mutex_init failed: \(status)")
@@ -29,27 +33,28 @@ final class Lock: @unchecked Sendable {
     /// The watched thread (`pthread_t`; 0: none).
     @usableFromInline static let watched = Atomic<UInt>(0)
 
-    @inlinable static func count() {
-      let thread = watched.load(ordering: .relaxed)
-      if thread != 0 && pthread_equal(thread, pthread_self()) != 0 { acquisitions.add(1, ordering: .relaxed) }
+    @inlinable func count() {
+      guard counted else { return }
+      let thread = Self.watched.load(ordering: .relaxed)
+      if thread != 0 && pthread_equal(thread, pthread_self()) != 0 { Self.acquisitions.add(1, ordering: .relaxed) }
     }
   #endif
 
   @inlinable
-  func lock() {
+  package func lock() {
     #if DEBUG
-      Self.count()
+      count()
     #endif
     pthread_mutex_lock(mutex)
   }
 
   @inlinable
-  func unlock() { pthread_mutex_unlock(mutex) }
+  package func unlock() { pthread_mutex_unlock(mutex) }
 
   @inlinable
-  func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+  package func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
     #if DEBUG
-      Self.count()
+      count()
     #endif
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }

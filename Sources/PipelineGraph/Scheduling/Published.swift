@@ -26,6 +26,13 @@ public final class Published<Value: Sendable>: Sendable {
     version.add(1, ordering: .releasing)
   }
 
+  /// Changes the value in place (one writer's change cannot undo another's made meanwhile); readers see
+  /// it at their next look.
+  public func update(_ change: (inout Value) -> Void) {
+    storage.withLock { change(&$0) }
+    version.add(1, ordering: .releasing)
+  }
+
   /// The value now (takes the lock).
   public var value: Value { storage.withLock { $0 } }
 

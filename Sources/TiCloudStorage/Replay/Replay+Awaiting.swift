@@ -13,11 +13,11 @@ extension Replay {
     -> Ending
   {
     let stream = AsyncStream<Result<Ending, TiError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
-    let playNumber = Locked<Int?>(nil)
+    let awaited = Locked<Int?>(nil)
     let code = begin(
       startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: token,
       waiter: Waiter(
-        started: { number in playNumber.withLock { $0 = number } },
+        started: { number in awaited.withLock { $0 = number } },
         end: { result in
           stream.continuation.yield(result)
           stream.continuation.finish()
@@ -27,8 +27,8 @@ extension Replay {
       var iterator = stream.stream.makeAsyncIterator()
       return await iterator.next()
     } onCancel: { [weak self] in
-      guard let self, let number = playNumber.withLock({ $0 }) else { return }
-      if state.withLock({ $0.rules.playNumber == number }) { stop() }
+      guard let self, let number = awaited.withLock({ $0 }) else { return }
+      if playNumber.load(ordering: .acquiring) == number { stop() }
     }
     guard let outcome else { return .stopped }
     return try outcome.get()

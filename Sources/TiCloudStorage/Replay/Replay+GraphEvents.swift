@@ -3,8 +3,8 @@ import Nodes
 import PipelineGraph
 
 /// What the graph tells a Replay, on its executor: each event goes through the rules
-/// (``ReplayStateMachine``) under the lock, and what they answer is performed after it — outputs told,
-/// callbacks delivered.
+/// (``ReplayStateMachine``) in the Replay's `Replay/Control` (on the executor: no lock), and what they
+/// answer is performed after it — outputs told, callbacks delivered.
 extension Replay {
   /// Notes a presented frame; false when it belongs to a replaced graph or a removed output.
   func presented(
@@ -15,16 +15,17 @@ extension Replay {
       gaps: (@Sendable (RecordingGap) -> Void, [RecordingGap])?, report: (@Sendable (Int64) -> Void, Int64)?,
       play: Int
     )
-    let (verdict, told) = state.withLock { state -> (ReplayStateMachine.FrameVerdict, Told) in
+    let (verdict, told) = perform { state -> (ReplayStateMachine.FrameVerdict, Told) in
+      let handlers = state.handlers.current
       let verdict = state.rules.presented(
         frame.time, by: id, video: video, candidates: candidates, generation: generation,
-        listening: state.onTimeChanged != nil)
+        listening: handlers.onTimeChanged != nil)
       if verdict.movesPosition {
         if video { state.lastFrame = frame }
         for entry in state.recorders { entry.recorder.advance(to: frame.time) }
       }
-      let gaps = state.onRecordingGap.flatMap { handler in verdict.gaps.isEmpty ? nil : (handler, verdict.gaps) }
-      let report = state.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0.milliseconds) } }
+      let gaps = handlers.onRecordingGap.flatMap { handler in verdict.gaps.isEmpty ? nil : (handler, verdict.gaps) }
+      let report = handlers.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0.milliseconds) } }
       return (
         verdict,
         (
@@ -46,24 +47,24 @@ extension Replay {
 
   /// A bound channel carries nothing (O40): its output fails once the position reaches `time`.
   func channelMissing(_ track: TrackID, noticedAt time: MediaTime, generation: Int) {
-    state.withLock { $0.rules.channelMissing(track, noticedAt: time, generation: generation) }
+    perform { $0.rules.channelMissing(track, noticedAt: time, generation: generation) }
   }
 
   func drained(_ id: OutputID, generation: Int) {
-    state.withLock { $0.rules.drained(id, generation: generation) }
+    perform { $0.rules.drained(id, generation: generation) }
   }
 
   func outputFailed(_ id: OutputID, _ error: TiError, generation: Int) {
-    let events = state.withLock { state in
+    let events = perform { state in
       state.rules.outputFailed(id, generation: generation) ? state.events(of: id) : nil
     }
     events?(.failed(error))
   }
 
   func crossed(_ gap: RecordingGap, by id: OutputID, candidates: [OutputID], generation: Int) {
-    let report = state.withLock { state -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)? in
+    let report = perform { state -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)? in
       let gaps = state.rules.crossed(gap, by: id, candidates: candidates, generation: generation)
-      guard !gaps.isEmpty, let handler = state.onRecordingGap else { return nil }
+      guard !gaps.isEmpty, let handler = state.handlers.current.onRecordingGap else { return nil }
       return (handler, gaps, state.rules.playNumber)
     }
     if let (handler, gaps, play) = report { deliver(play: play) { for gap in gaps { handler(gap) } } }
@@ -73,7 +74,8 @@ extension Replay {
     var ended: [RecorderEntry] = []
     var waiter: Waiter?
     var graph: Graph?
-    let (completion, handlers) = state.withLock { state in
+    let (completion, handlers) = perform { state in
+      let handlers = state.handlers.current
       let completion = state.rules.completed(generation: generation, candidates: candidates)
       switch completion {
       case .ignored: break
@@ -85,7 +87,8 @@ extension Replay {
       return (
         completion,
         (
-          gap: state.onRecordingGap, time: state.onTimeChanged, done: state.onCompleted, error: state.onError,
+          gap: handlers.onRecordingGap, time: handlers.onTimeChanged, done: handlers.onCompleted,
+          error: handlers.onError,
           play: state.rules.playNumber, events: state.attachments.compactMapValues(\.events)
         )
       )
@@ -129,11 +132,11 @@ extension Replay {
   private func failed(_ error: TiError, when fails: (inout ReplayStateMachine) -> Bool) {
     var ended: [RecorderEntry] = []
     var waiter: Waiter?
-    let told = state.withLock { state -> (ErrorHandler?, Int, Graph?)? in
+    let told = perform { state -> (ErrorHandler?, Int, Graph?)? in
       guard fails(&state.rules) else { return nil }
       ended = state.takeRecorders()
       waiter = state.waiters.removeValue(forKey: state.rules.playNumber)
-      return (state.onError, state.rules.playNumber, state.graph)
+      return (state.handlers.current.onError, state.rules.playNumber, state.graph)
     }
     endRecorders(ended)
     guard let (handler, play, graph) = told else { return }
@@ -145,7 +148,7 @@ extension Replay {
   /// Delivers a play's callback, unless a stop or a new play came before it ran (R70).
   func deliver(play: Int, _ body: @escaping @Sendable () -> Void) {
     environment.deliver { [weak self] in
-      guard let self, state.withLock({ $0.rules.playNumber == play }) else { return }
+      guard let self, playNumber.load(ordering: .acquiring) == play else { return }
       body()
     }
   }

@@ -34,7 +34,7 @@ extension Replay {
     case .video: track = TrackID(.video, channel: channel)
     case .audio: track = TrackID(.audio, channel: channel)
     }
-    let (id, restart) = state.withLock { state -> (OutputID, Bool) in
+    let (id, restart) = perform { state -> (OutputID, Bool) in
       let (id, restart) = state.rules.bind(track)
       state.attachments[id] = Attachment(target: target, volume: volume, events: events)
       return (id, restart)
@@ -46,7 +46,7 @@ extension Replay {
   /// Removes an output. The play goes on for the others; when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
   public func unbind(_ id: OutputID) {
-    let restart = state.withLock { state -> Bool in
+    let restart = perform { state -> Bool in
       state.attachments[id] = nil
       return state.rules.unbind(id)
     }
@@ -57,7 +57,7 @@ extension Replay {
   @discardableResult
   public func setVolume(_ volume: Int, of id: OutputID) -> TiErrorCode {
     guard (0...100).contains(volume) else { return .invalidArgument }
-    state.withLock { state in state.attachments[id]?.volume = volume }
+    perform { state in state.attachments[id]?.volume = volume }
     return .ok
   }
 
@@ -72,7 +72,7 @@ extension Replay {
   /// the play. `notStarted` without an active play.
   @discardableResult
   public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
-    let added = state.withLock { state -> Bool in
+    let added = perform { state -> Bool in
       guard state.rules.active else { return false }
       state.recorders.append((recorder, onEnd))
       return true
@@ -88,13 +88,15 @@ extension Replay {
 
   /// Where the active play is (ms), or where it starts when nothing was presented yet.
   public var recordingStart: MediaTime? {
-    state.withLock { $0.rules.recordingStart }
+    let facts = facts.value
+    guard let anchor = facts.recordingAnchor else { return nil }
+    return facts.followsPosition ? currentPosition ?? anchor : anchor
   }
 
   /// Stops handing media to `recorder` (its task stopped) and calls its `onEnd`; with no output and no
   /// other recorder left the replay stops reading.
   public func removeRecorder(_ recorder: ReplayRecorder) {
-    let (ended, idle) = state.withLock { state -> ((@Sendable (Bool) -> Void)?, Bool) in
+    let (ended, idle) = perform { state -> ((@Sendable (Bool) -> Void)?, Bool) in
       guard let index = state.recorders.firstIndex(where: { $0.recorder === recorder }) else { return (nil, false) }
       let ended = state.recorders.remove(at: index).onEnd
       return (ended, state.rules.active && state.rules.outputs.isEmpty && state.recorders.isEmpty)
@@ -113,7 +115,7 @@ extension Replay {
     let timer = clock.schedule(at: clock.now + maximumDuration, on: environment.executor) { [weak dump] in
       dump?.finish(.durationLimit) { _ in }
     }
-    state.withLock { $0.rawDumps.append((dump, timer)) }
+    perform { $0.rawDumps.append((dump, timer)) }
     dump.whenFinished { [weak self, weak dump] _ in
       guard let self, let dump else { return }
       detachRawDump(dump)
@@ -122,7 +124,7 @@ extension Replay {
 
   /// Stops handing media to `dump`.
   func detachRawDump(_ dump: RawDumpWriter) {
-    let timer = state.withLock { state -> ClockTimer? in
+    let timer = perform { state -> ClockTimer? in
       guard let index = state.rawDumps.firstIndex(where: { $0.dump === dump }) else { return nil }
       return state.rawDumps.remove(at: index).timer
     }

@@ -38,51 +38,64 @@ import Synchronization
 /// Callbacks are handed to the environment's `deliver` — the main queue, the SDK's background queue, or
 /// what a test chooses — and never run inside one of the Replay's own methods (except
 /// `onSeekSuperseded`, which runs in the `seek` that superseded an earlier one); those of a stopped or
-/// replaced play are dropped. Every method may be called from any thread.
+/// replaced play are dropped. Every method may be called from any thread; a command called off the
+/// environment's executor waits until the executor has run it.
 ///
 /// This is the engine of the seed's `TiCloudStorageReplay`; the SDK object adds the instance, the
 /// Outputs and the lifecycle rules on top of it.
 ///
-/// The rules live in a `ReplayStateMachine` (a value, behind one lock); this class feeds it the SDK's
-/// calls and the graph's events and performs what it answers. Graph building is in `ReplayGraph.swift`,
-/// outputs, recorders and raw dumps in `Replay+Outputs.swift`, the graph's events in
-/// `Replay+GraphEvents.swift`. Lock order: a Replay's lock is taken before a `Pipeline`'s (a seek
-/// flushes under it) and never while a callback runs.
+/// The rules live in a `ReplayStateMachine` (a value), held with everything else the Replay knows on
+/// its control executor — the environment's, which runs its graphs too (`Replay+Control.swift`: SDK
+/// calls are commands run there, getters read what it published, callbacks leave it through
+/// `deliver`); this class feeds the rules the SDK's calls and the graph's events and performs what they
+/// answer. Graph building is in `ReplayGraph.swift`, outputs, recorders and raw dumps in
+/// `Replay+Outputs.swift`, the graph's events in `Replay+GraphEvents.swift`.
 public final class Replay: @unchecked Sendable {
   /// A play's failure (token, network, listing, unreadable recording).
   public typealias ErrorHandler = @Sendable (TiError) -> Void
 
   /// Called with the position, in UTC ms.
   public var onTimeChanged: (@Sendable (Int64) -> Void)? {
-    get { state.withLock { $0.onTimeChanged } }
-    set { state.withLock { $0.onTimeChanged = newValue } }
+    get { handlers.value.onTimeChanged }
+    set { handlers.update { $0.onTimeChanged = newValue } }
   }
   /// Called when a play fails.
   public var onError: ErrorHandler? {
-    get { state.withLock { $0.onError } }
-    set { state.withLock { $0.onError = newValue } }
+    get { handlers.value.onError }
+    set { handlers.update { $0.onError = newValue } }
   }
   /// Called when a play's range is exhausted.
   public var onCompleted: (@Sendable () -> Void)? {
-    get { state.withLock { $0.onCompleted } }
-    set { state.withLock { $0.onCompleted = newValue } }
+    get { handlers.value.onCompleted }
+    set { handlers.update { $0.onCompleted = newValue } }
   }
   /// Called for each gap the position crosses.
   public var onRecordingGap: (@Sendable (RecordingGap) -> Void)? {
-    get { state.withLock { $0.onRecordingGap } }
-    set { state.withLock { $0.onRecordingGap = newValue } }
+    get { handlers.value.onRecordingGap }
+    set { handlers.update { $0.onRecordingGap = newValue } }
   }
 
   /// Called, in the `seek` call that superseded it, with the target of a seek that never took effect
   /// and the new target (R32: the last seek wins; the one it replaced is reported, not silently lost).
   public var onSeekSuperseded: (@Sendable (_ superseded: Int64, _ by: Int64) -> Void)? {
-    get { state.withLock { $0.onSeekSuperseded } }
-    set { state.withLock { $0.onSeekSuperseded = newValue } }
+    get { handlers.value.onSeekSuperseded }
+    set { handlers.update { $0.onSeekSuperseded = newValue } }
   }
 
   let service: any RecordingService
   let environment: ReplayEnvironment
-  let state = Locked(State())
+  /// The callbacks: set from any thread, read on the executor.
+  let handlers = Published(Handlers())
+  /// What the Replay knows, on its control executor only (`perform(_:)`).
+  var control: Control
+  /// What the getters read, published by the executor (`perform(_:)`).
+  let facts = Published(Facts())
+  /// The position in µs (`noPosition`: none), the frames presented and the play's number, as the
+  /// executor last published them.
+  let position = Atomic<Int64>(Replay.noPosition)
+  let videoFrames = Atomic(0)
+  let audioFrames = Atomic(0)
+  let playNumber = Atomic(0)
 
   /// Identifies one output bound to the replay.
   public struct OutputID: Hashable, Sendable {
@@ -123,106 +136,62 @@ public final class Replay: @unchecked Sendable {
   /// A recording task of the play, and what to call when the play ends for it.
   typealias RecorderEntry = (recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)
 
-  /// Everything behind the Replay's lock: the rules, and what they do not hold (callbacks, targets,
-  /// recorders, the graph).
-  struct State {
-    var rules = ReplayStateMachine()
-    /// Those awaiting a play's end (the async ``play(startTimeMs:endTimeMs:initialTimeMs:token:)``), by
-    /// play number.
-    var waiters: [Int: Waiter] = [:]
-    var onTimeChanged: (@Sendable (Int64) -> Void)?
-    var onError: ErrorHandler?
-    var onCompleted: (@Sendable () -> Void)?
-    var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
-    var onSeekSuperseded: (@Sendable (Int64, Int64) -> Void)?
-    var attachments: [OutputID: Attachment] = [:] {
-      didSet { publishLevels() }
-    }
-    var recorders: [RecorderEntry] = [] {
-      didSet { tappedRecorders.publish(recorders.map(\.recorder)) }
-    }
-    /// Raw dumps capturing what it reads, with the timers that end them.
-    var rawDumps: [(dump: RawDumpWriter, timer: ClockTimer)] = [] {
-      didSet { tappedDumps.publish(rawDumps.map(\.dump)) }
-    }
-    /// What the graph's taps read per packet without this lock: ``recorders`` and ``rawDumps`` as they
-    /// change.
-    let tappedRecorders = Published<[ReplayRecorder]>([])
-    let tappedDumps = Published<[RawDumpWriter]>([])
-    /// What an audio branch reads per frame without this lock: whether the speed is 1× and each output's
-    /// volume (published when either changes).
-    let levels = Published(AudioLevels())
-
-    /// Publishes ``levels`` from the rules' speed and the attachments.
-    func publishLevels() {
-      levels.publish(AudioLevels(normalSpeed: rules.speed == .x1, volumes: attachments.mapValues(\.volume)))
-    }
-    var graph: Graph?
-    var lastFrame: DecodedFrame?
-    var droppedBefore = 0
-    var lateBefore = 0
-
-    /// The events handler of output `id`.
-    func events(of id: OutputID) -> (@Sendable (OutputEvent) -> Void)? { attachments[id]?.events }
-
-    /// The devices of the audio outputs (paused with the play, flushed by a seek or a stop).
-    var audioDevices: [any AudioDevice] {
-      attachments.values.compactMap { attachment in
-        if case .audio(let device) = attachment.target { return device }
-        return nil
-      }
-    }
-
-    /// Takes the current graph out, keeping its drop count.
-    mutating func retireGraph() -> Graph? {
-      guard let graph else { return nil }
-      droppedBefore += graph.dropped
-      lateBefore += graph.late
-      self.graph = nil
-      return graph
-    }
-
-    /// Takes the recorders out (the play ended for them).
-    mutating func takeRecorders() -> [RecorderEntry] {
-      defer { recorders = [] }
-      return recorders
-    }
-  }
-
-  /// A replay of the recordings `service` holds, running in `environment`.
-  public init(service: any RecordingService, environment: ReplayEnvironment = .realtime()) {
+  /// A replay of the recordings `service` holds, running in `environment`, at `speed` (kept across plays).
+  public init(service: any RecordingService, environment: ReplayEnvironment = .realtime(), speed: ReplaySpeed = .x1) {
     self.service = service
     self.environment = environment
+    control = Control(handlers: handlers)
+    control.rules.speed = speed
+    control.publishLevels()
+    facts.publish(Facts(control))
+    control.published = Facts(control)
   }
 
   deinit {
-    state.withLock { $0.graph }?.pipeline.stop()
+    control.graph?.pipeline.stop()
   }
 
   // MARK: Playing
 
   /// The current speed (kept across plays).
-  public var speed: ReplaySpeed { state.withLock { $0.rules.speed } }
+  public var speed: ReplaySpeed { facts.value.speed }
 
   /// The position in UTC ms; nil before the play has one (and after `stop`).
-  public var currentTimeMs: Int64? { state.withLock { $0.rules.position?.milliseconds } }
+  public var currentTimeMs: Int64? { currentPosition?.milliseconds }
+
+  /// The position as last published.
+  var currentPosition: MediaTime? {
+    let microseconds = position.load(ordering: .acquiring)
+    return microseconds == Self.noPosition ? nil : MediaTime(microseconds: microseconds)
+  }
 
   /// Frames presented (video, audio) and video frames dropped as late, over every play so far.
   public var statistics: (videoFrames: Int, audioFrames: Int, droppedFrames: Int) {
-    state.withLock { ($0.rules.videoFrames, $0.rules.audioFrames, $0.droppedBefore + ($0.graph?.dropped ?? 0)) }
+    let facts = facts.value
+    return (
+      videoFrames.load(ordering: .relaxed), audioFrames.load(ordering: .relaxed),
+      facts.droppedBefore + (facts.graph?.dropped ?? 0)
+    )
   }
 
   /// Video frames presented late (later than their scaled duration after their time; at 1× and slower
   /// they are shown, not dropped), over every play so far.
-  public var lateVideoFrames: Int { state.withLock { $0.lateBefore + ($0.graph?.late ?? 0) } }
+  public var lateVideoFrames: Int {
+    let facts = facts.value
+    return facts.lateBefore + (facts.graph?.late ?? 0)
+  }
 
-  /// The last video frame presented (for snapshots): kept after pause, stop and completion.
-  public var lastPresentedFrame: DecodedFrame? { state.withLock { $0.lastFrame } }
+  /// The last video frame presented (for snapshots): kept after pause, stop and completion. Read on the
+  /// executor (a caller elsewhere waits for it).
+  public var lastPresentedFrame: DecodedFrame? { perform { $0.lastFrame } }
 
   /// The graph of the active play (nil without one), for its shape and statistics
   /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; a change of outputs
   /// or recorders replaces it.
-  public var activeGraph: Pipeline? { state.withLock { $0.rules.active ? $0.graph?.pipeline : nil } }
+  public var activeGraph: Pipeline? {
+    let facts = facts.value
+    return facts.active ? facts.graph?.pipeline : nil
+  }
 
   /// Plays `[startTimeMs, endTimeMs)` from `initialTimeMs` (or the start) with `token`.
   ///
@@ -248,7 +217,7 @@ public final class Replay: @unchecked Sendable {
     var released: [Waiter] = []
     var old: Graph?
     var devices: [any AudioDevice] = []
-    let (code, tooLarge, play) = state.withLock { state -> (TiErrorCode, Bool, Int) in
+    let (code, tooLarge, play) = perform { state -> (TiErrorCode, Bool, Int) in
       let (code, tooLarge) = state.rules.play(
         start: startTimeMs, end: endTimeMs, initial: initialTimeMs, token: token)
       guard code == .ok else { return (code, false, 0) }
@@ -295,14 +264,14 @@ public final class Replay: @unchecked Sendable {
   public func resume() -> TiErrorCode { setPaused(false) }
 
   /// True while a play is running or paused.
-  public var isActive: Bool { state.withLock { $0.rules.active } }
+  public var isActive: Bool { facts.value.active }
 
   /// True while the active play is paused.
-  public var isPaused: Bool { state.withLock { $0.rules.active && $0.rules.paused } }
+  public var isPaused: Bool { facts.value.paused }
 
   private func setPaused(_ paused: Bool) -> TiErrorCode {
     var devices: [any AudioDevice] = []
-    let graph = state.withLock { state -> Graph?? in
+    let graph = perform { state -> Graph?? in
       guard state.rules.setPaused(paused) else { return nil }
       if let graph = state.graph { graph.source.readsAhead = Self.readsAhead(state) }
       devices = state.audioDevices
@@ -320,7 +289,7 @@ public final class Replay: @unchecked Sendable {
   /// snapshot of a paused play reads little more than it shows); always when nothing presents
   /// (recorders alone). Reading ahead from the first object on matters at high speeds: deferred until the
   /// first frame, the read-ahead competed with 8× decoding on one core and frames came late.
-  static func readsAhead(_ state: State) -> Bool {
+  static func readsAhead(_ state: Control) -> Bool {
     guard let graph = state.graph, graph.presents else { return true }
     return !state.rules.paused
   }
@@ -328,7 +297,7 @@ public final class Replay: @unchecked Sendable {
   /// Changes the speed at once, keeping the position (no seek); applies to later plays too.
   @discardableResult
   public func setSpeed(_ speed: ReplaySpeed) -> TiErrorCode {
-    let pacers = state.withLock { state -> [Pacer] in
+    let pacers = perform { state -> [Pacer] in
       state.rules.speed = speed
       state.publishLevels()
       return state.graph?.pacers ?? []
@@ -345,30 +314,30 @@ public final class Replay: @unchecked Sendable {
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
     var flushed = false
     var devices: [any AudioDevice] = []
-    let outcome = state.withLock { state -> Result<(Int64?, (@Sendable (Int64, Int64) -> Void)?), TiError> in
+    let outcome = perform { state -> Result<MediaTime?, TiError> in
       let superseded: MediaTime?
       switch state.rules.seek(to: timeMs) {
       case .failure(let refusal): return .failure(refusal)
       case .success(let target): superseded = target
       }
-      // The running graph seeks in place (a flushing seek, under the lock so that its pipeline's
-      // generations keep in step with ours); only a play without one builds a graph.
+      // The running graph seeks in place (a flushing seek, made on the executor with the rules' change
+      // so that its pipeline's generations keep in step with ours); only a play without one builds a graph.
       if let graph = state.graph {
         graph.pipeline.flush(seekingTo: state.rules.target)
         flushed = true
       }
       devices = state.audioDevices
-      return .success((superseded?.milliseconds, state.onSeekSuperseded))
+      return .success(superseded)
     }
     switch outcome {
     case .failure(let error): return error.code
-    case .success(let (superseded, handler)):
+    case .success(let superseded):
       // The sound before the seek is not heard after it.
       for device in devices { device.flush() }
-      if let superseded, let handler { handler(superseded, timeMs) }
+      if let superseded, let handler = handlers.value.onSeekSuperseded { handler(superseded.milliseconds, timeMs) }
       // A flushed graph's recorder tap marks the discontinuity in order with the packets.
       guard !flushed else { return .ok }
-      for recorder in state.withLock({ $0.recorders.map(\.recorder) }) { recorder.discontinuity() }
+      for recorder in perform({ $0.recorders.map(\.recorder) }) { recorder.discontinuity() }
       start(restarting: false)
       return .ok
     }
@@ -381,7 +350,7 @@ public final class Replay: @unchecked Sendable {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
     var devices: [any AudioDevice] = []
-    let old = state.withLock { state -> Graph? in
+    let old = perform { state -> Graph? in
       state.rules.stop()
       released = Array(state.waiters.values)
       state.waiters = [:]
@@ -403,7 +372,7 @@ public final class Replay: @unchecked Sendable {
   /// which the outputs already playing go on after their last frame and a new one starts at the next
   /// keyframe. With no output left the play reads nothing until one is bound again.
   func restart() {
-    let (old, recorders) = state.withLock { state -> (Graph?, [ReplayRecorder]) in
+    let (old, recorders) = perform { state -> (Graph?, [ReplayRecorder]) in
       guard state.rules.restart() else { return (nil, []) }
       return (state.retireGraph(), state.recorders.map(\.recorder))
     }

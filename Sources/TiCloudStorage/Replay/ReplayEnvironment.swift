@@ -13,7 +13,9 @@ import PipelineGraph
 /// A value; no states. The replay calls `deliver` from its executor and from its callers' threads, so
 /// `deliver` must be thread-safe and run the callback later, not inside its own call.
 public struct ReplayEnvironment: Sendable {
-  /// Runs the graphs' nodes.
+  /// Runs the graphs' nodes and the Replay's state: its control executor, where every command runs (a
+  /// caller on another thread waits for it). It must outlive the Replay, and none of its jobs may wait
+  /// for a thread that might be calling the Replay.
   public var executor: any PipelineExecutor
   /// Paces presentation.
   public var clock: any PipelineClock

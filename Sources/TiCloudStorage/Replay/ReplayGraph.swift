@@ -60,7 +60,7 @@ extension Replay {
   /// started (for `tipipe graph replay`: nodes, typed edges and their bounds); `notBound` without any
   /// output.
   public func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
-    let (bindings, speed) = state.withLock { state in (Self.bindings(state.rules.outputs, state), state.rules.speed) }
+    let (bindings, speed) = perform { state in (Self.bindings(state.rules.outputs, state), state.rules.speed) }
     guard !bindings.isEmpty else { throw TiError(.notBound, "a replay needs an output") }
     let range = MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs)
     let start = ReplayStateMachine.Start(
@@ -69,14 +69,14 @@ extension Replay {
     return try build(Plan(start: start, bindings: bindings)).pipeline
   }
 
-  private static func bindings(_ outputs: [ReplayStateMachine.Output], _ state: State) -> [Binding] {
+  private static func bindings(_ outputs: [ReplayStateMachine.Output], _ state: Control) -> [Binding] {
     outputs.compactMap { output in state.attachments[output.id].map { Binding(output: output, attachment: $0) } }
   }
 
   /// Starts the graph of a play or a seek (from the target), or of a binding change (`restarting`:
   /// from the position, the outputs already playing going on after the frame they presented last).
   func start(restarting: Bool) {
-    let plan = state.withLock { state -> Plan? in
+    let plan = perform { state -> Plan? in
       guard let start = state.rules.start(restarting: restarting, recording: !state.recorders.isEmpty) else {
         return nil
       }
@@ -88,7 +88,7 @@ extension Replay {
     var installed: Graph?
     do {
       let graph = try build(plan)
-      let current = state.withLock { state -> (paused: Bool, speed: ReplaySpeed)? in
+      let current = perform { state -> (paused: Bool, speed: ReplaySpeed)? in
         guard state.rules.generation == plan.start.generation else { return nil }
         state.graph = graph
         installed = graph
@@ -106,7 +106,7 @@ extension Replay {
       try graph.pipeline.start()
     } catch {
       // A seek may have flushed the installed graph since: its failure belongs to the current generation.
-      let generation = state.withLock { state in
+      let generation = perform { state in
         installed != nil && state.graph === installed ? state.rules.generation : plan.start.generation
       }
       failed(TiError(error), generation: generation)
@@ -143,7 +143,7 @@ extension Replay {
     }
     pipeline.connect(demuxer, to: watch, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // Recording tasks get what the play reads (their tasks come and go while it runs).
-    let (tappedRecorders, tappedDumps) = state.withLock { ($0.tappedRecorders, $0.tappedDumps) }
+    let (tappedRecorders, tappedDumps) = perform { ($0.tappedRecorders, $0.tappedDumps) }
     let tap = RecorderTap(paced: !candidates.isEmpty, recorders: tappedRecorders)
     if plan.recordedTracks.contains(where: { $0.kind == .audio }) {
       // An MP4 carries no G.711: recorded audio passes a transcoder to AAC first (T19); AAC passes as is.
@@ -178,7 +178,7 @@ extension Replay {
       // that node's part of the old generation (resuming would let a source throw again and again before
       // the flush is reached): the flush on its way restarts it, and the graph goes on from the target.
       let failedIn = generation + failure.generation
-      guard self.state.withLock({ $0.rules.generation == failedIn }) else { return .endBranch }
+      guard self.perform({ $0.rules.generation == failedIn }) else { return .endBranch }
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play.
       if let owner = owners[failure.nodeID] {
@@ -237,7 +237,7 @@ extension Replay {
         name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
         muted: !audioOnly, timeline: timeline, prerolls: false, lead: lead)
       // Speed and volume as published: an audio frame takes no Replay lock.
-      let levels = LevelsReader(state.withLock { $0.levels })
+      let levels = LevelsReader(perform { $0.levels })
       // On the executor, in order with the frames: nothing the device holds from before a seek is heard
       // after it (the seek's caller flushed it at once too; a frame may have been under way).
       flushed = { device.flush() }

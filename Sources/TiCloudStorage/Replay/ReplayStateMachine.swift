@@ -4,7 +4,7 @@ import PipelineGraph
 /// The seed's rules of play as a value: what a ``Replay`` knows of its plays, and how each input (a
 /// call of the SDK, an event of the graph) changes it and what the Replay must then do.
 ///
-/// No locks, no graph, no FFmpeg, no callbacks: the ``Replay`` holds one behind its lock, feeds it, and
+/// No locks, no graph, no FFmpeg, no callbacks: the ``Replay`` holds one on its control executor, feeds it, and
 /// performs what each transition returns (deliver a callback, flush or rebuild the graph, tell an
 /// output). Tests drive it with tables of inputs (`ReplayStateMachineTests`).
 ///
@@ -51,7 +51,7 @@ struct ReplayStateMachine {
   private(set) var playNumber = 0
   /// The position was reached after the play's or the latest seek's target (else a restart starts at
   /// the target).
-  private var positionFollowsTarget = false
+  private(set) var positionFollowsTarget = false
   /// A seek was made whose target has not been presented yet (a later seek supersedes it).
   private var seekPending = false
   /// Outputs whose channel carried nothing while others of its kind did: failed with 6130 once the

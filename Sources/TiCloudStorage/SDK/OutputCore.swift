@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Nodes
+import PipelineGraph
 
 /// What an Audio and a Video Output share: the six states (rules.md O1–O9), the Replay binding, the
 /// lifecycle; the public classes add their kind's parts (volume; host view and snapshots).
@@ -61,7 +62,7 @@ final class OutputCore: @unchecked Sendable {
     var size = CGSize.zero
   }
   private var rendering = Rendering()
-  private let renderLock = NSLock()
+  private let renderLock = Lock()
   var snapshotPending = false
   /// Sends a state change, a failure or a new render size to the delegate (set by the public class).
   var notifyState: (@Sendable (State) -> Void)?

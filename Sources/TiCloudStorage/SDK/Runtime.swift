@@ -41,7 +41,8 @@ final class Runtime: @unchecked Sendable {
     }
   }
 
-  private let lock = NSLock()
+  // The package's `Lock` (a pthread mutex): `LockTally` counts it where a test measures a path.
+  private let lock = Lock()
   // Guarded by `lock`.
   private(set) var configuration: Configuration?
   /// The token of the instance made or given a token last (under the lock): what a log upload shows
@@ -356,11 +357,21 @@ final class Runtime: @unchecked Sendable {
   /// `shutdown` are refused inside it).
   func deliver(on queue: DispatchQueue, for objects: [AnyObject], _ body: @escaping @Sendable () -> Void) {
     let identifiers = Set(objects.map(ObjectIdentifier.init))
+    deliver(on: queue, forObjectsOf: { _ in identifiers }, body)
+  }
+
+  /// Runs `body` on `queue` as a callback of the objects `objects` names, asked under the lock when the
+  /// callback runs (not where it was queued: a replay's position reports leave its graph's thread
+  /// without taking this lock).
+  func deliver(
+    on queue: DispatchQueue, forObjectsOf objects: @escaping @Sendable (Runtime) -> Set<ObjectIdentifier>,
+    _ body: @escaping @Sendable () -> Void
+  ) {
     queue.async { [self] in
       let thread = Self.thread
       let outer = withLock { () -> Set<ObjectIdentifier>? in
         let outer = scopes[thread]
-        scopes[thread] = (outer ?? []).union(identifiers)
+        scopes[thread] = (outer ?? []).union(objects(self))
         return outer
       }
       body()

@@ -332,19 +332,24 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     let queue = runtime.queue(callbackThread)
     environment.deliver = { [weak self] body in
       guard let self else { return }
-      self.runtime.deliver(on: queue, for: self.associatedUnlocked()) { [weak self] in
+      // The callback's objects are asked for when it runs (under the runtime's lock there): a position
+      // report leaves the graph's thread without the runtime's lock.
+      let objects: @Sendable (Runtime) -> Set<ObjectIdentifier> = { [weak self] _ in
+        Set((self?.associated() ?? []).map(ObjectIdentifier.init))
+      }
+      self.runtime.deliver(on: queue, forObjectsOf: objects) { [weak self] in
         guard let self, !self.runtime.withLock({ self.disposed }) else { return }
         body()
       }
     }
-    let engine = Replay(service: runtime.service!, environment: environment)
+    // The speed goes in at creation: a command would wait for the engine's executor under the lock.
+    let engine = Replay(service: runtime.service!, environment: environment, speed: lastSpeed)
     // The seed has no callback for it: a superseded seek goes to the SDK's log.
     let log = runtime.log
     engine.onSeekSuperseded = { superseded, target in
       log?.write("replay: the seek to \(superseded) was superseded by a seek to \(target) before it took effect")
     }
     self.engine = engine
-    engine.setSpeed(lastSpeed)
     connect(engine)
     return engine
   }
