@@ -47,21 +47,30 @@ import Testing
     #expect(log.withLock { $0 } == ["job", "body"])
   }
 
-  @Test func whileAnotherThreadRunsAManualExecutorABodyIsRefused() throws {
+  @Test func whileAnotherThreadRunsAManualExecutorABodyWaitsForItsRunToEnd() throws {
     let executor = ManualExecutor()
+    let order = Locked<[String]>([])
     let inJob = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
     executor.execute {
       inJob.signal()
       _ = release.wait(timeout: Self.patience)
+      order.withLock { $0.append("job") }
     }
     let driver = Thread { executor.runUntilIdle() }
     driver.start()
     #expect(inJob.wait(timeout: Self.patience) == .success)
-    var ran = false
-    #expect(!executor.runHere { ran = true })
-    #expect(!ran)
+    // Made while the job runs on the driver's thread: the body runs here, after the run let go.
+    let ranHere = DispatchSemaphore(value: 0)
+    let caller = Thread {
+      let here = executor.runHere { order.withLock { $0.append("body") } }
+      order.withLock { $0.append(here ? "ran here" : "refused") }
+      ranHere.signal()
+    }
+    caller.start()
     release.signal()
+    #expect(ranHere.wait(timeout: Self.patience) == .success)
+    #expect(order.withLock { $0 } == ["job", "body", "ran here"])
   }
 
   @Test func aRunDoesNotStartWhileABodyRunsOnAnotherThread() throws {

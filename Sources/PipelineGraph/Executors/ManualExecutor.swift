@@ -1,9 +1,12 @@
 import Foundation
 
-/// An executor that runs nothing until the test calls ``runUntilIdle()``: deterministic, single-threaded.
+/// An executor that runs nothing until the test calls ``runUntilIdle()``: deterministic, one thread at a
+/// time.
 ///
 /// Jobs submitted from any thread are queued; ``runUntilIdle()`` runs them, and the jobs they submit, on
 /// the calling thread until the queue is empty and the idle handler (a free-running clock) adds nothing.
+/// ``runHere(_:)`` lets another thread run one body as if it were a job (a `Replay`'s command made off
+/// the test's thread): runs and bodies never overlap, each waits for the other.
 /// When a node hands work to another thread (a worker pool, a network thread), ``waitForWork(timeout:)`` blocks
 /// until that thread posts its completion — no sleeping, no timing.
 ///
@@ -63,7 +66,8 @@ public final class ManualExecutor: PipelineExecutor {
 
   /// Runs queued jobs, and the jobs they queue, until none is left. Returns the number of jobs run.
   ///
-  /// - Important: call it from one thread at a time (the test's); re-entrant calls from a job return 0.
+  /// - Important: call it from one thread at a time (the test's); re-entrant calls from a job return 0. A
+  ///   call while another thread runs a ``runHere(_:)`` body waits for the body to end.
   @discardableResult
   public func runUntilIdle() -> Int {
     guard enter() else { return 0 }
@@ -98,18 +102,19 @@ public final class ManualExecutor: PipelineExecutor {
     return true
   }
 
-  /// Runs `body` at once on the calling thread when it drives the executor (inside a job) or nothing
-  /// does — then no run starts until `body` returns; returns false while another thread runs it.
+  /// Runs `body` on the calling thread as one of the executor's jobs and returns true: at once when this
+  /// thread drives it (inside a job) or nothing does; while another thread runs it (jobs, or a body of
+  /// its own), once that thread has let go. No run starts until `body` returns. Never refuses: a manual
+  /// executor has no thread that would run a job queued instead.
   public func runHere(_ body: () -> Void) -> Bool {
     let me = UInt(pthread_self())
     condition.lock()
-    if state.running {
-      let own = state.runner == me
+    if state.running && state.runner == me {
       condition.unlock()
-      guard own else { return false }
       body()
       return true
     }
+    while state.running { condition.wait() }
     state.running = true
     state.runner = me
     condition.unlock()

@@ -16,13 +16,14 @@ public protocol PipelineExecutor: AnyObject, Sendable {
   /// (a free-running clock uses it to jump to the next timer).
   func setIdleHandler(_ handler: (@Sendable () -> Void)?)
 
-  /// Runs `body` at once on the calling thread, as one of this executor's jobs, when that thread may run
-  /// them now — it is the executor's own thread inside a job, or (a ``ManualExecutor``) the thread driving
-  /// it, or any thread while none drives it, which then holds off every other run until `body` returns —
-  /// and returns true; returns false, without running `body`, otherwise.
+  /// Runs `body` on the calling thread, as one of this executor's jobs, when that thread may run them —
+  /// it is the executor's own thread inside a job, or (a ``ManualExecutor``, which has no thread of its
+  /// own) any thread, once no other runs it — and returns true; returns false, without running `body`,
+  /// otherwise: then a job queued instead is run by the executor's thread.
   ///
   /// What an object confines to an executor is then touched by `body` as safely as by a job: a caller on
   /// the executor runs its command inline (a job cannot wait for a job queued behind it), any other
-  /// queues it and waits (`Replay`'s commands, as ExoPlayer's blocking player messages).
+  /// queues it and waits (`Replay`'s commands, as ExoPlayer's blocking player messages). An executor of
+  /// one's own implements it as ``ThreadExecutor`` does: true only on its thread.
   func runHere(_ body: () -> Void) -> Bool
 }

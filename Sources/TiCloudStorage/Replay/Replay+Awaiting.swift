@@ -44,7 +44,7 @@ extension Replay {
 
   /// One awaiting an async play's end.
   struct Waiter {
-    /// Told the play's number, under the state's lock, when the play is accepted.
+    /// Told the play's number, on the control executor, when the play is accepted.
     let started: @Sendable (Int) -> Void
     /// Told the ending, once.
     let end: @Sendable (Result<Ending, TiError>) -> Void

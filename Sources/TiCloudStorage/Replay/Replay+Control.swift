@@ -8,19 +8,22 @@ import Synchronization
 ///
 /// - The graph's events (a presented frame, a gap crossed, the end, a failure) already arrive there and
 ///   change `Control` directly: a presented frame takes no lock of the Replay's.
-/// - A call of the SDK is a command: from the executor's own thread (an output's event, a test driving a
-///   manual executor) it runs at once; from any other it is queued behind the executor's jobs and the
-///   caller waits for its answer (`perform(_:)`), because the seed answers each call with a code and a
-///   getter read after a call must see it.
+/// - A call of the SDK is a command: from the executor's own thread (an output's event) it runs at once;
+///   from any other it is queued behind the executor's jobs and the caller waits for its answer
+///   (`perform(_:)`), because the seed answers each call with a code and a getter read after a call must
+///   see it. A manual executor (tests) has no thread: the caller runs the command itself, once no other
+///   thread runs the executor.
 /// - Getters read what the executor published after its last command or event (`Facts`, and the
 ///   position and frame counts as atomics): they never wait for the executor, so the SDK may read them
-///   under its own lock.
+///   under its own lock. `lastPresentedFrame` alone is a command.
 /// - Callbacks leave the executor through the environment's `deliver`.
 ///
-/// Locks that remain, in the order they may be taken (TiCloudStorage's "Replay and export as graphs"
-/// lists them): the SDK's runtime lock is never held while a command waits for the executor; the
-/// executor takes the published facts' lock only when a fact other than the position changes (a play,
-/// a pause, a seek's first frame, an end), never per frame.
+/// Pacers, devices and the pipeline are told inside the command that changes the rules, so that they
+/// follow the commands in their order. Locks that remain, in the order they may be taken
+/// (TiCloudStorage's "Replay and export as graphs" lists them): the SDK's runtime lock is never held
+/// while a command waits for the executor; the executor takes the published facts' lock only when a
+/// fact other than the position changes (a play, a pause, a seek's first frame, an end), never per
+/// frame.
 extension Replay {
   /// Everything the Replay knows, confined to its control executor: the rules, and what they do not hold
   /// (targets, recorders, the graph). Touched only inside `perform(_:)`.

@@ -46,10 +46,13 @@ extension Replay {
   /// Removes an output. The play goes on for the others; when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
   public func unbind(_ id: OutputID) {
-    let restart = perform { state -> Bool in
-      state.attachments[id] = nil
-      return state.rules.unbind(id)
+    // The output's renderer or device is let go here, after the command: its deinit (a window that
+    // closes) must not run on the executor inside it.
+    let (restart, released) = perform { state -> (Bool, Attachment?) in
+      let released = state.attachments.removeValue(forKey: id)
+      return (state.rules.unbind(id), released)
     }
+    withExtendedLifetime(released) {}
     if restart { self.restart() }
   }
 

@@ -215,8 +215,6 @@ public final class Replay: @unchecked Sendable {
   ) -> TiErrorCode {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
-    var old: Graph?
-    var devices: [any AudioDevice] = []
     let (code, tooLarge, play) = perform { state -> (TiErrorCode, Bool, Int) in
       let (code, tooLarge) = state.rules.play(
         start: startTimeMs, end: endTimeMs, initial: initialTimeMs, token: token)
@@ -229,16 +227,14 @@ public final class Replay: @unchecked Sendable {
         waiter.started(state.rules.playNumber)
       }
       state.lastFrame = nil
-      old = state.retireGraph()
-      devices = state.audioDevices
+      state.retireGraph()?.pipeline.stop()
+      for device in state.audioDevices {
+        device.flush()
+        device.setPaused(false)
+      }
       return (.ok, tooLarge, state.rules.playNumber)
     }
     guard code == .ok else { return code }
-    old?.pipeline.stop()
-    for device in devices {
-      device.flush()
-      device.setPaused(false)
-    }
     endRecorders(ended)
     releaseWaiters(released)
     // Over 10 days the play is accepted and ends through onError (R21), as a listing of that span would.
@@ -270,18 +266,17 @@ public final class Replay: @unchecked Sendable {
   public var isPaused: Bool { facts.value.paused }
 
   private func setPaused(_ paused: Bool) -> TiErrorCode {
-    var devices: [any AudioDevice] = []
-    let graph = perform { state -> Graph?? in
-      guard state.rules.setPaused(paused) else { return nil }
-      if let graph = state.graph { graph.source.readsAhead = Self.readsAhead(state) }
-      devices = state.audioDevices
-      return .some(state.graph)
+    perform { state in
+      guard state.rules.setPaused(paused) else { return .notStarted }
+      // Told in the command, so that the pacers and devices follow the commands in their order.
+      if let graph = state.graph {
+        graph.source.readsAhead = Self.readsAhead(state)
+        for pacer in graph.pacers { paused ? pacer.pause() : pacer.resume() }
+      }
+      // What a device holds stops with the picture and goes on with it.
+      for device in state.audioDevices { device.setPaused(paused) }
+      return .ok
     }
-    guard let graph else { return .notStarted }
-    for pacer in graph?.pacers ?? [] { paused ? pacer.pause() : pacer.resume() }
-    // What a device holds stops with the picture and goes on with it.
-    for device in devices { device.setPaused(paused) }
-    return .ok
   }
 
   /// Whether the active graph's source reads ahead of what it emits: not while paused (a paused play
@@ -297,12 +292,11 @@ public final class Replay: @unchecked Sendable {
   /// Changes the speed at once, keeping the position (no seek); applies to later plays too.
   @discardableResult
   public func setSpeed(_ speed: ReplaySpeed) -> TiErrorCode {
-    let pacers = perform { state -> [Pacer] in
+    perform { state in
       state.rules.speed = speed
       state.publishLevels()
-      return state.graph?.pacers ?? []
+      for pacer in state.graph?.pacers ?? [] { pacer.setRate(speed.rate) }
     }
-    for pacer in pacers { pacer.setRate(speed.rate) }
     return .ok
   }
 
@@ -313,7 +307,6 @@ public final class Replay: @unchecked Sendable {
   @discardableResult
   public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
     var flushed = false
-    var devices: [any AudioDevice] = []
     let outcome = perform { state -> Result<MediaTime?, TiError> in
       let superseded: MediaTime?
       switch state.rules.seek(to: timeMs) {
@@ -326,14 +319,13 @@ public final class Replay: @unchecked Sendable {
         graph.pipeline.flush(seekingTo: state.rules.target)
         flushed = true
       }
-      devices = state.audioDevices
+      // The sound before the seek is not heard after it.
+      for device in state.audioDevices { device.flush() }
       return .success(superseded)
     }
     switch outcome {
     case .failure(let error): return error.code
     case .success(let superseded):
-      // The sound before the seek is not heard after it.
-      for device in devices { device.flush() }
       if let superseded, let handler = handlers.value.onSeekSuperseded { handler(superseded.milliseconds, timeMs) }
       // A flushed graph's recorder tap marks the discontinuity in order with the packets.
       guard !flushed else { return .ok }
@@ -349,19 +341,16 @@ public final class Replay: @unchecked Sendable {
   public func stop() -> TiErrorCode {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
-    var devices: [any AudioDevice] = []
-    let old = perform { state -> Graph? in
+    perform { state in
       state.rules.stop()
       released = Array(state.waiters.values)
       state.waiters = [:]
       ended = state.takeRecorders()
-      devices = state.audioDevices
-      return state.retireGraph()
-    }
-    old?.pipeline.stop()
-    for device in devices {
-      device.flush()
-      device.setPaused(false)
+      state.retireGraph()?.pipeline.stop()
+      for device in state.audioDevices {
+        device.flush()
+        device.setPaused(false)
+      }
     }
     endRecorders(ended)
     releaseWaiters(released)
@@ -372,13 +361,19 @@ public final class Replay: @unchecked Sendable {
   /// which the outputs already playing go on after their last frame and a new one starts at the next
   /// keyframe. With no output left the play reads nothing until one is bound again.
   func restart() {
-    let (old, recorders) = perform { state -> (Graph?, [ReplayRecorder]) in
-      guard state.rules.restart() else { return (nil, []) }
-      return (state.retireGraph(), state.recorders.map(\.recorder))
+    let recorders = perform { state -> [ReplayRecorder] in
+      guard state.rules.restart() else { return [] }
+      state.retireGraph()?.pipeline.stop()
+      return state.recorders.map(\.recorder)
     }
-    old?.pipeline.stop()
     for recorder in recorders { recorder.restarted() }
     start(restarting: true)
+  }
+
+  /// Stops the play from the executor, without waiting for it (a deinit that may run under a lock the
+  /// executor takes).
+  func stopWithoutWaiting() {
+    environment.executor.execute { [self] in stop() }
   }
 
   /// The play ended (`naturally` at its range's end): every recorder's `onEnd` (T7, T17).

@@ -88,21 +88,21 @@ extension Replay {
     var installed: Graph?
     do {
       let graph = try build(plan)
-      let current = perform { state -> (paused: Bool, speed: ReplaySpeed)? in
-        guard state.rules.generation == plan.start.generation else { return nil }
+      let current = perform { state -> Bool in
+        guard state.rules.generation == plan.start.generation else { return false }
         state.graph = graph
         installed = graph
         graph.source.readsAhead = Self.readsAhead(state)
-        return (state.rules.paused, state.rules.speed)
-      }
-      guard let current else { return }
-      // A pause or a speed change made while the graph was being built reached no pacer.
-      if current.paused != plan.start.paused || current.speed != plan.start.speed {
-        for pacer in graph.pacers {
-          pacer.setRate(current.speed.rate)
-          current.paused ? pacer.pause() : pacer.resume()
+        // A pause or a speed change made while the graph was being built reached no pacer.
+        if state.rules.paused != plan.start.paused || state.rules.speed != plan.start.speed {
+          for pacer in graph.pacers {
+            pacer.setRate(state.rules.speed.rate)
+            state.rules.paused ? pacer.pause() : pacer.resume()
+          }
         }
+        return true
       }
+      guard current else { return }
       try graph.pipeline.start()
     } catch {
       // A seek may have flushed the installed graph since: its failure belongs to the current generation.

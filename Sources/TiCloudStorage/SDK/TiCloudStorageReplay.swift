@@ -54,7 +54,8 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   deinit {
     // Released without dispose: the dump's files are still completed.
     rawDump?.finish(.replayDisposed) { _ in }
-    engine?.stop()
+    // Not waited for: the last reference may go under the runtime's lock, which the executor takes.
+    engine?.stopWithoutWaiting()
   }
 
   // MARK: Properties and callbacks
