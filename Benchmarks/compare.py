@@ -70,7 +70,7 @@ def main():
         walls = [r[0] for r in results[label]]
         cpus = [r[1] for r in results[label]]
         rss = statistics.median(r[2] for r in results[label])
-        medians[label] = (statistics.median(walls), statistics.median(cpus))
+        medians[label] = (statistics.median(walls), statistics.median(cpus), rss)
         line = f"  {label:<{width}}  wall {summary(walls, 's')}   cpu {summary(cpus, 's')}   rss {rss / 1024:.0f} MB"
         if arguments.items:
             line += f"   {arguments.items / statistics.median(walls):.0f} items/s"
@@ -87,7 +87,8 @@ def main():
             continue
         wall = medians[label][0] / medians[versus][0]
         cpu = medians[label][1] / medians[versus][1]
-        print(f"  ratio of medians {label} / {versus}: wall {wall:.2f}  cpu {cpu:.2f}")
+        memory = medians[label][2] / medians[versus][2]
+        print(f"  ratio of medians {label} / {versus}: wall {wall:.2f}  cpu {cpu:.2f}  rss {memory:.2f}")
 
 
 if __name__ == "__main__":

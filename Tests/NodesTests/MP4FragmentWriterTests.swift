@@ -58,7 +58,7 @@ struct MP4FragmentWriterTests {
       isSync: true)
     try writer.append(track: 0, Data([4, 5]), time: 2048, decodeTime: 2048, duration: 1024, isSync: true)
     try writer.flush()
-    let samples = try #require(writer.tables[1]).samples
+    let samples = try #require(writer.tables[1]).samples()
     #expect(samples.map(\.size) == [3, 2])
     #expect(samples.map(\.duration) == [2048, 1024])
   }
@@ -75,10 +75,10 @@ struct MP4FragmentWriterTests {
     }
     try writer.append(track: 0, picture, time: 40_000, decodeTime: 40_000, duration: 40_000, isSync: false)
     try writer.flush()
-    let table = try #require(writer.tables[2])
-    #expect(table.samples.map(\.duration) == [40_000, 40_000])
+    let samples = try #require(writer.tables[2]).samples()
+    #expect(samples.map(\.duration) == [40_000, 40_000])
     // Annex B became a length: 4 + 3 bytes.
-    #expect(table.samples.map(\.size) == [7, 7])
+    #expect(samples.map(\.size) == [7, 7])
   }
 
   @Test(
@@ -104,7 +104,7 @@ struct MP4FragmentWriterTests {
       try writer.append(track: 0, picture, payload: 3..<9, time: .max, decodeTime: .max, duration: 1, isSync: true)
     }
     try writer.flush()
-    #expect(writer.tables[2]?.samples.map(\.duration) == [UInt32.max])
+    #expect(try writer.tables[2]?.samples().map(\.duration) == [UInt32.max])
   }
 }
 
@@ -153,6 +153,49 @@ struct LongMP4Tests {
     #expect(bytes[mdhd.upperBound] == 1, "a version 1 mdhd")
   }
 
+  @Test("20,000 pictures: the sizes spill beside the file, unlinked, and stream into stsz; ffmpeg decodes it")
+  func aTrackOfManySamplesStreamsItsSizes() throws {
+    let executor = ThreadExecutor(name: "test.spill")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer()
+    let sink = CollectingSink<EncodedPacket>()
+    pipeline.connect(SyntheticSource(options: smallOptions(seconds: 2)), to: verifier)
+    pipeline.connect(verifier, to: demuxer)
+    pipeline.connect(demuxer, to: sink)
+    #expect(try pipeline.runToCompletion().failures.isEmpty)
+    let pictures = sink.items.filter { $0.track.kind == .video }
+    let format = try #require(pictures.first?.format)
+
+    let directory = try TemporaryDirectory()
+    let destination = directory.url.appendingPathComponent("many.mp4")
+    let count = MP4SampleTable.sizesPerBatch + 3_616
+    let file = try MP4File(
+      path: directory.url.appendingPathComponent("work.mp4").path, video: format, audio: nil,
+      reservedIndexBytes: MP4File.indexBytes(forSeconds: Int64(count / 25 + 1), samplesPerSecond: 25))
+    for index in 0..<count {
+      try file.writeVideo(
+        pictures[index % pictures.count].data, time: .microseconds(Int64(index) * 40_000),
+        duration: .microseconds(40_000), isKeyframe: index % pictures.count == 0)
+    }
+    try file.finalize(installingAt: destination)
+    // The spill file was unlinked when it was made: only the output is left.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["many.mp4"])
+    let types = try topLevelBoxTypes(destination)
+    #expect(Array(types.prefix(3)) == ["ftyp", "moov", "free"], "finished in place: \(types.prefix(5))")
+    // Every size in its place: the recorded pictures repeat, so the sizes ffprobe reads repeat with them.
+    let sizes = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "packet=size", "-of", "csv=p=0", destination.path]
+    ).split(separator: "\n").compactMap { Int($0) }
+    #expect(sizes.count == count)
+    let period = pictures.count
+    #expect(sizes.indices.allSatisfy { sizes[$0] == sizes[$0 % period] }, "sizes out of place")
+    let decode = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", destination.path, "-f", "null", "-"])
+    #expect(decode.isEmpty, "\(decode.prefix(500))")
+  }
+
   private func topLevelBoxTypes(_ file: URL) throws -> [String] {
     let data = try Data(contentsOf: file)
     var types: [String] = []
@@ -165,5 +208,42 @@ struct LongMP4Tests {
       offset += size
     }
     return types
+  }
+}
+
+/// `MP4SampleTable` keeps runs, sync numbers and spilled sizes: what it gives back is what was put in.
+@Suite("MP4 sample table")
+struct MP4SampleTableTests {
+  @Test("30 random tables of up to 3 batches: samples() gives back every sample appended, nothing left on disk")
+  func whatGoesInComesBack() throws {
+    var generator = SeededGenerator(seed: 0x5A5A_2026)
+    for round in 0..<30 {
+      let directory = try TemporaryDirectory()
+      let table = MP4SampleTable(spillDirectory: directory.url.path)
+      let count = Int.random(in: 0...(MP4SampleTable.sizesPerBatch * 3), using: &generator)
+      // Runs of durations and offsets, keyframes now and then (or all, as audio), any size.
+      let allSync = round % 3 == 0
+      var appended: [MP4SampleTable.Sample] = []
+      var duration = UInt32.random(in: 1...3, using: &generator)
+      var offset = Int32(0)
+      for index in 0..<count {
+        if Int.random(in: 0..<50, using: &generator) == 0 {
+          duration = UInt32.random(in: 0...UInt32.max, using: &generator)
+        }
+        if Int.random(in: 0..<7, using: &generator) == 0 { offset = Int32.random(in: -80...80, using: &generator) }
+        let sample = MP4SampleTable.Sample(
+          size: UInt32.random(in: 0...UInt32.max, using: &generator), duration: duration, compositionOffset: offset,
+          isSync: allSync || index % 50 == 0 || Bool.random(using: &generator) && index % 7 == 0)
+        try table.append(
+          size: sample.size, duration: sample.duration, compositionOffset: sample.compositionOffset,
+          isSync: sample.isSync)
+        appended.append(sample)
+      }
+      #expect(try table.samples() == appended, "round \(round): \(count) samples")
+      #expect(table.count == count)
+      #expect(table.duration == appended.reduce(UInt64(0)) { $0 + UInt64($1.duration) })
+      #expect(table.allSync == appended.allSatisfy(\.isSync))
+      #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
   }
 }

@@ -8,6 +8,18 @@ struct MP4Box {
   var type: String
   var payload: Data
   var children: [MP4Box]
+  /// Bytes after a leaf's payload that whoever writes the box streams from elsewhere (a long track's
+  /// `stsz` entries): counted in its size, not held here, and left out of ``encode(into:holes:)``'s bytes.
+  var streamedLength = 0
+  /// Says whose bytes fill the streamed part (a track id).
+  var streamTag: UInt32 = 0
+
+  /// Where streamed bytes go in an encoding: at `offset` of the encoded bytes, `length` bytes of `tag`'s.
+  struct Hole {
+    var offset: Int
+    var length: Int
+    var tag: UInt32
+  }
 
   init(type: String, payload: Data = Data(), children: [MP4Box] = []) {
     self.type = type
@@ -54,13 +66,22 @@ struct MP4Box {
 
   /// The size of ``encoded``, computed without encoding.
   var encodedSize: Int {
-    let body = MP4Box.containers.contains(type) ? children.reduce(0) { $0 + $1.encodedSize } : payload.count
+    let body =
+      MP4Box.containers.contains(type) ? children.reduce(0) { $0 + $1.encodedSize } : payload.count + streamedLength
     return body + (body + 8 <= Int(UInt32.max) ? 8 : 16)
   }
 
   /// Appends the box's bytes to `data`: each payload is copied once, however deep the box (an hour's
   /// `stsz` is megabytes; encoding each level apart copied it once a level).
   func encode(into data: inout Data) {
+    var holes: [Hole] = []
+    encode(into: &data, holes: &holes)
+    precondition(holes.isEmpty, "a box with streamed bytes is written with encode(into:holes:)")
+  }
+
+  /// Appends the box's bytes to `data` but for the streamed parts of its leaves, whose places (in
+  /// `data`'s offsets) are appended to `holes` in order: the writer puts each one's bytes there.
+  func encode(into data: inout Data, holes: inout [Hole]) {
     let size = encodedSize
     if size <= Int(UInt32.max) {
       data.appendBigEndian(UInt32(size))
@@ -71,9 +92,10 @@ struct MP4Box {
       data.appendBigEndian(UInt64(size))
     }
     if MP4Box.containers.contains(type) {
-      for child in children { child.encode(into: &data) }
+      for child in children { child.encode(into: &data, holes: &holes) }
     } else {
       data.append(payload)
+      if streamedLength > 0 { holes.append(Hole(offset: data.count, length: streamedLength, tag: streamTag)) }
     }
   }
 

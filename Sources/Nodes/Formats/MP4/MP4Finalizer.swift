@@ -49,9 +49,9 @@ enum MP4Finalizer {
       let trackID =
         tkhd.payload.first == 1
         ? tkhd.payload.bigEndian(UInt32.self, at: 20) : tkhd.payload.bigEndian(UInt32.self, at: 12)
-      let track = tables[trackID] ?? MP4SampleTable()
+      let track = tables[trackID] ?? MP4SampleTable(spillDirectory: ".")
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
-      let mediaDuration = track.samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
+      let mediaDuration = track.duration
       var hidden: UInt64 = 0
       if audioLeadIn > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
         let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: mediaTimescale)),
@@ -77,26 +77,42 @@ enum MP4Finalizer {
       }
       movieDuration = max(movieDuration, emptyEdit + trackDuration)
       newMoov.children[index] = try rebuild(
-        trak, track: track, trackDuration: trackDuration, mediaDuration: mediaDuration, hiddenMediaTime: hidden,
+        trak, track: track, trackID: trackID, trackDuration: trackDuration, mediaDuration: mediaDuration,
+        hiddenMediaTime: hidden,
         trimmed: trimmed, emptyEdit: emptyEdit)
     }
     if let mvhdIndex = newMoov.children.firstIndex(where: { $0.type == "mvhd" }) {
       newMoov.children[mvhdIndex].payload = try withDuration(
         newMoov.children[mvhdIndex].payload, movieDuration, v0Offset: 16, v1Offset: 24)
     }
-    var bytes = newMoov.encoded
-    let remainder = available - bytes.count
+    // The sample sizes (4 bytes a sample) are streamed into their `stsz` boxes from the tables; the rest
+    // of the index is encoded here.
+    var bytes = Data()
+    var holes: [MP4Box.Hole] = []
+    newMoov.encode(into: &bytes, holes: &holes)
+    let size = newMoov.encodedSize
+    let remainder = available - size
     guard remainder == 0 || remainder >= 8 else {
-      throw MP4Error.indexDoesNotFit(needed: bytes.count + 8, available: available)
+      throw MP4Error.indexDoesNotFit(needed: size + 8, available: available)
     }
-    guard remainder >= 0 else { throw MP4Error.indexDoesNotFit(needed: bytes.count, available: available) }
+    guard remainder >= 0 else { throw MP4Error.indexDoesNotFit(needed: size, available: available) }
     if remainder >= 8 {
       bytes.appendBigEndian(UInt32(remainder))
       bytes.append(contentsOf: Array("free".utf8))
     }
     // The index goes in first; the fragments are hidden last, so an interruption leaves a readable file.
-    try file.seek(toOffset: moovBox.offset)
-    try file.write(contentsOf: bytes)
+    var position = moovBox.offset
+    var from = 0
+    let descriptor = file.fileDescriptor
+    for hole in holes {
+      try bytes[from..<hole.offset].withUnsafeBytes { try writeAll($0, to: descriptor, at: &position, path: path) }
+      guard let table = tables[hole.tag] else { throw MP4Error.malformed("no sample sizes for track \(hole.tag)") }
+      let end = position + UInt64(hole.length)
+      try table.forEachSizeBatch { try writeAll($0, to: descriptor, at: &position, path: path) }
+      guard position == end else { throw MP4Error.malformed("track \(hole.tag)'s sizes do not fill its stsz") }
+      from = hole.offset
+    }
+    try bytes[from...].withUnsafeBytes { try writeAll($0, to: descriptor, at: &position, path: path) }
     // A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
     // whose payload starts with `mfhd` as a `moof`. The old fragment headers are zeroed (they are small:
     // the media is in `mdat`), each with one `pwrite` of its type and zeros (an hour has 7,200 of them).
@@ -117,6 +133,23 @@ enum MP4Finalizer {
         done += written
       }
     }
+  }
+
+  /// Writes `bytes` at `position` (advanced past them) with `pwrite`.
+  private static func writeAll(
+    _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at position: inout UInt64, path: String
+  ) throws {
+    var done = 0
+    while done < bytes.count {
+      let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(position) + off_t(done))
+      if written < 0, errno == EINTR { continue }
+      guard written > 0 else {
+        let failure = LibraryFailure.posix(written < 0 ? errno : EIO)
+        throw TiError(.fileWriteFailed, "writing the index of \(path): \(failure.text)", cause: failure)
+      }
+      done += written
+    }
+    position += UInt64(bytes.count)
   }
 
   /// The first `count` top-level boxes.
@@ -184,7 +217,8 @@ enum MP4Finalizer {
   }
 
   private static func rebuild(
-    _ trak: MP4Box, track: Track, trackDuration: UInt64, mediaDuration: UInt64, hiddenMediaTime: UInt64,
+    _ trak: MP4Box, track: Track, trackID: UInt32, trackDuration: UInt64, mediaDuration: UInt64,
+    hiddenMediaTime: UInt64,
     trimmed: Bool = false, emptyEdit: UInt64 = 0
   ) throws -> MP4Box {
     var trak = trak
@@ -222,7 +256,8 @@ enum MP4Finalizer {
       let stblIndex = mdia.children[minfIndex].children.firstIndex(where: { $0.type == "stbl" }),
       let stsd = mdia.children[minfIndex].children[stblIndex].child("stsd")
     else { throw MP4Error.malformed("no stbl") }
-    mdia.children[minfIndex].children[stblIndex] = MP4Box(type: "stbl", children: sampleTables(track, stsd: stsd))
+    mdia.children[minfIndex].children[stblIndex] = MP4Box(
+      type: "stbl", children: sampleTables(track, trackID: trackID, stsd: stsd))
     trak.children[mdiaIndex] = mdia
     return trak
   }
@@ -233,37 +268,21 @@ enum MP4Finalizer {
     return MP4Box(type: type, payload: payload)
   }
 
-  private static func sampleTables(_ track: Track, stsd: MP4Box) -> [MP4Box] {
+  private static func sampleTables(_ track: Track, trackID: UInt32, stsd: MP4Box) -> [MP4Box] {
     var boxes = [stsd]
-    // stts: runs of equal durations.
-    var runs: [(count: UInt32, value: UInt32)] = []
-    for sample in track.samples {
-      if let last = runs.last, last.value == sample.duration {
-        runs[runs.count - 1].count += 1
-      } else {
-        runs.append((1, sample.duration))
-      }
-    }
+    // stts: runs of equal durations, as the table keeps them.
     boxes.append(
       fullBox("stts") { data in
-        data.appendBigEndian(UInt32(runs.count))
-        for run in runs {
+        data.appendBigEndian(UInt32(track.durations.count))
+        for run in track.durations {
           data.appendBigEndian(run.count)
           data.appendBigEndian(run.value)
         }
       })
-    if track.samples.contains(where: { $0.compositionOffset != 0 }) {
-      var offsets: [(count: UInt32, value: Int32)] = []
-      for sample in track.samples {
-        if let last = offsets.last, last.value == sample.compositionOffset {
-          offsets[offsets.count - 1].count += 1
-        } else {
-          offsets.append((1, sample.compositionOffset))
-        }
-      }
+    if track.hasCompositionOffsets {
       var box = fullBox("ctts") { data in
-        data.appendBigEndian(UInt32(offsets.count))
-        for run in offsets {
+        data.appendBigEndian(UInt32(track.compositionOffsets.count))
+        for run in track.compositionOffsets {
           data.appendBigEndian(run.count)
           data.appendBigEndian(UInt32(bitPattern: run.value))
         }
@@ -271,12 +290,11 @@ enum MP4Finalizer {
       box.payload[0] = 1  // signed offsets
       boxes.append(box)
     }
-    if track.samples.contains(where: { !$0.isSync }) {
+    if !track.allSync {
       boxes.append(
         fullBox("stss") { data in
-          let sync = track.samples.indices.filter { track.samples[$0].isSync }
-          data.appendBigEndian(UInt32(sync.count))
-          for index in sync { data.appendBigEndian(UInt32(index + 1)) }
+          data.appendBigEndian(UInt32(track.syncSamples.count))
+          for number in track.syncSamples { data.appendBigEndian(number) }
         })
     }
     // Chunks are numbered from 1 in `stco` order; a run without samples is no chunk.
@@ -294,12 +312,14 @@ enum MP4Finalizer {
           data.appendBigEndian(UInt32(1))
         }
       })
-    boxes.append(
-      fullBox("stsz") { data in
-        data.appendBigEndian(UInt32(0))
-        data.appendBigEndian(UInt32(track.samples.count))
-        for sample in track.samples { data.appendBigEndian(sample.size) }
-      })
+    // stsz: the sizes are streamed from the table where the box is written.
+    var stsz = fullBox("stsz") { data in
+      data.appendBigEndian(UInt32(0))
+      data.appendBigEndian(UInt32(track.count))
+    }
+    stsz.streamedLength = 4 * track.count
+    stsz.streamTag = trackID
+    boxes.append(stsz)
     let large = chunks.contains { $0.offset > UInt64(UInt32.max) }
     boxes.append(
       fullBox(large ? "co64" : "stco") { data in

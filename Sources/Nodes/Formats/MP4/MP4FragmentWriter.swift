@@ -59,6 +59,8 @@ final class MP4FragmentWriter {
   private static let vectorLimit = 1024
 
   let path: String
+  /// Where the tables spill their sample sizes: the output's directory.
+  private let spillDirectory: String
   private let descriptor: Int32
   private var tracks: [TrackState]
   /// Where the next fragment goes: the end of the file.
@@ -75,6 +77,8 @@ final class MP4FragmentWriter {
   /// Opens `path` for appending fragments after its last byte.
   init(path: String, tracks: [Track]) throws {
     self.path = path
+    let directory = (path as NSString).deletingLastPathComponent
+    spillDirectory = directory.isEmpty ? "." : directory
     let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
     guard descriptor >= 0 else {
       let failure = LibraryFailure.posix(errno)
@@ -287,9 +291,21 @@ final class MP4FragmentWriter {
     }
     sequence = number
     fragmentHeaders += headers
-    for (track, chunk, written) in chunks {
-      tables[track, default: MP4SampleTable()].chunks.append(chunk)
-      tables[track]!.samples += written
+    do {
+      for (track, chunk, written) in chunks {
+        let table = tables[track] ?? MP4SampleTable(spillDirectory: spillDirectory)
+        tables[track] = table
+        table.chunks.append(chunk)
+        for sample in written {
+          try table.append(
+            size: sample.size, duration: sample.duration, compositionOffset: sample.compositionOffset,
+            isSync: sample.isSync)
+        }
+      }
+    } catch let error as TiError {
+      // The index no longer matches the file: nothing more is taken.
+      failure = error
+      throw error
     }
     for index in runs {
       tracks[index].ready = []
