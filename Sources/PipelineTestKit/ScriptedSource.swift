@@ -20,6 +20,8 @@ public final class ScriptedSource<Item>: SourceNode {
   public private(set) var produceCalls = 0
   /// How many times the engine flushed the source.
   public private(set) var flushCount = 0
+  /// The seek target of each flush (nil for a flush without one), in order.
+  public private(set) var flushTargets: [MediaTime?] = []
   /// The events its consumers sent upstream, in the order they arrived.
   public private(set) var upstreamEvents: [UpstreamEvent] = []
 
@@ -63,8 +65,15 @@ public final class ScriptedSource<Item>: SourceNode {
   }
 
   /// Records the event (a source is where upstream events end).
-  public func handleUpstream(_ event: UpstreamEvent, context: NodeContext<Item>) { upstreamEvents.append(event) }
+  public func handleUpstream(_ event: UpstreamEvent, context: NodeContext<Item>) {
+    upstreamEvents.append(event)
+    // Where events end: a seek is carried out (the pipeline flushes), anything else goes no further.
+    context.sendUpstream(event)
+  }
 
   /// Counts flushes; the script position is kept (a test appends what follows the seek).
-  public func flush(context: NodeContext<Item>) { flushCount += 1 }
+  public func flush(context: NodeContext<Item>) {
+    flushCount += 1
+    flushTargets.append(context.seekTarget)
+  }
 }

@@ -69,15 +69,22 @@ public final class NodeContext<Output> {
     }
   }
 
-  /// Sends an event against the flow, to the producer of each of this node's inputs: at once to one on
+  /// Sends an event against the flow, to the producer of each of this node's inputs (a ``UpstreamEvent/seek(_:)``
+  /// sent by a source is carried out: the pipeline flushes to its target): at once to one on
   /// this node's executor, at its next turn to one on another (one that has not started yet gets it
   /// right after its start). Ignored once this node has stopped; a producer that has stopped, or that has
   /// already moved to a later flush generation than this node's when the event arrives, drops it.
   public func sendUpstream(_ event: UpstreamEvent) {
     guard core.phase != .stopped else { return }
+    let inputs = pipeline.boxes[core.index].inputEdges
+    // A seek that reaches a source (no input to send it on) is carried out: the pipeline flushes.
+    if inputs.isEmpty, case .seek(let request) = event {
+      pipeline.carryOut(request)
+      return
+    }
     let executor = core.executor
     let generation = core.generation
-    for edge in pipeline.boxes[core.index].inputEdges {
+    for edge in inputs {
       let producer = edge.producer
       let box = pipeline.boxes[producer.index]
       if producer.executor === executor {

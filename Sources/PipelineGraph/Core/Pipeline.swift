@@ -24,6 +24,8 @@ public final class Pipeline: @unchecked Sendable {
     /// The target of the seek that started `generation` (nil for generation 0 or a plain flush).
     var seekTarget: MediaTime?
     var finishedSinks = 0
+    /// The newest ``SeekRequest`` carried out (its sequence; 0: none).
+    var lastSeek: UInt64 = 0
   }
 
   /// The clock every node reads and sets timers on.
@@ -241,22 +243,53 @@ public final class Pipeline: @unchecked Sendable {
   ///   and the segment that follows it). Nil restarts the stream where each node started it.
   @discardableResult
   public func flush(seekingTo target: MediaTime? = nil) -> Int {
-    control.withLock { control -> Int in
-      control.generation += 1
-      control.seekTarget = target
-      control.finishedSinks = 0
-      let generation = control.generation
-      // Queued under the lock: flushes reach every executor in the order they were made.
-      guard control.started else { return generation }
-      for partition in partitions {
-        partition.executor.execute { [partition] in
-          guard partition.isActive else { return }
-          partition.generation = generation
-          for box in partition.boxes { box.flush(to: generation, seekingTo: target) }
-          partition.run()
-        }
+    control.withLock { control -> Int in startFlush(&control, seekingTo: target) }
+  }
+
+  /// Starts a flush generation (under the control lock): see ``flush(seekingTo:)``.
+  private func startFlush(_ control: inout Control, seekingTo target: MediaTime?) -> Int {
+    control.generation += 1
+    control.seekTarget = target
+    control.finishedSinks = 0
+    let generation = control.generation
+    // Queued under the lock: flushes reach every executor in the order they were made.
+    guard control.started else { return generation }
+    for partition in partitions {
+      partition.executor.execute { [partition] in
+        guard partition.isActive else { return }
+        partition.generation = generation
+        for box in partition.boxes { box.flush(to: generation, seekingTo: target) }
+        partition.run()
       }
-      return generation
+    }
+    return generation
+  }
+
+  /// Seeks to `target` as GStreamer's `gst_element_send_event` does on a pipeline: a
+  /// ``UpstreamEvent/seek(_:)`` leaves every sink against the flow, and the first source it reaches
+  /// flushes the pipeline there (``flush(seekingTo:)``), once. Nodes on the way may handle it themselves.
+  /// Sent at once from a sink whose executor may run on this thread (``PipelineExecutor/runHere(_:)``),
+  /// else at that executor's next turn; before ``start()`` it is a flush that takes effect at the start.
+  /// Callable from any thread.
+  public func seek(to target: MediaTime) {
+    let request = SeekRequest(to: target)
+    guard control.withLock({ $0.started }) else {
+      carryOut(request)
+      return
+    }
+    for box in boxes where box.outputEdges.isEmpty {
+      let confined = ExecutorConfined(box)
+      let send: @Sendable () -> Void = { confined.value.sendUpstream(.seek(request)) }
+      if !box.core.executor.runHere(send) { box.core.executor.execute { send() } }
+    }
+  }
+
+  /// Flushes to `request`'s target unless it or a newer request was carried out already.
+  func carryOut(_ request: SeekRequest) {
+    control.withLock { control in
+      guard request.sequence > control.lastSeek else { return }
+      control.lastSeek = request.sequence
+      _ = startFlush(&control, seekingTo: request.target)
     }
   }
 

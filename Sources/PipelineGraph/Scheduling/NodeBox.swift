@@ -14,6 +14,8 @@ protocol NodeBoxing: AnyObject {
   func handleFailure(_ error: any Error)
   func releaseEndOfStream()
   func handleUpstream(_ event: UpstreamEvent)
+  /// Sends `event` against the flow as the node itself would (a seek leaving a sink), on its executor.
+  func sendUpstream(_ event: UpstreamEvent)
 }
 
 /// Holds one node with its typed edges and drives its hooks.
@@ -261,6 +263,8 @@ final class NodeBox<N: Node>: NodeBoxing {
     node.flush(context: context)
     if produce != nil { context.send(.flush(generation: generation)) }
   }
+
+  func sendUpstream(_ event: UpstreamEvent) { context.sendUpstream(event) }
 
   /// An upstream event reaches the node unless it has stopped (a finished node may still be asked: its
   /// producers may still be running); one that comes before the node started waits for its start.

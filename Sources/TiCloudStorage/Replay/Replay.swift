@@ -10,7 +10,8 @@ import Synchronization
 /// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer → TrackRouter → GapDetector ─┬→ FrameDecoder → Pacer → PresentationSink (video)`
 /// `                                                                                   └→ FrameDecoder → Pacer(muted off 1×) → PresentationSink (audio)`
 /// over any `RecordingService` (`file://` or `http(s)://`), on the environment's executor and clock.
-/// A seek flushes that graph in place (`Pipeline.flush(seekingTo:)`): the source lists and fetches
+/// A seek flushes that graph in place (`Pipeline.seek(to:)`: a seek event travels from the sinks to the
+/// source, which flushes the graph to the target, as GStreamer's flushing seek): the source lists and fetches
 /// from the target, the demuxer starts at the keyframe at or before it, decoders restart, and the pacers
 /// present nothing earlier. The latest seek wins, and what the graph did before it (frames, gaps, its
 /// end) is dropped by flush generation. The source reads ahead (16 MB) while the play runs and not
@@ -313,10 +314,11 @@ public final class Replay: @unchecked Sendable {
       case .failure(let refusal): return .failure(refusal)
       case .success(let target): superseded = target
       }
-      // The running graph seeks in place (a flushing seek, made on the executor with the rules' change
-      // so that its pipeline's generations keep in step with ours); only a play without one builds a graph.
+      // The running graph seeks in place: a seek event leaves its sinks and the source flushes the graph
+      // to the target (on the executor, with the rules' change, so that its pipeline's generations keep
+      // in step with ours); only a play without one builds a graph.
       if let graph = state.graph {
-        graph.pipeline.flush(seekingTo: state.rules.target)
+        graph.pipeline.seek(to: state.rules.target)
         flushed = true
       }
       // The sound before the seek is not heard after it.
