@@ -14,7 +14,8 @@ import PipelineGraph
 /// its track is decoded (so a sample before a hole lasts until after it), the last one its own
 /// duration; composition offsets are signed. A sample's duration is known when the next one comes, so
 /// each track's newest sample waits for it. A fragment holds what is ready of every track once one
-/// track has a second of it (or ``maximumSamples``), each track's samples in one `traf` and one run.
+/// track has a second of it (`fragmentSeconds`: 8 for an export) or ``maximumSamples`` a second, each
+/// track's samples in one `traf` and one run.
 final class MP4FragmentWriter {
   /// A track of the file.
   struct Track {
@@ -59,6 +60,10 @@ final class MP4FragmentWriter {
   private static let vectorLimit = 1024
 
   let path: String
+  /// How much a fragment holds: this many seconds of a track (or this many times ``maximumSamples``).
+  /// One second where a crash must lose little (a recording); more where the file is only kept when
+  /// complete (an export: fewer fragments, a smaller index of them to keep while writing).
+  private let fragmentSeconds: Int64
   /// Where the tables spill their sample sizes: the output's directory.
   private let spillDirectory: String
   private let descriptor: Int32
@@ -75,8 +80,9 @@ final class MP4FragmentWriter {
   private var failure: TiError?
 
   /// Opens `path` for appending fragments after its last byte.
-  init(path: String, tracks: [Track]) throws {
+  init(path: String, tracks: [Track], fragmentSeconds: Int = 1) throws {
     self.path = path
+    self.fragmentSeconds = Int64(max(1, fragmentSeconds))
     let directory = (path as NSString).deletingLastPathComponent
     spillDirectory = directory.isEmpty ? "." : directory
     let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
@@ -121,16 +127,18 @@ final class MP4FragmentWriter {
       throw TiError(.fileWriteFailed, "\(path): bytes \(range) of a \(data.count)-byte packet")
     }
     guard !range.isEmpty else { return }
-    var state = tracks[index]
-    let track = state.track.id
-    if let last = state.lastDecodeTime, decodeTime <= last {
+    // Read field by field, and the track's state changed in place below: a copy of the whole state would
+    // share its `ready` array, and each append would copy that array (quadratic in a fragment's samples).
+    let lengthPrefixed = tracks[index].track.lengthPrefixed
+    let track = tracks[index].track.id
+    if let last = tracks[index].lastDecodeTime, decodeTime <= last {
       throw TiError(.fileWriteFailed, "\(path): decode time \(decodeTime) does not follow \(last) (track \(track))")
     }
     let (delay, late) = time.subtractingReportingOverflow(decodeTime)
     guard !late, delay >= 0 else {
       throw TiError(.fileWriteFailed, "\(path): presentation \(time) before decoding \(decodeTime) (track \(track))")
     }
-    let origin = state.origin ?? (decodeTime, delay)
+    let origin = tracks[index].origin ?? (decodeTime, delay)
     let (stored, far) = decodeTime.subtractingReportingOverflow(origin.decode)
     let (relative, apart) = delay.subtractingReportingOverflow(origin.delay)
     guard !far, !apart, let offset = Int32(exactly: relative) else {
@@ -138,32 +146,33 @@ final class MP4FragmentWriter {
     }
     // A sample lasts until the next one of its track is decoded: at most 2³² − 1 ticks in a `trun`
     // (71 minutes at the video's microseconds).
-    if let waiting = state.waiting, stored - waiting.decodeTime > Int64(UInt32.max) {
+    if let waiting = tracks[index].waiting?.decodeTime, stored - waiting > Int64(UInt32.max) {
       throw TiError(
         .fileWriteFailed,
-        "\(path): \(stored - waiting.decodeTime) ticks between two samples of track \(track), more than a sample can last"
+        "\(path): \(stored - waiting) ticks between two samples of track \(track), more than a sample can last"
       )
     }
     let pieces: [Range<Int>] =
-      state.track.lengthPrefixed
+      lengthPrefixed
       ? data.withUnsafeBytes { raw in
         AnnexB.nalUnits(in: UnsafeRawBufferPointer(rebasing: raw[range])).map {
           $0.lowerBound + range.lowerBound..<$0.upperBound + range.lowerBound
         }
       } : [range]
-    let bytes = pieces.reduce(0) { $0 + $1.count + (state.track.lengthPrefixed ? 4 : 0) }
+    let bytes = pieces.reduce(0) { $0 + $1.count + (lengthPrefixed ? 4 : 0) }
     guard let size = UInt32(exactly: bytes) else { throw TiError(.fileWriteFailed, "\(path): a sample over 4 GB") }
-    state.origin = origin
-    state.lastDecodeTime = decodeTime
-    if var waiting = state.waiting {
+    tracks[index].origin = origin
+    tracks[index].lastDecodeTime = decodeTime
+    if var waiting = tracks[index].waiting {
       waiting.duration = stored - waiting.decodeTime
-      state.ready.append(waiting)
+      tracks[index].ready.append(waiting)
     }
-    state.waiting = Sample(
+    tracks[index].waiting = Sample(
       data: data, pieces: pieces, size: size, decodeTime: stored, compositionOffset: offset, isSync: isSync,
       duration: min(max(1, duration), Int64(UInt32.max)))
-    tracks[index] = state
-    if state.readyDuration >= state.track.timescale || state.ready.count >= Self.maximumSamples {
+    if tracks[index].readyDuration >= tracks[index].track.timescale * fragmentSeconds
+      || tracks[index].ready.count >= Self.maximumSamples * Int(fragmentSeconds)
+    {
       try writeFragment()
     }
   }

@@ -61,9 +61,11 @@ final class MP4Recording {
   /// Creates the working file with its tracks.
   init(
     workingPath: String, video: TrackFormat, audio: TrackFormat?, limit: MediaTime = MediaTime(microseconds: .max),
-    reservedIndexBytes: Int
+    reservedIndexBytes: Int, fragmentSeconds: Int = 1
   ) throws {
-    file = try MP4File(path: workingPath, video: video, audio: audio, reservedIndexBytes: reservedIndexBytes)
+    file = try MP4File(
+      path: workingPath, video: video, audio: audio, reservedIndexBytes: reservedIndexBytes,
+      fragmentSeconds: fragmentSeconds)
     self.workingPath = workingPath
     self.video = video
     self.audio = audio
