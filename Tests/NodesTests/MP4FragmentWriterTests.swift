@@ -219,7 +219,7 @@ struct MP4SampleTableTests {
     var generator = SeededGenerator(seed: 0x5A5A_2026)
     for round in 0..<30 {
       let directory = try TemporaryDirectory()
-      let table = MP4SampleTable(spillDirectory: directory.url.path)
+      let table = MP4SampleTable(spillingBeside: directory.url.appendingPathComponent("t.mp4").path)
       let count = Int.random(in: 0...(MP4SampleTable.sizesPerBatch * 3), using: &generator)
       // Runs of durations and offsets, keyframes now and then (or all, as audio), any size.
       let allSync = round % 3 == 0

@@ -86,4 +86,49 @@ struct SeekEventTests {
     pipeline.stop()
     executor.runUntilIdle()
   }
+
+  /// `source` on one executor, `sink` on another.
+  private func acrossExecutors() throws -> (
+    Pipeline, ManualExecutor, ManualExecutor, ScriptedSource<Int>, CollectingSink<Int>
+  ) {
+    let producerSide = ManualExecutor()
+    let consumerSide = ManualExecutor()
+    let pipeline = Pipeline(executor: producerSide, clock: VirtualClock())
+    let source = ScriptedSource<Int>(name: "source", [.item(1)], endsAfterScript: false)
+    let sink = CollectingSink<Int>()
+    pipeline.add(source)
+    pipeline.add(sink, on: consumerSide)
+    pipeline.connect(source, to: sink, threadBoundary: true)
+    try pipeline.start()
+    producerSide.runUntilIdle()
+    consumerSide.runUntilIdle()
+    return (pipeline, producerSide, consumerSide, source, sink)
+  }
+
+  @Test("across executors, a seek from a sink that has not reached the last flush yet still counts: the latest wins")
+  func aSeekFromASinkBehindAFlushIsKept() throws {
+    let (pipeline, producerSide, consumerSide, source, sink) = try acrossExecutors()
+    sink.sendUpstream(.seek(SeekRequest(to: MediaTime(microseconds: 1_000))))
+    producerSide.runUntilIdle()
+    #expect(source.flushTargets == [MediaTime(microseconds: 1_000)])
+    // The sink has not run its flush yet: its next seek is newer all the same.
+    sink.sendUpstream(.seek(SeekRequest(to: MediaTime(microseconds: 2_000))))
+    producerSide.runUntilIdle()
+    #expect(source.flushTargets == [MediaTime(microseconds: 1_000), MediaTime(microseconds: 2_000)])
+    pipeline.stop()
+    producerSide.runUntilIdle()
+    consumerSide.runUntilIdle()
+  }
+
+  @Test("a flush made while a seek request is on its way is newer: the request is dropped when it arrives")
+  func aFlushOvertakesASeekOnItsWay() throws {
+    let (pipeline, producerSide, consumerSide, source, sink) = try acrossExecutors()
+    sink.sendUpstream(.seek(SeekRequest(to: MediaTime(microseconds: 3_000))))
+    pipeline.flush(seekingTo: MediaTime(microseconds: 4_000))
+    producerSide.runUntilIdle()
+    #expect(source.flushTargets == [MediaTime(microseconds: 4_000)])
+    pipeline.stop()
+    producerSide.runUntilIdle()
+    consumerSide.runUntilIdle()
+  }
 }

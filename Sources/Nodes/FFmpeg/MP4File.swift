@@ -7,8 +7,9 @@ import PipelineGraph
 ///
 /// libavformat writes the file's header (`ftyp` and an empty `moov` with the codecs' configuration);
 /// room for the final index follows as a `free` box; then the media is appended as fragments by
-/// ``MP4FragmentWriter`` (a `moof`+`mdat` about every second, written from the packets' own buffers),
-/// so a crash keeps everything up to the last fragment. ``finalize(to:)`` turns it into an ordinary MP4
+/// ``MP4FragmentWriter`` (a `moof`+`mdat` about every second — every 8 seconds or 4 MB for an export,
+/// which is kept only when complete — written from the packets' own buffers), so a crash keeps
+/// everything up to the last fragment. ``finalize(to:)`` turns it into an ordinary MP4
 /// with its index at the front, in place (``MP4Finalizer``): the media is written once. When the index
 /// outgrows the reserved room, it falls back to a stream-copy remux with `faststart`.
 final class MP4File {

@@ -94,8 +94,12 @@ public final class NodeContext<Output> {
       let partition = producer.partition
       let confined = ExecutorConfined(box)
       producer.executor.execute {
-        // Said before a seek the producer has already made: about a stretch that is gone.
-        guard producer.generation <= generation else { return }
+        // Said before a seek the producer has already made: about a stretch that is gone. A seek is not:
+        // its request's sequence says whether it is older than what was carried out.
+        if case .seek = event {
+        } else {
+          guard producer.generation <= generation else { return }
+        }
         confined.value.handleUpstream(event)
         if let partition, partition.isActive { partition.run() }
       }

@@ -243,7 +243,11 @@ public final class Pipeline: @unchecked Sendable {
   ///   and the segment that follows it). Nil restarts the stream where each node started it.
   @discardableResult
   public func flush(seekingTo target: MediaTime? = nil) -> Int {
-    control.withLock { control -> Int in startFlush(&control, seekingTo: target) }
+    control.withLock { control -> Int in
+      // A seek request made before this flush and still on its way is older than it: dropped on arrival.
+      control.lastSeek = max(control.lastSeek, SeekRequest.latestSequence)
+      return startFlush(&control, seekingTo: target)
+    }
   }
 
   /// Starts a flush generation (under the control lock): see ``flush(seekingTo:)``.

@@ -38,6 +38,9 @@ public struct SeekRequest: Sendable, Hashable {
 
   private static let counter = Atomic<UInt64>(0)
 
+  /// The sequence of the newest request made so far (a flush made now is newer than all of them).
+  static var latestSequence: UInt64 { counter.load(ordering: .relaxed) }
+
   /// A new request for `target`.
   public init(to target: MediaTime) {
     self.target = target

@@ -49,7 +49,7 @@ enum MP4Finalizer {
       let trackID =
         tkhd.payload.first == 1
         ? tkhd.payload.bigEndian(UInt32.self, at: 20) : tkhd.payload.bigEndian(UInt32.self, at: 12)
-      let track = tables[trackID] ?? MP4SampleTable(spillDirectory: ".")
+      let track = tables[trackID] ?? MP4SampleTable(spillingBeside: path)
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
       let mediaDuration = track.duration
       var hidden: UInt64 = 0
@@ -100,19 +100,25 @@ enum MP4Finalizer {
       bytes.appendBigEndian(UInt32(remainder))
       bytes.append(contentsOf: Array("free".utf8))
     }
+    // Every streamed part is checked before anything is written (an MP4Error means nothing was: the
+    // caller may remux).
+    for hole in holes where tables[hole.tag].map({ 4 * $0.count }) != hole.length {
+      throw MP4Error.malformed("track \(hole.tag)'s sizes do not fill its stsz")
+    }
     // The index goes in first; the fragments are hidden last, so an interruption leaves a readable file.
-    var position = moovBox.offset
+    // Within the index, everything past the old `moov` and the `free` header after it goes first (into
+    // the room the `free` box keeps, which no reader looks into), then the head with one `pwrite`: until
+    // then the file is the fragmented MP4 it was.
+    var writer = IndexWriter(
+      descriptor: file.fileDescriptor, start: moovBox.offset, headLength: Int(moovBox.size) + 8, path: path)
     var from = 0
-    let descriptor = file.fileDescriptor
     for hole in holes {
-      try bytes[from..<hole.offset].withUnsafeBytes { try writeAll($0, to: descriptor, at: &position, path: path) }
-      guard let table = tables[hole.tag] else { throw MP4Error.malformed("no sample sizes for track \(hole.tag)") }
-      let end = position + UInt64(hole.length)
-      try table.forEachSizeBatch { try writeAll($0, to: descriptor, at: &position, path: path) }
-      guard position == end else { throw MP4Error.malformed("track \(hole.tag)'s sizes do not fill its stsz") }
+      try bytes[from..<hole.offset].withUnsafeBytes { try writer.write($0) }
+      try tables[hole.tag]?.forEachSizeBatch { try writer.write($0) }
       from = hole.offset
     }
-    try bytes[from...].withUnsafeBytes { try writeAll($0, to: descriptor, at: &position, path: path) }
+    try bytes[from...].withUnsafeBytes { try writer.write($0) }
+    try writer.writeHead()
     // A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
     // whose payload starts with `mfhd` as a `moof`. The old fragment headers are zeroed (they are small:
     // the media is in `mdat`), each with one `pwrite` of its type and zeros (an hour has 7,200 of them).
@@ -135,8 +141,47 @@ enum MP4Finalizer {
     }
   }
 
+  /// Writes an index from `start` in order, keeping its first `headLength` bytes until ``writeHead()``
+  /// puts them in place with one `pwrite` (the old `moov` and the header of the `free` box after it).
+  private struct IndexWriter {
+    let descriptor: Int32
+    let start: UInt64
+    let headLength: Int
+    let path: String
+    var head: [UInt8] = []
+    /// Bytes of the index written or kept so far.
+    var length = 0
+
+    init(descriptor: Int32, start: UInt64, headLength: Int, path: String) {
+      self.descriptor = descriptor
+      self.start = start
+      self.headLength = headLength
+      self.path = path
+      head.reserveCapacity(headLength)
+    }
+
+    mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+      var rest = bytes
+      if length < headLength {
+        let kept = min(headLength - length, rest.count)
+        head.append(contentsOf: rest[0..<kept])
+        rest = UnsafeRawBufferPointer(rebasing: rest[kept...])
+        length += kept
+      }
+      guard !rest.isEmpty else { return }
+      var position = start + UInt64(length)
+      try MP4Finalizer.writeAll(rest, to: descriptor, at: &position, path: path)
+      length += rest.count
+    }
+
+    func writeHead() throws {
+      var position = start
+      try head.withUnsafeBytes { try MP4Finalizer.writeAll($0, to: descriptor, at: &position, path: path) }
+    }
+  }
+
   /// Writes `bytes` at `position` (advanced past them) with `pwrite`.
-  private static func writeAll(
+  fileprivate static func writeAll(
     _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at position: inout UInt64, path: String
   ) throws {
     var done = 0

@@ -45,6 +45,8 @@ final class MP4FragmentWriter {
     var lastDecodeTime: Int64?
     var waiting: Sample?
     var ready: [Sample] = []
+    /// The bytes of the ready samples.
+    var readyBytes = 0
     /// What the ready samples last: each lasts until the next is decoded, so up to the waiting one.
     var readyDuration: Int64 {
       guard let first = ready.first, let waiting else { return 0 }
@@ -54,6 +56,9 @@ final class MP4FragmentWriter {
 
   /// A fragment holds at most this many samples of a track (it bounds the `pwritev` vectors held).
   static let maximumSamples = 256
+  /// The bytes a track's fragment holds at most (the packets it keeps until written): 8 s of 25 Mbit/s
+  /// video would be 25 MB.
+  static let maximumFragmentBytes = 4 << 20
   /// The samples whose bytes one `pwritev` takes (a fragment of 25 pictures and 47 AAC frames takes two).
   static let samplesPerWrite = 64
   /// `IOV_MAX` on Linux (the C macro does not reach Swift): the most vectors one `pwritev` takes.
@@ -64,8 +69,6 @@ final class MP4FragmentWriter {
   /// One second where a crash must lose little (a recording); more where the file is only kept when
   /// complete (an export: fewer fragments, a smaller index of them to keep while writing).
   private let fragmentSeconds: Int64
-  /// Where the tables spill their sample sizes: the output's directory.
-  private let spillDirectory: String
   private let descriptor: Int32
   private var tracks: [TrackState]
   /// Where the next fragment goes: the end of the file.
@@ -83,8 +86,6 @@ final class MP4FragmentWriter {
   init(path: String, tracks: [Track], fragmentSeconds: Int = 1) throws {
     self.path = path
     self.fragmentSeconds = Int64(max(1, fragmentSeconds))
-    let directory = (path as NSString).deletingLastPathComponent
-    spillDirectory = directory.isEmpty ? "." : directory
     let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
     guard descriptor >= 0 else {
       let failure = LibraryFailure.posix(errno)
@@ -166,12 +167,14 @@ final class MP4FragmentWriter {
     if var waiting = tracks[index].waiting {
       waiting.duration = stored - waiting.decodeTime
       tracks[index].ready.append(waiting)
+      tracks[index].readyBytes += Int(waiting.size)
     }
     tracks[index].waiting = Sample(
       data: data, pieces: pieces, size: size, decodeTime: stored, compositionOffset: offset, isSync: isSync,
       duration: min(max(1, duration), Int64(UInt32.max)))
     if tracks[index].readyDuration >= tracks[index].track.timescale * fragmentSeconds
       || tracks[index].ready.count >= Self.maximumSamples * Int(fragmentSeconds)
+      || tracks[index].readyBytes >= Self.maximumFragmentBytes
     {
       try writeFragment()
     }
@@ -302,7 +305,7 @@ final class MP4FragmentWriter {
     fragmentHeaders += headers
     do {
       for (track, chunk, written) in chunks {
-        let table = tables[track] ?? MP4SampleTable(spillDirectory: spillDirectory)
+        let table = tables[track] ?? MP4SampleTable(spillingBeside: path)
         tables[track] = table
         table.chunks.append(chunk)
         for sample in written {
@@ -318,6 +321,7 @@ final class MP4FragmentWriter {
     }
     for index in runs {
       tracks[index].ready = []
+      tracks[index].readyBytes = 0
     }
   }
 

@@ -7,7 +7,7 @@ import PipelineGraph
 /// index without reading back what was written. Its memory stays flat however long the track: durations
 /// and composition offsets are kept as runs (as `stts` and `ctts` hold them), sync samples as the list
 /// `stss` holds (nothing while every sample is one, as audio's are), and the sizes — 4 bytes a sample,
-/// 10 MB for 10 hours of video and AAC — go to an unlinked file beside the output in 64 KB batches, from
+/// 10 MB for 10 hours of video and AAC — go to a file without a name beside the output in 64 KB batches, from
 /// which the finalizer streams `stsz`. What grows in memory is a few bytes per keyframe and per chunk.
 ///
 /// Owns the spill file's descriptor (closed in `deinit`). Used by one writer at a time.
@@ -50,14 +50,15 @@ final class MP4SampleTable {
   private var spilledSizes = 0
   /// The unlinked spill file (-1 before the first batch).
   private var spill: Int32 = -1
-  /// Where the spill file goes: the output's directory (its file system, not a memory-backed /tmp).
-  private let spillDirectory: String
+  /// The file whose index this is: the spill file goes beside it (its file system, not a memory-backed
+  /// /tmp).
+  private let file: String
 
   /// Sizes kept in memory before a batch goes to the spill file: 64 KB.
   static let sizesPerBatch = 16_384
 
-  /// An empty table whose sizes spill into `spillDirectory`.
-  init(spillDirectory: String) { self.spillDirectory = spillDirectory }
+  /// An empty table of `file`'s, whose sizes spill beside it.
+  init(spillingBeside file: String) { self.file = file }
 
   deinit { if spill >= 0 { close(spill) } }
 
@@ -129,14 +130,7 @@ final class MP4SampleTable {
 
   /// Writes the pending sizes at the end of the spill file (made at the first batch).
   private func spillPending() throws {
-    if spill < 0 {
-      var template = Array("\(spillDirectory)/.tipipe-sizes-XXXXXX".utf8CString)
-      let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-      guard descriptor >= 0 else { throw failure(errno, "making a file for the sample sizes in \(spillDirectory)") }
-      // Unlinked at once: nothing of it outlives the descriptor, whatever ends the process.
-      template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-      spill = descriptor
-    }
+    if spill < 0 { spill = try makeSpillFile() }
     var done = 0
     while done < pendingSizes.count {
       let written = pendingSizes[done...].withUnsafeBytes {
@@ -149,6 +143,35 @@ final class MP4SampleTable {
     spilledSizes += pendingSizes.count / 4
     pendingSizes.removeAll(keepingCapacity: true)
   }
+
+  /// A file without a name beside ``file`` (`O_TMPFILE`); where the file system has none, a named one
+  /// unlinked at once, named as the file's own working files are (`.<name>…partial…`), so that the sweep of
+  /// a later writer removes it if this process dies before the unlink.
+  private func makeSpillFile() throws -> Int32 {
+    let url = URL(fileURLWithPath: file.isEmpty ? "./index" : file)
+    let directory = url.deletingLastPathComponent().path
+    let unnamed = open(directory, Self.temporaryFile | O_RDWR | O_CLOEXEC, 0o600)
+    if unnamed >= 0 { return unnamed }
+    let name = url.lastPathComponent.hasPrefix(".") ? url.lastPathComponent : "." + url.lastPathComponent
+    var template = Array("\(directory)/\(name)-sizes-XXXXXX".utf8CString)
+    let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard descriptor >= 0 else { throw failure(errno, "making a file for the sample sizes in \(directory)") }
+    // (`mkostemp` needs _GNU_SOURCE, which Swift's Glibc module does not define.)
+    _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+    guard template.withUnsafeBufferPointer({ unlink($0.baseAddress!) }) == 0 else {
+      let code = errno
+      close(descriptor)
+      throw failure(code, "unlinking the file of the sample sizes in \(directory)")
+    }
+    return descriptor
+  }
+
+  /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`), whose macro Swift does not import.
+  #if arch(x86_64)
+    private static let temporaryFile: Int32 = 0o2020_0000
+  #else
+    private static let temporaryFile: Int32 = 0o2004_0000
+  #endif
 
   private func failure(_ code: Int32, _ doing: String) -> TiError {
     let cause = LibraryFailure.posix(code)
