@@ -115,18 +115,7 @@ struct MP4FragmentWriterTests {
 struct LongMP4Tests {
   @Test("73 minutes of pictures: finished in place, version 1 mdhd, ffprobe reads 4,400 s")
   func aLongFileIsFinishedInPlace() throws {
-    let executor = ThreadExecutor(name: "test.long")
-    defer { executor.shutdown() }
-    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-    let verifier = try SegmentVerifier()
-    let demuxer = SegmentDemuxer()
-    let sink = CollectingSink<EncodedPacket>()
-    pipeline.connect(SyntheticSource(options: smallOptions(seconds: 2)), to: verifier)
-    pipeline.connect(verifier, to: demuxer)
-    pipeline.connect(demuxer, to: sink)
-    #expect(try pipeline.runToCompletion().failures.isEmpty)
-    let pictures = sink.items.filter { $0.track.kind == .video }
-    let format = try #require(pictures.first?.format)
+    let (pictures, format) = try Self.recordedPictures()
 
     let directory = try TemporaryDirectory()
     let destination = directory.url.appendingPathComponent("long.mp4")
@@ -155,18 +144,7 @@ struct LongMP4Tests {
 
   @Test("20,000 pictures: the sizes spill beside the file, unlinked, and stream into stsz; ffmpeg decodes it")
   func aTrackOfManySamplesStreamsItsSizes() throws {
-    let executor = ThreadExecutor(name: "test.spill")
-    defer { executor.shutdown() }
-    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
-    let verifier = try SegmentVerifier()
-    let demuxer = SegmentDemuxer()
-    let sink = CollectingSink<EncodedPacket>()
-    pipeline.connect(SyntheticSource(options: smallOptions(seconds: 2)), to: verifier)
-    pipeline.connect(verifier, to: demuxer)
-    pipeline.connect(demuxer, to: sink)
-    #expect(try pipeline.runToCompletion().failures.isEmpty)
-    let pictures = sink.items.filter { $0.track.kind == .video }
-    let format = try #require(pictures.first?.format)
+    let (pictures, format) = try Self.recordedPictures()
 
     let directory = try TemporaryDirectory()
     let destination = directory.url.appendingPathComponent("many.mp4")
@@ -194,6 +172,23 @@ struct LongMP4Tests {
     #expect(sizes.indices.allSatisfy { sizes[$0] == sizes[$0 % period] }, "sizes out of place")
     let decode = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", destination.path, "-f", "null", "-"])
     #expect(decode.isEmpty, "\(decode.prefix(500))")
+  }
+
+  /// The pictures of 2 s of the small synthetic library (from its keyframe), and their format.
+  private static func recordedPictures() throws -> ([EncodedPacket], TrackFormat) {
+    let executor = ThreadExecutor(name: "test.pictures")
+    defer { executor.shutdown() }
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+    let verifier = try SegmentVerifier()
+    let demuxer = SegmentDemuxer()
+    let sink = CollectingSink<EncodedPacket>()
+    pipeline.connect(SyntheticSource(options: smallOptions(seconds: 2)), to: verifier)
+    pipeline.connect(verifier, to: demuxer)
+    pipeline.connect(demuxer, to: sink)
+    #expect(try pipeline.runToCompletion().failures.isEmpty)
+    let pictures = sink.items.filter { $0.track.kind == .video }
+    let format = try #require(pictures.first?.format)
+    return (pictures, format)
   }
 
   private func topLevelBoxTypes(_ file: URL) throws -> [String] {

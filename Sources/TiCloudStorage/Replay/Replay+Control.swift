@@ -117,12 +117,12 @@ extension Replay {
     init() {}
 
     init(_ control: Control) {
-      let rules = control.rules
-      active = rules.active
-      paused = rules.active && rules.paused
-      speed = rules.speed
-      recordingAnchor = rules.active ? rules.target : nil
-      followsPosition = rules.positionFollowsTarget
+      // Field by field: a copy of the rules would retain each of their collections, once a frame.
+      active = control.rules.active
+      paused = control.rules.active && control.rules.paused
+      speed = control.rules.speed
+      recordingAnchor = control.rules.active ? control.rules.target : nil
+      followsPosition = control.rules.positionFollowsTarget
       graph = control.graph
       droppedBefore = control.droppedBefore
       lateBefore = control.lateBefore
@@ -171,11 +171,10 @@ extension Replay {
   /// changed) the facts.
   private func run<Answer>(_ command: (inout Control) -> Answer) -> Answer {
     let answer = command(&control)
-    let rules = control.rules
-    position.store(rules.position?.microseconds ?? Self.noPosition, ordering: .releasing)
-    videoFrames.store(rules.videoFrames, ordering: .relaxed)
-    audioFrames.store(rules.audioFrames, ordering: .relaxed)
-    playNumber.store(rules.playNumber, ordering: .releasing)
+    position.store(control.rules.position?.microseconds ?? Self.noPosition, ordering: .releasing)
+    videoFrames.store(control.rules.videoFrames, ordering: .relaxed)
+    audioFrames.store(control.rules.audioFrames, ordering: .relaxed)
+    playNumber.store(control.rules.playNumber, ordering: .releasing)
     let now = Facts(control)
     if now != control.published {
       control.published = now

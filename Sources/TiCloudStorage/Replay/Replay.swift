@@ -144,8 +144,8 @@ public final class Replay: @unchecked Sendable {
     control = Control(handlers: handlers)
     control.rules.speed = speed
     control.publishLevels()
-    facts.publish(Facts(control))
     control.published = Facts(control)
+    facts.publish(control.published)
   }
 
   deinit {

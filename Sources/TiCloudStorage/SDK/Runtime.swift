@@ -357,21 +357,21 @@ final class Runtime: @unchecked Sendable {
   /// `shutdown` are refused inside it).
   func deliver(on queue: DispatchQueue, for objects: [AnyObject], _ body: @escaping @Sendable () -> Void) {
     let identifiers = Set(objects.map(ObjectIdentifier.init))
-    deliver(on: queue, forObjectsOf: { _ in identifiers }, body)
+    deliver(on: queue, forObjectsOf: { identifiers }, body)
   }
 
   /// Runs `body` on `queue` as a callback of the objects `objects` names, asked under the lock when the
   /// callback runs (not where it was queued: a replay's position reports leave its graph's thread
   /// without taking this lock).
   func deliver(
-    on queue: DispatchQueue, forObjectsOf objects: @escaping @Sendable (Runtime) -> Set<ObjectIdentifier>,
+    on queue: DispatchQueue, forObjectsOf objects: @escaping @Sendable () -> Set<ObjectIdentifier>,
     _ body: @escaping @Sendable () -> Void
   ) {
     queue.async { [self] in
       let thread = Self.thread
       let outer = withLock { () -> Set<ObjectIdentifier>? in
         let outer = scopes[thread]
-        scopes[thread] = (outer ?? []).union(objects(self))
+        scopes[thread] = (outer ?? []).union(objects())
         return outer
       }
       body()

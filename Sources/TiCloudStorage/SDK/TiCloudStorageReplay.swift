@@ -335,7 +335,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
       guard let self else { return }
       // The callback's objects are asked for when it runs (under the runtime's lock there): a position
       // report leaves the graph's thread without the runtime's lock.
-      let objects: @Sendable (Runtime) -> Set<ObjectIdentifier> = { [weak self] _ in
+      let objects: @Sendable () -> Set<ObjectIdentifier> = { [weak self] in
         Set((self?.associated() ?? []).map(ObjectIdentifier.init))
       }
       self.runtime.deliver(on: queue, forObjectsOf: objects) { [weak self] in

@@ -220,7 +220,7 @@ final class MP4FragmentWriter {
     // What the fragments add to the index, kept once they are written.
     var number = sequence
     var headers: [Range<UInt64>] = []
-    var chunks: [(track: UInt32, chunk: MP4SampleTable.Chunk, samples: [MP4SampleTable.Sample])] = []
+    var chunks: [(index: Int, chunk: MP4SampleTable.Chunk)] = []
     for index in runs {
       let ready = tracks[index].ready
       let trackID = tracks[index].track.id
@@ -273,14 +273,7 @@ final class MP4FragmentWriter {
       header.set(UInt32(dataOffset), at: dataOffsetField)
       pieces.append(Piece(header: moofStart..<header.count))
       headers.append(position..<position + UInt64(moofSize))
-      chunks.append(
-        (
-          trackID, MP4SampleTable.Chunk(offset: position + UInt64(dataOffset), sampleCount: ready.count),
-          ready.map {
-            MP4SampleTable.Sample(
-              size: $0.size, duration: UInt32($0.duration), compositionOffset: $0.compositionOffset, isSync: $0.isSync)
-          }
-        ))
+      chunks.append((index, MP4SampleTable.Chunk(offset: position + UInt64(dataOffset), sampleCount: ready.count)))
       position += UInt64(dataOffset + payload)
       // The samples' bytes, each NAL unit behind its length (kept in the header buffer).
       for entry in ready {
@@ -304,13 +297,15 @@ final class MP4FragmentWriter {
     sequence = number
     fragmentHeaders += headers
     do {
-      for (track, chunk, written) in chunks {
+      // The ready samples are what was written (their durations fit 32 bits: checked in the `trun`).
+      for (index, chunk) in chunks {
+        let track = tracks[index].track.id
         let table = tables[track] ?? MP4SampleTable(spillingBeside: path)
         tables[track] = table
         table.chunks.append(chunk)
-        for sample in written {
+        for sample in tracks[index].ready {
           try table.append(
-            size: sample.size, duration: sample.duration, compositionOffset: sample.compositionOffset,
+            size: sample.size, duration: UInt32(sample.duration), compositionOffset: sample.compositionOffset,
             isSync: sample.isSync)
         }
       }
