@@ -76,7 +76,7 @@ public final class NodeContext<Output> {
   /// already moved to a later flush generation than this node's when the event arrives, drops it.
   public func sendUpstream(_ event: UpstreamEvent) {
     guard core.phase != .stopped else { return }
-    let inputs = pipeline.boxes[core.index].inputEdges
+    guard let inputs = core.box?.inputEdges else { return }
     // A seek that reaches a source (no input to send it on) is carried out: the pipeline flushes.
     if inputs.isEmpty, case .seek(let request) = event {
       pipeline.carryOut(request)
@@ -86,7 +86,7 @@ public final class NodeContext<Output> {
     let generation = core.generation
     for edge in inputs {
       let producer = edge.producer
-      let box = pipeline.boxes[producer.index]
+      guard let box = producer.box else { continue }
       if producer.executor === executor {
         box.handleUpstream(event)
         continue
@@ -189,12 +189,12 @@ public final class NodeContext<Output> {
   public func holdEndOfStream() { core.holdsEndOfStream = true }
 
   /// Lets the end of stream go: sent at once if `finish` already ran, else when it runs.
-  public func releaseEndOfStream() { pipeline.boxes[core.index].releaseEndOfStream() }
+  public func releaseEndOfStream() { core.box?.releaseEndOfStream() }
 
   /// Reports a failure outside a throwing hook (from a timer or completion): it goes to the pipeline's
   /// error handler exactly as if a hook had thrown it.
   public func fail(_ error: any Error) {
-    pipeline.boxes[core.index].handleFailure(error)
+    core.box?.handleFailure(error)
   }
 }
 

@@ -3,8 +3,9 @@ import Synchronization
 /// A graph of typed nodes joined by bounded edges, run by executors against a clock.
 ///
 /// Build it on one thread (`connect(_:to:limits:threadBoundary:)`, the handlers), then ``start()``.
-/// From then on its shape is fixed and it is driven only through ``flush(seekingTo:)`` and ``stop()``, which are
-/// callable from any thread and take effect on the executors.
+/// From then on it is driven through ``seek(to:)``, ``flush(seekingTo:)`` and ``stop()``, and branches
+/// join and leave it while it runs (``attach(_:)``, ``detach(_:)``): all callable from any thread, taking
+/// effect on the executors.
 ///
 /// States: building → started (``start()`` once; again it throws) → stopped (``stop()`` is idempotent;
 /// then no node runs and ``flush(seekingTo:)`` changes nothing; a pipeline stopped before it started
@@ -18,12 +19,16 @@ import Synchronization
 /// try pipeline.start()
 /// ```
 public final class Pipeline: @unchecked Sendable {
-  private struct Control {
+  struct Control {
     var started = false
     var generation = 0
     /// The target of the seek that started `generation` (nil for generation 0 or a plain flush).
     var seekTarget: MediaTime?
-    var finishedSinks = 0
+    /// The sinks (by node index) that have ended the current generation.
+    var finishedSinks: Set<Int> = []
+    /// The generation whose end was last announced (``onEndOfStream`` once per generation, even when a
+    /// branch joins after the end).
+    var announced = -1
     /// The newest ``SeekRequest`` carried out (its sequence; 0: none).
     var lastSeek: UInt64 = 0
   }
@@ -46,12 +51,21 @@ public final class Pipeline: @unchecked Sendable {
   /// ``stop()`` when the pipeline never started). Set before ``start()``.
   public var onStop: (@Sendable () -> Void)?
 
+  /// The nodes, edges, partitions and sinks. Changed by building, then (under `control`'s lock) by
+  /// branches joining or leaving: executors never read these lists, a node reaches its own box through
+  /// its core.
   var boxes: [any NodeBoxing] = []
-  private var boxIndex: [ObjectIdentifier: Int] = [:]
-  private var edges: [any ErasedEdge] = []
-  private var partitions: [Partition] = []
-  private var sinkCount = 0
-  private let control = Locked(Control())
+  var boxIndex: [ObjectIdentifier: Int] = [:]
+  var edges: [any ErasedEdge] = []
+  var partitions: [Partition] = []
+  var sinks: [any NodeBoxing] = []
+  /// The next node's index (a node's name in statistics and DOT; not its place in `boxes`).
+  private var nextIndex = 0
+  /// The branch being built by ``attach(_:)`` (its lock held), else nil.
+  var graft: Graft?
+  /// Held while a branch is built and joined: one at a time.
+  let grafting = Lock()
+  let control = Locked(Control())
   private let stopping = Atomic(false)
   private let stoppedPartitions = Atomic(0)
 
@@ -130,13 +144,20 @@ public final class Pipeline: @unchecked Sendable {
   private func box<N: Node>(
     for node: N, executor: (any PipelineExecutor)? = nil, drain: @escaping (NodeBox<N>) -> Int
   ) -> NodeBox<N> {
-    precondition(!control.withLock { $0.started }, "the pipeline's shape is fixed once it has started")
     if let index = boxIndex[ObjectIdentifier(node)] { return boxes[index] as! NodeBox<N> }
-    let box = NodeBox(
-      node: node, index: boxes.count, executor: executor ?? self.executor, pipeline: self,
-      drain: drain)
-    boxIndex[ObjectIdentifier(node)] = boxes.count
-    boxes.append(box)
+    if let graft {
+      if let box = graft.box(of: ObjectIdentifier(node)) { return box as! NodeBox<N> }
+    } else {
+      precondition(!control.withLock { $0.started }, "a running pipeline grows only inside attach(_:)")
+    }
+    let box = NodeBox(node: node, index: nextIndex, executor: executor ?? self.executor, pipeline: self, drain: drain)
+    nextIndex += 1
+    if let graft {
+      graft.add(box, for: ObjectIdentifier(node))
+    } else {
+      boxIndex[ObjectIdentifier(node)] = boxes.count
+      boxes.append(box)
+    }
     return box
   }
 
@@ -150,8 +171,17 @@ public final class Pipeline: @unchecked Sendable {
     let to = box(for: consumer, drain: consumerDrain)
     let edge = Edge<Producer.Output>(
       limits: limits, isThreadBoundary: threadBoundary, producer: from.core, consumer: to.core, weigh: weigh)
-    from.context.outputs.append(edge)
+    if let graft {
+      // A branch only adds consumers: a running node's inputs stay as they are.
+      guard graft.owns(to) else { return graft.refuse(.intoRunningNode(from: from.core.name, to: to.core.name)) }
+      to.inputs.append(edge)
+      graft.edges.append(edge)
+      // A running producer takes its new output on its executor, when the branch joins.
+      if graft.owns(from) { from.context.outputs.append(edge) } else { graft.hooks.append((from, edge)) }
+      return
+    }
     to.inputs.append(edge)
+    from.context.outputs.append(edge)
     edges.append(edge)
   }
 
@@ -162,6 +192,11 @@ public final class Pipeline: @unchecked Sendable {
   /// - Throws: ``GraphError`` when the graph is empty, has a cycle, a node with an unconnected input or
   ///   output, or an edge between executors not declared a thread boundary.
   public func start() throws {
+    // A branch attached before the start is plain building: it must not overlap the start's checks.
+    try grafting.withLock { try startLocked() }
+  }
+
+  private func startLocked() throws {
     try control.withLock { control in
       if control.started { throw GraphError.alreadyStarted }
       // Stopped before it started (its `onStop` has run): nothing runs.
@@ -191,6 +226,13 @@ public final class Pipeline: @unchecked Sendable {
 
   private func validatedOrder() throws -> [any NodeBoxing] {
     if boxes.isEmpty { throw GraphError.empty }
+    return try Self.validatedOrder(of: boxes, edges: edges)
+  }
+
+  /// `boxes` in topological order, checked: every input and output connected, edges between executors
+  /// declared, no cycle. Edges into `boxes` from nodes outside them (a branch's hooks on running nodes)
+  /// count as connected and do not order.
+  static func validatedOrder(of boxes: [any NodeBoxing], edges: [any ErasedEdge]) throws -> [any NodeBoxing] {
     for box in boxes {
       if box.consumesInput && box.inputEdges.isEmpty { throw GraphError.unconnectedInput(box.core.name) }
       if box.producesOutput && box.outputEdges.isEmpty { throw GraphError.unconnectedOutput(box.core.name) }
@@ -198,15 +240,17 @@ public final class Pipeline: @unchecked Sendable {
     for edge in edges where edge.producer.executor !== edge.consumer.executor && !edge.isThreadBoundary {
       throw GraphError.undeclaredThreadBoundary(from: edge.producer.name, to: edge.consumer.name)
     }
-    // Kahn's algorithm; what is left over lies on a cycle.
-    var indegree = boxes.map { $0.inputEdges.count }
+    // Kahn's algorithm; what is left over lies on a cycle. (A node's index names it; its place in
+    // `boxes` may differ once nodes were detached.)
+    let position = Dictionary(uniqueKeysWithValues: boxes.enumerated().map { ($1.core.index, $0) })
+    var indegree = boxes.map { box in box.inputEdges.count { position[$0.producer.index] != nil } }
     var ready = boxes.indices.filter { indegree[$0] == 0 }
     var order: [any NodeBoxing] = []
     while !ready.isEmpty {
       let index = ready.removeFirst()
       order.append(boxes[index])
       for edge in boxes[index].outputEdges {
-        let next = edge.consumer.index
+        guard let next = position[edge.consumer.index] else { continue }
         indegree[next] -= 1
         if indegree[next] == 0 { ready.append(next) }
       }
@@ -229,7 +273,7 @@ public final class Pipeline: @unchecked Sendable {
       partition.boxes.append(box)
       box.core.partition = partition
     }
-    sinkCount = boxes.count { $0.outputEdges.isEmpty }
+    sinks = boxes.filter { !$0.producesOutput }
   }
 
   /// Starts a new flush generation. On each executor, in topological order, queued entries of the old
@@ -254,7 +298,7 @@ public final class Pipeline: @unchecked Sendable {
   private func startFlush(_ control: inout Control, seekingTo target: MediaTime?) -> Int {
     control.generation += 1
     control.seekTarget = target
-    control.finishedSinks = 0
+    control.finishedSinks = []
     let generation = control.generation
     // Queued under the lock: flushes reach every executor in the order they were made.
     guard control.started else { return generation }
@@ -277,11 +321,11 @@ public final class Pipeline: @unchecked Sendable {
   /// Callable from any thread.
   public func seek(to target: MediaTime) {
     let request = SeekRequest(to: target)
-    guard control.withLock({ $0.started }) else {
+    guard let sinks = control.withLock({ $0.started ? self.sinks : nil }) else {
       carryOut(request)
       return
     }
-    for box in boxes where box.outputEdges.isEmpty {
+    for box in sinks {
       let confined = ExecutorConfined(box)
       let send: @Sendable () -> Void = { confined.value.sendUpstream(.seek(request)) }
       if !box.core.executor.runHere(send) { box.core.executor.execute { send() } }
@@ -301,8 +345,8 @@ public final class Pipeline: @unchecked Sendable {
   /// afterwards. Idempotent; callable from any thread, including from a node.
   public func stop() {
     if stopping.exchange(true, ordering: .acquiringAndReleasing) { return }
-    let started = control.withLock { $0.started }
-    guard started else {
+    // Under the lock: no branch joins once `stopping` is set (see `attach(_:)`), so these are all.
+    guard let partitions = control.withLock({ $0.started ? self.partitions : nil }) else {
       onStop?()
       return
     }
@@ -321,16 +365,25 @@ public final class Pipeline: @unchecked Sendable {
     errorHandler?(failure) ?? .stopPipeline
   }
 
-  func sinkFinished(on executor: any PipelineExecutor, generation: Int) {
+  func sinkFinished(_ index: Int, on executor: any PipelineExecutor, generation: Int) {
     let all = control.withLock { control -> Bool in
       // A sink of an older generation may end after a flush was made and before it reached the sink.
       guard control.generation == generation else { return false }
-      control.finishedSinks += 1
-      return control.finishedSinks == sinkCount
+      control.finishedSinks.insert(index)
+      return announceEnd(&control)
     }
     // Delivered as the executor's next job, so the batch that finished the last sink has completed
     // (and its counters are written) before anyone is told.
     if all, let onEndOfStream { executor.execute { onEndOfStream(generation) } }
+  }
+
+  /// True (once per generation) when every sink has ended the current generation; under the control lock.
+  func announceEnd(_ control: inout Control) -> Bool {
+    guard control.announced != control.generation, !sinks.isEmpty,
+      sinks.allSatisfy({ control.finishedSinks.contains($0.core.index) })
+    else { return false }
+    control.announced = control.generation
+    return true
   }
 
   // MARK: Introspection
@@ -340,6 +393,7 @@ public final class Pipeline: @unchecked Sendable {
   /// - Important: node counters belong to the executors; read them when the pipeline is idle (a test
   ///   between `runUntilIdle()` calls, or after `onEndOfStream`/`onStop` has been delivered).
   public func statistics() -> PipelineStatistics {
+    let (boxes, edges) = control.withLock { _ in (self.boxes, self.edges) }
     let edgeStatistics = edges.map { $0.snapshot() }
     var inputHighWater: [Int: Int] = [:]
     for (edge, statistics) in zip(edges, edgeStatistics) {
@@ -356,6 +410,7 @@ public final class Pipeline: @unchecked Sendable {
   /// The graph in Graphviz DOT: nodes with their types, edges with item types and bounds; thread
   /// boundaries dashed, executors as clusters.
   public func dot() -> String {
+    let (boxes, edges) = control.withLock { _ in (self.boxes, self.edges) }
     var lines = ["digraph pipeline {", "  rankdir=LR;", "  node [shape=box, fontname=\"monospace\"];"]
     var executors: [ObjectIdentifier] = []
     for box in boxes where !executors.contains(ObjectIdentifier(box.core.executor)) {

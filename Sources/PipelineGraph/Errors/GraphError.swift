@@ -1,4 +1,5 @@
-/// Why a pipeline cannot start: the graph's shape is wrong. Checked by ``Pipeline/start()``.
+/// Why a pipeline cannot start, or a branch cannot join or leave it: the graph's shape is wrong. Checked by
+/// ``Pipeline/start()``, ``Pipeline/attach(_:)`` and ``Pipeline/detach(_:)``.
 public enum GraphError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The pipeline has no node.
   case empty
@@ -12,6 +13,15 @@ public enum GraphError: Error, Sendable, Equatable, CustomStringConvertible {
   case undeclaredThreadBoundary(from: String, to: String)
   /// The pipeline was already started; its shape is fixed.
   case alreadyStarted
+  /// A branch attached to a running pipeline feeds one of its running nodes (a branch only adds
+  /// consumers).
+  case intoRunningNode(from: String, to: String)
+  /// A node to detach is not part of the pipeline.
+  case notInPipeline(String)
+  /// A detached branch feeds a node that stays.
+  case feedsRemainingNode(from: String, to: String)
+  /// The pipeline has stopped: no branch joins it.
+  case stopped
 
   /// A sentence saying what is wrong and where.
   public var description: String {
@@ -23,6 +33,12 @@ public enum GraphError: Error, Sendable, Equatable, CustomStringConvertible {
     case .undeclaredThreadBoundary(let from, let to):
       "edge \(from) → \(to) joins two executors; connect it with threadBoundary: true"
     case .alreadyStarted: "the pipeline has already started"
+    case .intoRunningNode(let from, let to):
+      "edge \(from) → \(to) feeds a running node; a branch attached while the pipeline runs only adds consumers"
+    case .notInPipeline(let name): "node \(name) is not part of the pipeline"
+    case .feedsRemainingNode(let from, let to):
+      "edge \(from) → \(to) leads from the detached nodes to one that stays; detach what it feeds too"
+    case .stopped: "the pipeline has stopped"
     }
   }
 }

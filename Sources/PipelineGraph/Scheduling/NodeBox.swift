@@ -3,6 +3,8 @@ import Glibc
 /// What the engine needs from a node without knowing its types.
 protocol NodeBoxing: AnyObject {
   var core: NodeCore { get }
+  /// The node's identity (the pipeline's key for it).
+  var nodeIdentifier: ObjectIdentifier { get }
   var inputEdges: [any ErasedEdge] { get }
   var outputEdges: [any ErasedEdge] { get }
   var consumesInput: Bool { get }
@@ -16,6 +18,11 @@ protocol NodeBoxing: AnyObject {
   func handleUpstream(_ event: UpstreamEvent)
   /// Sends `event` against the flow as the node itself would (a seek leaving a sink), on its executor.
   func sendUpstream(_ event: UpstreamEvent)
+  /// Adds an output edge while the node runs (a branch joins), on its executor; an edge that joins after
+  /// the node's end of stream gets it at once.
+  func join(_ edge: any ErasedEdge)
+  /// Removes an output edge while the node runs (a branch leaves), on its executor.
+  func leave(_ edge: any ErasedEdge)
 }
 
 /// Holds one node with its typed edges and drives its hooks.
@@ -61,6 +68,7 @@ final class NodeBox<N: Node>: NodeBoxing {
     } else {
       step = nil
     }
+    core.box = self
   }
 
   private static func stepper<S: SteppingNode>(for node: S, context: AnyObject) -> () throws -> Bool {
@@ -78,6 +86,7 @@ final class NodeBox<N: Node>: NodeBoxing {
     return { try source.produce(context: typed) }
   }
 
+  var nodeIdentifier: ObjectIdentifier { ObjectIdentifier(node) }
   var inputEdges: [any ErasedEdge] { inputs.map { $0 } }
   var outputEdges: [any ErasedEdge] { context.outputs.map { $0 } }
   var consumesInput: Bool { N.Input.self != Never.self }
@@ -246,7 +255,7 @@ final class NodeBox<N: Node>: NodeBoxing {
     for edge in context.outputs where edge.pushEvent(.endOfStream, generation: generation) {
       if edge.isThreadBoundary { edge.wakeConsumer() }
     }
-    if context.outputs.isEmpty { context.pipeline.sinkFinished(on: core.executor, generation: generation) }
+    if !producesOutput { context.pipeline.sinkFinished(core.index, on: core.executor, generation: generation) }
   }
 
   func flush(to generation: Int, seekingTo target: MediaTime?) {
@@ -265,6 +274,19 @@ final class NodeBox<N: Node>: NodeBoxing {
   }
 
   func sendUpstream(_ event: UpstreamEvent) { context.sendUpstream(event) }
+
+  func join(_ edge: any ErasedEdge) {
+    let edge = edge as! Edge<N.Output>
+    context.outputs.append(edge)
+    // A producer that already ended (or ended its branch) this generation sends nothing more: its new
+    // consumer hears the end at once, as the others did.
+    guard core.phase == .finished || core.phase == .discarding else { return }
+    if edge.pushEvent(.endOfStream, generation: core.generation) && edge.isThreadBoundary { edge.wakeConsumer() }
+  }
+
+  func leave(_ edge: any ErasedEdge) {
+    context.outputs.removeAll { $0 === edge }
+  }
 
   /// An upstream event reaches the node unless it has stopped (a finished node may still be asked: its
   /// producers may still be running); one that comes before the node started waits for its start.

@@ -18,8 +18,12 @@ final class NodeCore: @unchecked Sendable {
   let typeName: String
   let index: Int
   let executor: any PipelineExecutor
-  /// Set once when the pipeline starts; the pipeline owns its partitions for as long as nodes run.
+  /// Set once when the pipeline starts (or the node joins it running); the pipeline owns its partitions
+  /// for as long as nodes run.
   unowned(unsafe) var partition: Partition?
+  /// The box holding the node (which owns this core): how a context or an edge reaches the node's hooks
+  /// without the pipeline's list of nodes, which changes while nodes run when branches join or leave.
+  unowned(unsafe) var box: (any NodeBoxing)?
   /// The flush generation the node is in (its partition's, copied here to keep the hot path short).
   @exclusivity(unchecked) @usableFromInline var generation = 0
   /// The target of the seek that started ``generation``.

@@ -8,7 +8,8 @@ extension Replay {
 
   /// Presents the video of `channel` to `renderer`; `events` hears of the branch's first frame, its end
   /// and its own failure, on the environment's executor (not through `deliver`). Bound while a play
-  /// runs, the output starts at the next keyframe.
+  /// runs, the output's branch joins the running graph (nothing is read again; the first output of a
+  /// kind rebuilds it from the position) and starts at the next keyframe.
   @discardableResult
   public func bindVideo(
     channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
@@ -35,22 +36,28 @@ extension Replay {
     case .audio: track = TrackID(.audio, channel: channel)
     }
     let (id, restart) = perform { state -> (OutputID, Bool) in
-      let (id, restart) = state.rules.bind(track)
+      let (id, active) = state.rules.bind(track)
       state.attachments[id] = Attachment(target: target, volume: volume, events: events)
-      return (id, restart)
+      // The running graph takes the output's branch in; only an output that changes who drives the
+      // position (the first of its kind) rebuilds it.
+      guard active, let output = state.rules.outputs.last, output.id == id else { return (id, active) }
+      return (id, !join(output, &state))
     }
     if restart { self.restart() }
     return id
   }
 
-  /// Removes an output. The play goes on for the others; when none is left the replay stops reading
+  /// Removes an output. The play goes on for the others (its branch leaves the running graph; the graph
+  /// is rebuilt only when the output drove the position); when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
   public func unbind(_ id: OutputID) {
     // The output's renderer or device is let go here, after the command: its deinit (a window that
     // closes) must not run on the executor inside it.
     let (restart, released) = perform { state -> (Bool, Attachment?) in
       let released = state.attachments.removeValue(forKey: id)
-      return (state.rules.unbind(id), released)
+      let track = state.rules.outputs.first { $0.id == id }?.track
+      guard state.rules.unbind(id), let track else { return (false, released) }
+      return (!cut(id, track: track, &state), released)
     }
     withExtendedLifetime(released) {}
     if restart { self.restart() }

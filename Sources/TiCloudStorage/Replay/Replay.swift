@@ -187,8 +187,9 @@ public final class Replay: @unchecked Sendable {
   public var lastPresentedFrame: DecodedFrame? { perform { $0.lastFrame } }
 
   /// The graph of the active play (nil without one), for its shape and statistics
-  /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; a change of outputs
-  /// or recorders replaces it.
+  /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; an output's branch
+  /// joins or leaves it in place, unless the output drives the position (the first of its kind), the
+  /// play is paused or nothing presented yet; a change of recorders replaces it.
   public var activeGraph: Pipeline? {
     let facts = facts.value
     return facts.active ? facts.graph?.pipeline : nil

@@ -4,37 +4,78 @@ import PipelineGraph
 
 /// The graph a Replay plays with, and how it is built and started.
 extension Replay {
-  /// One graph: what a play, a seek or a binding change started.
+  /// One graph: what a play or a seek without a graph started, or a binding change the running graph
+  /// could not take in (the position's driver changed).
   final class Graph: @unchecked Sendable {
     let pipeline: Pipeline
     let source: CloudSegmentSource
     /// An output presents (else recorders alone take what is read).
     let presents: Bool
-    let pacers: [Pacer]
-    /// The pacers of its video outputs.
-    let videoPacers: [Pacer]
-    /// The tracks its router lets through.
-    let tracks: Set<TrackID>
     /// The replay's generation when it was built: each seek flushes it (one pipeline generation more)
     /// and bumps the replay's, so its events of pipeline generation g belong to replay generation
     /// `base + g`.
     let base: Int
-    init(
-      pipeline: Pipeline, source: CloudSegmentSource, pacers: [Pacer], videoPacers: [Pacer], tracks: Set<TrackID>,
-      base: Int
-    ) {
+    /// What an output's branch hangs on and shares; its branches. Confined to the executor.
+    let joints: Joints
+    /// Every output's pacer (video ones apart), and what those that left counted: read by getters on
+    /// any thread.
+    private let pacerBook = Locked(PacerBook())
+
+    init(pipeline: Pipeline, source: CloudSegmentSource, base: Int, joints: Joints) {
       self.pipeline = pipeline
       self.source = source
-      presents = !pacers.isEmpty
-      self.pacers = pacers
-      self.videoPacers = videoPacers
-      self.tracks = tracks
+      presents = !joints.candidates.isEmpty
       self.base = base
+      self.joints = joints
     }
-    /// Video frames dropped as late, by every video output's pacer.
-    var dropped: Int { videoPacers.reduce(0) { $0 + $1.statistics.dropped.load(ordering: .relaxed) } }
-    /// Video frames presented late so far (the pacers' ``Pacer/Counters/late``).
-    var late: Int { videoPacers.reduce(0) { $0 + $1.statistics.late.load(ordering: .relaxed) } }
+
+    /// The output branches' pacers.
+    var pacers: [Pacer] { pacerBook.withLock { $0.branches.values.map(\.pacer) } }
+    /// Video frames dropped as late, by every video output's pacer (those that left included).
+    var dropped: Int {
+      pacerBook.withLock { book in
+        book.videoPacers.reduce(book.droppedGone) { $0 + $1.statistics.dropped.load(ordering: .relaxed) }
+      }
+    }
+    /// Video frames presented late so far (the pacers' ``Pacer/Counters/late``), those that left included.
+    var late: Int {
+      pacerBook.withLock { book in
+        book.videoPacers.reduce(book.lateGone) { $0 + $1.statistics.late.load(ordering: .relaxed) }
+      }
+    }
+
+    /// Notes a branch that joined (on the executor).
+    func joined(_ id: OutputID, _ branch: Branch) {
+      joints.branches[id] = branch
+      pacerBook.withLock { $0.branches[id] = branch }
+    }
+
+    /// Forgets a branch that left (on the executor), keeping what its pacer counted.
+    func left(_ id: OutputID) -> Branch? {
+      guard let branch = joints.branches.removeValue(forKey: id) else { return nil }
+      pacerBook.withLock { book in
+        book.branches[id] = nil
+        guard branch.isVideo else { return }
+        book.droppedGone += branch.pacer.statistics.dropped.load(ordering: .relaxed)
+        book.lateGone += branch.pacer.statistics.late.load(ordering: .relaxed)
+      }
+      return branch
+    }
+  }
+
+  /// One output's branch: `[gate →] decoder → pacer → sink`.
+  struct Branch {
+    let nodes: [any Node]
+    let pacer: Pacer
+    let isVideo: Bool
+  }
+
+  /// The branches' pacers as the getters read them.
+  struct PacerBook {
+    var branches: [OutputID: Branch] = [:]
+    var droppedGone = 0
+    var lateGone = 0
+    var videoPacers: [Pacer] { branches.values.filter(\.isVideo).map(\.pacer) }
   }
 
   /// One output as a graph is built for it: what the rules know and what it presents to.
@@ -128,8 +169,7 @@ extension Replay {
       readsAhead: candidates.isEmpty || !plan.start.paused, stallBudget: environment.stallBudget)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
-    let tracks = Set(plan.bindings.map(\.track)).union(plan.recordedTracks)
-    let router = TrackRouter(tracks: tracks)
+    let router = TrackRouter(tracks: Set(plan.bindings.map(\.track)).union(plan.recordedTracks))
     let detector = GapDetector(
       configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
     // One object on each edge: the read-ahead is the source's, not the edges'.
@@ -143,7 +183,7 @@ extension Replay {
     }
     pipeline.connect(demuxer, to: watch, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     // Recording tasks get what the play reads (their tasks come and go while it runs).
-    let (tappedRecorders, tappedDumps) = perform { ($0.tappedRecorders, $0.tappedDumps) }
+    let (tappedRecorders, tappedDumps, levels) = perform { ($0.tappedRecorders, $0.tappedDumps, $0.levels) }
     let tap = RecorderTap(paced: !candidates.isEmpty, recorders: tappedRecorders)
     if plan.recordedTracks.contains(where: { $0.kind == .audio }) {
       // An MP4 carries no G.711: recorded audio passes a transcoder to AAC first (T19); AAC passes as is.
@@ -157,22 +197,22 @@ extension Replay {
     let dumpTap = RawDumpTap(dumps: tappedDumps)
     pipeline.connect(demuxer, to: dumpTap, limits: EdgeLimits(items: 256, bytes: 4 << 20))
 
-    var pacers: [Pacer] = []
-    var videoPacers: [Pacer] = []
-    var owners: [ObjectIdentifier: OutputID] = [:]
     // One clock anchor for every output: audio and video of the same time are presented together; a hole
     // is where the detector's tracks all have a gap.
     let timeline = PlaybackTimeline(
       tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.start.speed.rate,
       paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
+    let joints = Joints(
+      router: router, detector: detector, watch: watch, timeline: timeline, candidates: candidates,
+      hasVideo: primaryVideo != nil, drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
+    let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
+    let start = BranchStart(
+      speed: plan.start.speed, paused: plan.start.paused, presentFrom: plan.start.presentFrom,
+      showsFirstFrameWhilePaused: plan.start.showsFirstFrameWhilePaused, levels: levels)
     for binding in plan.bindings {
-      let branch = try connectBranch(
-        for: binding, after: detector, plan: plan, timeline: timeline, candidates: candidates, in: pipeline)
-      pacers.append(branch.pacer)
-      if binding.isVideo { videoPacers.append(branch.pacer) }
-      for node in branch.nodes { owners[node] = binding.id }
+      graph.joined(binding.id, try connectBranch(for: binding, of: graph, start: start, in: pipeline))
     }
-    pipeline.errorHandler = { [weak self, owners] failure in
+    pipeline.errorHandler = { [weak self, weak joints] failure in
       guard let self else { return .stopPipeline }
       // A failure of what a seek has already discarded (a transfer that failed just before it) ends only
       // that node's part of the old generation (resuming would let a source throw again and again before
@@ -180,8 +220,8 @@ extension Replay {
       let failedIn = generation + failure.generation
       guard self.perform({ $0.rules.generation == failedIn }) else { return .endBranch }
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
-      // the play.
-      if let owner = owners[failure.nodeID] {
+      // the play. (On the executor, where the branches are joined and cut.)
+      if let owner = joints?.owner(of: failure.nodeID) {
         self.outputFailed(owner, TiError(failure), generation: failedIn)
         return .endBranch
       }
@@ -191,15 +231,28 @@ extension Replay {
     pipeline.onEndOfStream = { [weak self] flushes in
       self?.completed(generation: generation + flushes, candidates: candidates)
     }
-    return Graph(
-      pipeline: pipeline, source: source, pacers: pacers, videoPacers: videoPacers, tracks: tracks, base: generation)
+    return graph
   }
-  /// `[gate →] decoder → pacer → sink` for one output; returns its pacer and its nodes.
-  private func connectBranch(
-    for binding: Binding, after detector: GapDetector, plan: Plan, timeline: PlaybackTimeline, candidates: [OutputID],
-    in pipeline: Pipeline
-  ) throws -> (pacer: Pacer, nodes: [ObjectIdentifier]) {
-    let generation = plan.start.generation
+
+  /// How an output's branch starts: with the graph, or joining it while it runs.
+  struct BranchStart {
+    var speed: ReplaySpeed
+    var paused: Bool
+    /// Nothing earlier is presented (a branch that joins starts at its output's `joinsAt`).
+    var presentFrom: MediaTime
+    var showsFirstFrameWhilePaused: Bool
+    /// What audio branches read per frame.
+    let levels: Published<AudioLevels>
+  }
+
+  /// `[gate →] decoder → pacer → sink` for one output, hung on `graph`'s gap detector.
+  func connectBranch(
+    for binding: Binding, of graph: Graph, start: BranchStart, in pipeline: Pipeline
+  ) throws -> Branch {
+    let joints = graph.joints
+    let generation = graph.base
+    let candidates = joints.candidates
+    let timeline = joints.timeline
     let id = binding.id
     let name = binding.isVideo ? "Video\(binding.channel)" : "Audio\(binding.channel)"
     // One thread: frame threads would hold back a frame each, and a seek's first picture, a step while
@@ -207,7 +260,7 @@ extension Replay {
     // play with low-delay decoders for the same reason).
     let decoder = try FrameDecoder(name: "\(name)Decoder", track: binding.track, threads: 1)
     let joining = binding.joinsAt
-    let presentFrom = joining ?? plan.start.presentFrom
+    let presentFrom = joining ?? start.presentFrom
     let pacer: Pacer
     /// Shows or plays a frame the rules accepted.
     let present: @Sendable (DecodedFrame) -> Void
@@ -221,23 +274,23 @@ extension Replay {
       // an audio track without media, or with a gap there, would hold the picture back as long. An
       // output that joins a running play holds back nothing.
       pacer = Pacer(
-        name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
-        showsFirstFrameWhilePaused: plan.start.showsFirstFrameWhilePaused || joining != nil,
+        name: "\(name)Pacer", rate: start.speed.rate, paused: start.paused, presentFrom: presentFrom,
+        showsFirstFrameWhilePaused: start.showsFirstFrameWhilePaused || joining != nil,
         showsFirstFrameAfterSeek: true, timeline: timeline, prerolls: joining == nil)
       present = { renderer.render($0) }
     case .audio(let device):
       // With video, audio is muted and not presented off 1×; alone it paces the position.
-      let audioOnly = !plan.bindings.contains { $0.isVideo }
+      let audioOnly = !joints.hasVideo
       // With a picture to keep in step, a device that says how long it holds what it plays gets its
       // audio ahead by the lead, and the play's clock (a SlewedClock) follows what it actually plays: the
       // audio master clock. Alone, audio paces the position itself (a lead would put it ahead).
       let clock = !audioOnly && device.latency != nil ? environment.clock as? SlewedClock : nil
       let lead = clock == nil ? MediaDuration.zero : Pacer.audioLead
       pacer = Pacer(
-        name: "\(name)Pacer", rate: plan.start.speed.rate, paused: plan.start.paused, presentFrom: presentFrom,
+        name: "\(name)Pacer", rate: start.speed.rate, paused: start.paused, presentFrom: presentFrom,
         muted: !audioOnly, timeline: timeline, prerolls: false, lead: lead)
       // Speed and volume as published: an audio frame takes no Replay lock.
-      let levels = LevelsReader(perform { $0.levels })
+      let levels = LevelsReader(start.levels)
       // On the executor, in order with the frames: nothing the device holds from before a seek is heard
       // after it (the seek's caller flushed it at once too; a frame may have been under way).
       flushed = { device.flush() }
@@ -263,21 +316,20 @@ extension Replay {
         }
       },
       onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) }, onFlush: flushed)
-    var nodes = [ObjectIdentifier(decoder), ObjectIdentifier(pacer), ObjectIdentifier(sink)]
+    var nodes: [any Node] = [decoder, pacer, sink]
     if let joining {
       let gate = KeyframeGate(name: "\(name)Gate", track: binding.track, opensAt: joining)
-      pipeline.connect(detector, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+      pipeline.connect(joints.detector, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       pipeline.connect(gate, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
-      nodes.append(ObjectIdentifier(gate))
+      nodes.append(gate)
     } else {
-      pipeline.connect(detector, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+      pipeline.connect(joints.detector, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
     }
     // Few decoded pictures wait for their instant: memory stays small at any speed.
     pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 1 : 16))
     pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: binding.isVideo ? 2 : 4))
-    return (pacer, nodes)
+    return Branch(nodes: nodes, pacer: pacer, isVideo: binding.isVideo)
   }
-
 }
 
 /// An audio branch's view of the Replay's published levels, kept by its present closure, which runs on

@@ -1,0 +1,101 @@
+import Nodes
+import PipelineGraph
+
+/// Outputs joining and leaving a running graph, as branches on a GStreamer `tee`'s request pads
+/// (`Pipeline.attach(_:)`, `Pipeline.detach(_:)`): what they hang on, and the commands' part of it.
+extension Replay {
+  /// What the outputs' branches of one graph hang on and share, and the branches themselves: confined to
+  /// the executor (the commands that join or cut a branch, and the graph's error handler, run there).
+  final class Joints: @unchecked Sendable {
+    let router: TrackRouter
+    let detector: GapDetector
+    let watch: ChannelWatch
+    /// One clock anchor for every output.
+    let timeline: PlaybackTimeline
+    /// The outputs whose frames may move the position (the first video output, else the first audio).
+    let candidates: [OutputID]
+    /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
+    let hasVideo: Bool
+    /// The kinds of the candidates: a joining output of another kind would change who drives the position.
+    let drivenKinds: Set<TrackKind>
+    var branches: [OutputID: Branch] = [:]
+
+    init(
+      router: TrackRouter, detector: GapDetector, watch: ChannelWatch, timeline: PlaybackTimeline,
+      candidates: [OutputID], hasVideo: Bool, drivenKinds: Set<TrackKind>
+    ) {
+      self.router = router
+      self.detector = detector
+      self.watch = watch
+      self.timeline = timeline
+      self.candidates = candidates
+      self.hasVideo = hasVideo
+      self.drivenKinds = drivenKinds
+    }
+
+    /// The output whose branch holds the node with `id`.
+    func owner(of id: ObjectIdentifier) -> OutputID? {
+      branches.first { $0.value.nodes.contains { ObjectIdentifier($0) == id } }?.key
+    }
+  }
+
+  /// Hangs output `output`'s branch on the running graph (inside a command): true when it joined, false
+  /// when the graph cannot take it without being rebuilt — nothing presents yet, the play is paused, or
+  /// the output is the first of its kind (it would drive the position, pace the audio and enter the gap
+  /// detector's tracks).
+  /// The branch takes what the graph reads from now on and presents from the first keyframe at or after
+  /// its `joinsAt` (the position); nothing is read again.
+  func join(_ output: ReplayStateMachine.Output, _ state: inout Control) -> Bool {
+    // While paused nothing flows (the pacers hold the edges full): a branch joining then would show
+    // nothing until the play resumes, where a new graph shows the position's frame at once.
+    guard let graph = state.graph, graph.presents, !state.rules.paused,
+      graph.joints.drivenKinds.contains(output.track.kind),
+      let attachment = state.attachments[output.id]
+    else { return false }
+    let joints = graph.joints
+    let start = BranchStart(
+      speed: state.rules.speed, paused: state.rules.paused, presentFrom: output.joinsAt ?? state.rules.target,
+      showsFirstFrameWhilePaused: true, levels: state.levels)
+    do {
+      var branch: Branch?
+      try graph.pipeline.attach { pipeline in
+        branch = try connectBranch(
+          for: Binding(output: output, attachment: attachment), of: graph, start: start, in: pipeline)
+      }
+      guard let branch else { return false }
+      graph.joined(output.id, branch)
+    } catch {
+      // A branch that cannot be built here (its decoder, a stopped graph) is built with a new graph.
+      return false
+    }
+    joints.router.select(Self.routedTracks(state))
+    // The watch judges the stretch read ahead of the position from what it noted (O40: 5 s of playback).
+    if let missing = joints.watch.watch(output.track, since: start.presentFrom) {
+      state.rules.channelMissing(output.track, noticedAt: missing.time, generation: graph.base + missing.generation)
+    }
+    return true
+  }
+
+  /// Cuts output `id`'s branch from the running graph (inside a command): true when it left, false when
+  /// the graph must be rebuilt without it (it may drive the position).
+  func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
+    guard let graph = state.graph, !graph.joints.candidates.contains(id),
+      let branch = graph.joints.branches[id]
+    else { return false }
+    do {
+      try graph.pipeline.detach(branch.nodes)
+    } catch {
+      return false
+    }
+    _ = graph.left(id)
+    if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
+    graph.joints.router.select(Self.routedTracks(state))
+    return true
+  }
+
+  /// The tracks a graph's router lets through: those of the bound outputs and the recorders.
+  static func routedTracks(_ state: Control) -> Set<TrackID> {
+    Set(state.rules.outputs.map(\.track)).union(
+      state.recorders.reduce(into: Set<TrackID>()) { $0.formUnion($1.recorder.tracks) })
+  }
+}

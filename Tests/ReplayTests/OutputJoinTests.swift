@@ -1,0 +1,135 @@
+import Nodes
+import PipelineGraph
+import ReplayTestKit
+import Synchronization
+import Testing
+import TiCloudStorage
+
+/// Outputs bound and unbound while a play runs: their branches join and leave the running graph (a
+/// GStreamer tee's request pads), so nothing is read again and the other outputs go on untouched; only
+/// an output that drives the position rebuilds the graph.
+@Suite("Outputs joining a running play")
+struct OutputJoinTests {
+  /// The objects fetched, each once (a rebuilt graph fetches the object it restarts in again).
+  private func fetchedOnce(_ harness: ReplayHarness) -> Bool {
+    Set(harness.service.fetchedStarts).count == harness.service.fetchedStarts.count
+  }
+
+  /// Media times strictly increasing: nothing presented twice, nothing out of order.
+  private func increasing(_ frames: [(media: Int64, at: Int64)]) -> Bool {
+    zip(frames, frames.dropFirst()).allSatisfy { $0.media < $1.media }
+  }
+
+  @Test("a second output joins the graph in place: it starts at the next keyframe, nothing is read again")
+  func aSecondOutputJoins() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(3_100))
+    let graph = try #require(harness.replay.activeGraph)
+    let position = try #require(harness.replay.currentTimeMs)
+    let nodes = graph.statistics().nodes.count
+    let second = TimedRenderer(clock: harness.clock)
+    let heard = Mutex<[String]>([])
+    harness.replay.bindVideo(channel: 0, renderer: second) { event in heard.withLock { $0.append("\(event)") } }
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // The branch: gate, decoder, pacer, sink.
+    #expect(graph.statistics().nodes.count == nodes + 4)
+    #expect(fetchedOnce(harness), "fetched \(harness.service.fetchedStarts)")
+    #expect(harness.service.fetchedStarts.count == 3)
+    // The first output went on as if nothing happened: every frame once, in order.
+    #expect(harness.renderer.frames.count == 225)
+    #expect(increasing(harness.renderer.frames))
+    // The second: from the first keyframe (every 2 s) at or after the position, to the end, in step.
+    let first = try #require(second.frames.first)
+    #expect(first.media >= position * 1000 && (first.media - harness.media(0)) % 2_000_000 == 0)
+    #expect(second.frames.last?.media == harness.media(8960))
+    #expect(increasing(second.frames))
+    let shown = Dictionary(harness.renderer.frames.map { ($0.media, $0.at) }, uniquingKeysWith: min)
+    #expect(second.frames.allSatisfy { shown[$0.media] == $0.at })
+    #expect(heard.withLock { $0 }.first == "presenting")
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test("an output of a channel the graph did not route joins too: its router and channel watch take it in (O40)")
+  func anotherChannelJoins() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let heard = Mutex<[String]>([])
+    let silent = TimedRenderer(clock: harness.clock)
+    let bound = try #require(harness.replay.currentTimeMs)
+    let failedAt = Mutex<Int64?>(nil)
+    let replay = harness.replay
+    harness.replay.bindVideo(channel: 3, renderer: silent) { event in
+      guard case .failed(let error) = event else { return }
+      heard.withLock { $0.append("failed \(error.code.rawValue)") }
+      failedAt.withLock { $0 = replay.currentTimeMs }
+    }
+    harness.runToEnd()
+    // 5 s of playback after the binding (O40), though the watch had read far past it already.
+    let failed = try #require(failedAt.withLock { $0 })
+    #expect(failed >= bound + 5_000 && failed <= bound + 5_200, "bound at \(bound), failed at \(failed)")
+    #expect(harness.replay.activeGraph == nil || harness.replay.activeGraph === graph)
+    // Channel 3 carries nothing while channel 0 carries video: 6130 once 5 s of media went by.
+    #expect(heard.withLock { $0 } == ["failed 6130"])
+    #expect(silent.frames.isEmpty)
+    #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
+    #expect(harness.renderer.frames.count == 225 && harness.log.completions == 1)
+  }
+
+  @Test("an output that leaves is cut from the graph in place: the others go on, nothing is read again")
+  func anOutputLeaves() throws {
+    let harness = try ReplayHarness(seconds: 9, audio: true)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let nodes = graph.statistics().nodes.count
+    let second = TimedRenderer(clock: harness.clock)
+    let id = harness.replay.bindVideo(channel: 0, renderer: second)
+    harness.run(for: .milliseconds(4_000))
+    let seen = second.frames.count
+    #expect(seen > 0)
+    harness.replay.unbind(id)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    #expect(second.frames.count == seen)
+    #expect(graph.statistics().nodes.count == nodes)
+    #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
+    #expect(harness.renderer.frames.count == 225 && increasing(harness.renderer.frames))
+    #expect(!harness.audio.played.isEmpty)
+    #expect(harness.log.completions == 1)
+  }
+
+  @Test("the first output of a kind, one bound while paused and the position's driver leaving rebuild the graph")
+  func whatRebuilds() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(2_000))
+    let graph = try #require(harness.replay.activeGraph)
+    // Audio where only video plays: it would pace and enter the gap detector's tracks.
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: speaker)
+    let rebuilt = try #require(harness.replay.activeGraph)
+    #expect(rebuilt !== graph)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.replay.pause() == .ok)
+    let second = TimedRenderer(clock: harness.clock)
+    let id = harness.replay.bindVideo(channel: 0, renderer: second)
+    let whilePaused = try #require(harness.replay.activeGraph)
+    #expect(whilePaused !== rebuilt)
+    harness.run(for: .milliseconds(500))
+    // Paused: the new graph shows the position's frame on both outputs.
+    #expect(second.frames.count == 1)
+    #expect(harness.replay.resume() == .ok)
+    harness.run(for: .milliseconds(1_000))
+    // A second video output that does not drive the position leaves in place.
+    harness.replay.unbind(id)
+    #expect(harness.replay.activeGraph === whilePaused)
+    harness.runToEnd()
+    #expect(harness.renderer.frames.last?.media == harness.media(8960))
+    #expect(increasing(harness.renderer.frames))
+    #expect(harness.log.completions == 1)
+  }
+}
