@@ -163,6 +163,42 @@ struct PacerTests {
     #expect(normal.at == [0, 40] && normal.dropped == 0 && normal.late == 0, "\(normal)")
   }
 
+  @Test("a pacer that joined without prerolling prerolls after a seek: the anchor waits for its first frame")
+  func aJoinedPacerPrerollsAfterASeek() throws {
+    let executor = ManualExecutor()
+    let clock = VirtualClock()
+    let pipeline = Pipeline(executor: executor, clock: clock)
+    let timeline = PlaybackTimeline()
+    let (first, joined) = (
+      ScriptedSource<DecodedFrame>(name: "first", endsAfterScript: false),
+      ScriptedSource<DecodedFrame>(name: "joined", endsAfterScript: false)
+    )
+    let (firstSink, joinedSink) = (InstantSink(), InstantSink())
+    let firstPacer = Pacer(name: "firstPacer", timeline: timeline)
+    let joinedPacer = Pacer(name: "joinedPacer", timeline: timeline, prerolls: false, prerollsAfterSeek: true)
+    pipeline.connect(first, to: firstPacer)
+    pipeline.connect(firstPacer, to: firstSink)
+    pipeline.connect(joined, to: joinedPacer)
+    pipeline.connect(joinedPacer, to: joinedSink)
+    try pipeline.start()
+    // At first the joined pacer holds nothing back: the first frame is shown alone, at once.
+    first.append([.item(frame(1_000))])
+    executor.runUntilIdle()
+    #expect(firstSink.frames.map(\.media) == [1_000_000])
+    pipeline.flush(seekingTo: MediaTime(milliseconds: 5_000))
+    first.append([.item(frame(5_040))])
+    executor.runUntilIdle()
+    // After the seek it is one of the play's pacers: nothing is shown before its first frame is offered.
+    #expect(firstSink.frames.count == 1)
+    joined.append([.item(frame(5_000))])
+    executor.runUntilIdle()
+    runToEnd(executor, clock)
+    #expect(joinedSink.frames.first?.media == 5_000_000)
+    // Anchored at the earliest offer: the first output's frame comes 40 ms after the joined one's.
+    let joinedAt = try #require(joinedSink.frames.first?.at)
+    #expect(firstSink.frames.last.map { $0.at - joinedAt } == 40_000)
+  }
+
   @Test func atNormalSpeedALateFrameIsPresentedNotDropped() throws {
     let pacer = Pacer()
     let harness = try NodeHarness(pacer)

@@ -63,7 +63,7 @@ struct BranchTests {
 
   @Test("a branch starts in the current flush generation and is flushed with the rest by later seeks")
   func aBranchFollowsFlushes() throws {
-    let (pipeline, executor, source, first, _) = try running()
+    let (pipeline, executor, source, first, ends) = try running()
     pipeline.seek(to: MediaTime(microseconds: 1_000))
     executor.runUntilIdle()
     let second = CollectingSink<Int>(name: "second")
@@ -77,6 +77,10 @@ struct BranchTests {
     executor.runUntilIdle()
     #expect(second.flushCount == 1 && first.flushCount == 2)
     #expect(second.items.last == 6)
+    // It ends with the others, in the generation they are in.
+    source.endInput()
+    executor.runUntilIdle()
+    #expect(second.finishCount == 1 && ends.generations == [2])
     #expect(source.flushTargets == [MediaTime(microseconds: 1_000), MediaTime(microseconds: 2_000)])
   }
 
@@ -133,8 +137,53 @@ struct BranchTests {
     other.runUntilIdle()
     executor.runUntilIdle()
     other.runUntilIdle()
-    #expect(third.items == [7] && third.finishCount == 1 && second.items.isEmpty)
+    #expect(third.items == [7] && third.finishCount == 1)
+    #expect(!pipeline.statistics().nodes.map(\.name).contains("second"))
     #expect(ends.generations == [0])
+  }
+
+  @Test("branches join and leave a pipeline running on threads, over and over: the trunk loses nothing")
+  func joiningAndLeavingOnThreads() throws {
+    let trunk = ThreadExecutor(name: "test.trunk")
+    let branches = ThreadExecutor(name: "test.branches")
+    defer {
+      trunk.shutdown()
+      branches.shutdown()
+    }
+    let pipeline = Pipeline(executor: trunk, clock: MonotonicClock())
+    let total = 100_000
+    let source = CountingSource(count: total)
+    let sink = SharedSink()
+    pipeline.connect(source, to: sink, limits: EdgeLimits(items: 16))
+    let ended = Awaited<Int>()
+    let announced = Atomic(0)
+    pipeline.onEndOfStream = { generation in
+      announced.add(1, ordering: .relaxed)
+      ended.fulfill(generation)
+    }
+    try pipeline.start()
+    var stopped: [CountingSink] = []
+    for round in 0..<40 {
+      let pass = PassThrough<Int>(name: "pass\(round)")
+      let branch = CountingSink()
+      try pipeline.attach { pipeline in
+        pipeline.add(pass, on: branches)
+        pipeline.add(branch, on: branches)
+        pipeline.connect(source, to: pass, limits: EdgeLimits(items: 4), threadBoundary: true)
+        pipeline.connect(pass, to: branch)
+      }
+      try pipeline.detach([pass, branch])
+      stopped.append(branch)
+    }
+    #expect(ended.wait(timeout: .seconds(60)) == 0)
+    // The branches' last jobs come after the end on their own thread.
+    let drained = Awaited<Void>()
+    branches.execute { drained.fulfill(()) }
+    #expect(drained.wait(timeout: .seconds(60)) != nil)
+    trunk.shutdown()
+    #expect(sink.items == Array(0..<total) && sink.finishes == 1)
+    #expect(announced.load(ordering: .relaxed) == 1)
+    #expect(stopped.allSatisfy { $0.stops.load(ordering: .relaxed) == 1 })
   }
 
   @Test("what cannot join or leave is refused with its reason, and nothing changes")
@@ -183,4 +232,15 @@ private final class Holding: Node {
   let name = "holding"
   func start(context: NodeContext<Never>) throws { context.holdEndOfStream() }
   func process(_ input: Int, context: NodeContext<Never>) throws {}
+}
+
+/// Counts what it takes and its stops, from any thread.
+private final class CountingSink: Node, Sendable {
+  typealias Input = Int
+  typealias Output = Never
+  let name = "counting"
+  let taken = Atomic(0)
+  let stops = Atomic(0)
+  func process(_ input: Int, context: NodeContext<Never>) throws { taken.add(1, ordering: .relaxed) }
+  func stop(context: NodeContext<Never>) { stops.add(1, ordering: .relaxed) }
 }

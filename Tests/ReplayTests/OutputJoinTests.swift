@@ -67,16 +67,39 @@ struct OutputJoinTests {
       heard.withLock { $0.append("failed \(error.code.rawValue)") }
       failedAt.withLock { $0 = replay.currentTimeMs }
     }
+    #expect(harness.replay.activeGraph === graph)
     harness.runToEnd()
     // 5 s of playback after the binding (O40), though the watch had read far past it already.
     let failed = try #require(failedAt.withLock { $0 })
     #expect(failed >= bound + 5_000 && failed <= bound + 5_200, "bound at \(bound), failed at \(failed)")
-    #expect(harness.replay.activeGraph == nil || harness.replay.activeGraph === graph)
     // Channel 3 carries nothing while channel 0 carries video: 6130 once 5 s of media went by.
     #expect(heard.withLock { $0 } == ["failed 6130"])
     #expect(silent.frames.isEmpty)
     #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
     #expect(harness.renderer.frames.count == 225 && harness.log.completions == 1)
+  }
+
+  @Test("an output bound after a seek, before the seek's first frame, joins at the target, not the old position")
+  func aBindAfterASeek() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    #expect(harness.replay.seek(toTimeMs: harness.recordingStart + 6_500) == .ok)
+    let before = harness.renderer.frames.count
+    let second = TimedRenderer(clock: harness.clock)
+    let failures = Mutex<[String]>([])
+    harness.replay.bindVideo(channel: 0, renderer: second) { event in
+      if case .failed(let error) = event { failures.withLock { $0.append("\(error.code.rawValue)") } }
+    }
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // Nothing before the target on either output; the new one from the first keyframe after it (8 s).
+    let afterSeek = harness.renderer.frames.dropFirst(before)
+    #expect(afterSeek.first?.media == harness.media(6_520))
+    #expect(second.frames.first?.media == harness.media(8_000))
+    #expect(failures.withLock { $0 }.isEmpty)
+    #expect(harness.log.completions == 1)
   }
 
   @Test("an output that leaves is cut from the graph in place: the others go on, nothing is read again")

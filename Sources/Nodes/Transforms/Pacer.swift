@@ -54,7 +54,10 @@ public final class Pacer: Node {
   private var showsFirstFrameWhilePaused: Bool
   private let initiallyShowsFirstFrame: Bool
   private let showsFirstFrameAfterSeek: Bool
-  private let prerolls: Bool
+  /// Whether the timeline's anchor waits for this pacer's first frame (now: after a seek,
+  /// `prerollsAfterSeek`).
+  private var prerolls: Bool
+  private let prerollsAfterSeek: Bool
   /// How long before its instant a frame is handed on (an audio device that holds what it plays).
   private let lead: MediaDuration
   private let shared: Locked<Shared>
@@ -121,15 +124,19 @@ public final class Pacer: Node {
   /// first frame even while paused when `showsFirstFrameWhilePaused` (after a seek, when
   /// `showsFirstFrameAfterSeek`). Pacers of one playback share a
   /// `timeline` made with the same rate and pause state; nil gives the pacer one of its own. The
-  /// timeline's anchor waits for this pacer's first frame when it `prerolls`. A `lead` hands each frame on
+  /// timeline's anchor waits for this pacer's first frame when it `prerolls` (after a seek, when
+  /// `prerollsAfterSeek`: by default the same; a branch that joined a running play holds nothing back
+  /// at first, and is one of the play's pacers at its seeks). A `lead` hands each frame on
   /// that long before its instant (a device that holds what it plays hears it on time); lateness is still
   /// measured against the instant.
   public init(
     name: String = "Pacer", rate: PlaybackRate = .normal, paused: Bool = false, presentFrom: MediaTime? = nil,
     muted: Bool = false, showsFirstFrameWhilePaused: Bool = false, showsFirstFrameAfterSeek: Bool = false,
-    timeline: PlaybackTimeline? = nil, prerolls: Bool = true, lead: MediaDuration = .zero
+    timeline: PlaybackTimeline? = nil, prerolls: Bool = true, prerollsAfterSeek: Bool? = nil,
+    lead: MediaDuration = .zero
   ) {
     self.prerolls = prerolls
+    self.prerollsAfterSeek = prerollsAfterSeek ?? prerolls
     self.lead = lead
     initialPresentFrom = presentFrom
     initiallyShowsFirstFrame = showsFirstFrameWhilePaused
@@ -383,6 +390,7 @@ public final class Pacer: Node {
     if let target = context.seekTarget {
       presentFrom = target
       showsFirstFrameWhilePaused = showsFirstFrameAfterSeek
+      prerolls = prerollsAfterSeek
     } else {
       presentFrom = initialPresentFrom
       showsFirstFrameWhilePaused = initiallyShowsFirstFrame

@@ -77,7 +77,9 @@ extension Pipeline {
           return nil
         }
         queueLeaving(leaving, cut: cut)
-        // The sinks that remain may all have ended this generation already.
+        // The sinks that remain may all have ended this generation already (nothing is announced once
+        // the pipeline stops: `onStop` may have been called).
+        guard !isStopping else { return nil }
         return announceEnd(&control) ? control.generation : nil
       }
       if let announce, let onEndOfStream { executor.execute { onEndOfStream(announce) } }

@@ -15,12 +15,14 @@ extension Pipeline {
   public func runToCompletion(patience: Duration = .seconds(60)) throws -> PipelineOutcome {
     let run = prepareRun()
     try start()
-    let manual = manualExecutors
+    var manual = manualExecutors
     if manual.isEmpty {
       run.waitUntilEnded()
     } else {
       while !run.hasEnded {
         let ran = manual.reduce(0) { $0 + $1.runUntilIdle() }
+        // A branch attached meanwhile may run on an executor of its own.
+        manual = manualExecutors
         if ran == 0, !run.hasEnded, !manual.contains(where: { $0.waitForWork(timeout: patience) }) {
           stop()
           for executor in manual { executor.runUntilIdle() }
@@ -48,6 +50,7 @@ extension Pipeline {
 
   private var manualExecutors: [ManualExecutor] {
     var executors: [ManualExecutor] = []
+    let boxes = control.withLock { _ in self.boxes }
     for case let executor as ManualExecutor in boxes.map({ $0.core.executor }) + [self.executor]
     where !executors.contains(where: { $0 === executor }) {
       executors.append(executor)

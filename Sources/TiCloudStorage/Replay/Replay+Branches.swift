@@ -19,6 +19,8 @@ extension Replay {
     /// The kinds of the candidates: a joining output of another kind would change who drives the position.
     let drivenKinds: Set<TrackKind>
     var branches: [OutputID: Branch] = [:]
+    /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
+    var departed: Set<ObjectIdentifier> = []
 
     init(
       router: TrackRouter, detector: GapDetector, watch: ChannelWatch, timeline: PlaybackTimeline,
@@ -88,6 +90,7 @@ extension Replay {
       return false
     }
     _ = graph.left(id)
+    graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
     graph.joints.router.select(Self.routedTracks(state))
     return true

@@ -6,7 +6,7 @@ import Synchronization
 /// Replay as a graph configuration: plays a device's recordings of a range at one of seven speeds,
 /// with pause, seek, gaps reported as they are crossed, and the position as it advances.
 ///
-/// Each play (and each change of outputs or recorders) builds
+/// Each play (and each change of recorders, or of the output that drives the position) builds
 /// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer → TrackRouter → GapDetector ─┬→ FrameDecoder → Pacer → PresentationSink (video)`
 /// `                                                                                   └→ FrameDecoder → Pacer(muted off 1×) → PresentationSink (audio)`
 /// over any `RecordingService` (`file://` or `http(s)://`), on the environment's executor and clock.
@@ -14,7 +14,8 @@ import Synchronization
 /// source, which flushes the graph to the target, as GStreamer's flushing seek): the source lists and fetches
 /// from the target, the demuxer starts at the keyframe at or before it, decoders restart, and the pacers
 /// present nothing earlier. The latest seek wins, and what the graph did before it (frames, gaps, its
-/// end) is dropped by flush generation. The source reads ahead (16 MB) while the play runs and not
+/// end) is dropped by flush generation. Another output bound while the play runs joins that graph as a
+/// branch (`Pipeline.attach(_:)`: nothing is read again), and leaves it the same way when unbound. The source reads ahead (16 MB) while the play runs and not
 /// while it is paused: a paused play downloads no more than its edges hold. The callbacks of one play follow the seed: `onTimeChanged` at most
 /// once per 100 ms of media (and at each seek, after each gap, and at the end), `onRecordingGap` once
 /// per gap crossed, between the time events around it, and exactly one of `onCompleted` or `onError`

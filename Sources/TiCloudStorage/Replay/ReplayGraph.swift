@@ -221,6 +221,8 @@ extension Replay {
       guard self.perform({ $0.rules.generation == failedIn }) else { return .endBranch }
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play. (On the executor, where the branches are joined and cut.)
+      // A branch on its way out (cut, its nodes not stopped yet) ends without a word.
+      if joints?.departed.contains(failure.nodeID) == true { return .endBranch }
       if let owner = joints?.owner(of: failure.nodeID) {
         self.outputFailed(owner, TiError(failure), generation: failedIn)
         return .endBranch
@@ -276,7 +278,7 @@ extension Replay {
       pacer = Pacer(
         name: "\(name)Pacer", rate: start.speed.rate, paused: start.paused, presentFrom: presentFrom,
         showsFirstFrameWhilePaused: start.showsFirstFrameWhilePaused || joining != nil,
-        showsFirstFrameAfterSeek: true, timeline: timeline, prerolls: joining == nil)
+        showsFirstFrameAfterSeek: true, timeline: timeline, prerolls: joining == nil, prerollsAfterSeek: true)
       present = { renderer.render($0) }
     case .audio(let device):
       // With video, audio is muted and not presented off 1×; alone it paces the position.

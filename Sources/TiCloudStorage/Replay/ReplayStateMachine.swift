@@ -92,7 +92,8 @@ struct ReplayStateMachine {
   mutating func bind(_ track: TrackID) -> (Replay.OutputID, restart: Bool) {
     let id = Replay.OutputID(value: nextOutput)
     nextOutput += 1
-    outputs.append(Output(id: id, track: track, joinsAt: active ? (position ?? target) : nil))
+    // Where the play is (not the position before a seek whose first frame is still to come).
+    outputs.append(Output(id: id, track: track, joinsAt: active ? recordingStart : nil))
     return (id, active)
   }
 
