@@ -4,6 +4,7 @@ import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
+import ReplayTestKit
 import Synchronization
 import Testing
 import TiCloudStorage
@@ -111,5 +112,48 @@ import TiCloudStorage
     #expect(replay.stop() == .ok)
     #expect(!replay.isActive && !replay.isPaused)
     #expect(replay.currentTimeMs == nil)
+  }
+
+  /// Outputs bound and unbound from several threads while a play runs on its own thread: each branch
+  /// joins and leaves the running graph; the first output goes on undisturbed and the play completes.
+  @Test func outputsJoinAndLeaveFromManyThreadsWhileThePlayRuns() throws {
+    let (replay, library, _) = try replay(seconds: 6)
+    defer { withExtendedLifetime(library) {} }
+    let first = TimedRenderer(clock: MonotonicClock())
+    let failures = Atomic(0)
+    replay.bindVideo(channel: 0, renderer: first) { event in
+      if case .failed = event { failures.add(1, ordering: .relaxed) }
+    }
+    replay.bindAudio(channel: 1, device: NullAudioDevice())
+    let graph = Mutex<Pipeline?>(nil)
+    let completed = DispatchSemaphore(value: 0)
+    replay.onCompleted = { completed.signal() }
+    #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "t") == .ok)
+    graph.withLock { $0 = replay.activeGraph }
+    let rebuilt = Atomic(0)
+    let whilePlaying = Atomic(0)
+    DispatchQueue.concurrentPerform(iterations: 4) { thread in
+      for _ in 0..<20 {
+        let id =
+          thread % 2 == 0
+          ? replay.bindVideo(channel: 0, renderer: NullRenderer()) { event in
+            if case .failed = event { failures.add(1, ordering: .relaxed) }
+          }
+          : replay.bindAudio(channel: 1, device: NullAudioDevice())
+        if let now = replay.activeGraph {
+          whilePlaying.add(1, ordering: .relaxed)
+          if now !== graph.withLock({ $0 }) { rebuilt.add(1, ordering: .relaxed) }
+        }
+        replay.unbind(id)
+      }
+    }
+    try completed.wait(for: "the play's completion")
+    #expect(rebuilt.load(ordering: .relaxed) == 0)
+    // The binds came while it played (a free-running play of 6 s takes far longer than the first one).
+    #expect(whilePlaying.load(ordering: .relaxed) > 0)
+    #expect(failures.load(ordering: .relaxed) == 0)
+    let frames = first.frames
+    #expect(frames.count == 150)
+    #expect(zip(frames, frames.dropFirst()).allSatisfy { $0.media < $1.media })
   }
 }
