@@ -23,8 +23,10 @@ let package = Package(
   ],
   targets: [
     // Debian 12's packages (scripts/setup.sh installs them).
+    // FFmpeg's and SDL2's headers only: their functions are linked through LazyLibraries, which loads
+    // each library on the first call of one of its functions (no pkgConfig: it would link them).
     .systemLibrary(
-      name: "CFFmpeg", path: "Sources/CFFmpeg", pkgConfig: "libavcodec",
+      name: "CFFmpeg", path: "Sources/CFFmpeg",
       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev", "libswscale-dev"])]
     ),
     .systemLibrary(
@@ -38,11 +40,14 @@ let package = Package(
     // No pkgConfig: sdl2.pc adds -D_REENTRANT, which SwiftPM refuses with a warning; the headers are in
     // /usr/include/SDL2.
     .systemLibrary(name: "CSDL2", path: "Sources/CSDL2", providers: [.apt(["libsdl2-dev"])]),
+    // Stubs of the FFmpeg and SDL2 functions tipipe calls, each library loaded on its first call
+    // (scripts/lazy-libraries.py writes them): ~120 shared libraries fewer at every start.
+    .target(name: "LazyLibraries", path: "Sources/LazyLibraries", exclude: ["symbols.txt"]),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),
     .target(
       name: "Nodes",
-      dependencies: ["PipelineGraph", "CFFmpeg", "CCurl", "CCrypto"],
+      dependencies: ["PipelineGraph", "CFFmpeg", "LazyLibraries", "CCurl", "CCrypto"],
       swiftSettings: strict
     ),
     .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
@@ -55,7 +60,8 @@ let package = Package(
     .target(
       name: "CloudServer", dependencies: ["Nodes", "PipelineGraph", "CMicroHTTPD", "CArchive"], swiftSettings: strict),
     // Outputs one can see and hear (SDL2): apart, so that the core and headless users do not link SDL.
-    .target(name: "DesktopOutputs", dependencies: ["Nodes", "PipelineGraph", "CSDL2"], swiftSettings: strict),
+    .target(
+      name: "DesktopOutputs", dependencies: ["Nodes", "PipelineGraph", "CSDL2", "LazyLibraries"], swiftSettings: strict),
     // Seed 003's TrackRecorder: decoded tracks recorded into fragmented MP4 (H.264 + AAC).
     .target(name: "TrackRecording", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .executableTarget(

@@ -1,0 +1,9 @@
+// FFmpeg and SDL2, bound on first call (scripts/lazy-libraries.py writes the stubs): a command that
+// never decodes, scales or opens a window never loads them, nor the hundred libraries they pull in.
+#ifndef TIPIPE_LAZY_LIBRARIES_H
+#define TIPIPE_LAZY_LIBRARIES_H
+
+/// 1 once a call of one of its functions has loaded `library` (a soname: "libavcodec.so.59"), else 0.
+int tipipe_lazy_library_loaded(const char *library);
+
+#endif
