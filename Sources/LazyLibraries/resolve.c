@@ -12,6 +12,30 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *handles[16];
+/// libav* prints at AV_LOG_INFO until told otherwise: the level chosen (AV_LOG_QUIET, -8, by default) is
+/// set as soon as one of its libraries loads, before its first call from anywhere.
+static int log_level = -8;
+static void (*set_log_level)(int);
+
+/// On the first load of a libav*/libsw* library (the lock held): tell libavutil the level.
+static void loaded_ffmpeg(void) {
+  if (set_log_level != NULL) return;
+  for (int index = 0; index < tipipe_lazy_library_count; index++) {
+    if (strncmp(tipipe_lazy_libraries[index], "libavutil.", 10) != 0) continue;
+    // Loaded already, as a dependency of the library just loaded (or that library itself).
+    void *util = dlopen(tipipe_lazy_libraries[index], RTLD_NOW | RTLD_LOCAL);
+    if (util == NULL) return;
+    set_log_level = (void (*)(int))dlsym(util, "av_log_set_level");
+    if (set_log_level != NULL) set_log_level(log_level);
+  }
+}
+
+void tipipe_lazy_set_ffmpeg_log_level(int level) {
+  pthread_mutex_lock(&lock);
+  log_level = level;
+  if (set_log_level != NULL) set_log_level(level);
+  pthread_mutex_unlock(&lock);
+}
 
 __attribute__((visibility("hidden"))) void *tipipe_lazy_resolve(long index) {
   const struct tipipe_lazy_function *function = &tipipe_lazy_functions[index];
@@ -26,6 +50,7 @@ __attribute__((visibility("hidden"))) void *tipipe_lazy_resolve(long index) {
       abort();
     }
     __atomic_store_n(&handles[function->library], handle, __ATOMIC_RELEASE);
+    if (strncmp(library, "libav", 5) == 0 || strncmp(library, "libsw", 5) == 0) loaded_ffmpeg();
   }
   void *address = dlsym(handle, function->name);
   if (address == NULL) {

@@ -2,6 +2,32 @@
 // The functions stubs.S binds on first call: their names, their libraries, and their slots.
 #include "table.h"
 
+// The headers the code was compiled against must be those of the libraries loaded by name here.
+#include <libavcodec/version.h>
+#if LIBAVCODEC_VERSION_MAJOR != 59
+#error "libavcodec.so.59 is loaded by name, but libavcodec/version.h is of another version"
+#endif
+#include <libavformat/version.h>
+#if LIBAVFORMAT_VERSION_MAJOR != 59
+#error "libavformat.so.59 is loaded by name, but libavformat/version.h is of another version"
+#endif
+#include <libavutil/version.h>
+#if LIBAVUTIL_VERSION_MAJOR != 57
+#error "libavutil.so.57 is loaded by name, but libavutil/version.h is of another version"
+#endif
+#include <libswresample/version.h>
+#if LIBSWRESAMPLE_VERSION_MAJOR != 4
+#error "libswresample.so.4 is loaded by name, but libswresample/version.h is of another version"
+#endif
+#include <libswscale/version.h>
+#if LIBSWSCALE_VERSION_MAJOR != 6
+#error "libswscale.so.6 is loaded by name, but libswscale/version.h is of another version"
+#endif
+#include <SDL2/SDL_version.h>
+#if SDL_MAJOR_VERSION != 2
+#error "libSDL2-2.0.so.0 is loaded by name, but the SDL headers are not SDL2"
+#endif
+
 extern void tipipe_lazy_thunk_0(void);
 extern void tipipe_lazy_thunk_1(void);
 extern void tipipe_lazy_thunk_2(void);

@@ -18,7 +18,8 @@ struct LazyLibraryTests {
   }
 
   private let heavy = [
-    "libavcodec.so.59", "libavformat.so.59", "libavutil.so.57", "libswscale.so.6", "libSDL2-2.0.so.0",
+    "libavcodec.so.59", "libavformat.so.59", "libavutil.so.57", "libswscale.so.6", "libswresample.so.4",
+    "libSDL2-2.0.so.0",
   ]
 
   @Test("--help and token start without FFmpeg and SDL2")
@@ -51,7 +52,9 @@ struct LazyLibraryTests {
       ], environment: ["LD_DEBUG": "files"])
     #expect(run.status == 0, "\(run.stderr.suffix(400))")
     #expect(loaded(run).contains("libavcodec.so.59"))
-    #expect(run.stderr.contains("file=libavcodec.so.59 [0];  dynamically loaded by"))
+    // Loaded by tipipe's stubs at run time, not as a dependency of the executable.
+    #expect(
+      run.stderr.split(separator: "\n").contains { $0.contains("file=libav") && $0.contains("dynamically loaded by") })
     let jpeg = try Data(contentsOf: picture)
     #expect(jpeg.starts(with: [0xFF, 0xD8]) && jpeg.count > 1000)
   }

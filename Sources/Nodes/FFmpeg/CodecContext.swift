@@ -7,7 +7,6 @@ final class CodecContext {
   let codec: UnsafePointer<AVCodec>
 
   init(codec: UnsafePointer<AVCodec>) throws {
-    LibraryLogging.applyDefault()
     guard let pointer = avcodec_alloc_context3(codec) else {
       throw TiError(.resourceExhausted, "avcodec_alloc_context3 failed")
     }

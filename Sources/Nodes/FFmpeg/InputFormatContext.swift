@@ -7,7 +7,6 @@ final class InputFormatContext {
 
   /// Opens and probes `path`.
   init(path: String) throws {
-    LibraryLogging.applyDefault()
     var context: UnsafeMutablePointer<AVFormatContext>?
     let opened = avformat_open_input(&context, path, nil, nil)
     guard opened >= 0, let context else {

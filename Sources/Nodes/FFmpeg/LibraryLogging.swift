@@ -1,5 +1,5 @@
 internal import CFFmpeg
-import Synchronization
+internal import LazyLibraries
 
 /// What libav* prints on the process's stderr.
 ///
@@ -7,26 +7,10 @@ import Synchronization
 /// say nothing a user of tipipe can act on, and every failure they signal reaches the caller as a
 /// ``TiError`` with its cause. A command line's `--verbose` turns them back on for diagnosis.
 public enum LibraryLogging {
-  /// The level chosen (`AV_LOG_QUIET` until ``setVerbose(_:)``).
-  private static let level = Atomic<Int32>(AV_LOG_QUIET)
-  /// The libraries are in use: a level chosen now is applied at once.
-  private static let applied = Atomic<Bool>(false)
-
-  /// Lets libav* print its warnings and errors (`true`) or nothing (`false`) from now on. Applied before
-  /// the first libav* call, not here: libav* is loaded on first use (LazyLibraries), and a command that
-  /// never decodes must not load it to set its log level.
+  /// Lets libav* print its warnings and errors (`true`) or nothing (`false`, the default) from now on.
+  /// libav* is loaded on first use (LazyLibraries): the level is set as it loads, before its first call
+  /// from anywhere, and a command that never decodes does not load it to set a level.
   public static func setVerbose(_ verbose: Bool) {
-    level.store(verbose ? AV_LOG_WARNING : AV_LOG_QUIET, ordering: .sequentiallyConsistent)
-    if applied.load(ordering: .sequentiallyConsistent) {
-      av_log_set_level(level.load(ordering: .sequentiallyConsistent))
-    }
+    tipipe_lazy_set_ffmpeg_log_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET)
   }
-
-  /// Applies the level chosen (quiet by default) once; called before the first libav* call.
-  static func applyDefault() { _ = firstUse }
-
-  private static let firstUse: Void = {
-    applied.store(true, ordering: .sequentiallyConsistent)
-    av_log_set_level(level.load(ordering: .sequentiallyConsistent))
-  }()
 }

@@ -37,7 +37,6 @@ final class MP4File {
   init(
     path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20, fragmentSeconds: Int = 1
   ) throws {
-    LibraryLogging.applyDefault()
     guard video != nil || audio != nil else { throw TiError(.invalidArgument, "an MP4 needs a track") }
     if let audio, audio.codec != .aac {
       throw TiError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
