@@ -20,7 +20,7 @@ modules="$(swift build --show-bin-path)/Modules"
 for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs TrackRecording; do
   docs=$(mktemp -d)
   swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
-    -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -target "$(uname -m)-unknown-linux-gnu" \
+    -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -I Sources/LazyLibraries/include -target "$(uname -m)-unknown-linux-gnu" \
     -output-dir "$docs" -minimum-access-level public
   docc convert "Sources/$module/Documentation.docc" --additional-symbol-graph-dir "$docs" \
     --output-path "$docs/out" --fallback-display-name "$module" \

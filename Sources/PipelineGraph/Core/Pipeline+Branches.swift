@@ -8,7 +8,7 @@
 /// producers and stopped on its executors; the end of stream is announced once every sink that remains
 /// has ended (``Pipeline/onEndOfStream`` at most once a generation).
 extension Pipeline {
-  /// Adds the nodes `build` connects to the running pipeline: inside `build`, ``connect(_:to:limits:threadBoundary:)``
+  /// Adds the nodes `build` connects to the running pipeline: inside `build`, `connect(_:to:limits:threadBoundary:)`
   /// and ``add(_:on:)`` build a branch whose first edges may come out of the pipeline's nodes. The branch
   /// is checked as ``start()`` checks a graph, then joins at once; its nodes' `start` runs on their
   /// executors before their producers' first item reaches them. Before ``start()`` this is plain
