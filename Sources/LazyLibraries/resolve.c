@@ -70,12 +70,3 @@ __attribute__((visibility("hidden"))) void *tipipe_lazy_resolve(long index) {
   pthread_mutex_unlock(&lock);
   return address;
 }
-
-int tipipe_lazy_library_loaded(const char *library) {
-  for (int index = 0; index < tipipe_lazy_library_count; index++) {
-    if (strcmp(tipipe_lazy_libraries[index], library) == 0) {
-      return __atomic_load_n(&handles[index], __ATOMIC_ACQUIRE) != NULL;
-    }
-  }
-  return 0;
-}

@@ -3,9 +3,6 @@
 #ifndef TIPIPE_LAZY_LIBRARIES_H
 #define TIPIPE_LAZY_LIBRARIES_H
 
-/// 1 once a call of one of its functions has loaded `library` (a soname: "libavcodec.so.59"), else 0.
-int tipipe_lazy_library_loaded(const char *library);
-
 /// Sets libav*'s log level (av_log_set_level): at once when it is loaded, else as soon as it is, before its
 /// first call from anywhere.
 void tipipe_lazy_set_ffmpeg_log_level(int level);

@@ -14,24 +14,23 @@ extension Replay {
     let timeline: PlaybackTimeline
     /// The outputs whose frames may move the position (the first video output, else the first audio).
     let candidates: [OutputID]
-    /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
-    let hasVideo: Bool
     /// The kinds of the candidates: a joining output of another kind would change who drives the position.
     let drivenKinds: Set<TrackKind>
+    /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
+    var hasVideo: Bool { drivenKinds.contains(.video) }
     var branches: [OutputID: Branch] = [:]
     /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
     var departed: Set<ObjectIdentifier> = []
 
     init(
       router: TrackRouter, detector: GapDetector, watch: ChannelWatch, timeline: PlaybackTimeline,
-      candidates: [OutputID], hasVideo: Bool, drivenKinds: Set<TrackKind>
+      candidates: [OutputID], drivenKinds: Set<TrackKind>
     ) {
       self.router = router
       self.detector = detector
       self.watch = watch
       self.timeline = timeline
       self.candidates = candidates
-      self.hasVideo = hasVideo
       self.drivenKinds = drivenKinds
     }
 
@@ -89,7 +88,7 @@ extension Replay {
     } catch {
       return false
     }
-    _ = graph.left(id)
+    graph.left(id)
     graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
     graph.joints.router.select(Self.routedTracks(state))
@@ -98,7 +97,11 @@ extension Replay {
 
   /// The tracks a graph's router lets through: those of the bound outputs and the recorders.
   static func routedTracks(_ state: Control) -> Set<TrackID> {
-    Set(state.rules.outputs.map(\.track)).union(
-      state.recorders.reduce(into: Set<TrackID>()) { $0.formUnion($1.recorder.tracks) })
+    Set(state.rules.outputs.map(\.track)).union(recordedTracks(state))
+  }
+
+  /// The tracks the recorders need.
+  static func recordedTracks(_ state: Control) -> Set<TrackID> {
+    state.recorders.reduce(into: Set<TrackID>()) { $0.formUnion($1.recorder.tracks) }
   }
 }

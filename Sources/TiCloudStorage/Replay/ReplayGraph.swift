@@ -30,7 +30,7 @@ extension Replay {
     }
 
     /// The output branches' pacers.
-    var pacers: [Pacer] { pacerBook.withLock { $0.branches.values.map(\.pacer) } }
+    var pacers: [Pacer] { pacerBook.withLock { $0.pacers.values.map(\.pacer) } }
     /// Video frames dropped as late, by every video output's pacer (those that left included).
     var dropped: Int {
       pacerBook.withLock { book in
@@ -47,19 +47,18 @@ extension Replay {
     /// Notes a branch that joined (on the executor).
     func joined(_ id: OutputID, _ branch: Branch) {
       joints.branches[id] = branch
-      pacerBook.withLock { $0.branches[id] = branch }
+      pacerBook.withLock { $0.pacers[id] = (branch.pacer, branch.isVideo) }
     }
 
     /// Forgets a branch that left (on the executor), keeping what its pacer counted.
-    func left(_ id: OutputID) -> Branch? {
-      guard let branch = joints.branches.removeValue(forKey: id) else { return nil }
+    func left(_ id: OutputID) {
+      guard let branch = joints.branches.removeValue(forKey: id) else { return }
       pacerBook.withLock { book in
-        book.branches[id] = nil
+        book.pacers[id] = nil
         guard branch.isVideo else { return }
         book.droppedGone += branch.pacer.statistics.dropped.load(ordering: .relaxed)
         book.lateGone += branch.pacer.statistics.late.load(ordering: .relaxed)
       }
-      return branch
     }
   }
 
@@ -70,12 +69,12 @@ extension Replay {
     let isVideo: Bool
   }
 
-  /// The branches' pacers as the getters read them.
+  /// The branches' pacers as the getters read them (the branches themselves are the executor's).
   struct PacerBook {
-    var branches: [OutputID: Branch] = [:]
+    var pacers: [OutputID: (pacer: Pacer, isVideo: Bool)] = [:]
     var droppedGone = 0
     var lateGone = 0
-    var videoPacers: [Pacer] { branches.values.filter(\.isVideo).map(\.pacer) }
+    var videoPacers: [Pacer] { pacers.values.filter(\.isVideo).map(\.pacer) }
   }
 
   /// One output as a graph is built for it: what the rules know and what it presents to.
@@ -123,7 +122,7 @@ extension Replay {
       }
       return Plan(
         start: start, bindings: Self.bindings(start.outputs, state),
-        recordedTracks: state.recorders.reduce(into: Set<TrackID>()) { $0.formUnion($1.recorder.tracks) })
+        recordedTracks: Self.recordedTracks(state))
     }
     guard let plan else { return }
     var installed: Graph?
@@ -204,7 +203,7 @@ extension Replay {
       paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
     let joints = Joints(
       router: router, detector: detector, watch: watch, timeline: timeline, candidates: candidates,
-      hasVideo: primaryVideo != nil, drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
+      drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
     let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
     let start = BranchStart(
       speed: plan.start.speed, paused: plan.start.paused, presentFrom: plan.start.presentFrom,
