@@ -15,7 +15,6 @@ let package = Package(
     .library(name: "Nodes", targets: ["Nodes"]),
     .library(name: "MediaSynthesis", targets: ["MediaSynthesis"]),
     .library(name: "TiCloudStorage", targets: ["TiCloudStorage"]),
-    .library(name: "ReplayTestKit", targets: ["ReplayTestKit"]),
     .library(name: "CloudServer", targets: ["CloudServer"]),
     .library(name: "DesktopOutputs", targets: ["DesktopOutputs"]),
     .library(name: "TrackRecording", targets: ["TrackRecording"]),
@@ -52,7 +51,9 @@ let package = Package(
     ),
     .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph", "CArchive"], swiftSettings: strict),
-    // A Replay under a test's control: manual executor, virtual clock, timed outputs, fixture libraries.
+    // The package's Replay under a test's control: manual executor, virtual clock, timed outputs, fixture
+    // libraries. Not a product: the engine is package-internal (the SDK's TiCloudStorageReplay is the one
+    // public replay type).
     .target(
       name: "ReplayTestKit", dependencies: ["TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph"],
       swiftSettings: strict),

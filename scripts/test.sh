@@ -19,9 +19,12 @@ echo "== documentation (DocC, warnings are errors)" >&2
 modules="$(swift build --show-bin-path)/Modules"
 for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs TrackRecording; do
   docs=$(mktemp -d)
+  # ReplayTestKit is the package's own (not a product): its catalog documents its package symbols.
+  level=public
+  [ "$module" = ReplayTestKit ] && level=package
   swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
     -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -I Sources/LazyLibraries/include -target "$(uname -m)-unknown-linux-gnu" \
-    -output-dir "$docs" -minimum-access-level public
+    -output-dir "$docs" -minimum-access-level "$level"
   docc convert "Sources/$module/Documentation.docc" --additional-symbol-graph-dir "$docs" \
     --output-path "$docs/out" --fallback-display-name "$module" \
     --fallback-bundle-identifier "org.tipipe.$module" --warnings-as-errors

@@ -7,26 +7,26 @@ import TiCloudStorage
 ///
 /// Objects are named by their start in ms after ``origin`` (the recording's first instant, so that a
 /// test reads `3000` for the second 3 s object). No states; thread-safe.
-public final class CountingService: RecordingService {
+package final class CountingService: RecordingService {
   private let wrapped: any RecordingService
   private let fetched = Locked<[Int64]>([])
   /// The object whose next fetch is held, and its completion once held.
   private let held = Locked<(start: Int64?, completion: (@Sendable (ObjectFetch) -> Void)?)>((nil, nil))
 
   /// The instant (UTC ms) object starts are counted from.
-  public let origin: Int64
+  package let origin: Int64
 
   /// Forwards to `wrapped`, naming objects by their start after `origin` (UTC ms).
-  public init(_ wrapped: any RecordingService, origin: Int64 = 0) {
+  package init(_ wrapped: any RecordingService, origin: Int64 = 0) {
     self.wrapped = wrapped
     self.origin = origin
   }
 
   /// Holds the next fetch of the object starting `start` ms after ``origin`` until ``fail(with:)``.
-  public func hold(_ start: Int64) { held.withLock { $0 = (start, nil) } }
+  package func hold(_ start: Int64) { held.withLock { $0 = (start, nil) } }
 
   /// Answers the held fetch with `error`; false when no fetch is held.
-  public func fail(with error: TiError) -> Bool {
+  package func fail(with error: TiError) -> Bool {
     guard
       let completion = held.withLock({ held in
         defer { held = (nil, nil) }
@@ -38,20 +38,20 @@ public final class CountingService: RecordingService {
   }
 
   /// The wrapped service's endpoint.
-  public var endpoint: String { wrapped.endpoint }
+  package var endpoint: String { wrapped.endpoint }
 
   /// The start (ms after ``origin``) of each object fetched, in order.
-  public var fetchedStarts: [Int64] { fetched.withLock { $0 } }
+  package var fetchedStarts: [Int64] { fetched.withLock { $0 } }
 
   /// Forwards the listing.
-  public func listSegments(
+  package func listSegments(
     in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
   ) -> ServiceRequest {
     wrapped.listSegments(in: range, token: token, completion: completion)
   }
 
   /// Notes the fetch, then holds it (see ``hold(_:)``) or forwards it.
-  public func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
+  package func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
     -> ServiceRequest
   {
     let start = segment.startMs - origin

@@ -1,14 +1,14 @@
 import MediaSynthesis
 
 /// The small synthetic recordings ReplayTestKit's harness plays by default, and the project's own tests.
-public enum ReplayFixtures {
+package enum ReplayFixtures {
   /// The first instant (UTC ms) of the fixture recordings: 2026-11-30 00:00:00 UTC.
-  public static let recordingStart: Int64 = 1_795_996_800_000
+  package static let recordingStart: Int64 = 1_795_996_800_000
 
   /// `seconds` of a small, fast recording: 320×240 H.264 at 25 fps with 2 s groups of pictures in 3 s
   /// objects (so groups span objects), video on channel 0 and AAC on channel 1, fixed keys and IVs (a
   /// failure reproduces run after run).
-  public static func options(seconds: Int = 9) -> LibrarySynthesizer.Options {
+  package static func options(seconds: Int = 9) -> LibrarySynthesizer.Options {
     var options = LibrarySynthesizer.Options()
     options.startMilliseconds = recordingStart
     options.durationSeconds = seconds

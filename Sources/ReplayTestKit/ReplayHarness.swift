@@ -18,31 +18,31 @@ import TiCloudStorage
 ///
 /// Not thread-safe: one test thread creates it, plays, runs and reads it. The library lives in a
 /// temporary directory removed with the harness.
-public final class ReplayHarness {
+package final class ReplayHarness {
   /// The library's directory.
-  public let library: URL
+  package let library: URL
   /// Runs every job; nothing runs until the test runs it (``run(for:)``, ``runToEnd(limit:)``).
-  public let executor = ManualExecutor()
+  package let executor = ManualExecutor()
   /// The replay's clock; it moves only in ``run(for:)`` and ``runToEnd(limit:)``.
-  public let clock = VirtualClock()
+  package let clock = VirtualClock()
   /// The replay under test.
-  public let replay: Replay
+  package let replay: Replay
   /// Its callbacks, in order.
-  public let log = ReplayLog()
+  package let log = ReplayLog()
   /// The video output's frames.
-  public let renderer: TimedRenderer
+  package let renderer: TimedRenderer
   /// The audio output's frames (bound only when asked for at creation).
-  public let audio: TimedAudioDevice
+  package let audio: TimedAudioDevice
   /// The library the replay reads, noting the objects fetched.
-  public let service: CountingService
+  package let service: CountingService
   /// The first instant (UTC ms) of the library.
-  public let recordingStart: Int64
+  package let recordingStart: Int64
   private let events = Locked<[(event: String, at: Int64)]>([])
 
   /// Writes `options`' library (``ReplayFixtures/options(seconds:)`` by default) with `gaps` (offset and
   /// length in seconds), lets `damage` change it before anything reads it, and binds the video output
   /// to `videoChannel` and, with `audio`, the audio output to channel 1.
-  public init(
+  package init(
     seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false, videoChannel: UInt8 = 0,
     options: LibrarySynthesizer.Options? = nil, damage: (URL) throws -> Void = { _ in }
   ) throws {
@@ -82,27 +82,27 @@ public final class ReplayHarness {
 
   /// What the outputs heard ("video presenting", "audio completed", "video failed 6130"), with the clock
   /// instant (µs), in order.
-  public var outputEvents: [(event: String, at: Int64)] { events.withLock { $0 } }
+  package var outputEvents: [(event: String, at: Int64)] { events.withLock { $0 } }
 
   /// Plays `[from, to)` ms after the recording's start, from `initial` ms after it (or `from`).
   @discardableResult
-  public func play(_ from: Int64, _ to: Int64, initial: Int64? = nil) -> TiErrorCode {
+  package func play(_ from: Int64, _ to: Int64, initial: Int64? = nil) -> TiErrorCode {
     replay.play(
       startTimeMs: recordingStart + from, endTimeMs: recordingStart + to,
       initialTimeMs: initial.map { recordingStart + $0 }, token: "test")
   }
 
   /// Media time `ms` after the recording's start, in µs (what ``TimedRenderer/frames`` holds).
-  public func media(_ ms: Int64) -> Int64 { (recordingStart + ms) * 1000 }
+  package func media(_ ms: Int64) -> Int64 { (recordingStart + ms) * 1000 }
 
   /// Runs every job, moving the clock from timer to timer, until nothing is left or `limit` of clock
   /// time has passed.
-  public func runToEnd(limit: Duration = .seconds(3600)) {
+  package func runToEnd(limit: Duration = .seconds(3600)) {
     executor.runUntilIdle(firingTimersOf: clock, through: clock.now + limit)
   }
 
   /// Runs jobs and timers up to `duration` of clock time from now, and leaves the clock there.
-  public func run(for duration: Duration) {
+  package func run(for duration: Duration) {
     let target = clock.now + duration
     executor.runUntilIdle(firingTimersOf: clock, through: target)
     clock.advance(to: target)

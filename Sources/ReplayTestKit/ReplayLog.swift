@@ -5,9 +5,9 @@ import TiCloudStorage
 /// What a replay under test reported through its callbacks, in order.
 ///
 /// No states; thread-safe: the replay appends from wherever its environment delivers, the test reads.
-public final class ReplayLog: Sendable {
+package final class ReplayLog: Sendable {
   /// One callback.
-  public enum Entry: Equatable, Sendable {
+  package enum Entry: Equatable, Sendable {
     /// `onTimeChanged` with the position (UTC ms).
     case time(Int64)
     /// `onRecordingGap`.
@@ -21,23 +21,23 @@ public final class ReplayLog: Sendable {
   private let storage = Locked<[Entry]>([])
 
   /// An empty log.
-  public init() {}
+  package init() {}
 
   /// Notes one callback.
-  public func append(_ entry: Entry) { storage.withLock { $0.append(entry) } }
+  package func append(_ entry: Entry) { storage.withLock { $0.append(entry) } }
   /// Every callback so far, in order.
-  public var entries: [Entry] { storage.withLock { $0 } }
+  package var entries: [Entry] { storage.withLock { $0 } }
   /// The positions reported, in order.
-  public var times: [Int64] { entries.compactMap { if case .time(let ms) = $0 { ms } else { nil } } }
+  package var times: [Int64] { entries.compactMap { if case .time(let ms) = $0 { ms } else { nil } } }
   /// The gaps reported, in order.
-  public var gaps: [RecordingGap] { entries.compactMap { if case .gap(let gap) = $0 { gap } else { nil } } }
+  package var gaps: [RecordingGap] { entries.compactMap { if case .gap(let gap) = $0 { gap } else { nil } } }
   /// How many times `onCompleted` ran.
-  public var completions: Int { entries.count { $0 == .completed } }
+  package var completions: Int { entries.count { $0 == .completed } }
   /// The codes `onError` got, in order.
-  public var errors: [TiErrorCode] { entries.compactMap { if case .error(let code) = $0 { code } else { nil } } }
+  package var errors: [TiErrorCode] { entries.compactMap { if case .error(let code) = $0 { code } else { nil } } }
 
   /// Sets `replay`'s four play callbacks to note into this log (and nothing else).
-  public func observe(_ replay: Replay) {
+  package func observe(_ replay: Replay) {
     replay.onTimeChanged = { [self] in append(.time($0)) }
     replay.onRecordingGap = { [self] in append(.gap($0)) }
     replay.onCompleted = { [self] in append(.completed) }

@@ -7,25 +7,25 @@ import TiCloudStorage
 /// played at: what a speaker would have played, and when.
 ///
 /// No states; thread-safe.
-public final class TimedAudioDevice: AudioDevice, @unchecked Sendable {
+package final class TimedAudioDevice: AudioDevice, @unchecked Sendable {
   private let clock: any PipelineClock
   // NSLock (pthread) rather than Synchronization.Mutex, so the thread sanitizer sees the locking.
   private let lock = NSLock()
   private var frames: [(time: Int64, samples: Int, volume: Int, at: Int64)] = []
 
   /// A device that reads instants from `clock` (the replay's).
-  public init(clock: any PipelineClock) { self.clock = clock }
+  package init(clock: any PipelineClock) { self.clock = clock }
 
   /// Notes the frame.
-  public func play(_ frame: DecodedFrame, volume: Int) {
+  package func play(_ frame: DecodedFrame, volume: Int) {
     let now = clock.now.microseconds
     lock.withLock { frames.append((frame.time.microseconds, frame.frame.sampleCount, volume, now)) }
   }
 
   /// Media time (µs), samples and volume of each frame played, in order.
-  public var played: [(time: Int64, samples: Int, volume: Int)] {
+  package var played: [(time: Int64, samples: Int, volume: Int)] {
     lock.withLock { frames.map { ($0.time, $0.samples, $0.volume) } }
   }
   /// (media µs, clock µs) of each frame played, in order.
-  public var instants: [(media: Int64, at: Int64)] { lock.withLock { frames.map { ($0.time, $0.at) } } }
+  package var instants: [(media: Int64, at: Int64)] { lock.withLock { frames.map { ($0.time, $0.at) } } }
 }

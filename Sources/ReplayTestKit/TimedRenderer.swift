@@ -7,21 +7,21 @@ import TiCloudStorage
 /// what a window would have shown, and when.
 ///
 /// No states; thread-safe.
-public final class TimedRenderer: VideoRenderer, @unchecked Sendable {
+package final class TimedRenderer: VideoRenderer, @unchecked Sendable {
   private let clock: any PipelineClock
   // NSLock (pthread) rather than Synchronization.Mutex, so the thread sanitizer sees the locking.
   private let lock = NSLock()
   private var presented: [(media: Int64, at: Int64)] = []
 
   /// A renderer that reads instants from `clock` (the replay's).
-  public init(clock: any PipelineClock) { self.clock = clock }
+  package init(clock: any PipelineClock) { self.clock = clock }
 
   /// Notes the frame.
-  public func render(_ frame: DecodedFrame) {
+  package func render(_ frame: DecodedFrame) {
     let now = clock.now.microseconds
     lock.withLock { presented.append((frame.time.microseconds, now)) }
   }
 
   /// (media µs, clock µs) of each presented frame, in order.
-  public var frames: [(media: Int64, at: Int64)] { lock.withLock { presented } }
+  package var frames: [(media: Int64, at: Int64)] { lock.withLock { presented } }
 }

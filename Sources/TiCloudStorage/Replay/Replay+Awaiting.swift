@@ -9,7 +9,7 @@ extension Replay {
   /// was delivered), ``Ending/stopped`` when ``stop()`` or another play ended it first. Its failure
   /// (`onError`'s error) and a refused play (`invalidArgument`, `notBound`) are thrown. Cancelling the
   /// awaiting task stops the play. The callbacks are delivered as usual meanwhile.
-  public func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) async throws
+  package func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) async throws
     -> Ending
   {
     let stream = AsyncStream<Result<Ending, TiError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
@@ -35,7 +35,7 @@ extension Replay {
   }
 
   /// How an awaited play ended.
-  public enum Ending: Sendable, Equatable {
+  package enum Ending: Sendable, Equatable {
     /// The range was played to its end (`onCompleted`).
     case completed
     /// ``stop()``, another play, or the awaiting task's cancellation ended it first.

@@ -11,7 +11,7 @@ extension Replay {
   /// runs, the output's branch joins the running graph (nothing is read again; the first output of a
   /// kind rebuilds it from the position) and starts at the next keyframe.
   @discardableResult
-  public func bindVideo(
+  package func bindVideo(
     channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
   ) -> OutputID {
     bind(channel: channel, target: .video(renderer), volume: 100, events: events)
@@ -19,7 +19,7 @@ extension Replay {
 
   /// Plays the audio of `channel` on `device` at `volume` (0...100); see ``bindVideo(channel:renderer:events:)``.
   @discardableResult
-  public func bindAudio(
+  package func bindAudio(
     channel: UInt8, device: any AudioDevice, volume: Int = 100, events: (@Sendable (OutputEvent) -> Void)? = nil
   ) -> OutputID {
     bind(channel: channel, target: .audio(device), volume: min(max(volume, 0), 100), events: events)
@@ -27,7 +27,7 @@ extension Replay {
 
   /// Binds an output of `channel` presenting to `target`; see ``bindVideo(channel:renderer:events:)``.
   @discardableResult
-  public func bind(
+  package func bind(
     channel: UInt8, target: OutputTarget, volume: Int = 100, events: (@Sendable (OutputEvent) -> Void)? = nil
   ) -> OutputID {
     let track: TrackID
@@ -50,7 +50,7 @@ extension Replay {
   /// Removes an output. The play goes on for the others (its branch leaves the running graph; the graph
   /// is rebuilt only when the output drove the position); when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
-  public func unbind(_ id: OutputID) {
+  package func unbind(_ id: OutputID) {
     // The output's renderer or device is let go here, after the command: its deinit (a window that
     // closes) must not run on the executor inside it.
     let (restart, released) = perform { state -> (Bool, Attachment?) in
@@ -65,7 +65,7 @@ extension Replay {
 
   /// Sets an audio output's volume, 0...100; `invalidArgument` outside (nothing changes).
   @discardableResult
-  public func setVolume(_ volume: Int, of id: OutputID) -> TiErrorCode {
+  package func setVolume(_ volume: Int, of id: OutputID) -> TiErrorCode {
     guard (0...100).contains(volume) else { return .invalidArgument }
     perform { state in state.attachments[id]?.volume = volume }
     return .ok
@@ -81,7 +81,7 @@ extension Replay {
   /// fails, on a global queue when the recorder fell behind, else on the thread of the call that ended
   /// the play. `notStarted` without an active play.
   @discardableResult
-  public func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
+  package func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
     let added = perform { state -> Bool in
       guard state.rules.active else { return false }
       state.recorders.append((recorder, onEnd))
@@ -97,7 +97,7 @@ extension Replay {
   }
 
   /// Where the active play is (ms), or where it starts when nothing was presented yet.
-  public var recordingStart: MediaTime? {
+  package var recordingStart: MediaTime? {
     let facts = facts.value
     guard let anchor = facts.recordingAnchor else { return nil }
     return facts.followsPosition ? currentPosition ?? anchor : anchor
@@ -105,7 +105,7 @@ extension Replay {
 
   /// Stops handing media to `recorder` (its task stopped) and calls its `onEnd`; with no output and no
   /// other recorder left the replay stops reading.
-  public func removeRecorder(_ recorder: ReplayRecorder) {
+  package func removeRecorder(_ recorder: ReplayRecorder) {
     let (ended, idle) = perform { state -> ((@Sendable (Bool) -> Void)?, Bool) in
       guard let index = state.recorders.firstIndex(where: { $0.recorder === recorder }) else { return (nil, false) }
       let ended = state.recorders.remove(at: index).onEnd
@@ -120,7 +120,7 @@ extension Replay {
   /// Hands every packet of `dump`'s tracks that the replay reads from now on — across plays, seeks and
   /// binding changes — to `dump`, which finishes by itself after `maximumDuration` on the replay's
   /// clock (`durationLimit`). Nothing is captured while nothing is read.
-  public func attachRawDump(_ dump: RawDumpWriter, maximumDuration: Duration) {
+  package func attachRawDump(_ dump: RawDumpWriter, maximumDuration: Duration) {
     let clock = environment.clock
     let timer = clock.schedule(at: clock.now + maximumDuration, on: environment.executor) { [weak dump] in
       dump?.finish(.durationLimit) { _ in }

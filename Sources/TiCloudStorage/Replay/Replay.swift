@@ -52,34 +52,34 @@ import Synchronization
 /// `deliver`); this class feeds the rules the SDK's calls and the graph's events and performs what they
 /// answer. Graph building is in `ReplayGraph.swift`, outputs, recorders and raw dumps in
 /// `Replay+Outputs.swift`, the graph's events in `Replay+GraphEvents.swift`.
-public final class Replay: @unchecked Sendable {
+package final class Replay: @unchecked Sendable {
   /// A play's failure (token, network, listing, unreadable recording).
-  public typealias ErrorHandler = @Sendable (TiError) -> Void
+  package typealias ErrorHandler = @Sendable (TiError) -> Void
 
   /// Called with the position, in UTC ms.
-  public var onTimeChanged: (@Sendable (Int64) -> Void)? {
+  package var onTimeChanged: (@Sendable (Int64) -> Void)? {
     get { handlers.value.onTimeChanged }
     set { handlers.update { $0.onTimeChanged = newValue } }
   }
   /// Called when a play fails.
-  public var onError: ErrorHandler? {
+  package var onError: ErrorHandler? {
     get { handlers.value.onError }
     set { handlers.update { $0.onError = newValue } }
   }
   /// Called when a play's range is exhausted.
-  public var onCompleted: (@Sendable () -> Void)? {
+  package var onCompleted: (@Sendable () -> Void)? {
     get { handlers.value.onCompleted }
     set { handlers.update { $0.onCompleted = newValue } }
   }
   /// Called for each gap the position crosses.
-  public var onRecordingGap: (@Sendable (RecordingGap) -> Void)? {
+  package var onRecordingGap: (@Sendable (RecordingGap) -> Void)? {
     get { handlers.value.onRecordingGap }
     set { handlers.update { $0.onRecordingGap = newValue } }
   }
 
   /// Called, in the `seek` call that superseded it, with the target of a seek that never took effect
   /// and the new target (R32: the last seek wins; the one it replaced is reported, not silently lost).
-  public var onSeekSuperseded: (@Sendable (_ superseded: Int64, _ by: Int64) -> Void)? {
+  package var onSeekSuperseded: (@Sendable (_ superseded: Int64, _ by: Int64) -> Void)? {
     get { handlers.value.onSeekSuperseded }
     set { handlers.update { $0.onSeekSuperseded = newValue } }
   }
@@ -100,12 +100,12 @@ public final class Replay: @unchecked Sendable {
   let playNumber = Atomic(0)
 
   /// Identifies one output bound to the replay.
-  public struct OutputID: Hashable, Sendable {
+  package struct OutputID: Hashable, Sendable {
     let value: Int
   }
 
   /// What happens to one bound output, on the graph's executor.
-  public enum OutputEvent: Sendable {
+  package enum OutputEvent: Sendable {
     /// The branch presented its first frame since the play, the seek or the binding.
     case presenting
     /// The play's range was exhausted and the branch has drained.
@@ -115,7 +115,7 @@ public final class Replay: @unchecked Sendable {
   }
 
   /// Where an output's branch presents: a renderer for video, a device for audio.
-  public enum OutputTarget {
+  package enum OutputTarget {
     /// Video frames go to the renderer.
     case video(any VideoRenderer)
     /// Audio frames go to the device.
@@ -139,7 +139,7 @@ public final class Replay: @unchecked Sendable {
   typealias RecorderEntry = (recorder: ReplayRecorder, onEnd: @Sendable (Bool) -> Void)
 
   /// A replay of the recordings `service` holds, running in `environment`, at `speed` (kept across plays).
-  public init(service: any RecordingService, environment: ReplayEnvironment = .realtime(), speed: ReplaySpeed = .x1) {
+  package init(service: any RecordingService, environment: ReplayEnvironment = .realtime(), speed: ReplaySpeed = .x1) {
     self.service = service
     self.environment = environment
     control = Control(handlers: handlers)
@@ -156,10 +156,10 @@ public final class Replay: @unchecked Sendable {
   // MARK: Playing
 
   /// The current speed (kept across plays).
-  public var speed: ReplaySpeed { facts.value.speed }
+  package var speed: ReplaySpeed { facts.value.speed }
 
   /// The position in UTC ms; nil before the play has one (and after `stop`).
-  public var currentTimeMs: Int64? { currentPosition?.milliseconds }
+  package var currentTimeMs: Int64? { currentPosition?.milliseconds }
 
   /// The position as last published.
   var currentPosition: MediaTime? {
@@ -168,7 +168,7 @@ public final class Replay: @unchecked Sendable {
   }
 
   /// Frames presented (video, audio) and video frames dropped as late, over every play so far.
-  public var statistics: (videoFrames: Int, audioFrames: Int, droppedFrames: Int) {
+  package var statistics: (videoFrames: Int, audioFrames: Int, droppedFrames: Int) {
     let facts = facts.value
     return (
       videoFrames.load(ordering: .relaxed), audioFrames.load(ordering: .relaxed),
@@ -178,20 +178,20 @@ public final class Replay: @unchecked Sendable {
 
   /// Video frames presented late (later than their scaled duration after their time; at 1× and slower
   /// they are shown, not dropped), over every play so far.
-  public var lateVideoFrames: Int {
+  package var lateVideoFrames: Int {
     let facts = facts.value
     return facts.lateBefore + (facts.graph?.late ?? 0)
   }
 
   /// The last video frame presented (for snapshots): kept after pause, stop and completion. Read on the
   /// executor (a caller elsewhere waits for it).
-  public var lastPresentedFrame: DecodedFrame? { perform { $0.lastFrame } }
+  package var lastPresentedFrame: DecodedFrame? { perform { $0.lastFrame } }
 
   /// The graph of the active play (nil without one), for its shape and statistics
   /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; an output's branch
   /// joins or leaves it in place, unless the output drives the position (the first of its kind), the
   /// play is paused or nothing presented yet; a change of recorders replaces it.
-  public var activeGraph: Pipeline? {
+  package var activeGraph: Pipeline? {
     let facts = facts.value
     return facts.active ? facts.graph?.pipeline : nil
   }
@@ -202,7 +202,7 @@ public final class Replay: @unchecked Sendable {
   /// either way the current play goes on untouched. Accepting a play stops the previous one without its
   /// callbacks; the speed, bindings and volumes are kept, a pause is not.
   @discardableResult
-  public func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) -> TiErrorCode {
+  package func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) -> TiErrorCode {
     begin(startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: token, waiter: nil)
   }
 
@@ -252,21 +252,21 @@ public final class Replay: @unchecked Sendable {
   }
 
   /// The longest span a play reads: 10 days, as a listing.
-  public static let maximumSpanMs: Int64 = ReplayStateMachine.maximumSpanMs
+  package static let maximumSpanMs: Int64 = ReplayStateMachine.maximumSpanMs
 
   /// Halts playback; idempotent. `notStarted` without an active play.
   @discardableResult
-  public func pause() -> TiErrorCode { setPaused(true) }
+  package func pause() -> TiErrorCode { setPaused(true) }
 
   /// Continues from where playback paused; idempotent. `notStarted` without an active play.
   @discardableResult
-  public func resume() -> TiErrorCode { setPaused(false) }
+  package func resume() -> TiErrorCode { setPaused(false) }
 
   /// True while a play is running or paused.
-  public var isActive: Bool { facts.value.active }
+  package var isActive: Bool { facts.value.active }
 
   /// True while the active play is paused.
-  public var isPaused: Bool { facts.value.paused }
+  package var isPaused: Bool { facts.value.paused }
 
   private func setPaused(_ paused: Bool) -> TiErrorCode {
     perform { state in
@@ -294,7 +294,7 @@ public final class Replay: @unchecked Sendable {
 
   /// Changes the speed at once, keeping the position (no seek); applies to later plays too.
   @discardableResult
-  public func setSpeed(_ speed: ReplaySpeed) -> TiErrorCode {
+  package func setSpeed(_ speed: ReplaySpeed) -> TiErrorCode {
     perform { state in
       state.rules.speed = speed
       state.publishLevels()
@@ -308,7 +308,7 @@ public final class Replay: @unchecked Sendable {
   /// frame is shown and `currentTimeMs` moves to it). The latest seek wins.
   /// `notStarted` without an active play, `invalidArgument` outside the play's range.
   @discardableResult
-  public func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
+  package func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
     var flushed = false
     let outcome = perform { state -> Result<MediaTime?, TiError> in
       let superseded: MediaTime?
@@ -342,7 +342,7 @@ public final class Replay: @unchecked Sendable {
   /// Ends the play without `onCompleted` or `onError`; keeps bindings, speed and the last frame;
   /// idempotent.
   @discardableResult
-  public func stop() -> TiErrorCode {
+  package func stop() -> TiErrorCode {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
     perform { state in

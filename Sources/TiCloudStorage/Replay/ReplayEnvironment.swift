@@ -12,25 +12,25 @@ import PipelineGraph
 ///
 /// A value; no states. The replay calls `deliver` from its executor and from its callers' threads, so
 /// `deliver` must be thread-safe and run the callback later, not inside its own call.
-public struct ReplayEnvironment: Sendable {
+package struct ReplayEnvironment: Sendable {
   /// Runs the graphs' nodes and the Replay's state: its control executor, where every command runs (a
   /// caller on another thread waits for it). It must outlive the Replay, and none of its jobs may wait
   /// for a thread that might be calling the Replay.
-  public var executor: any PipelineExecutor
+  package var executor: any PipelineExecutor
   /// Paces presentation.
-  public var clock: any PipelineClock
+  package var clock: any PipelineClock
   /// Runs blocking work (reads, hashing, decryption).
-  public var workers: any WorkerExecutor
+  package var workers: any WorkerExecutor
   /// Delivers one callback (on the main queue, the shared background queue, or as a test wishes);
   /// never called inside a Replay method's own call stack.
-  public var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
+  package var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
   /// How long a play may receive (almost) nothing from the cloud before it fails with
   /// `networkUnavailable` (`CloudSegmentSource`'s stall budget, wall-clock); nil: no budget. A paused
   /// play whose read-ahead is full waits on nothing, and is not stalled.
-  public var stallBudget: Duration? = .seconds(30)
+  package var stallBudget: Duration? = .seconds(30)
 
   /// An environment of the caller's choosing.
-  public init(
+  package init(
     executor: any PipelineExecutor, clock: any PipelineClock, workers: any WorkerExecutor,
     deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
   ) {
@@ -41,7 +41,7 @@ public struct ReplayEnvironment: Sendable {
   }
 
   /// Real time on a thread of the replay's own; callbacks on `callbacks` (the main queue by default).
-  public static func realtime(callbacks: DispatchQueue = .main) -> ReplayEnvironment {
+  package static func realtime(callbacks: DispatchQueue = .main) -> ReplayEnvironment {
     // The monotonic clock, slewed to follow an audio device that says how long it holds its sound.
     ReplayEnvironment(
       executor: ThreadExecutor(name: "tipipe.replay"), clock: SlewedClock(base: MonotonicClock()),
@@ -51,13 +51,13 @@ public struct ReplayEnvironment: Sendable {
   /// Everything on `executor` under a test's control: the graphs' jobs, the workers' reads, and the
   /// callbacks, each queued there as a job of its own (never run inside the call that caused it, as
   /// the contract of ``deliver`` asks), on `clock`'s instants.
-  public static func manual(executor: ManualExecutor, clock: VirtualClock) -> ReplayEnvironment {
+  package static func manual(executor: ManualExecutor, clock: VirtualClock) -> ReplayEnvironment {
     ReplayEnvironment(
       executor: executor, clock: clock, workers: executor, deliver: { [executor] in executor.execute($0) })
   }
 
   /// Replay semantics as fast as the machine allows; callbacks on `callbacks`.
-  public static func freeRunning(callbacks: DispatchQueue) -> ReplayEnvironment {
+  package static func freeRunning(callbacks: DispatchQueue) -> ReplayEnvironment {
     ReplayEnvironment(
       executor: ThreadExecutor(name: "tipipe.replay"), clock: VirtualClock(freeRunning: true),
       workers: WorkerPool.shared, deliver: { callbacks.async(execute: $0) })

@@ -99,7 +99,7 @@ extension Replay {
   /// The graph a play of `[startTimeMs, endTimeMs)` runs with the current bindings, built but not
   /// started (for `tipipe graph replay`: nodes, typed edges and their bounds); `notBound` without any
   /// output.
-  public func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
+  package func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
     let (bindings, speed) = perform { state in (Self.bindings(state.rules.outputs, state), state.rules.speed) }
     guard !bindings.isEmpty else { throw TiError(.notBound, "a replay needs an output") }
     let range = MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs)

@@ -10,7 +10,7 @@ import PipelineGraph
 /// `onTimeChanged`, `onError`, `onCompleted` and `onRecordingGap` run on the main queue, or on the SDK's
 /// shared background queue for a Replay created with `callbackThread: .background` (R7). Every method
 /// may be called from any thread and returns at once; after ``dispose()`` they return notInitialized.
-/// The engine is ``Replay``; this object adds the instance, the Outputs and the lifecycle rules.
+/// The engine under it is the package's `Replay`; this object adds the instance, the Outputs and the lifecycle rules.
 public final class TiCloudStorageReplay: @unchecked Sendable {
   let runtime = Runtime.shared
   /// The instance that created it (its token, its dispose).
