@@ -23,7 +23,7 @@ for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit 
   level=public
   [ "$module" = ReplayTestKit ] && level=package
   swift-symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CFFmpeg -I Sources/CCurl \
-    -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -I Sources/LazyLibraries/include -target "$(uname -m)-unknown-linux-gnu" \
+    -I Sources/CCrypto -I Sources/CMicroHTTPD -I Sources/CArchive -I Sources/CSDL2 -I Sources/LazyLibraries/include -I Sources/MediaKernels/include -target "$(uname -m)-unknown-linux-gnu" \
     -output-dir "$docs" -minimum-access-level "$level"
   docc convert "Sources/$module/Documentation.docc" --additional-symbol-graph-dir "$docs" \
     --output-path "$docs/out" --fallback-display-name "$module" \

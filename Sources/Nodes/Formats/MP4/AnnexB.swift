@@ -1,4 +1,5 @@
 import Foundation
+import MediaKernels
 
 /// Where the NAL units of an Annex B access unit are, as an MP4 muxer takes them apart.
 ///
@@ -7,8 +8,8 @@ import Foundation
 /// stream copy into MP4 took until the export wrote its own fragments): bytes before the first start
 /// code are dropped, a zero byte before a start code belongs to it, a unit ends where the next start
 /// code begins (trailing zeros beyond that one stay in it), and a start code that ends the buffer starts
-/// nothing. The search hops from one `0x01` byte to the next with `memchr`, which is what makes it cheap:
-/// in coded video a start code is the only place where two zero bytes precede one.
+/// nothing. The search for start codes is `tipipe_annexb_start_code` (Sources/MediaKernels), which
+/// compares 16 or 32 positions at once: every byte of every picture an export writes passes it.
 package enum AnnexB {
   /// The byte ranges (relative to `bytes.startIndex`) of the NAL units in `bytes`.
   package static func nalUnits(in bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
@@ -34,17 +35,6 @@ package enum AnnexB {
   /// The first start code (`00 00 01`, or the `00 00 00 01` around it) at or after `from` with at least
   /// one byte after it; `end` when there is none.
   private static func startCode(in base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
-    // A start code at i has its 0x01 at i + 2 ≤ end − 2.
-    var search = from + 2
-    while search <= end - 2 {
-      guard let hit = memchr(base + search, 1, end - 1 - search) else { return end }
-      let one = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-      if base[one - 1] == 0, base[one - 2] == 0 {
-        let found = one - 2
-        return found > from && base[found - 1] == 0 ? found - 1 : found
-      }
-      search = one + 1
-    }
-    return end
+    Int(tipipe_annexb_start_code(base, from, end))
   }
 }
