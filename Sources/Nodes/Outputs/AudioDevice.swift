@@ -1,51 +1,4 @@
 import PipelineGraph
-import Synchronization
-
-/// What a Video Output draws into: the Linux stand-in for the seed's host view (`TiRtcPlatformView`).
-///
-/// `render` is called on the replay's executor, once per presented frame, in presentation order; it
-/// must return quickly (copy what it needs, or keep the frame object, which owns its pixels). No
-/// lifecycle: frames come whenever the output is bound and a play presents.
-public protocol VideoRenderer: AnyObject, Sendable {
-  /// Draws `frame`.
-  func render(_ frame: DecodedFrame)
-}
-
-/// A renderer that draws nothing (a headless replay, `tipipe play`). Stateless: any thread.
-public final class NullRenderer: VideoRenderer {
-  /// Creates a null renderer.
-  public init() {}
-  /// Does nothing.
-  public func render(_ frame: DecodedFrame) {}
-}
-
-/// A renderer that keeps what it was given: the frames' times, their count and the last frame (for
-/// tests and snapshots).
-///
-/// No lifecycle; thread-safe (a lock guards what it keeps): render and read from any thread.
-public final class FrameCaptureRenderer: VideoRenderer {
-  private let state = Locked<(times: [MediaTimeMicroseconds], last: DecodedFrame?)>(([], nil))
-
-  /// Media times in microseconds.
-  public typealias MediaTimeMicroseconds = Int64
-
-  /// Creates a capturing renderer.
-  public init() {}
-
-  /// Keeps the frame and its time.
-  public func render(_ frame: DecodedFrame) {
-    state.withLock {
-      $0.times.append(frame.time.microseconds)
-      $0.last = frame
-    }
-  }
-
-  /// The media times of every frame rendered, in order.
-  public var renderedTimes: [MediaTimeMicroseconds] { state.withLock { $0.times } }
-
-  /// The last frame rendered.
-  public var lastFrame: DecodedFrame? { state.withLock { $0.last } }
-}
 
 /// Where an Audio Output sends its samples: the Linux stand-in for the seed's audio route.
 ///
@@ -104,22 +57,4 @@ public final class NullAudioDevice: AudioDevice {
   public init() {}
   /// Does nothing.
   public func play(_ frame: DecodedFrame, volume: Int) {}
-}
-
-/// A device that records what it was asked to play (for tests).
-///
-/// No lifecycle; thread-safe (a lock guards what it records): play and read from any thread.
-public final class CaptureAudioDevice: AudioDevice {
-  private let state = Locked<[(time: Int64, samples: Int, volume: Int)]>([])
-
-  /// Creates a capturing device.
-  public init() {}
-
-  /// Records the frame's time, sample count and volume.
-  public func play(_ frame: DecodedFrame, volume: Int) {
-    state.withLock { $0.append((frame.time.microseconds, frame.frame.sampleCount, volume)) }
-  }
-
-  /// What was played: media time (µs), samples and volume of each frame.
-  public var played: [(time: Int64, samples: Int, volume: Int)] { state.withLock { $0 } }
 }
