@@ -10,6 +10,9 @@ extension Replay {
     let router: TrackRouter
     let detector: GapDetector
     let watch: ChannelWatch
+    /// The recorders' tap, and whether an audio transcoder feeds it (a recorder of audio needs one).
+    let tap: RecorderTap
+    let transcodesAudio: Bool
     /// One clock anchor for every output.
     let timeline: PlaybackTimeline
     /// The outputs whose frames may move the position (the first video output, else the first audio).
@@ -23,12 +26,14 @@ extension Replay {
     var departed: Set<ObjectIdentifier> = []
 
     init(
-      router: TrackRouter, detector: GapDetector, watch: ChannelWatch, timeline: PlaybackTimeline,
-      candidates: [OutputID], drivenKinds: Set<TrackKind>
+      router: TrackRouter, detector: GapDetector, watch: ChannelWatch, tap: RecorderTap, transcodesAudio: Bool,
+      timeline: PlaybackTimeline, candidates: [OutputID], drivenKinds: Set<TrackKind>
     ) {
       self.router = router
       self.detector = detector
       self.watch = watch
+      self.tap = tap
+      self.transcodesAudio = transcodesAudio
       self.timeline = timeline
       self.candidates = candidates
       self.drivenKinds = drivenKinds
@@ -93,6 +98,17 @@ extension Replay {
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
     graph.joints.router.select(Self.routedTracks(state))
     return true
+  }
+
+  /// Hands `recorder` (just added to the recorders, inside the command) to the running graph's tap: true
+  /// when it joined — the tap kept every packet from its start on, its tracks are routed already, and a
+  /// recorder of audio finds the transcoder in place; false when the graph must be rebuilt for it (T16:
+  /// it starts at the first keyframe at or after its start, which a rebuilt graph reads again).
+  func join(_ recorder: ReplayRecorder, _ state: Control) -> Bool {
+    guard let graph = state.graph, recorder.tracks.isSubset(of: graph.joints.router.tracks),
+      recorder.audioTrack == nil || graph.joints.transcodesAudio
+    else { return false }
+    return graph.joints.tap.join(recorder)
   }
 
   /// The tracks a graph's router lets through: those of the bound outputs and the recorders.

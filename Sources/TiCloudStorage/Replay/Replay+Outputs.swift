@@ -74,25 +74,29 @@ extension Replay {
   // MARK: Recording
 
   /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
-  /// even while no output is bound; the graph is rebuilt from the position, so what was read ahead is
-  /// read again for it. `onEnd` is called once when the play ends (with true for a natural completion),
+  /// even while no output is bound. The running graph's tap hands it what it kept from the position on
+  /// (``RecorderTap/join(_:)``), so nothing is read again; the graph is rebuilt from the position only
+  /// when the tap let some of that go, the recorder's tracks are not routed, or it records audio and no
+  /// transcoder feeds the tap. `onEnd` is called once when the play ends (with true for a natural completion),
   /// the recorder falls behind (`ReplayRecorder.whenOverrun(_:)`) or ``removeRecorder(_:)`` is called,
   /// directly rather than through `deliver`: on the environment's executor when the graph completes or
   /// fails, on a global queue when the recorder fell behind, else on the thread of the call that ended
   /// the play. `notStarted` without an active play.
   @discardableResult
   package func addRecorder(_ recorder: ReplayRecorder, onEnd: @escaping @Sendable (Bool) -> Void) -> TiErrorCode {
-    let added = perform { state -> Bool in
-      guard state.rules.active else { return false }
+    // The running graph's tap takes it in when it kept what the recorder starts with; else the graph is
+    // built again from the position.
+    let joined = perform { state -> Bool? in
+      guard state.rules.active else { return nil }
       state.recorders.append((recorder, onEnd))
-      return true
+      return join(recorder, state)
     }
-    guard added else { return .notStarted }
+    guard let joined else { return .notStarted }
     // A writer that cannot keep up ends its task at once (T13), not when the play ends.
     recorder.whenOverrun { [weak self, weak recorder] in
       if let self, let recorder { removeRecorder(recorder) }
     }
-    restart()
+    if !joined { restart() }
     return .ok
   }
 

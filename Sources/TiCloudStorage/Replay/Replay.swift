@@ -6,7 +6,7 @@ import Synchronization
 /// Replay as a graph configuration: plays a device's recordings of a range at one of seven speeds,
 /// with pause, seek, gaps reported as they are crossed, and the position as it advances.
 ///
-/// Each play (and each change of recorders, or of the output that drives the position) builds
+/// Each play (and each change of the output that drives the position) builds
 /// `CloudSegmentSource → SegmentVerifier → SegmentDemuxer → TrackRouter → GapDetector ─┬→ FrameDecoder → Pacer → PresentationSink (video)`
 /// `                                                                                   └→ FrameDecoder → Pacer(muted off 1×) → PresentationSink (audio)`
 /// over any `RecordingService` (`file://` or `http(s)://`), on the environment's executor and clock.
@@ -15,7 +15,8 @@ import Synchronization
 /// from the target, the demuxer starts at the keyframe at or before it, decoders restart, and the pacers
 /// present nothing earlier. The latest seek wins, and what the graph did before it (frames, gaps, its
 /// end) is dropped by flush generation. Another output bound while the play runs joins that graph as a
-/// branch (`Pipeline.attach(_:)`: nothing is read again), and leaves it the same way when unbound. The source reads ahead (16 MB) while the play runs and not
+/// branch (`Pipeline.attach(_:)`: nothing is read again), and leaves it the same way when unbound; a
+/// recorder added then gets from the `RecorderTap` what it kept of the last seconds read. The source reads ahead (16 MB) while the play runs and not
 /// while it is paused: a paused play downloads no more than its edges hold. The callbacks of one play follow the seed: `onTimeChanged` at most
 /// once per 100 ms of media (and at each seek, after each gap, and at the end), `onRecordingGap` once
 /// per gap crossed, between the time events around it, and exactly one of `onCompleted` or `onError`
@@ -190,7 +191,8 @@ package final class Replay: @unchecked Sendable {
   /// The graph of the active play (nil without one), for its shape and statistics
   /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; an output's branch
   /// joins or leaves it in place, unless the output drives the position (the first of its kind), the
-  /// play is paused or nothing presented yet; a change of recorders replaces it.
+  /// play is paused or nothing presented yet; a recorder joins its tap in place, unless the tap let go of
+  /// what the recorder starts with or the recorder needs a track or a transcoder the graph lacks.
   package var activeGraph: Pipeline? {
     let facts = facts.value
     return facts.active ? facts.graph?.pipeline : nil

@@ -184,7 +184,8 @@ extension Replay {
     // Recording tasks get what the play reads (their tasks come and go while it runs).
     let (tappedRecorders, tappedDumps, levels) = perform { ($0.tappedRecorders, $0.tappedDumps, $0.levels) }
     let tap = RecorderTap(paced: !candidates.isEmpty, recorders: tappedRecorders)
-    if plan.recordedTracks.contains(where: { $0.kind == .audio }) {
+    let transcodesAudio = plan.recordedTracks.contains { $0.kind == .audio }
+    if transcodesAudio {
       // An MP4 carries no G.711: recorded audio passes a transcoder to AAC first (T19); AAC passes as is.
       let transcoder = try AudioTranscoder()
       pipeline.connect(detector, to: transcoder, limits: EdgeLimits(items: 256, bytes: 4 << 20))
@@ -202,7 +203,8 @@ extension Replay {
       tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.start.speed.rate,
       paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
     let joints = Joints(
-      router: router, detector: detector, watch: watch, timeline: timeline, candidates: candidates,
+      router: router, detector: detector, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
+      timeline: timeline, candidates: candidates,
       drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
     let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
     let start = BranchStart(

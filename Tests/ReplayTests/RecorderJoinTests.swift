@@ -1,0 +1,124 @@
+import Dispatch
+import Foundation
+import MediaTestSupport
+import Nodes
+import PipelineGraph
+import ReplayTestKit
+import Testing
+import TiCloudStorage
+
+/// Recorders added while a play runs: the graph's tap hands them what it kept from their start on, so
+/// the graph is not rebuilt and nothing is read again (T16: the file starts at the first keyframe at or
+/// after the start); the graph is rebuilt only when the tap cannot serve them.
+@Suite("Recorders joining a running play")
+struct RecorderJoinTests {
+  /// Finishes `recorder` and waits for its result.
+  private func finish(_ recorder: ReplayRecorder) throws -> Result<Int64, TiError> {
+    let result = Locked<Result<Int64, TiError>?>(nil)
+    let finished = DispatchSemaphore(value: 0)
+    recorder.finish(playedToTheEnd: true) { outcome in
+      result.withLock { $0 = outcome }
+      finished.signal()
+    }
+    guard finished.wait(timeout: .now() + 60) == .success, let outcome = result.withLock({ $0 }) else {
+      throw WaitTimedOut("the recorder's result")
+    }
+    return outcome
+  }
+
+  /// ffprobe's video packet count and the file's duration (s).
+  private func probe(_ file: URL) throws -> (frames: Int, duration: Double, codecs: [String]) {
+    let frames = try run(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of",
+        "csv=p=0", file.path,
+      ])
+    let duration = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", file.path])
+    let codecs = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", file.path])
+    return (
+      Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+      Double(duration.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+      codecs.split(separator: "\n").map(String.init)
+    )
+  }
+
+  @Test(
+    "a recorder added while the play runs joins in place: nothing is read again, its file starts at the next keyframe")
+  func aRecorderJoinsTheRunningGraph() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(3_100))
+    let graph = try #require(harness.replay.activeGraph)
+    let start = try #require(harness.replay.recordingStart)
+    #expect(
+      start > MediaTime(microseconds: harness.media(3_000)) && start < MediaTime(microseconds: harness.media(4_000)))
+    let output = harness.library.appendingPathComponent("joined.mp4")
+    let recorder = ReplayRecorder(
+      destination: output, videoTrack: TrackID(.video, channel: 0), audioTrack: nil, startsAt: start)
+    let ended = Locked<[Bool]>([])
+    #expect(harness.replay.addRecorder(recorder) { naturally in ended.withLock { $0.append(naturally) } } == .ok)
+    #expect(harness.replay.activeGraph === graph, "the graph was rebuilt for the recorder")
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    #expect(ended.withLock { $0 } == [true])
+    // Three 3-second objects, each fetched once: the recorder took what the graph had read already.
+    #expect(harness.service.fetchedStarts.count == 3, "fetched \(harness.service.fetchedStarts)")
+    #expect(harness.renderer.frames.count == 225)
+    guard case .success(let milliseconds) = try finish(recorder) else {
+      Issue.record("the recording failed")
+      return
+    }
+    // From the keyframe at 4 s (the first at or after 3.1 s) to the end: 5 s, 125 pictures.
+    #expect(milliseconds == 5_000)
+    let probed = try probe(output)
+    #expect(probed.frames == 125)
+    #expect(abs(probed.duration - 5.0) < 0.05, "duration \(probed.duration)")
+    #expect(probed.codecs == ["video"])
+  }
+
+  @Test("a recorder whose start the tap let go of, and one of audio without a transcoder, rebuild the graph")
+  func recordersTheTapCannotServeRebuild() throws {
+    let harness = try ReplayHarness(seconds: 9, audio: true)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(6_100))
+    let graph = try #require(harness.replay.activeGraph)
+    // From the recording's start: the tap keeps the last 4 s of media, not its first seconds.
+    let early = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("early.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: nil, startsAt: MediaTime(microseconds: harness.media(0)))
+    #expect(harness.replay.addRecorder(early) { _ in } == .ok)
+    harness.run(for: .milliseconds(100))
+    let rebuilt = try #require(harness.replay.activeGraph)
+    #expect(rebuilt !== graph)
+    // With sound: the graph has no transcoder before its tap (no recorder of audio when it was built).
+    let start = try #require(harness.replay.recordingStart)
+    let withSound = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("sound.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: TrackID(.audio, channel: 1), startsAt: start)
+    #expect(harness.replay.addRecorder(withSound) { _ in } == .ok)
+    harness.run(for: .milliseconds(100))
+    let transcoding = try #require(harness.replay.activeGraph)
+    #expect(transcoding !== rebuilt)
+    // A second recorder of sound finds the transcoder in place: it joins.
+    let second = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("second.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: TrackID(.audio, channel: 1), startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(second) { _ in } == .ok)
+    #expect(harness.replay.activeGraph === transcoding)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    for recorder in [early, withSound, second] {
+      guard case .success = try finish(recorder) else {
+        Issue.record("\(recorder.destination.lastPathComponent) failed")
+        continue
+      }
+    }
+    // The joined recorder's file has its sound: the transcoder fed the tap it joined.
+    let probed = try probe(second.destination)
+    #expect(probed.codecs.sorted() == ["audio", "video"])
+    #expect(probed.frames > 0)
+  }
+}
