@@ -42,7 +42,7 @@ let package = Package(
     // Stubs of the FFmpeg and SDL2 functions tipipe calls, each library loaded on its first call
     // (scripts/lazy-libraries.py writes them): ~120 shared libraries fewer at every start.
     .target(name: "LazyLibraries", path: "Sources/LazyLibraries", exclude: ["symbols.txt"]),
-    // Byte scans over every byte an export writes (the Annex B start code search), with SSE2/AVX2.
+    // Byte scans over every byte an export writes (the Annex B start code search), with SSE2.
     .target(name: "MediaKernels", path: "Sources/MediaKernels"),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -120,5 +121,81 @@ struct RecorderJoinTests {
     let probed = try probe(second.destination)
     #expect(probed.codecs.sorted() == ["audio", "video"])
     #expect(probed.frames > 0)
+  }
+
+  /// Writes a second video channel (2, 160×120, its own seed) into `library`'s objects, beside channel 0.
+  private static func addSecondVideoChannel(to library: URL) throws {
+    let other = try TemporaryDirectory("tipipe-channel-two")
+    var options = ReplayFixtures.options(seconds: 9)
+    options.videoChannel = 2
+    options.width = 160
+    options.height = 120
+    options.audioCodec = nil
+    options.seed = 0x2222
+    try LibrarySynthesizer(options: options).write(to: other.url)
+    let cipher = try AES128CBC()
+    let segments = try RecordingIndex.load(library: other.url).segments.sorted { $0.startMs < $1.startMs }
+    for (position, segment) in segments.enumerated() {
+      let extra = try SegmentReader.parse(
+        Data(contentsOf: segment.fileURL(in: other.url)), key: segment.keyBytes(), cipher: cipher
+      ).records
+      try LibraryFaults.rewriteRecords(segment: position, in: library) { records in
+        (records + extra).sorted {
+          ($0.timestampMilliseconds, $0.track.channel) < ($1.timestampMilliseconds, $1.track.channel)
+        }
+      }
+    }
+  }
+
+  @Test("a recorder of a channel the router began to route while the graph ran rebuilds it, and misses nothing")
+  func aRecorderOfALateRoutedChannelRebuilds() throws {
+    let harness = try ReplayHarness(seconds: 9, damage: Self.addSecondVideoChannel)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(3_100))
+    // A second video output of channel 2 joins as a branch: the router lets channel 2 through from now.
+    let second = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 2, renderer: second)
+    let graph = try #require(harness.replay.activeGraph)
+    harness.run(for: .milliseconds(40))
+    #expect(harness.replay.activeGraph === graph)
+    // The tap has nothing of channel 2 from before: the recorder cannot join.
+    let recorder = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("two.mp4"), videoTrack: TrackID(.video, channel: 2),
+      audioTrack: nil, startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    #expect(harness.replay.activeGraph !== graph)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    guard case .success(let milliseconds) = try finish(recorder) else {
+      Issue.record("the recording failed")
+      return
+    }
+    // From channel 2's keyframe at 4 s to the end.
+    #expect(milliseconds == 5_000)
+    #expect(try probe(recorder.destination).frames == 125)
+  }
+
+  @Test("a recorder added right after a seek, before the seek's flush reached the tap, records from the target only")
+  func aRecorderAddedRightAfterASeek() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(6_100))
+    let graph = try #require(harness.replay.activeGraph)
+    #expect(harness.replay.seek(toTimeMs: harness.recordingStart + 3_000) == .ok)
+    let start = try #require(harness.replay.recordingStart)
+    #expect(start == MediaTime(microseconds: harness.media(3_000)))
+    let recorder = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("after-seek.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: nil, startsAt: start)
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    guard case .success(let milliseconds) = try finish(recorder) else {
+      Issue.record("the recording failed")
+      return
+    }
+    // The 4 s keyframe to the end, once: nothing of what was read before the seek.
+    #expect(milliseconds == 5_000)
+    #expect(try probe(recorder.destination).frames == 125)
   }
 }

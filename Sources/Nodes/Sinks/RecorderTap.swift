@@ -8,10 +8,11 @@ import PipelineGraph
 /// packets: what was read before the seek and not played is dropped, and the next packets start a new
 /// stretch.
 ///
-/// It keeps what passed in the last ``historySpan`` of media (at most ``historyBytes``): the tap runs
-/// ahead of what is presented by what waits before the decoders, so a recorder that starts while the
-/// graph runs gets from it the packets at and after its start (``join(_:)``) instead of a graph built
-/// again that reads them again.
+/// It keeps what passed in the last ``historySpan`` of media (at most ``historyBytes`` of packets; a
+/// packet is a slice of its object's bytes, so the objects they come from stay in memory with them): the
+/// tap runs ahead of what is presented by what waits before the decoders, so a recorder that starts
+/// while the graph runs gets from it the packets at and after its start (``join(_:generation:)``)
+/// instead of a graph built again that reads them again.
 public final class RecorderTap: Node {
   /// Consumes packets.
   public typealias Input = EncodedPacket
@@ -27,13 +28,16 @@ public final class RecorderTap: Node {
   private var recorders: Published<[ReplayRecorder]>.Reader
 
   private let paced: Bool
-  /// The packets of the span kept, oldest first, from `historyStart` on.
-  private var history: [EncodedPacket] = []
+  /// The packets of the span kept, oldest first, from `historyStart` on (those before it are let go:
+  /// nil, so that they hold no memory).
+  private var history: [EncodedPacket?] = []
   private var historyStart = 0
   private var keptBytes = 0
   /// The latest time of a packet let go from the history since the graph started or flushed: a
   /// recorder starting at or before it cannot join.
   private var forgotten: MediaTime?
+  /// The flush generation the history belongs to.
+  private var generation = 0
 
   /// A tap that hands media to the `recorders` published at each packet; unless `paced` (no output
   /// presents, so nothing tells the position) what is read counts as played.
@@ -43,15 +47,17 @@ public final class RecorderTap: Node {
   }
 
   /// Hands `recorder` what the tap kept from its ``ReplayRecorder/startsAt`` on, in order (on the
-  /// pipeline's executor, before the next packet reaches the tap): true when that is all it missed;
-  /// false, giving it nothing, when a packet it would record was let go already (the graph must then
-  /// read from its start again).
-  public func join(_ recorder: ReplayRecorder) -> Bool {
+  /// pipeline's executor, before the next packet reaches the tap), when the graph is in flush
+  /// `generation`: true when that is all it missed; false, giving it nothing, when a packet it would
+  /// record was let go already, or when the tap is not paced (what it hands on counts as played and would
+  /// be written at once) — the graph must then read from its start again. With a flush of a later
+  /// generation on its way to the tap (a seek not arrived yet), what the tap kept is of the old one:
+  /// nothing is handed, and the recorder takes the new generation's packets as they come (true).
+  public func join(_ recorder: ReplayRecorder, generation: Int) -> Bool {
+    guard paced else { return false }
+    guard generation == self.generation else { return generation > self.generation }
     if let forgotten, forgotten >= recorder.startsAt { return false }
-    for packet in history[historyStart...] {
-      recorder.take(packet)
-      if !paced { recorder.advance(to: packet.time) }
-    }
+    for case let packet? in history[historyStart...] { recorder.take(packet) }
     return true
   }
 
@@ -61,6 +67,7 @@ public final class RecorderTap: Node {
     historyStart = 0
     keptBytes = 0
     forgotten = nil
+    generation = context.generation
     guard context.seekTarget != nil else { return }
     for recorder in recorders.current { recorder.discontinuity() }
   }
@@ -79,12 +86,12 @@ public final class RecorderTap: Node {
     history.append(packet)
     keptBytes += packet.data.count
     let oldest = (try? packet.time - Self.historySpan) ?? packet.time
-    while historyStart < history.count - 1,
-      history[historyStart].time < oldest || keptBytes > Self.historyBytes
+    while historyStart < history.count - 1, let gone = history[historyStart],
+      gone.time < oldest || keptBytes > Self.historyBytes
     {
-      let gone = history[historyStart]
       keptBytes -= gone.data.count
       forgotten = max(forgotten ?? gone.time, gone.time)
+      history[historyStart] = nil
       historyStart += 1
     }
     // The array is compacted now and then: each packet is moved about once.

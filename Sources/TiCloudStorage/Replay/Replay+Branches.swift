@@ -22,6 +22,9 @@ extension Replay {
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
     var hasVideo: Bool { drivenKinds.contains(.video) }
     var branches: [OutputID: Branch] = [:]
+    /// The tracks the router began to let through while the graph ran, with the flush generation then:
+    /// the tap has nothing of them from before, so a recorder of one cannot join in that generation.
+    var routedLate: [TrackID: Int] = [:]
     /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
     var departed: Set<ObjectIdentifier> = []
 
@@ -74,7 +77,7 @@ extension Replay {
       // A branch that cannot be built here (its decoder, a stopped graph) is built with a new graph.
       return false
     }
-    joints.router.select(Self.routedTracks(state))
+    Self.route(Self.routedTracks(state), in: graph, state)
     // The watch judges the stretch read ahead of the position from what it noted (O40: 5 s of playback).
     if let missing = joints.watch.watch(output.track, since: start.presentFrom) {
       state.rules.channelMissing(output.track, noticedAt: missing.time, generation: graph.base + missing.generation)
@@ -96,19 +99,35 @@ extension Replay {
     graph.left(id)
     graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
-    graph.joints.router.select(Self.routedTracks(state))
+    Self.route(Self.routedTracks(state), in: graph, state)
     return true
   }
 
+  /// Lets `tracks` through `graph`'s router, noting those it did not let through before (inside a
+  /// command).
+  private static func route(_ tracks: Set<TrackID>, in graph: Graph, _ state: Control) {
+    let joints = graph.joints
+    for track in tracks.subtracting(joints.router.tracks) {
+      joints.routedLate[track] = state.rules.generation - graph.base
+    }
+    joints.router.select(tracks)
+  }
+
   /// Hands `recorder` (just added to the recorders, inside the command) to the running graph's tap: true
-  /// when it joined — the tap kept every packet from its start on, its tracks are routed already, and a
-  /// recorder of audio finds the transcoder in place; false when the graph must be rebuilt for it (T16:
-  /// it starts at the first keyframe at or after its start, which a rebuilt graph reads again).
+  /// when it joined — the tap kept every packet from its start on, its tracks were routed since the
+  /// current flush generation began, and a recorder of audio finds the transcoder in place; false when
+  /// the graph must be rebuilt for it (T16: it starts at the first keyframe at or after its start, which a
+  /// rebuilt graph reads again).
   func join(_ recorder: ReplayRecorder, _ state: Control) -> Bool {
-    guard let graph = state.graph, recorder.tracks.isSubset(of: graph.joints.router.tracks),
-      recorder.audioTrack == nil || graph.joints.transcodesAudio
+    guard let graph = state.graph else { return false }
+    let joints = graph.joints
+    // The pipeline generation the graph is in once the flushes of the seeks made so far have run.
+    let generation = state.rules.generation - graph.base
+    guard recorder.tracks.isSubset(of: joints.router.tracks),
+      !recorder.tracks.contains(where: { joints.routedLate[$0] == generation }),
+      recorder.audioTrack == nil || joints.transcodesAudio
     else { return false }
-    return graph.joints.tap.join(recorder)
+    return joints.tap.join(recorder, generation: generation)
   }
 
   /// The tracks a graph's router lets through: those of the bound outputs and the recorders.

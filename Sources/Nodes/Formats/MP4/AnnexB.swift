@@ -9,7 +9,7 @@ import MediaKernels
 /// code are dropped, a zero byte before a start code belongs to it, a unit ends where the next start
 /// code begins (trailing zeros beyond that one stay in it), and a start code that ends the buffer starts
 /// nothing. The search for start codes is `tipipe_annexb_start_code` (Sources/MediaKernels), which
-/// compares 16 or 32 positions at once: every byte of every picture an export writes passes it.
+/// compares 16 positions at once (SSE2): every byte of every picture an export writes passes it.
 package enum AnnexB {
   /// The byte ranges (relative to `bytes.startIndex`) of the NAL units in `bytes`.
   package static func nalUnits(in bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
