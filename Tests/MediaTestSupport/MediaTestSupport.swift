@@ -315,3 +315,29 @@ extension ExportJob {
     return result
   }
 }
+
+/// Writes a second video channel into `library`'s objects, beside what they hold: channel 2 at
+/// 160×120 (no audio, its own seed) of a library made from `options` — the same objects' times — whose
+/// records are merged into each object in time order (T9: a task records one video channel).
+public func addSecondVideoChannel(to library: URL, options: LibrarySynthesizer.Options) throws {
+  let other = try TemporaryDirectory("tipipe-channel-two")
+  var options = options
+  options.videoChannel = 2
+  options.width = 160
+  options.height = 120
+  options.audioCodec = nil
+  options.seed = 0x2222
+  try LibrarySynthesizer(options: options).write(to: other.url)
+  let cipher = try AES128CBC()
+  let segments = try RecordingIndex.load(library: other.url).segments.sorted { $0.startMs < $1.startMs }
+  for (position, segment) in segments.enumerated() {
+    let extra = try SegmentReader.parse(
+      Data(contentsOf: segment.fileURL(in: other.url)), key: segment.keyBytes(), cipher: cipher
+    ).records
+    try LibraryFaults.rewriteRecords(segment: position, in: library) { records in
+      (records + extra).sorted {
+        ($0.timestampMilliseconds, $0.track.channel) < ($1.timestampMilliseconds, $1.track.channel)
+      }
+    }
+  }
+}

@@ -123,33 +123,11 @@ struct RecorderJoinTests {
     #expect(probed.frames > 0)
   }
 
-  /// Writes a second video channel (2, 160×120, its own seed) into `library`'s objects, beside channel 0.
-  private static func addSecondVideoChannel(to library: URL) throws {
-    let other = try TemporaryDirectory("tipipe-channel-two")
-    var options = ReplayFixtures.options(seconds: 9)
-    options.videoChannel = 2
-    options.width = 160
-    options.height = 120
-    options.audioCodec = nil
-    options.seed = 0x2222
-    try LibrarySynthesizer(options: options).write(to: other.url)
-    let cipher = try AES128CBC()
-    let segments = try RecordingIndex.load(library: other.url).segments.sorted { $0.startMs < $1.startMs }
-    for (position, segment) in segments.enumerated() {
-      let extra = try SegmentReader.parse(
-        Data(contentsOf: segment.fileURL(in: other.url)), key: segment.keyBytes(), cipher: cipher
-      ).records
-      try LibraryFaults.rewriteRecords(segment: position, in: library) { records in
-        (records + extra).sorted {
-          ($0.timestampMilliseconds, $0.track.channel) < ($1.timestampMilliseconds, $1.track.channel)
-        }
-      }
-    }
-  }
-
   @Test("a recorder of a channel the router began to route while the graph ran rebuilds it, and misses nothing")
   func aRecorderOfALateRoutedChannelRebuilds() throws {
-    let harness = try ReplayHarness(seconds: 9, damage: Self.addSecondVideoChannel)
+    let harness = try ReplayHarness(seconds: 9) { library in
+      try addSecondVideoChannel(to: library, options: ReplayFixtures.options(seconds: 9))
+    }
     #expect(harness.play(0, 9000) == .ok)
     harness.run(for: .milliseconds(3_100))
     // A second video output of channel 2 joins as a branch: the router lets channel 2 through from now.

@@ -210,27 +210,7 @@ final class SDKLog: TiCloudStorageVideoOutputDelegate, TiCloudStorageAudioOutput
 func twoVideoChannelLibrary() throws -> TemporaryDirectory {
   let directory = try TemporaryDirectory("tipipe-two-channels")
   try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: directory.url)
-  let other = try TemporaryDirectory("tipipe-channel-two")
-  var options = smallOptions(seconds: 6)
-  options.videoChannel = 2
-  options.width = 160
-  options.height = 120
-  options.audioCodec = nil
-  options.seed = 0x2222
-  try LibrarySynthesizer(options: options).write(to: other.url)
-  let cipher = try AES128CBC()
-  for (position, segment) in try RecordingIndex.load(library: other.url).segments.sorted(by: { $0.startMs < $1.startMs }
-  )
-  .enumerated() {
-    let extra = try SegmentReader.parse(
-      Data(contentsOf: segment.fileURL(in: other.url)), key: segment.keyBytes(), cipher: cipher
-    ).records
-    try LibraryFaults.rewriteRecords(segment: position, in: directory.url) { records in
-      (records + extra).sorted {
-        ($0.timestampMilliseconds, $0.track.channel) < ($1.timestampMilliseconds, $1.track.channel)
-      }
-    }
-  }
+  try addSecondVideoChannel(to: directory.url, options: smallOptions(seconds: 6))
   return directory
 }
 
