@@ -341,3 +341,26 @@ public func addSecondVideoChannel(to library: URL, options: LibrarySynthesizer.O
     }
   }
 }
+
+/// What ffprobe finds in an MP4: its duration (s), its first video stream's packets, and each stream's
+/// codec name and kind (`video`, `audio`), in stream order.
+public func probeRecording(_ path: String) throws -> (
+  duration: Double, frames: Int, codecs: [String], kinds: [String]
+) {
+  let format = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path])
+  let frames = try run(
+    "/usr/bin/ffprobe",
+    [
+      "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of",
+      "csv=p=0", path,
+    ])
+  let streams = try run(
+    "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,codec_type", "-of", "csv=p=0", path]
+  )
+  .split(separator: "\n").map { $0.split(separator: ",").map(String.init) }
+  return (
+    Double(format.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+    Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+    streams.compactMap(\.first), streams.compactMap { $0.count > 1 ? $0[1] : nil }
+  )
+}

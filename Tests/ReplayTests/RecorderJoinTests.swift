@@ -27,25 +27,6 @@ struct RecorderJoinTests {
     return outcome
   }
 
-  /// ffprobe's video packet count and the file's duration (s).
-  private func probe(_ file: URL) throws -> (frames: Int, duration: Double, codecs: [String]) {
-    let frames = try run(
-      "/usr/bin/ffprobe",
-      [
-        "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of",
-        "csv=p=0", file.path,
-      ])
-    let duration = try run(
-      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", file.path])
-    let codecs = try run(
-      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", file.path])
-    return (
-      Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
-      Double(duration.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
-      codecs.split(separator: "\n").map(String.init)
-    )
-  }
-
   @Test(
     "a recorder added while the play runs joins in place: nothing is read again, its file starts at the next keyframe")
   func aRecorderJoinsTheRunningGraph() throws {
@@ -74,10 +55,10 @@ struct RecorderJoinTests {
     }
     // From the keyframe at 4 s (the first at or after 3.1 s) to the end: 5 s, 125 pictures.
     #expect(milliseconds == 5_000)
-    let probed = try probe(output)
+    let probed = try probeRecording(output.path)
     #expect(probed.frames == 125)
     #expect(abs(probed.duration - 5.0) < 0.05, "duration \(probed.duration)")
-    #expect(probed.codecs == ["video"])
+    #expect(probed.kinds == ["video"])
   }
 
   @Test("a recorder whose start the tap let go of, and one of audio without a transcoder, rebuild the graph")
@@ -118,8 +99,8 @@ struct RecorderJoinTests {
       }
     }
     // The joined recorder's file has its sound: the transcoder fed the tap it joined.
-    let probed = try probe(second.destination)
-    #expect(probed.codecs.sorted() == ["audio", "video"])
+    let probed = try probeRecording(second.destination.path)
+    #expect(probed.kinds.sorted() == ["audio", "video"])
     #expect(probed.frames > 0)
   }
 
@@ -150,7 +131,7 @@ struct RecorderJoinTests {
     }
     // From channel 2's keyframe at 4 s to the end.
     #expect(milliseconds == 5_000)
-    #expect(try probe(recorder.destination).frames == 125)
+    #expect(try probeRecording(recorder.destination.path).frames == 125)
   }
 
   @Test("a recorder added right after a seek, before the seek's flush reached the tap, records from the target only")
@@ -174,6 +155,6 @@ struct RecorderJoinTests {
     }
     // The 4 s keyframe to the end, once: nothing of what was read before the seek.
     #expect(milliseconds == 5_000)
-    #expect(try probe(recorder.destination).frames == 125)
+    #expect(try probeRecording(recorder.destination.path).frames == 125)
   }
 }

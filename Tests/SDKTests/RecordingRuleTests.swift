@@ -9,24 +9,6 @@ import Testing
 
 private let ok = TiCloudStorageErrorCode.ok
 
-/// What ffprobe finds in an MP4: duration (s), video frames, first video pts (s), codecs.
-private func probe(_ path: String) throws -> (duration: Double, frames: Int, codecs: [String]) {
-  let format = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path])
-  let frames = try run(
-    "/usr/bin/ffprobe",
-    [
-      "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of",
-      "csv=p=0", path,
-    ])
-  let codecs = try run(
-    "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
-  return (
-    Double(format.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
-    Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
-    codecs.split(separator: "\n").map { String($0) }
-  )
-}
-
 extension SDKRules {
   /// Rules.md group T: RecordingTask.
   @Suite @MainActor struct Recording {
@@ -76,7 +58,7 @@ extension SDKRules {
       let file = try #require(a.file)
       #expect(b.file?.path == file.path && completions[0].file?.path == file.path)
       // From the keyframe at 2 s (the first after the start at ~0.3 s) to where the play was.
-      let probed = try probe(file.path)
+      let probed = try probeRecording(file.path)
       #expect(probed.codecs == ["h264", "aac"])
       #expect(probed.frames >= 1)
       #expect(file.durationMs > 0 && file.durationMs <= 1000)
@@ -87,7 +69,7 @@ extension SDKRules {
       // The second task records the same channel into its own file, video only.
       let other = try await stop(second, session)
       #expect(other.code == ok && other.file?.path != file.path)
-      #expect(try probe(try #require(other.file).path).codecs == ["h264"])
+      #expect(try probeRecording(try #require(other.file).path).codecs == ["h264"])
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
@@ -112,7 +94,7 @@ extension SDKRules {
       #expect(result.code == ok)
       let file = try #require(result.file)
       // [2 s, where the seek came) then [6 s, 9 s): source timing, the seek closed up, no filler.
-      let probed = try probe(file.path)
+      let probed = try probeRecording(file.path)
       let times = try run(
         "/usr/bin/ffprobe",
         ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", file.path])
@@ -186,7 +168,7 @@ extension SDKRules {
       let file = try #require(result.file)
       // From the 2 s keyframe to where the play was (T18 would have closed the jump up with 5–9 s).
       #expect(abs(Int64(file.durationMs) - (at - 2000)) <= 120, "\(file.durationMs) ms, position \(at)")
-      let probed = try probe(file.path)
+      let probed = try probeRecording(file.path)
       #expect(probed.codecs == ["h264", "aac"])
       #expect(abs(probed.duration * 1000 - Double(file.durationMs)) <= 80)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
@@ -211,7 +193,7 @@ extension SDKRules {
       let file = try #require(result.file)
       // From the 2 s keyframe to the end of the first object (3 s).
       #expect(abs(Int64(file.durationMs) - 1000) <= 80, "\(file.durationMs) ms")
-      #expect(try probe(file.path).codecs == ["h264", "aac"])
+      #expect(try probeRecording(file.path).codecs == ["h264", "aac"])
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
@@ -298,7 +280,7 @@ extension SDKRules {
       #expect(result.code == ok)
       let file = try #require(result.file)
       // H.264 copied, G.711 as AAC at its own rate, lasting as long as the video (6 s, within a frame).
-      #expect(try probe(file.path).codecs == ["h264", "aac"])
+      #expect(try probeRecording(file.path).codecs == ["h264", "aac"])
       let audio = try run(
         "/usr/bin/ffprobe",
         [

@@ -16,7 +16,7 @@ package enum AnnexB {
     guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return [] }
     let end = bytes.count
     var units: [Range<Int>] = []
-    var start = startCode(in: base, from: 0, end: end)
+    var start = tipipe_annexb_start_code(base, 0, end)
     while true {
       // Past the zeros of the start code and its 0x01 (`while (nal_start < end && !*(nal_start++));`).
       while start < end {
@@ -25,16 +25,10 @@ package enum AnnexB {
         if byte != 0 { break }
       }
       if start == end { break }
-      let stop = startCode(in: base, from: start, end: end)
+      let stop = tipipe_annexb_start_code(base, start, end)
       units.append(start..<stop)
       start = stop
     }
     return units
-  }
-
-  /// The first start code (`00 00 01`, or the `00 00 00 01` around it) at or after `from` with at least
-  /// one byte after it; `end` when there is none.
-  private static func startCode(in base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
-    Int(tipipe_annexb_start_code(base, from, end))
   }
 }
