@@ -64,7 +64,7 @@ case "synth":
   let elementary = directory.appendingPathComponent("video.h264").path
   guard FileManager.default.createFile(atPath: elementary, contents: nil),
     let output = FileHandle(forWritingAtPath: elementary)
-  else { throw TiError(.fileWriteFailed, "cannot create \(elementary)") }
+  else { throw MediaError(.writeFailed, "cannot create \(elementary)") }
   let cipher = try AES128CBC()
   for segment in summary.index.segments {
     let object = try Data(contentsOf: directory.appendingPathComponent(segment.url))
@@ -124,7 +124,7 @@ case "elementary":
   for (kind, name) in [(TrackKind.video, "video.h264"), (.audio, "audio.aac")] {
     let path = directory.appendingPathComponent(name).path
     guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path)
-    else { throw TiError(.fileWriteFailed, "cannot create \(path)") }
+    else { throw MediaError(.writeFailed, "cannot create \(path)") }
     handles[kind] = handle
   }
   for segment in index.segments {

@@ -200,7 +200,7 @@ private final class ArchiveReader {
     }
   }
 
-  private func failure() -> TiError {
-    TiError(.invalidArgument, archive_error_string(archive).map { String(cString: $0) } ?? "unreadable")
+  private func failure() -> MediaError {
+    MediaError(.invalidArgument, archive_error_string(archive).map { String(cString: $0) } ?? "unreadable")
   }
 }

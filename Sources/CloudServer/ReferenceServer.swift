@@ -40,7 +40,7 @@ public final class ReferenceServer: Sendable {
     address.sin_port = configuration.port.bigEndian
     let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
     guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-      throw TiError(.invalidArgument, "--host must be an IPv4 address, not '\(configuration.host)'")
+      throw MediaError(.invalidArgument, "--host must be an IPv4 address, not '\(configuration.host)'")
     }
     let handler = try RequestHandler(configuration)
     let context = Unmanaged.passUnretained(handler).toOpaque()
@@ -78,7 +78,7 @@ public final class ReferenceServer: Sendable {
         }, context)
     }
     guard let started else {
-      throw TiError(
+      throw MediaError(
         .ioFailed, "cannot listen on \(host):\(configuration.port) (in use, or not an address of this host)")
     }
     self.handler = handler

@@ -215,7 +215,7 @@ extension RequestHandler {
         from: library, token: "served", stretch: stretch, reading: reading,
         origin: origin, videoChannel: query.channel, audioChannel: query.audioChannel,
         accepting: { [self] in serves($0) })
-    } catch let error as TiError where error.code == .noRecordableMedia {
+    } catch let error as MediaError where error.kind == .noMedia {
       throw NotServed(answer: .error(404, "not_found", error.message))
     } catch {
       configuration.log?("hls segment \(number) failed: \(String(describing: error).oneLine)")

@@ -94,7 +94,7 @@ extension RequestHandler {
       return PreviewSheet(sprite: sprite, template: sheet.index(spriteName: PreviewSheet.placeholder))
     } catch let refusal as NotServed {
       throw refusal
-    } catch let error as TiError where error.code == .rangeTooLarge || error.code == .invalidArgument {
+    } catch let error as MediaError where error.kind == .limitExceeded || error.kind == .invalidArgument {
       throw NotServed(answer: .error(400, "invalid_argument", error.message))
     } catch {
       configuration.log?("thumbnails \(query.canonical) failed: \(String(describing: error).oneLine)")

@@ -24,7 +24,7 @@ public enum LibraryFaults {
   public static func replaceKey(segment index: Int, in directory: URL) throws {
     var library = try load(directory)
     guard let key = library.segments[index].key, var bytes = Hex.decode(key) else {
-      throw TiError(.invalidArgument, "segment \(index) is not encrypted")
+      throw MediaError(.invalidArgument, "segment \(index) is not encrypted")
     }
     bytes[0] ^= 0xFF
     bytes[15] ^= 0x0F

@@ -104,7 +104,7 @@ public struct LibrarySynthesizer {
     do {
       try FileManager.default.createDirectory(at: objects, withIntermediateDirectories: true)
     } catch {
-      throw TiError(.fileWriteFailed, "cannot create \(objects.path): \(error.localizedDescription)")
+      throw MediaError(.writeFailed, "cannot create \(objects.path): \(error.localizedDescription)")
     }
     var segments: [RecordingIndex.Segment] = []
     while let (segment, object) = try recording.nextObject() {
@@ -112,7 +112,7 @@ public struct LibrarySynthesizer {
       do {
         try object.write(to: file)
       } catch {
-        throw TiError(.fileWriteFailed, "cannot write \(file.path): \(error.localizedDescription)")
+        throw MediaError(.writeFailed, "cannot write \(file.path): \(error.localizedDescription)")
       }
       segments.append(segment)
     }
@@ -120,7 +120,7 @@ public struct LibrarySynthesizer {
     do {
       try index.encoded().write(to: directory.appendingPathComponent("index.json"))
     } catch {
-      throw TiError(.fileWriteFailed, "cannot write the index: \(error.localizedDescription)")
+      throw MediaError(.writeFailed, "cannot write the index: \(error.localizedDescription)")
     }
     return Summary(index: index, videoFrames: recording.videoFrames, audioRecords: recording.audioRecords)
   }

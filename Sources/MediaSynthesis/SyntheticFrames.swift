@@ -7,7 +7,7 @@ import PipelineGraph
 public enum SyntheticFrames {
   /// A `width` × `height` picture in `format`; byte `x` of row `y` of plane `plane` is
   /// `value(plane, x, y)` (for `yuv420p`: plane 0 is luma, 1 and 2 chroma at half size).
-  /// - Throws: `TiError` `invalidArgument` for a size below 1 or a format libavutil cannot allocate.
+  /// - Throws: `MediaError` `invalidArgument` for a size below 1 or a format libavutil cannot allocate.
   public static func picture(
     track: TrackID = TrackID(.video, channel: 0), time: MediaTime, duration: MediaDuration = .microseconds(40_000),
     width: Int, height: Int, format: PixelFormat = .yuv420p, value: (Int, Int, Int) -> UInt8

@@ -40,23 +40,25 @@ public final class SyntheticRecording {
   public init(options: LibrarySynthesizer.Options) throws {
     let o = options
     guard o.durationSeconds > 0, o.segmentSeconds > 0, o.fps > 0, o.gop > 0 else {
-      throw TiError(.invalidArgument, "duration, segment length, fps and GOP must be positive")
+      throw MediaError(.invalidArgument, "duration, segment length, fps and GOP must be positive")
     }
     // Values from outside meet arithmetic below: bound them first, so nothing can overflow.
     guard o.durationSeconds <= 366 * 86_400, o.segmentSeconds <= 86_400, o.fps <= 1_000,
       MediaTime.validMilliseconds.contains(o.startMilliseconds),
       MediaTime.validMilliseconds.contains(o.startMilliseconds + Int64(o.durationSeconds) * 1000)
     else {
-      throw TiError(.invalidArgument, "the recording must lie in representable time, last at most a year, ≤ 1000 fps")
+      throw MediaError(
+        .invalidArgument, "the recording must lie in representable time, last at most a year, ≤ 1000 fps")
     }
     for gap in o.gaps
     where gap.offset < 0 || gap.length <= 0 || gap.offset > o.durationSeconds
       || gap.length > o.durationSeconds
     {
-      throw TiError(.invalidArgument, "gap \(gap.offset):\(gap.length) does not lie inside the recording")
+      throw MediaError(.invalidArgument, "gap \(gap.offset):\(gap.length) does not lie inside the recording")
     }
     for change in o.videoChanges where change.offsetSeconds < 0 || change.offsetSeconds > o.durationSeconds {
-      throw TiError(.invalidArgument, "a video change at \(change.offsetSeconds) s does not lie inside the recording")
+      throw MediaError(
+        .invalidArgument, "a video change at \(change.offsetSeconds) s does not lie inside the recording")
     }
     self.options = options
     generator = o.seed.map(SeededGenerator.init(seed:))

@@ -26,7 +26,7 @@ package final class CountingService: RecordingService {
   package func hold(_ start: Int64) { held.withLock { $0 = (start, nil) } }
 
   /// Answers the held fetch with `error`; false when no fetch is held.
-  package func fail(with error: TiError) -> Bool {
+  package func fail(with error: MediaError) -> Bool {
     guard
       let completion = held.withLock({ held in
         defer { held = (nil, nil) }
@@ -45,7 +45,7 @@ package final class CountingService: RecordingService {
 
   /// Forwards the listing.
   package func listSegments(
-    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, MediaError>) -> Void
   ) -> ServiceRequest {
     wrapped.listSegments(in: range, token: token, completion: completion)
   }

@@ -300,7 +300,7 @@ public final class ExportJob: @unchecked Sendable {
       exporter.abandonFile()
       removeWorkingFile()
       result = ExportResult(
-        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .cancelled, cause: code),
+        code: code, file: nil, durationMs: 0, report: report(.cancelled, code),
         message: code == .stopped ? "the export was stopped" : "the export was cancelled")
     case .failed(let error):
       if exporter.hasMedia && error.code != .fileWriteFailed {
@@ -309,7 +309,7 @@ public final class ExportJob: @unchecked Sendable {
         exporter.abandonFile()
         removeWorkingFile()
         result = ExportResult(
-          code: error.code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: error.code),
+          code: error.code, file: nil, durationMs: 0, report: report(.failed, error.code),
           message: error.message, error: error)
       }
     }
@@ -322,7 +322,7 @@ public final class ExportJob: @unchecked Sendable {
       removeWorkingFile()
       let code = TiErrorCode.noRecordableMedia
       return ExportResult(
-        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code),
+        code: code, file: nil, durationMs: 0, report: report(.failed, code),
         message: "the range has no video of the requested channel that can be written")
     }
     return finalize(termination: .exhausted, cause: .ok, message: nil)
@@ -336,16 +336,23 @@ public final class ExportJob: @unchecked Sendable {
       removeWorkingFile()
       return ExportResult(
         code: .ok, file: request.output, durationMs: exporter.outputDurationMs,
-        report: exporter.report(termination: termination, cause: cause), message: message, error: ended)
+        report: report(termination, cause), message: message, error: ended)
     } catch {
       let failure = TiError(error)
       let code = failure.code == .noRecordableMedia ? TiErrorCode.noRecordableMedia : .fileWriteFailed
       exporter.abandonFile()
       removeWorkingFile()
       return ExportResult(
-        code: code, file: nil, durationMs: 0, report: exporter.report(termination: .failed, cause: code),
+        code: code, file: nil, durationMs: 0, report: report(.failed, code),
         message: failure.message, error: failure)
     }
+  }
+
+  /// The exporter's report of an ending with the seed code `code`: a task that ended for want of media
+  /// (`noRecordableMedia`) scanned the whole range.
+  private func report(_ termination: ExportTermination, _ code: TiErrorCode) -> ExportReport {
+    exporter.report(
+      termination: termination, cause: code.rawValue, failure: code == .noRecordableMedia ? .noMedia : nil)
   }
 
   private func removeWorkingFile() {

@@ -10,7 +10,7 @@ final class CompositorGraph: Sendable {
   private let executor: ThreadExecutor
   private let sources: [TrackSource]
   private let output: MediaTrack
-  private let failed = Locked<TiError?>(nil)
+  private let failed = Locked<MediaError?>(nil)
 
   /// Inputs become tracks `kind:0`, `kind:1`…; `mixer` is made from those ids.
   init<Mixer: Node>(
@@ -18,10 +18,10 @@ final class CompositorGraph: Sendable {
     admission: (Mixer) -> LaneAdmission
   ) throws where Mixer.Input == DecodedFrame, Mixer.Output == DecodedFrame {
     guard !inputs.isEmpty, inputs.count <= 64 else {
-      throw TiError(.invalidArgument, "a compositor takes 1…64 tracks, not \(inputs.count)")
+      throw MediaError(.invalidArgument, "a compositor takes 1…64 tracks, not \(inputs.count)")
     }
     guard inputs.allSatisfy({ $0.kind == output.kind }) else {
-      throw TiError(.invalidArgument, "a \(output.kind) compositor takes \(output.kind) tracks only")
+      throw MediaError(.invalidArgument, "a \(output.kind) compositor takes \(output.kind) tracks only")
     }
     let ids = inputs.indices.map { TrackID(output.kind, channel: UInt8($0)) }
     let executor = ThreadExecutor(name: "tirtc.\(name)")
@@ -39,7 +39,7 @@ final class CompositorGraph: Sendable {
     pipeline.connect(node, to: TrackFeed(name: "Output", track: output), limits: EdgeLimits(items: 4))
     let failed = self.failed
     pipeline.errorHandler = { failure in
-      failed.withLock { $0 = $0 ?? TiError(failure) }
+      failed.withLock { $0 = $0 ?? MediaError(failure) }
       output.end()
       return .stopPipeline
     }
@@ -56,7 +56,7 @@ final class CompositorGraph: Sendable {
 
   func stop() { for source in sources { source.close() } }
 
-  var failure: TiError? { failed.withLock { $0 } }
+  var failure: MediaError? { failed.withLock { $0 } }
 }
 
 /// Composes several video tracks into one (seed 003, "Compositing"): each track's pictures fitted inside
@@ -77,7 +77,7 @@ public final class VideoCompositor: Sendable {
   private let graph: CompositorGraph
 
   /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`.
-  /// - Throws: `TiError` `invalidArgument` for an audio track, a cell per track missing or outside
+  /// - Throws: `MediaError` `invalidArgument` for an audio track, a cell per track missing or outside
   ///   the picture, or a rate outside 1…240.
   public init(tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20) throws {
     let output = MediaTrack(id: TrackID(.video, channel: 0))
@@ -102,7 +102,7 @@ public final class VideoCompositor: Sendable {
   public func stop() { graph.stop() }
 
   /// Why composing stopped early, if it did.
-  public var failure: TiError? { graph.failure }
+  public var failure: MediaError? { graph.failure }
 }
 
 /// Mixes several audio tracks into one (seed 003, "Compositing"): each track converted to the output's
@@ -115,7 +115,7 @@ public final class AudioCompositor: Sendable {
 
   /// A mixer of `tracks` (audio, 1…64) with `gains` (linear, 0…16; 1 each by default) into `sampleRate`
   /// and `channels` (1 or 2).
-  /// - Throws: `TiError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
+  /// - Throws: `MediaError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
   public init(tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2) throws {
     let output = MediaTrack(id: TrackID(.audio, channel: 0))
     outputTrack = output
@@ -135,5 +135,5 @@ public final class AudioCompositor: Sendable {
   public func stop() { graph.stop() }
 
   /// Why mixing stopped early, if it did.
-  public var failure: TiError? { graph.failure }
+  public var failure: MediaError? { graph.failure }
 }

@@ -18,11 +18,11 @@ public final class FileTracks: Sendable {
   public let mediaStart: MediaTime
   private let pipeline: Pipeline
   private let executor: ThreadExecutor
-  private let failed = Locked<TiError?>(nil)
+  private let failed = Locked<MediaError?>(nil)
 
   /// The tracks of the file at `path` (`video`/`audio`: whether to take each kind; one the file lacks is
   /// nil).
-  /// - Throws: `TiError` for a file that cannot be read, or that has none of the kinds asked for.
+  /// - Throws: `MediaError` for a file that cannot be read, or that has none of the kinds asked for.
   public init(path: String, video: Bool = true, audio: Bool = true) throws {
     _ = try MediaFileSource.check(path: path)
     let info = try MediaFileSource.probe(path: path)
@@ -30,8 +30,8 @@ public final class FileTracks: Sendable {
     let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack) : nil
     let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack) : nil
     guard videoTrack != nil || audioTrack != nil else {
-      throw TiError(
-        .noRecordableMedia, "\(path) has no \(video && audio ? "video or audio" : video ? "video" : "audio")")
+      throw MediaError(
+        .noMedia, "\(path) has no \(video && audio ? "video or audio" : video ? "video" : "audio")")
     }
     self.video = videoTrack
     self.audio = audioTrack
@@ -52,7 +52,7 @@ public final class FileTracks: Sendable {
     }
     let failed = self.failed
     pipeline.errorHandler = { node in
-      failed.withLock { $0 = $0 ?? TiError(node) }
+      failed.withLock { $0 = $0 ?? MediaError(node) }
       videoTrack?.end()
       audioTrack?.end()
       return .stopPipeline
@@ -78,7 +78,7 @@ public final class FileTracks: Sendable {
   }
 
   /// Why reading stopped early, if it did.
-  public var failure: TiError? { failed.withLock { $0 } }
+  public var failure: MediaError? { failed.withLock { $0 } }
 
   /// True once every track has ended.
   public var isEnded: Bool { (video?.isEnded ?? true) && (audio?.isEnded ?? true) }

@@ -78,7 +78,7 @@ final class RecordingSession: Sendable {
 
   /// Starts recording; `onEnd` gets the file's duration once it is complete, or why it is not (on the
   /// recording's thread).
-  func start(onEnd: @escaping @Sendable (Result<MediaDuration, TiError>) -> Void) throws {
+  func start(onEnd: @escaping @Sendable (Result<MediaDuration, MediaError>) -> Void) throws {
     let writer = self.writer
     let ended = self.ended
     let pipeline = self.pipeline
@@ -86,7 +86,7 @@ final class RecordingSession: Sendable {
       if ended.withLock({ done in
         defer { done = true }; return !done
       }) {
-        onEnd(.failure(TiError(failure)))
+        onEnd(.failure(MediaError(failure)))
       }
       return .stopPipeline
     }
@@ -98,7 +98,7 @@ final class RecordingSession: Sendable {
       else { return }
       onEnd(
         writer.value.isFinished
-          ? .success(writer.value.duration) : .failure(TiError(.fileWriteFailed, "the file was not completed")))
+          ? .success(writer.value.duration) : .failure(MediaError(.writeFailed, "the file was not completed")))
     }
     try pipeline.start()
   }

@@ -1,4 +1,5 @@
 import Foundation
+import Nodes
 
 /// What a ``TrackRecorder`` is doing (seed 003, "State and the observable properties").
 public enum RecorderState: Sendable, Hashable {
@@ -81,5 +82,18 @@ public enum RecordingEngine {
   /// An `NSError` of the domain with `code` and a description.
   static func error(_ code: Int, _ message: String) -> NSError {
     NSError(domain: domain, code: code, userInfo: [NSLocalizedDescriptionKey: message])
+  }
+
+  /// The engine's `failure` as seed 003 reports it: the system's own error when a system call said why
+  /// (an `errno` under it), as the seed says of the writer; otherwise ``writerFailed`` with the engine's
+  /// message (a codec that refuses a size is the writer failing, not the system). This is where the
+  /// engine's failures meet seed 003: the nodes below never choose its codes.
+  static func error(for failure: MediaError) -> any Error {
+    for case let library as LibraryFailure in failure.causes where library.library == "libc" && library.status > 0 {
+      // NSPOSIXErrorDomain, as Foundation reports a system call's failure, with what was being done.
+      return NSError(
+        domain: NSPOSIXErrorDomain, code: Int(library.status), userInfo: [NSLocalizedDescriptionKey: failure.message])
+    }
+    return error(writerFailed, failure.message)
   }
 }

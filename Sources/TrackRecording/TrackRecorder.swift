@@ -254,7 +254,10 @@ public final class TrackRecorder {
       }
     } catch {
       identity?.unlink(url)
-      throw RecordingEngine.error(RecordingEngine.writerFailed, "the file writer could not start: \(error)")
+      // The system's error when it said why (the seed), else writerFailed (-3).
+      let failure = MediaError(error)
+      throw RecordingEngine.error(
+        for: MediaError(failure.kind, "the file writer could not start: \(failure.message)", cause: failure.cause))
     }
     self.session = session
     current = (url, fileName, identity ?? FileIdentity(device: 0, inode: 0))
@@ -313,7 +316,7 @@ public final class TrackRecorder {
     session.stop()
   }
 
-  private func ended(session ended: ObjectIdentifier, _ result: Result<MediaDuration, TiError>) {
+  private func ended(session ended: ObjectIdentifier, _ result: Result<MediaDuration, MediaError>) {
     guard let session, ObjectIdentifier(session) == ended, let current else { return }
     self.session = nil
     self.current = nil
@@ -329,7 +332,7 @@ public final class TrackRecorder {
       // The recording stopped by itself (RC37): what was written is kept and is the finished file (RC24);
       // a file with nothing readable in it was not written (RC25) and does not keep the name. Tracks that
       // carried no frame are not a failure of the writer: no file, and no error (lastError is for writes).
-      if error.code != .noRecordableMedia { lastError = error }
+      if error.kind != .noMedia { lastError = RecordingEngine.error(for: error) }
       if let probed = try? MediaFileSource.probe(path: current.url.path), probed.duration > .zero {
         file = Self.info(at: current.url, duration: Double(probed.duration.microseconds) / 1e6)
       } else {

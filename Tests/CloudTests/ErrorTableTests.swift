@@ -6,14 +6,15 @@ import PipelineGraph
 import Testing
 import TiCloudStorage
 
-/// Every row of the error table of `spec/cloud-api.md`, against the reference server on loopback.
+/// Every row of the error table of `spec/cloud-api.md`, against the reference server on loopback: the
+/// cloud client reports each answer as an engine kind, and the SDK's `TiError` gives it the table's code.
 @Suite struct ErrorTableTests {
   let window = span(0, 12_000)
 
   private func listing(_ served: ServedLibrary, token: String, range: MediaRange? = nil) async -> Result<
     RecordingIndex, TiError
   > {
-    await wait { served.service.listSegments(in: range ?? window, token: token, completion: $0) }
+    await wait { served.service.listSegments(in: range ?? window, token: token, completion: $0) }.mapError(TiError.init)
   }
 
   @Test func listing400IsInvalidArgument() async throws {
@@ -71,7 +72,7 @@ import TiCloudStorage
       Issue.record("a missing object was fetched")
       return
     }
-    #expect(error.code == .recordingNotFound)
+    #expect(TiError(error).code == .recordingNotFound)
     #expect(error.gapReason == .notFound)
   }
 
@@ -84,7 +85,7 @@ import TiCloudStorage
       Issue.record("an expired URL was not refused")
       return
     }
-    #expect(error.code == .recordingDownloadFailed)
+    #expect(TiError(error).code == .recordingDownloadFailed)
     // A forged signature is refused the same way.
     var forged = object
     forged.url = object.url.replacingOccurrences(of: "sig=", with: "sig=00")
@@ -105,7 +106,7 @@ import TiCloudStorage
       Issue.record("three failures in a row did not fail the fetch")
       return
     }
-    #expect(error.code == .recordingDownloadFailed)
+    #expect(TiError(error).code == .recordingDownloadFailed)
     #expect(error.gapReason == .downloadFailed)
     #expect(served.server.objectRequests()[object.id] == 3)
     // The counts outlive the daemon (the handler is the server's until it goes).
@@ -126,7 +127,7 @@ import TiCloudStorage
       Issue.record("a transfer past its deadline did not fail")
       return
     }
-    #expect(error.code == .recordingDownloadFailed)
+    #expect(TiError(error).code == .recordingDownloadFailed)
   }
 
   @Test func objectLongerThanListedIsIntegrityFailed() async throws {
@@ -164,7 +165,7 @@ import TiCloudStorage
 
   @Test func unresolvableHostIsEndpointDnsResolutionFailed() async throws {
     let service = CloudService(endpoint: URL(string: "http://no-such-host.invalid")!, policy: fastPolicy)
-    let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }
+    let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }.mapError(TiError.init)
     #expect(result.failure?.code == .endpointDnsResolutionFailed)
   }
 
@@ -174,7 +175,7 @@ import TiCloudStorage
     let endpoint = served.server.endpoint
     served.server.stop()
     let service = CloudService(endpoint: URL(string: endpoint)!, policy: fastPolicy)
-    let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }
+    let result = await wait { service.listSegments(in: window, token: "t", completion: $0) }.mapError(TiError.init)
     #expect(result.failure?.code == .networkUnavailable)
   }
 }

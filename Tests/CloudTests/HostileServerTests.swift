@@ -21,7 +21,8 @@ import Testing
     return policy
   }
 
-  private func list(_ server: ScriptedServer, token: String = "the-token") throws -> Result<RecordingIndex, TiError> {
+  private func list(_ server: ScriptedServer, token: String = "the-token") throws -> Result<RecordingIndex, MediaError>
+  {
     let service = CloudService(endpoint: URL(string: "http://127.0.0.1:\(server.port)")!, policy: policy)
     return try blockingWait { service.listSegments(in: range, token: token, completion: $0) }
   }
@@ -37,7 +38,7 @@ import Testing
     return try RecordingIndex(deviceId: "cam", segments: segments).encoded()
   }
 
-  private func failure(_ result: Result<RecordingIndex, TiError>) -> TiError? {
+  private func failure(_ result: Result<RecordingIndex, MediaError>) -> MediaError? {
     if case .failure(let error) = result { return error }
     return nil
   }
@@ -49,7 +50,7 @@ import Testing
         ScriptedServer.answer(status, headers: ["Location: http://127.0.0.1:\(elsewhere.port)/v1/recordings"])
       }
       let error = try #require(failure(try list(redirecting)), "\(status)")
-      #expect(error.code == .cloudStorageUnavailable && error.message.contains("\(status)"), "\(error)")
+      #expect(error.kind == .serviceUnavailable && error.message.contains("\(status)"), "\(error)")
       #expect(redirecting.requests.count == 1)
     }
     // A redirect to itself is one request, not a loop.
@@ -58,7 +59,7 @@ import Testing
       ScriptedServer.answer(302, headers: ["Location: http://127.0.0.1:\(port.withLock { $0 })/v1/recordings"])
     }
     port.withLock { $0 = loop.port }
-    #expect(failure(try list(loop))?.code == .cloudStorageUnavailable)
+    #expect(failure(try list(loop))?.kind == .serviceUnavailable)
     #expect(loop.requests.count == 1)
     #expect(elsewhere.requests.isEmpty)
   }
@@ -71,7 +72,7 @@ import Testing
       let body = try listing(objectAt: url)
       let server = try ScriptedServer { _ in ScriptedServer.answer(200, body) }
       let error = try #require(failure(try list(server)), "\(url)")
-      #expect(error.code == .cloudStorageUnavailable && error.message.contains("bad object URL"), "\(url): \(error)")
+      #expect(error.kind == .serviceUnavailable && error.message.contains("bad object URL"), "\(url): \(error)")
     }
     // An http object host (another port) gets the presigned URL only, never the token.
     let objects = try ScriptedServer { _ in ScriptedServer.answer(404) }
@@ -95,17 +96,17 @@ import Testing
     let short = try ScriptedServer { _ in
       .bytes(Data("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n{\"segm".utf8))
     }
-    #expect(failure(try list(short))?.code == .cloudStorageUnavailable)
+    #expect(failure(try list(short))?.kind == .serviceUnavailable)
     #expect(short.requests.count == TransferPolicy().attemptsWithoutProgress)
     // Chunked garbage.
     let garbled = try ScriptedServer { _ in
       .bytes(Data("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n".utf8))
     }
-    #expect(failure(try list(garbled))?.code == .cloudStorageUnavailable)
+    #expect(failure(try list(garbled))?.kind == .serviceUnavailable)
     // An endless body: cut at the listing's limit (256 MiB), not kept growing.
     let endless = try ScriptedServer { _ in .endless(head: "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n") }
     let error = try #require(failure(try list(endless)))
-    #expect(error.code == .cloudStorageUnavailable && error.message.contains("larger than"), "\(error)")
+    #expect(error.kind == .serviceUnavailable && error.message.contains("larger than"), "\(error)")
     #expect(endless.requests.count == 1)
     // A body that is not a listing.
     let wrong = try ScriptedServer { _ in ScriptedServer.answer(200, Data("[1, 2, 3]".utf8)) }

@@ -118,7 +118,7 @@ import TiCloudStorage
       Issue.record("a cancelled transfer delivered \(fetch)")
       return
     }
-    #expect(error.code == .cancelled)
+    #expect(error.kind == .cancelled)
     // It ended with the body still on its way (not by receiving it all), and nothing more arrives.
     let received = request.bytesReceived ?? 0
     #expect(received < Int(object.size), "\(received) of \(object.size) bytes")

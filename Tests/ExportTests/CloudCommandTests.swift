@@ -26,7 +26,7 @@ final class ServeProcess {
     let text = String(decoding: line, as: UTF8.self)
     guard text.hasPrefix("listening on "), let last = text.split(separator: " ").last else {
       process.terminate()
-      throw TiError(.ioFailed, "tipipe serve said '\(text)'")
+      throw MediaError(.ioFailed, "tipipe serve said '\(text)'")
     }
     endpoint = last.trimmingCharacters(in: .whitespacesAndNewlines)
   }

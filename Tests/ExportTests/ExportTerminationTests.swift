@@ -112,7 +112,7 @@ struct ErrorCauseTests {
     do {
       _ = try MediaFileSource.probe(path: junk.path)
       Issue.record("junk probed as media")
-    } catch let error as TiError {
+    } catch let error as MediaError {
       #expect(error.domain == .media, "\(error.detailedDescription)")
       let library = try #require(error.causes.first as? LibraryFailure, "\(error.detailedDescription)")
       #expect(library.library == "libav" && library.status < 0)
@@ -126,6 +126,8 @@ struct ErrorCauseTests {
         == TiError(.ioFailed, "x", cause: LibraryFailure.posix(ENOSPC)))
     #expect(TiError(.ioFailed, "x", domain: .storage) != TiError(.ioFailed, "x", domain: .media))
     // Every seed code has a domain.
-    #expect(TiError.Domain(of: .networkUnavailable) == .network && TiError.Domain(of: .fileWriteFailed) == .storage)
+    #expect(
+      TiError.Domain(of: TiErrorCode.networkUnavailable) == .network && TiError.Domain(of: .fileWriteFailed) == .storage
+    )
   }
 }

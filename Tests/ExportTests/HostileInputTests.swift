@@ -194,7 +194,7 @@ struct HostileInputTests {
       do {
         _ = try SegmentReader.parse(header.encoded, key: nil, cipher: cipher)
         Issue.record("accepted [\(start), \(end))")
-      } catch let error as TiError {
+      } catch let error as MediaError {
         #expect(error.gapReason == .mediaUnreadable)
       }
     }

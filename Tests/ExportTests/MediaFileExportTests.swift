@@ -413,6 +413,6 @@ struct ExactCutBoundTests {
     }
     harness.runUntilIdle()
     let failure = try #require(harness.reportedFailures.first)
-    #expect((failure.error as? TiError)?.code == .resourceExhausted, "\(failure)")
+    #expect((failure.error as? MediaError)?.kind == .resourceExhausted, "\(failure)")
   }
 }

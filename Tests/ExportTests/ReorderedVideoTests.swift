@@ -99,7 +99,7 @@ struct ReorderedVideoTests {
     #expect(failures.isEmpty, "\(failures.map { "\($0.error)" })")
     let output = directory.url.appendingPathComponent("out.mp4")
     try exporter.finalizeFile(to: output.path)
-    let report = exporter.report(termination: .exhausted, cause: .ok)
+    let report = exporter.report(termination: .exhausted, cause: 0)
     #expect(report.coveredDurationMs == 4000)
     #expect(report.complete, "\(report.gaps)")
     try expectCorrectOrder(output, frames: 100, "export \(codec)")

@@ -72,7 +72,7 @@ struct DeterministicGraphTests {
       pipeline.connect(transcoder, to: exporter, limits: EdgeLimits(items: 16))
       let outcome = try pipeline.runToCompletion(patience: .milliseconds(1))
       #expect(outcome.reachedEndOfStream && outcome.failures.isEmpty)
-      let report = exporter.report(termination: .exhausted, cause: .ok)
+      let report = exporter.report(termination: .exhausted, cause: 0)
       exporter.abandonFile()
       try? FileManager.default.removeItem(at: output)
       return (frames.items.count, report, workers.threads, probe)

@@ -20,7 +20,9 @@ struct ExportTimelineTests {
     var gaps: [(Int64, Int64, TrackID?, [GapReason])] = []
     var scannedThrough: Int64? = nil
     var termination = ExportTermination.exhausted
-    var cause = TiErrorCode.ok
+    /// The code the SDK reports the ending with (the timeline only carries it), and the failure.
+    var cause: Int32 = 0
+    var failure: MediaError.Kind? = nil
     // Expected.
     var segments: [(Int64, Int64, Int64, Int64)] = []
     var reportGaps: [(Int64, Int64, Int, [GapReason])] = []
@@ -58,14 +60,14 @@ struct ExportTimelineTests {
       segments: [(0, 3000, 0, 3000)], reportGaps: [(3000, 10_000, 2, [.unknown])]),
     Case(
       name: "(b) nothing playable in the range: noRecordableMedia, the whole range one gap",
-      gaps: [(0, 10_000, video, [.notFound])], termination: .failed, cause: .noRecordableMedia,
+      gaps: [(0, 10_000, video, [.notFound])], termination: .failed, cause: 6119, failure: .noMedia,
       reportGaps: [(0, 10_000, 2, [.notFound])]),
     Case(
       name: "(c) a start at a format-change keyframe keeps the range", range: (5000, 10_000),
       stretches: [(ms(5000), ms(10_000))], segments: [(5000, 10_000, 0, 5000)], complete: true),
     Case(
       name: "(d) a video channel the recording lacks: trackUnavailable, nothing to export",
-      gaps: [(0, 10_000, video, [.trackUnavailable])], termination: .failed, cause: .noRecordableMedia,
+      gaps: [(0, 10_000, video, [.trackUnavailable])], termination: .failed, cause: 6119, failure: .noMedia,
       reportGaps: [(0, 10_000, 2, [.trackUnavailable])]),
     Case(
       name: "(e) an audio channel the recording lacks: the file has no audio, an audio gap everywhere",
@@ -102,15 +104,15 @@ struct ExportTimelineTests {
       segments: [(1000, 10_000, 0, 9000)], reportGaps: [(0, 1000, 1, [.noRecording])]),
     Case(
       name: "interrupted: the rest after what was written is unprocessed", stretches: [(0, ms(4000))],
-      scannedThrough: 4500, termination: .interrupted, cause: .tokenExpired, segments: [(0, 4000, 0, 4000)],
+      scannedThrough: 4500, termination: .interrupted, cause: 6014, segments: [(0, 4000, 0, 4000)],
       unprocessed: [(4000, 10_000)]),
     Case(
       name: "interrupted after a gap event: the gap is reported, the rest unprocessed", stretches: [(0, ms(3000))],
-      gaps: [(3000, 6000, video, [.notFound])], termination: .interrupted, cause: .tokenExpired,
+      gaps: [(3000, 6000, video, [.notFound])], termination: .interrupted, cause: 6014,
       segments: [(0, 3000, 0, 3000)], reportGaps: [(3000, 6000, 2, [.notFound])], unprocessed: [(6000, 10_000)]),
     Case(
       name: "cancelled with a stretch open: it counts as far as written; media read beyond is not a gap",
-      open: (0, ms(5000)), scannedThrough: 5200, termination: .cancelled, cause: .cancelled,
+      open: (0, ms(5000)), scannedThrough: 5200, termination: .cancelled, cause: 6115,
       segments: [(0, 5000, 0, 5000)], unprocessed: [(5000, 10_000)]),
     Case(
       name: "milliseconds are rounded once (nearest): the partition is exact",
@@ -140,7 +142,7 @@ struct ExportTimelineTests {
     }
     if let scanned = c.scannedThrough { timeline.scan(through: MediaTime(milliseconds: scanned)) }
     let open = c.open.map { MediaRange(start: MediaTime(microseconds: $0.0), end: MediaTime(microseconds: $0.1)) }
-    let report = timeline.report(termination: c.termination, cause: c.cause, open: open)
+    let report = timeline.report(termination: c.termination, cause: c.cause, failure: c.failure, open: open)
 
     #expect(report.requestedRange == ExportReport.Range(startMs: c.range.0, endMs: c.range.1))
     #expect(
@@ -153,7 +155,7 @@ struct ExportTimelineTests {
     #expect(report.gaps.map(\.reasons) == c.reportGaps.map(\.3))
     #expect(report.unprocessedRanges.map { [$0.startMs, $0.endMs] } == c.unprocessed.map { [$0.0, $0.1] })
     #expect(report.complete == c.complete)
-    #expect(report.termination == c.termination && report.cause == c.cause.rawValue)
+    #expect(report.termination == c.termination && report.cause == c.cause)
     // The partition: segments (from the request's start), video-level gaps and unprocessed ranges tile it.
     var pieces = report.segments.map { (max($0.sourceRange.startMs, c.range.0), $0.sourceRange.endMs) }
     pieces += report.gaps.filter { $0.tracks.count == (c.withAudio ? 2 : 1) }.map { ($0.range.startMs, $0.range.endMs) }

@@ -197,6 +197,6 @@ struct GapDetectorTests {
     let harness = try harness(r(0, 1000))
     harness.push(event: .gap(Foreign()))
     harness.runUntilIdle()
-    #expect(harness.reportedFailures.map { TiError($0.error).code } == [.invalidArgument])
+    #expect(harness.reportedFailures.map { MediaError($0.error).kind } == [.invalidArgument])
   }
 }

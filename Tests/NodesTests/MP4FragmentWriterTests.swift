@@ -27,25 +27,25 @@ struct MP4FragmentWriterTests {
   )
   func aFailedWriteStopsTheWriter() throws {
     let writer = try MP4FragmentWriter(path: "/dev/full", tracks: [Self.audio])
-    var failure: TiError?
+    var failure: MediaError?
     for frame in 0..<40 {
       do {
         try writer.append(
           track: 0, Data(repeating: 7, count: 100), time: Int64(frame) * 1024, decodeTime: Int64(frame) * 1024,
           duration: 1024, isSync: true)
-      } catch let error as TiError {
+      } catch let error as MediaError {
         failure = error
         break
       }
     }
     let error = try #require(failure, "a second of audio was never written")
-    #expect(error.code == .fileWriteFailed)
+    #expect(error.kind == .writeFailed)
     #expect(error.message.contains("No space left on device"), "\(error.message)")
     #expect(writer.tables.isEmpty && writer.fragmentHeaders.isEmpty)
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       try writer.append(track: 0, Data([1]), time: 1 << 20, decodeTime: 1 << 20, duration: 1024, isSync: true)
     }
-    #expect(throws: TiError.self) { try writer.flush() }
+    #expect(throws: MediaError.self) { try writer.flush() }
   }
 
   @Test("an empty payload is left out, as the muxer did: the sample before it lasts until the next")
@@ -70,7 +70,7 @@ struct MP4FragmentWriterTests {
     let picture = Data([0, 0, 0, 1, 0x65, 1, 2])
     try writer.append(track: 0, picture, time: 0, decodeTime: 0, duration: 40_000, isSync: true)
     let far = Int64(UInt32.max) + 1
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       try writer.append(track: 0, picture, time: far, decodeTime: far, duration: 40_000, isSync: true)
     }
     try writer.append(track: 0, picture, time: 40_000, decodeTime: 40_000, duration: 40_000, isSync: false)
@@ -89,18 +89,18 @@ struct MP4FragmentWriterTests {
     defer { _ = directory }
     let picture = Data([0, 0, 1, 0x65, 1])
     for (time, decodeTime) in [(Int64.max, Int64.min), (Int64.min, Int64.max), (0, 1)] {
-      #expect(throws: TiError.self) {
+      #expect(throws: MediaError.self) {
         try writer.append(track: 0, picture, time: time, decodeTime: decodeTime, duration: 1, isSync: true)
       }
     }
     try writer.append(track: 0, picture, time: .max, decodeTime: .max - 1, duration: .max, isSync: true)
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       try writer.append(track: 0, picture, time: .max, decodeTime: .max - 1, duration: 1, isSync: true)
     }
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       try writer.append(track: 0, picture, time: .min, decodeTime: .min, duration: 1, isSync: true)
     }
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       try writer.append(track: 0, picture, payload: 3..<9, time: .max, decodeTime: .max, duration: 1, isSync: true)
     }
     try writer.flush()

@@ -148,7 +148,7 @@ struct MediaFileSourceTests {
         MediaFileSource(path: path, startTime: .init(microseconds: 0)), to: CollectingSink<EncodedPacket>())
       try pipeline.start()
       executor.runUntilIdle()
-      #expect(failures.values.first.map { TiError($0.error).gapReason } == expected)
+      #expect(failures.values.first.map { MediaError($0.error).gapReason } == expected)
     }
   }
 }

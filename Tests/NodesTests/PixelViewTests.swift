@@ -38,7 +38,7 @@ struct PixelViewTests {
     #expect(small.pixelFormat == .rgb24)
     #expect(small.withPlanes { $0.map { [$0.bytesPerLine, $0.height] } } == [[480, 120]])
     #expect(small.time == picture.time)
-    #expect(throws: TiError.self) { try PixelConverter(to: .other("no-such-format")) }
+    #expect(throws: MediaError.self) { try PixelConverter(to: .other("no-such-format")) }
   }
 
   @Test("decoded audio exposes its samples; synthetic pictures have the bytes asked for")

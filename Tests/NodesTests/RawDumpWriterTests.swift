@@ -55,10 +55,10 @@ import Testing
 
   @Test func aFolderThatExistsOrCannotBeMadeIsRefused() throws {
     let directory = try TemporaryDirectory()
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       _ = try RawDumpWriter(directory: directory.url, tracks: [video], maximumDurationMs: 1)
     }
-    #expect(throws: TiError.self) {
+    #expect(throws: MediaError.self) {
       _ = try RawDumpWriter(
         directory: directory.url.appendingPathComponent("missing/dump"), tracks: [video], maximumDurationMs: 1)
     }

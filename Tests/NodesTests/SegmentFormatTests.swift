@@ -35,7 +35,7 @@ func reason(of body: () throws -> Void) -> GapReason? {
   do {
     try body()
     return nil
-  } catch let error as TiError {
+  } catch let error as MediaError {
     return error.gapReason
   } catch {
     return .unknown
@@ -195,7 +195,7 @@ struct SegmentFormatTests {
         let parsed = try SegmentReader.parse(object, key: key, cipher: cipher)
         #expect(parsed.records.count == Int(parsed.header.recordCount))
         outcomes["valid", default: 0] += 1
-      } catch let error as TiError {
+      } catch let error as MediaError {
         #expect(error.gapReason != nil)
         outcomes[error.gapReason!.rawValue, default: 0] += 1
       }

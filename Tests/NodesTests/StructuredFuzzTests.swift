@@ -39,7 +39,7 @@ struct StructuredFuzzTests {
         #expect(parsed.records.count == Int(parsed.header.recordCount))
         outcomes["valid", default: 0] += 1
         demuxer.push(SegmentObject(segment: segment, parsed: parsed))
-      } catch let error as TiError {
+      } catch let error as MediaError {
         #expect(error.gapReason != nil, "\(error)")
         // The right key is always given: only a first record that fails in an encrypted object is
         // decryptionFailed (segment-format.md), never a plaintext one.
@@ -60,7 +60,7 @@ struct StructuredFuzzTests {
     failures += demuxer.reportedFailures
     // The demuxer took every valid object, whatever its records said; what it refused it said why.
     #expect(
-      failures.allSatisfy { TiError($0.error).gapReason != nil || TiError($0.error).code != .ok },
+      failures.allSatisfy { ($0.error as? MediaError).map { !$0.message.isEmpty } ?? false },
       "\(failures.prefix(3))"
     )
     #expect(outcomes["valid", default: 0] > cases / 20, "\(outcomes)")
@@ -121,8 +121,8 @@ struct StructuredFuzzTests {
         }
         _ = index.mergedRanges(in: MediaRange(startMilliseconds: 0, endMilliseconds: 4_000_000_000_000))
         outcomes[0] += 1
-      } catch let error as TiError {
-        #expect(error.code == .cloudStorageUnavailable)
+      } catch let error as MediaError {
+        #expect(error.kind == .serviceUnavailable)
         #expect(error.message.hasPrefix("fuzz.json is malformed"), "\(error.message)")
         outcomes[1] += 1
       }

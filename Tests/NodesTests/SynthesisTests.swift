@@ -135,8 +135,8 @@ struct SynthesisTests {
       do {
         try LibrarySynthesizer(options: options).write(to: target)
         Issue.record("case \(number) was accepted")
-      } catch let error as TiError {
-        #expect(error.code == .invalidArgument, "case \(number): \(error)")
+      } catch let error as MediaError {
+        #expect(error.kind == .invalidArgument, "case \(number): \(error)")
       }
       #expect(!FileManager.default.fileExists(atPath: target.path), "case \(number) created its directory")
     }

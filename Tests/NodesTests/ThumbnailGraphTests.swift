@@ -21,7 +21,7 @@ import Testing
     var endpoint: String { wrapped.endpoint }
     var starts: [Int64] { fetched.withLock { $0 } }
     func listSegments(
-      in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+      in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, MediaError>) -> Void
     ) -> ServiceRequest { wrapped.listSegments(in: range, token: token, completion: completion) }
     func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
       -> ServiceRequest

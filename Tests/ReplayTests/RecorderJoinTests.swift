@@ -14,8 +14,8 @@ import TiCloudStorage
 @Suite("Recorders joining a running play")
 struct RecorderJoinTests {
   /// Finishes `recorder` and waits for its result.
-  private func finish(_ recorder: ReplayRecorder) throws -> Result<Int64, TiError> {
-    let result = Locked<Result<Int64, TiError>?>(nil)
+  private func finish(_ recorder: ReplayRecorder) throws -> Result<Int64, MediaError> {
+    let result = Locked<Result<Int64, MediaError>?>(nil)
     let finished = DispatchSemaphore(value: 0)
     recorder.finish(playedToTheEnd: true) { outcome in
       result.withLock { $0 = outcome }

@@ -44,7 +44,7 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
     #expect(harness.renderer.frames.count == 225)
     disk.resume()
-    let result = Locked<Result<Int64, TiError>?>(nil)
+    let result = Locked<Result<Int64, MediaError>?>(nil)
     let finished = DispatchSemaphore(value: 0)
     recorder.finish(playedToTheEnd: false) { outcome in
       result.withLock { $0 = outcome }
@@ -55,7 +55,7 @@ import TiCloudStorage
       Issue.record("the recording did not fail: \(String(describing: result.withLock { $0 }))")
       return
     }
-    #expect(error.code == .recordingOverrun)
+    #expect(error.kind == .fellBehind)
     // The result did not wait for the disk; the unfinished file's removal did.
     disk.sync {}
     // No file, finished or not.

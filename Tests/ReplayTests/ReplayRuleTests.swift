@@ -236,7 +236,7 @@ import TiCloudStorage
     harness.run(for: .milliseconds(200))
     // The network fails the second object's transfer just as the seek is made: its completion is queued
     // on the executor ahead of the seek's flush, and the source raises it there, in the old generation.
-    #expect(harness.service.fail(with: TiError(.networkUnavailable, "the link went down")))
+    #expect(harness.service.fail(with: MediaError(.networkUnavailable, "the link went down")))
     #expect(harness.replay.seek(toTimeMs: recordingStart + 1010) == .ok)
     harness.runToEnd()
     #expect(harness.log.errors.isEmpty)

@@ -39,7 +39,7 @@ import TiCloudStorage
     harness.service.hold(3000)  // the object starting 3 s in
     harness.play(0, 9000)
     harness.run(for: .seconds(2))
-    #expect(harness.service.fail(with: TiError(.networkUnavailable, "cable pulled")))
+    #expect(harness.service.fail(with: MediaError(.networkUnavailable, "cable pulled")))
     harness.runToEnd()
     #expect(harness.log.errors == [.networkUnavailable])
   }

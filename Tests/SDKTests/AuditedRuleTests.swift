@@ -15,7 +15,7 @@ extension SDKRules {
     @Test func D9_noRefreshAndNoRetryAfterTokenExpired() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "device-token")
-      session.service.failListings(with: .tokenExpired)
+      session.service.failListings(with: .credentialsExpired)
       let before = session.service.tokens.withLock { $0.count }
       let first = try await session.pump {
         await storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
@@ -181,7 +181,7 @@ extension SDKRules {
       #expect(rig.replay.seek(toTimeMs: recordingStart + 500) == notStarted)
       #expect(rig.replay.currentTimeMs == position)
       // Failed.
-      session.service.failListings(with: .cloudStorageUnavailable)
+      session.service.failListings(with: .serviceUnavailable)
       #expect(rig.play(0, 1000) == ok)
       await session.run(for: .milliseconds(100))
       #expect(rig.log.entries.contains(.error(TiCloudStorageErrorCode.cloudStorageUnavailable)))
@@ -224,7 +224,7 @@ extension SDKRules {
     @Test func D10_redoingAfterUpdateTokenSucceedsWithTheNewToken() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
-      session.service.failListings(with: .tokenExpired)
+      session.service.failListings(with: .credentialsExpired)
       let failed = try await session.pump {
         await rig.storage.listRecordings(startTimeMs: recordingStart, endTimeMs: recordingStart + 9000)
       }

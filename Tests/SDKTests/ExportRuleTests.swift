@@ -333,7 +333,7 @@ extension SDKRules {
       let storage = TiCloudStorage(token: "first")
       // Two listings succeed (the window and the look-back before it); the objects from 3 s on are
       // refused, so the export lists again, and that listing finds the token expired.
-      session.service.failListings(after: 2, with: .tokenExpired)
+      session.service.failListings(after: 2, with: .credentialsExpired)
       session.service.refuseURLs(from: recordingStart + 3000)
       let (start, log) = session.startExport(storage, request(0, 9000))
       #expect(start.code == ok)
@@ -360,7 +360,7 @@ extension SDKRules {
       // During the export with nothing usable written: the completion's code, and no file.
       let second = try SDKSession()
       let other = TiCloudStorage(token: "first")
-      second.service.failListings(after: 2, with: .tokenExpired)
+      second.service.failListings(after: 2, with: .credentialsExpired)
       second.service.refuseURLs(from: recordingStart)
       let (failing, failed) = second.startExport(other, request(0, 9000))
       #expect(failing.code == ok)

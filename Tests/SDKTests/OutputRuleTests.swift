@@ -221,7 +221,7 @@ extension SDKRules {
     @Test func O25_O26_D7_D8_D11_aReplayErrorFailsEveryOutputWithoutDidFail() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
-      session.service.failListings(with: .tokenExpired)
+      session.service.failListings(with: .credentialsExpired)
       #expect(rig.play() == ok)
       await session.run(for: .seconds(1))
       #expect(

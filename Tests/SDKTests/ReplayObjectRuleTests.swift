@@ -88,13 +88,15 @@ extension SDKRules {
     }
 
     @Test func R55_R60_R61_R62_aListingFailureEndsThePlayOnceWithItsCode() async throws {
-      for code in [
-        TiErrorCode.tokenExpired, .permissionDenied, .cloudStorageUnavailable, .networkUnavailable,
-        .endpointDnsResolutionFailed,
-      ] {
+      let cases: [(MediaError.Kind, TiErrorCode)] = [
+        (.credentialsExpired, .tokenExpired), (.accessDenied, .permissionDenied),
+        (.serviceUnavailable, .cloudStorageUnavailable), (.networkUnavailable, .networkUnavailable),
+        (.hostUnresolved, .endpointDnsResolutionFailed),
+      ]
+      for (kind, code) in cases {
         let session = try SDKSession()
         let rig = ReplayRig()
-        session.service.failListings(with: code)
+        session.service.failListings(with: kind)
         #expect(rig.play() == ok)
         await session.run(for: .seconds(1))
         #expect(rig.log.entries.filter { if case .error = $0 { true } else { false } } == [.error(code.rawValue)])

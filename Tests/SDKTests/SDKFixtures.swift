@@ -258,7 +258,7 @@ final class ReplayRig {
 final class ScriptedService: RecordingService {
   private let library: LocalLibraryService
   private let executor: ManualExecutor
-  private let failure = Locked<TiErrorCode?>(nil)
+  private let failure = Locked<MediaError.Kind?>(nil)
   /// The tokens the listings were asked with.
   let tokens = Locked<[String]>([])
 
@@ -267,16 +267,17 @@ final class ScriptedService: RecordingService {
     self.executor = executor
   }
 
-  /// Every listing from now on fails with `code` (nil: none does).
-  func failListings(with code: TiErrorCode?) { failure.withLock { $0 = code } }
+  /// Every listing from now on fails with an error of `kind` (nil: none does), as the engine reports it:
+  /// the SDK gives it its seed code.
+  func failListings(with kind: MediaError.Kind?) { failure.withLock { $0 = kind } }
 
-  /// Listings left before every later one fails with a code (a token that runs out during an operation).
-  private let listingBudget = Locked<(left: Int, code: TiErrorCode)?>(nil)
+  /// Listings left before every later one fails (a token that runs out during an operation).
+  private let listingBudget = Locked<(left: Int, kind: MediaError.Kind)?>(nil)
   /// Objects starting at or after this time (ms) have their URL refused, as an expired presigned URL.
   private let refusedFrom = Locked<Int64?>(nil)
 
-  /// The next `count` listings succeed; every later one fails with `code`.
-  func failListings(after count: Int, with code: TiErrorCode) { listingBudget.withLock { $0 = (count, code) } }
+  /// The next `count` listings succeed; every later one fails with an error of `kind`.
+  func failListings(after count: Int, with kind: MediaError.Kind) { listingBudget.withLock { $0 = (count, kind) } }
 
   /// Fetches of objects starting at or after `startMs` answer `urlRefused` (the operation lists again).
   func refuseURLs(from startMs: Int64) { refusedFrom.withLock { $0 = startMs } }
@@ -284,16 +285,16 @@ final class ScriptedService: RecordingService {
   var endpoint: String { library.endpoint }
 
   func listSegments(
-    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, MediaError>) -> Void
   ) -> ServiceRequest {
     tokens.withLock { $0.append(token) }
-    let exhausted = listingBudget.withLock { budget -> TiErrorCode? in
+    let exhausted = listingBudget.withLock { budget -> MediaError.Kind? in
       guard let current = budget else { return nil }
-      budget = (current.left - 1, current.code)
-      return current.left > 0 ? nil : current.code
+      budget = (current.left - 1, current.kind)
+      return current.left > 0 ? nil : current.kind
     }
-    if let code = exhausted ?? failure.withLock({ $0 }) {
-      executor.execute { completion(.failure(TiError(code, "scripted failure"))) }
+    if let kind = exhausted ?? failure.withLock({ $0 }) {
+      executor.execute { completion(.failure(MediaError(kind, "scripted failure"))) }
       return ServiceRequest {}
     }
     return library.listSegments(in: range, token: token, completion: completion)
@@ -303,7 +304,7 @@ final class ScriptedService: RecordingService {
     -> ServiceRequest
   {
     if let from = refusedFrom.withLock({ $0 }), segment.startMs >= from {
-      executor.execute { completion(.urlRefused(TiError(.permissionDenied, "the URL's signature expired"))) }
+      executor.execute { completion(.urlRefused(MediaError(.accessDenied, "the URL's signature expired"))) }
       return ServiceRequest {}
     }
     return library.fetchObject(segment, completion: completion)

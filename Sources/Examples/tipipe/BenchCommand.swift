@@ -241,7 +241,7 @@ final class ObjectCount: Node, Sendable {
   typealias Output = Never
   let objects = Atomic(0)
   let bytes = Atomic(0)
-  let firstFailure = Locked<TiError?>(nil)
+  let firstFailure = Locked<MediaError?>(nil)
   func process(_ input: FetchedObject, context: NodeContext<Never>) throws {
     switch input.result {
     case .success(let data):

@@ -231,7 +231,7 @@ func outputPath(_ flag: String, _ path: String, cache: URL? = nil, endpoint: Str
   let url = URL(fileURLWithPath: path)
   do {
     try OutputFile.validate(url)
-  } catch let error as TiError {
+  } catch let error as MediaError {
     throw UsageError(message: "\(flag): \(error.message)")
   }
   // The file standard output is redirected to: the rename would replace it, and the lines with it.

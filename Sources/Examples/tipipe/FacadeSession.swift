@@ -117,7 +117,7 @@ enum FacadeSession {
   static func move(_ path: String, to destination: URL) throws {
     do {
       try OutputFile.validate(destination)
-    } catch let error as TiError {
+    } catch let error as MediaError {
       throw TiError(.fileWriteFailed, error.message)
     }
     let temporary = OutputFile.workingPath(for: destination)

@@ -68,7 +68,7 @@ enum FileExportCommand {
 
     let info = try MediaFileSource.probe(path: input)
     guard let video = info.video, video.packets > 0 else {
-      throw TiError.gap(.trackUnavailable, "\(input) has no H.264/H.265 video to export")
+      throw MediaError.gap(.trackUnavailable, "\(input) has no H.264/H.265 video to export")
     }
     let origin = info.start
     let start = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))

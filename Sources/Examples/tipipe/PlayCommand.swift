@@ -489,7 +489,7 @@ enum SnapshotCommand {
     defer { _ = FacadeSession.waitOnMain { done in file.delete(completion: done) } }
     do {
       try OutputFile.write(try Data(contentsOf: URL(fileURLWithPath: file.path)), to: out)
-    } catch let error as TiError {
+    } catch let error as MediaError {
       throw TiError(.fileWriteFailed, error.message)
     }
   }

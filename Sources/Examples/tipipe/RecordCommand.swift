@@ -1,6 +1,7 @@
 import Foundation
 import Nodes
 import PipelineGraph
+import TiCloudStorage
 import TrackRecording
 
 /// `tipipe record` (`spec/cli.md`): a media file's decoded picture and sound through a TrackRecorder
@@ -178,7 +179,10 @@ enum RecordCommand {
   static func report(_ recorders: [TrackRecorder]) throws {
     var lines = ""
     for recorder in recorders {
-      if let error = recorder.lastError { throw TiError(error) }
+      // Seed 003 reports a failed write as the system's error or RecordingEngine's writerFailed.
+      if let error = recorder.lastError {
+        throw TiError(.fileWriteFailed, error.localizedDescription, domain: .storage, cause: error)
+      }
       guard let file = recorder.lastFinishedFile else {
         throw TiError(.noRecordableMedia, "nothing was recorded: the tracks carried no frame")
       }

@@ -1,5 +1,6 @@
 import Foundation
 import Nodes
+import TiCloudStorage
 
 /// Machine output (`spec/cli.md`: JSON on standard output), written with `write(2)` so that a closed
 /// pipe, a full disk or a closed descriptor is an error the command reports, not a trap or a silent

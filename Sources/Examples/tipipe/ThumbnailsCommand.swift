@@ -1,6 +1,7 @@
 import Foundation
 import Nodes
 import PipelineGraph
+import TiCloudStorage
 
 /// `tipipe thumbnails` (`spec/cli.md`): scrub previews of a range — a sprite of keyframe thumbnails and
 /// a WebVTT index — through `ThumbnailGraph`.
@@ -43,14 +44,14 @@ enum ThumbnailsCommand {
     let sheet: ThumbnailSheet
     do {
       sheet = try ThumbnailSheet(range: range, interval: every, tileWidth: width, columns: columns)
-    } catch let error as TiError where error.code == .rangeTooLarge {
+    } catch let error as MediaError where error.kind == .limitExceeded {
       throw UsageError(message: error.message)
     }
     let spriteURL = directory.appendingPathComponent("thumbnails.jpg")
     let indexURL = directory.appendingPathComponent("thumbnails.vtt")
     // The outputs are checked before any work (spec/cli.md: a directory in the way is a usage error).
     for url in [spriteURL, indexURL] {
-      do { try OutputFile.validate(url) } catch let error as TiError { throw UsageError(message: error.message) }
+      do { try OutputFile.validate(url) } catch let error as MediaError { throw UsageError(message: error.message) }
     }
     try ThumbnailGraph.fill(sheet, from: endpoint.service, token: endpoint.token, channel: channel)
     guard let sprite = try sheet.sprite(), let height = sheet.tileHeight else {

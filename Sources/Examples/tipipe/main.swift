@@ -1,6 +1,7 @@
 import Foundation
 import Nodes
 import PipelineGraph
+import TiCloudStorage
 
 // `tipipe` — the command-line tool of ../shared/spec/cli.md, built only on the public API.
 // Exit status: 0 success, 1 an operation failed (`error: name (code): message`), 2 usage error.
@@ -103,8 +104,7 @@ do {
   exit(try command.run(arguments))
 } catch let error as UsageError {
   fail(usage: error.message)
-} catch let error as TiError {
-  fail(error)
 } catch {
-  fail(TiError(.ioFailed, "\(error)"))
+  // The engine's failures get their seed-000 codes here, as the SDK's do (TiError's mapping).
+  fail(TiError(error))
 }

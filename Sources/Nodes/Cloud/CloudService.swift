@@ -31,14 +31,14 @@ public final class CloudService: RecordingService {
   /// Lists `[range)` with `token`: `GET {endpoint}/v1/recordings?start_ms=…&end_ms=…`.
   @discardableResult
   public func listSegments(
-    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, MediaError>) -> Void
   ) -> ServiceRequest {
     let listing = URL(string: "v1/recordings", relativeTo: base)!.absoluteURL
     let url = "\(listing.absoluteString)?start_ms=\(range.start.milliseconds)&end_ms=\(range.end.milliseconds)"
     let endpoint = self.endpoint
     // A token with a line break would add headers of its own.
     guard !token.contains(where: { $0.isNewline }) else {
-      let refusal = TiError(.permissionDenied, "the token contains a line break")
+      let refusal = MediaError(.accessDenied, "the token contains a line break")
       DispatchQueue.global().async { completion(.failure(refusal)) }
       return ServiceRequest {}
     }
@@ -60,7 +60,7 @@ public final class CloudService: RecordingService {
   {
     let name = segment.id.prefix(64)
     guard segment.size <= RecordingIndex.maximumObjectSize else {
-      let failure = TiError.gap(.mediaUnreadable, "the listing gives \(name) an implausible size of \(segment.size)")
+      let failure = MediaError.gap(.mediaUnreadable, "the listing gives \(name) an implausible size of \(segment.size)")
       DispatchQueue.global().async { completion(.failed(failure)) }
       return ServiceRequest {}
     }
@@ -77,7 +77,7 @@ public final class CloudService: RecordingService {
 
   // MARK: The error table
 
-  static func listing(_ outcome: HTTPOutcome, listing: URL, endpoint: String) -> Result<RecordingIndex, TiError> {
+  static func listing(_ outcome: HTTPOutcome, listing: URL, endpoint: String) -> Result<RecordingIndex, MediaError> {
     switch outcome {
     case .success(_, let body, _):
       do {
@@ -88,28 +88,28 @@ public final class CloudService: RecordingService {
             ["http", "https"].contains(absolute.scheme?.lowercased() ?? "")
           else {
             return .failure(
-              TiError(
-                .cloudStorageUnavailable, "the listing of \(endpoint) gives a bad object URL '\(reference.prefix(80))'")
+              MediaError(
+                .serviceUnavailable, "the listing of \(endpoint) gives a bad object URL '\(reference.prefix(80))'")
             )
           }
           index.segments[position].url = absolute.absoluteString
         }
         return .success(index)
       } catch {
-        return .failure(TiError(error))
+        return .failure(MediaError(error))
       }
     case .refused(let status, let error, let message):
       let detail = message.map { ": \($0)" } ?? ""
       switch (status, error) {
-      case (400, _): return .failure(TiError(.invalidArgument, "the service refused the query\(detail)"))
+      case (400, _): return .failure(MediaError(.invalidArgument, "the service refused the query\(detail)"))
       case (401, "token_expired"):
         // The reference server says just that: not twice.
         let said = message == "the token has expired" ? "" : detail
-        return .failure(TiError(.tokenExpired, "the token has expired\(said)"))
+        return .failure(MediaError(.credentialsExpired, "the token has expired\(said)"))
       case (401, _), (403, _):
-        return .failure(TiError(.permissionDenied, "the token is invalid or has no access to the device\(detail)"))
+        return .failure(MediaError(.accessDenied, "the token is invalid or has no access to the device\(detail)"))
       default:
-        return .failure(TiError(.cloudStorageUnavailable, "the listing answered HTTP \(status)\(detail)"))
+        return .failure(MediaError(.serviceUnavailable, "the listing answered HTTP \(status)\(detail)"))
       }
     case .unresolvedHost, .unreachable, .exhausted, .oversized, .cancelled:
       return .failure(outcome.transferError("the listing", endpoint: endpoint)!)
@@ -121,25 +121,26 @@ public final class CloudService: RecordingService {
     case .success(_, let body, nil): return .fetched(body, verified: false)
     case .success(_, let body, let digest?):
       guard digest == expected else {
-        return .failed(TiError.gap(.integrityFailed, "\(name) does not match its SHA-256"))
+        return .failed(MediaError.gap(.integrityFailed, "\(name) does not match its SHA-256"))
       }
       return .fetched(body, verified: true)
-    case .refused(404, _, _): return .failed(TiError.gap(.notFound, "\(name) does not exist (HTTP 404)"))
+    case .refused(404, _, _): return .failed(MediaError.gap(.notFound, "\(name) does not exist (HTTP 404)"))
     case .refused(403, let error, _):
-      return .urlRefused(TiError.gap(.downloadFailed, "the URL of \(name) was refused (\(error ?? "HTTP 403"))"))
+      return .urlRefused(MediaError.gap(.downloadFailed, "the URL of \(name) was refused (\(error ?? "HTTP 403"))"))
     case .refused(let status, let error, _):
-      return .failed(TiError.gap(.downloadFailed, "\(name): HTTP \(status) (\(error ?? "no error code"))"))
+      return .failed(MediaError.gap(.downloadFailed, "\(name): HTTP \(status) (\(error ?? "no error code"))"))
     case .unresolvedHost(let failure):
       return .failed(
-        TiError(
-          .endpointDnsResolutionFailed, "cannot resolve the host of \(name)'s URL: \(failure.text)", cause: failure))
+        MediaError(
+          .hostUnresolved, "cannot resolve the host of \(name)'s URL: \(failure.text)", cause: failure))
     case .unreachable(let failure):
-      return .failed(TiError(.networkUnavailable, "cannot reach the host of \(name): \(failure.text)", cause: failure))
+      return .failed(
+        MediaError(.networkUnavailable, "cannot reach the host of \(name): \(failure.text)", cause: failure))
     case .exhausted(let message, let cause):
-      return .failed(TiError.gap(.downloadFailed, "\(name): \(message)", cause: cause))
+      return .failed(MediaError.gap(.downloadFailed, "\(name): \(message)", cause: cause))
     case .oversized(let count):
-      return .failed(TiError.gap(.integrityFailed, "\(name) is longer than listed (\(count) bytes and more)"))
-    case .cancelled: return .failed(TiError(.cancelled, "the download of \(name) was cancelled"))
+      return .failed(MediaError.gap(.integrityFailed, "\(name) is longer than listed (\(count) bytes and more)"))
+    case .cancelled: return .failed(MediaError(.cancelled, "the download of \(name) was cancelled"))
     }
   }
 }

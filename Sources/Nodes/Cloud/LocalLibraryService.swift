@@ -25,22 +25,22 @@ public final class LocalLibraryService: RecordingService {
   /// Lists the library's segments that intersect `range`, their urls made absolute `file:` URLs.
   @discardableResult
   public func listSegments(
-    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, MediaError>) -> Void
   ) -> ServiceRequest {
     let cancelled = Atomic<Bool>(false)
     workers.execute { [self] in
       guard !cancelled.load(ordering: .acquiring) else {
-        return completion(.failure(TiError(.cancelled, "the listing was cancelled")))
+        return completion(.failure(MediaError(.cancelled, "the listing was cancelled")))
       }
-      completion(Result { try list(range, token: token) }.mapError { TiError($0) })
+      completion(Result { try list(range, token: token) }.mapError { MediaError($0) })
     }
     return ServiceRequest { cancelled.store(true, ordering: .releasing) }
   }
 
   private func list(_ range: MediaRange, token: String) throws -> RecordingIndex {
-    guard !token.isEmpty else { throw TiError(.permissionDenied, "a token is required") }
+    guard !token.isEmpty else { throw MediaError(.accessDenied, "a token is required") }
     guard range.end > range.start, range.end.milliseconds - range.start.milliseconds <= 864_000_000 else {
-      throw TiError(.invalidArgument, "a listing needs start < end and a span of at most 10 days")
+      throw MediaError(.invalidArgument, "a listing needs start < end and a span of at most 10 days")
     }
     let whole = try loadedIndex()
     var segments: [RecordingIndex.Segment] = []
@@ -68,7 +68,7 @@ public final class LocalLibraryService: RecordingService {
     let url = segment.fileURL(in: directory)
     workers.execute {
       guard !cancelled.load(ordering: .acquiring) else {
-        return completion(.failed(TiError(.cancelled, "the read of \(segment.id.prefix(64)) was cancelled")))
+        return completion(.failed(MediaError(.cancelled, "the read of \(segment.id.prefix(64)) was cancelled")))
       }
       switch Self.read(url, segment: segment) {
       case .success(let data): completion(.fetched(data, verified: false))
@@ -80,19 +80,20 @@ public final class LocalLibraryService: RecordingService {
 
   /// Reads the object of `segment` at `url` into a pooled buffer; a missing object is `notFound`, one of
   /// another size `integrityFailed`, an unreadable one `downloadFailed`.
-  static func read(_ url: URL, segment: RecordingIndex.Segment) -> Result<Data, TiError> {
+  static func read(_ url: URL, segment: RecordingIndex.Segment) -> Result<Data, MediaError> {
     let name = url.lastPathComponent
     guard segment.size <= RecordingIndex.maximumObjectSize else {
-      return .failure(TiError.gap(.mediaUnreadable, "the index gives \(name) an implausible size of \(segment.size)"))
+      return .failure(
+        MediaError.gap(.mediaUnreadable, "the index gives \(name) an implausible size of \(segment.size)"))
     }
     do {
       return .success(try BufferPool.shared.read(path: url.path, expectedSize: segment.size))
     } catch .missing {
-      return .failure(TiError.gap(.notFound, "\(name) does not exist"))
+      return .failure(MediaError.gap(.notFound, "\(name) does not exist"))
     } catch .sizeMismatch(let actual, let expected) {
-      return .failure(TiError.gap(.integrityFailed, "\(name) has \(actual) bytes, the index says \(expected)"))
+      return .failure(MediaError.gap(.integrityFailed, "\(name) has \(actual) bytes, the index says \(expected)"))
     } catch {
-      return .failure(TiError.gap(.downloadFailed, "cannot read \(name): it \(error)"))
+      return .failure(MediaError.gap(.downloadFailed, "cannot read \(name): it \(error)"))
     }
   }
 }

@@ -8,8 +8,9 @@ import Foundation
 ///   for a listing (each attempt sends the whole file again).
 /// - `file://` (a local library): the package is copied to the library's `uploads/<log id>.tar.gz`.
 ///
-/// Failures map as listings do: unresolved host 6137, unreachable 6136, refused, exhausted or a bad
-/// answer 6123; a local copy that fails 6114.
+/// Failures are the kinds a listing's are: an unresolved host `hostUnresolved`, an unreachable one
+/// `networkUnavailable`, refused, exhausted or a bad answer `serviceUnavailable`; a local copy that fails
+/// `ioFailed`.
 public enum LogUpload {
   /// The longest log id accepted from a service (a longer one is not usable).
   public static let maximumLogIdLength = 128
@@ -19,10 +20,10 @@ public enum LogUpload {
   /// queue.
   public static func send(
     _ package: URL, to endpoint: String, appId: String, token: String? = nil,
-    completion: @escaping @Sendable (Result<String, TiError>) -> Void
+    completion: @escaping @Sendable (Result<String, MediaError>) -> Void
   ) {
     guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
-      let failure = TiError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
+      let failure = MediaError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
       DispatchQueue.global().async { completion(.failure(failure)) }
       return
     }
@@ -32,7 +33,7 @@ public enum LogUpload {
     }
     guard !appId.contains(where: { $0.isNewline }), !(token ?? "").contains(where: { $0.isNewline }) else {
       DispatchQueue.global().async {
-        completion(.failure(TiError(.invalidArgument, "the app id or the token contains a line break")))
+        completion(.failure(MediaError(.invalidArgument, "the app id or the token contains a line break")))
       }
       return
     }
@@ -53,25 +54,25 @@ public enum LogUpload {
       }
   }
 
-  static func answer(_ outcome: HTTPOutcome, endpoint: String) -> Result<String, TiError> {
+  static func answer(_ outcome: HTTPOutcome, endpoint: String) -> Result<String, MediaError> {
     switch outcome {
     case .success(_, let body, _):
       let json = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
       guard let logId = json?["log_id"] as? String, isUsable(logId) else {
-        return .failure(TiError(.cloudStorageUnavailable, "the log upload's answer has no usable log_id"))
+        return .failure(MediaError(.serviceUnavailable, "the log upload's answer has no usable log_id"))
       }
       return .success(logId)
     case .refused(let status, let error, let message):
       return .failure(
-        TiError(
-          .cloudStorageUnavailable,
+        MediaError(
+          .serviceUnavailable,
           "the log upload was refused: HTTP \(status) \(error ?? "")\(message.map { ": \($0)" } ?? "")"))
     case .unresolvedHost, .unreachable, .exhausted, .oversized, .cancelled:
       return .failure(outcome.transferError("the log upload", endpoint: endpoint)!)
     }
   }
 
-  private static func storeLocally(_ package: URL, library: URL) -> Result<String, TiError> {
+  private static func storeLocally(_ package: URL, library: URL) -> Result<String, MediaError> {
     let folder = library.appendingPathComponent("uploads", isDirectory: true)
     let logId = "local-" + UUID().uuidString.lowercased()
     let destination = folder.appendingPathComponent("\(logId).tar.gz")
@@ -79,11 +80,11 @@ public enum LogUpload {
     do {
       try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
       try FileManager.default.copyItem(at: package, to: temporary)
-      guard rename(temporary.path, destination.path) == 0 else { throw TiError(.ioFailed, "cannot rename") }
+      guard rename(temporary.path, destination.path) == 0 else { throw MediaError(.ioFailed, "cannot rename") }
       return .success(logId)
     } catch {
       try? FileManager.default.removeItem(at: temporary)
-      return .failure(TiError(.ioFailed, "cannot store the log upload in \(folder.path): \(error)"))
+      return .failure(MediaError(.ioFailed, "cannot store the log upload in \(folder.path): \(error)"))
     }
   }
 }

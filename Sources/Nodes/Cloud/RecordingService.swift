@@ -16,7 +16,7 @@ public protocol RecordingService: AnyObject, Sendable {
   /// absolute (or paths of a local library).
   @discardableResult
   func listSegments(
-    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, TiError>) -> Void
+    in range: MediaRange, token: String, completion: @escaping @Sendable (Result<RecordingIndex, MediaError>) -> Void
   ) -> ServiceRequest
 
   /// Fetches one object of a listing.
@@ -31,10 +31,10 @@ public enum ObjectFetch: Sendable {
   /// against the listing while they arrived (else the verifier checks it).
   case fetched(Data, verified: Bool)
   /// The object's URL was refused as expired or invalid (403): list again for a fresh one.
-  case urlRefused(TiError)
+  case urlRefused(MediaError)
   /// The object could not be had: a gap reason (`notFound`, `downloadFailed`, `integrityFailed`) or, when
-  /// ``TiError/gapReason`` is nil, a failure that ends the operation (network, DNS, cancellation).
-  case failed(TiError)
+  /// ``MediaError/gapReason`` is nil, a failure that ends the operation (network, DNS, cancellation).
+  case failed(MediaError)
 }
 
 /// A request in progress; ``cancel()`` stops it promptly (its completion then reports `cancelled`).
@@ -64,19 +64,19 @@ public final class ServiceRequest: Sendable {
 /// cloud API (see ``CloudService/init(endpoint:policy:verifiesWhileReceiving:)``).
 public func recordingService(endpoint: String, verifiesWhileReceiving: Bool = true) throws -> any RecordingService {
   guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
-    throw TiError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
+    throw MediaError(.invalidArgument, "the endpoint '\(endpoint)' is not a URL")
   }
   switch scheme {
   case "file":
-    guard !url.path.isEmpty else { throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names no directory") }
+    guard !url.path.isEmpty else { throw MediaError(.invalidArgument, "the endpoint '\(endpoint)' names no directory") }
     return LocalLibraryService(directory: URL(fileURLWithPath: url.path))
   case "http", "https":
-    guard url.host != nil else { throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names no host") }
+    guard url.host != nil else { throw MediaError(.invalidArgument, "the endpoint '\(endpoint)' names no host") }
     if let port = url.port, !(1...65535).contains(port) {
-      throw TiError(.invalidArgument, "the endpoint '\(endpoint)' names port \(port), outside 1...65535")
+      throw MediaError(.invalidArgument, "the endpoint '\(endpoint)' names port \(port), outside 1...65535")
     }
     return CloudService(endpoint: url, verifiesWhileReceiving: verifiesWhileReceiving)
   default:
-    throw TiError(.invalidArgument, "the endpoint must be http(s):// or file://, not '\(endpoint)'")
+    throw MediaError(.invalidArgument, "the endpoint must be http(s):// or file://, not '\(endpoint)'")
   }
 }

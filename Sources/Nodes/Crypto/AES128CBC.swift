@@ -10,11 +10,11 @@ public final class AES128CBC {
   private let context: OpaquePointer
 
   /// Allocates the cipher context.
-  /// - Throws: `TiError(.resourceExhausted)` when OpenSSL cannot allocate it.
+  /// - Throws: `MediaError(.resourceExhausted)` when OpenSSL cannot allocate it.
   public init() throws {
     _ = CryptoLibrary.initialized
     guard let context = EVP_CIPHER_CTX_new() else {
-      throw TiError(.resourceExhausted, "OpenSSL could not allocate a cipher context")
+      throw MediaError(.resourceExhausted, "OpenSSL could not allocate a cipher context")
     }
     self.context = context
   }
@@ -35,13 +35,13 @@ public final class AES128CBC {
 
   private func run(_ input: Data, key: [UInt8], iv: [UInt8], encrypt: Bool) throws -> Data {
     guard key.count == 16, iv.count == 16 else {
-      throw TiError.gap(.decryptionFailed, "AES-128 needs a 16-byte key and IV (got \(key.count) and \(iv.count))")
+      throw MediaError.gap(.decryptionFailed, "AES-128 needs a 16-byte key and IV (got \(key.count) and \(iv.count))")
     }
     if !encrypt && (input.isEmpty || input.count % 16 != 0) {
-      throw TiError.gap(.decryptionFailed, "ciphertext of \(input.count) bytes is not a whole number of blocks")
+      throw MediaError.gap(.decryptionFailed, "ciphertext of \(input.count) bytes is not a whole number of blocks")
     }
     guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1 else {
-      throw TiError.gap(.decryptionFailed, "OpenSSL refused the key")
+      throw MediaError.gap(.decryptionFailed, "OpenSSL refused the key")
     }
     // The output goes into a pooled buffer: objects are megabytes, and fresh memory for each would
     // cost a zero-filled page fault per 4 KB (and let glibc's heap grow with the recording's length).
@@ -61,7 +61,8 @@ public final class AES128CBC {
       return Int(written + finalWritten)
     }
     guard !failed else {
-      throw TiError.gap(.decryptionFailed, encrypt ? "encryption failed" : "bad padding after decryption (wrong key?)")
+      throw MediaError.gap(
+        .decryptionFailed, encrypt ? "encryption failed" : "bad padding after decryption (wrong key?)")
     }
     return output
   }

@@ -19,7 +19,7 @@ import PipelineGraph
 ///   segment when the file has no audio track.
 /// - A task cut short (cancelled, stopped, interrupted) accounts for the range up to the end of what
 ///   was written or reported as a gap; what lies after is unprocessed (media read but not yet written
-///   is not a gap). Nothing to export (`noRecordableMedia`) is known only once everything was scanned.
+///   is not a gap). Nothing to export (`noMedia`) is known only once everything was scanned.
 /// - `complete` exactly when the task was not cut short and there is neither gap nor unprocessed range.
 ///
 /// Milliseconds come from `MediaTime/milliseconds` alone (nearest, halves away from zero); segment
@@ -88,10 +88,14 @@ public struct ExportTimeline: Sendable {
 
   // MARK: The report
 
-  /// The report of a task that ended with `termination` and `cause`; `open` is a stretch still being
-  /// written when it ended (it counts as far as it was written).
-  public func report(termination: ExportTermination, cause: TiErrorCode, open: MediaRange? = nil) -> ExportReport {
-    let scannedAll = termination == .exhausted || cause == .noRecordableMedia
+  /// The report of a task that ended with `termination`, reported with the SDK's code `cause` (0 when
+  /// none; the facade chooses it, as it maps `failure`); `open` is a stretch still being written when it
+  /// ended (it counts as far as it was written). A task that failed for want of media (`noMedia`) scanned
+  /// the whole range.
+  public func report(
+    termination: ExportTermination, cause: Int32, failure: MediaError.Kind? = nil, open: MediaRange? = nil
+  ) -> ExportReport {
+    let scannedAll = termination == .exhausted || failure == .noMedia
     let written = (stretches + (open.map { [$0] } ?? [])).filter { $0.end.milliseconds > $0.start.milliseconds }
     let accounted = (written.map(\.end) + videoGaps.map(\.range.end)).max() ?? range.start
     let scanned = scannedAll ? range.end : min(range.end, max(range.start, accounted))
@@ -133,7 +137,7 @@ public struct ExportTimeline: Sendable {
       requestedRange: Self.milliseconds(range), coveredDurationMs: output, segments: segments, gaps: gaps,
       unprocessedRanges: unprocessed,
       complete: termination == .exhausted && gaps.isEmpty && unprocessed.isEmpty, termination: termination,
-      cause: cause.rawValue)
+      cause: cause)
   }
 
   /// The reasons of the video gap events over `hole`, in the order they came.

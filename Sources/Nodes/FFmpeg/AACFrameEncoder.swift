@@ -31,12 +31,12 @@ final class AACFrameEncoder {
   /// Opens an encoder for audio of `sampleRate` with `channels` (the first frame's).
   init(sampleRate: Int, channels: Int, bitRate: Int? = nil) throws {
     guard sampleRate > 0, channels > 0 else {
-      throw TiError(.invalidArgument, "audio of \(sampleRate) Hz with \(channels) channels cannot be encoded")
+      throw MediaError(.invalidArgument, "audio of \(sampleRate) Hz with \(channels) channels cannot be encoded")
     }
     let rate = Self.outputRate(for: sampleRate)
     let outChannels = min(channels, 2)
     guard let aac = avcodec_find_encoder(AV_CODEC_ID_AAC) else {
-      throw TiError(.unsupportedFormat, "this build of libavcodec has no AAC encoder")
+      throw MediaError(.unsupportedFormat, "this build of libavcodec has no AAC encoder")
     }
     encoder = try CodecContext(codec: aac)
     let e = encoder.pointer
@@ -52,12 +52,12 @@ final class AACFrameEncoder {
     packet = try Packet()
     guard let header = ADTSHeader.make(sampleRate: rate, channels: outChannels, payloadLength: 0),
       let adts = ADTSHeader(header)
-    else { throw TiError(.unsupportedFormat, "AAC cannot carry \(rate) Hz") }
+    else { throw MediaError(.unsupportedFormat, "AAC cannot carry \(rate) Hz") }
     output = TrackFormat(
       codec: .aac, sampleRate: rate, channels: outChannels, audioSpecificConfig: adts.audioSpecificConfig)
     // Allocated last: an initializer that throws after it would never run `deinit` to free it.
     guard let fifo = av_audio_fifo_alloc(AV_SAMPLE_FMT_FLTP, Int32(outChannels), 4096) else {
-      throw TiError(.resourceExhausted, "allocating an audio FIFO")
+      throw MediaError(.resourceExhausted, "allocating an audio FIFO")
     }
     self.fifo = fifo
   }
@@ -75,7 +75,7 @@ final class AACFrameEncoder {
     let written = out.pointee.extended_data.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: channels) {
       av_audio_fifo_write(fifo, $0, Int32(count))
     }
-    try FFmpeg.check(written, "queueing audio", code: .resourceExhausted)
+    try FFmpeg.check(written, "queueing audio", kind: .resourceExhausted)
     samplesIn += Int64(count)
   }
 
@@ -87,7 +87,7 @@ final class AACFrameEncoder {
     zeros.initialize(repeating: 0, count: count)
     defer { zeros.deallocate() }
     var planes = [UnsafeMutableRawPointer?](repeating: UnsafeMutableRawPointer(zeros), count: output.channels)
-    try FFmpeg.check(av_audio_fifo_write(fifo, &planes, Int32(count)), "queueing silence", code: .resourceExhausted)
+    try FFmpeg.check(av_audio_fifo_write(fifo, &planes, Int32(count)), "queueing silence", kind: .resourceExhausted)
     samplesIn += Int64(count)
   }
 
@@ -103,13 +103,13 @@ final class AACFrameEncoder {
       f.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
       f.pointee.sample_rate = Int32(output.sampleRate)
       av_channel_layout_default(&f.pointee.ch_layout, Int32(output.channels))
-      try FFmpeg.check(av_frame_get_buffer(f, 0), "allocating audio", code: .resourceExhausted)
+      try FFmpeg.check(av_frame_get_buffer(f, 0), "allocating audio", kind: .resourceExhausted)
       _ = f.pointee.extended_data.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: output.channels) {
         av_audio_fifo_read(fifo, $0, frameSize)
       }
       f.pointee.pts = samplesQueued
       samplesQueued += Int64(frameSize)
-      try FFmpeg.check(avcodec_send_frame(encoder.pointer, f), "encoding AAC", code: .unsupportedFormat)
+      try FFmpeg.check(avcodec_send_frame(encoder.pointer, f), "encoding AAC", kind: .unsupportedFormat)
       encoded += try receive()
     }
     return encoded
@@ -133,7 +133,7 @@ final class AACFrameEncoder {
     while true {
       let status = avcodec_receive_packet(encoder.pointer, packet.pointer)
       if status == FFmpeg.again || status == FFmpeg.endOfFile { return encoded }
-      try FFmpeg.check(status, "encoding AAC", code: .unsupportedFormat)
+      try FFmpeg.check(status, "encoding AAC", kind: .unsupportedFormat)
       let p = packet.pointer.pointee
       encoded.append((p.pts, Data(bytes: p.data, count: Int(p.size))))
       av_packet_unref(packet.pointer)

@@ -7,13 +7,13 @@ final class BitstreamFilter {
 
   init(name: String, parameters: UnsafePointer<AVCodecParameters>, timeBase: AVRational) throws {
     guard let filter = av_bsf_get_by_name(name) else {
-      throw TiError.gap(.unsupportedMedia, "libavcodec has no \(name) filter")
+      throw MediaError.gap(.unsupportedMedia, "libavcodec has no \(name) filter")
     }
-    try FFmpeg.check(av_bsf_alloc(filter, &context), "allocating \(name)", code: .resourceExhausted)
-    guard let context else { throw TiError(.resourceExhausted, "allocating \(name)") }
+    try FFmpeg.check(av_bsf_alloc(filter, &context), "allocating \(name)", kind: .resourceExhausted)
+    guard let context else { throw MediaError(.resourceExhausted, "allocating \(name)") }
     try FFmpeg.check(avcodec_parameters_copy(context.pointee.par_in, parameters), "configuring \(name)")
     context.pointee.time_base_in = timeBase
-    try FFmpeg.check(av_bsf_init(context), "initializing \(name)", code: .unsupportedFormat)
+    try FFmpeg.check(av_bsf_init(context), "initializing \(name)", kind: .unsupportedFormat)
   }
 
   deinit { av_bsf_free(&context) }

@@ -8,7 +8,7 @@ final class CodecContext {
 
   init(codec: UnsafePointer<AVCodec>) throws {
     guard let pointer = avcodec_alloc_context3(codec) else {
-      throw TiError(.resourceExhausted, "avcodec_alloc_context3 failed")
+      throw MediaError(.resourceExhausted, "avcodec_alloc_context3 failed")
     }
     self.pointer = pointer
     self.codec = codec
@@ -26,7 +26,7 @@ final class CodecContext {
     defer { av_dict_free(&dictionary) }
     try FFmpeg.check(
       avcodec_open2(pointer, codec, &dictionary), "opening \(String(cString: codec.pointee.name))",
-      code: .unsupportedFormat)
+      kind: .unsupportedFormat)
   }
 
   /// The libavcodec decoder for `codec`.
@@ -40,7 +40,7 @@ final class CodecContext {
       case .g711u: AV_CODEC_ID_PCM_MULAW
       }
     guard let decoder = avcodec_find_decoder(id) else {
-      throw TiError.gap(.unsupportedMedia, "this build of libavcodec cannot decode \(codec)")
+      throw MediaError.gap(.unsupportedMedia, "this build of libavcodec cannot decode \(codec)")
     }
     return decoder
   }

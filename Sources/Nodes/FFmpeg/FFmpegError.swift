@@ -10,15 +10,17 @@ enum FFmpeg {
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
-  /// Returns `result` when it is not negative; otherwise throws `code` with what failed and why.
+  /// Returns `result` when it is not negative; otherwise throws `kind` with what failed and why.
   @discardableResult
-  static func check(_ result: Int32, _ what: @autoclosure () -> String, code: TiErrorCode = .ioFailed) throws -> Int32 {
+  static func check(_ result: Int32, _ what: @autoclosure () -> String, kind: MediaError.Kind = .ioFailed) throws
+    -> Int32
+  {
     guard result < 0 else { return result }
     let cause = failure(result)
-    throw TiError(code, "\(what()): \(cause.text) (\(result))", domain: .media, cause: cause)
+    throw MediaError(kind, "\(what()): \(cause.text) (\(result))", domain: .media, cause: cause)
   }
 
-  /// An AVERROR as the cause under a ``TiError``.
+  /// An AVERROR as the cause under a ``MediaError``.
   static func failure(_ code: Int32) -> LibraryFailure {
     LibraryFailure(library: "libav", status: code, text: message(for: code))
   }

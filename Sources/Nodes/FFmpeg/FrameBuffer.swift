@@ -15,7 +15,7 @@ public final class FrameBuffer: @unchecked Sendable {
 
   /// Allocates an empty frame.
   public init() throws {
-    guard let pointer = av_frame_alloc() else { throw TiError(.resourceExhausted, "av_frame_alloc failed") }
+    guard let pointer = av_frame_alloc() else { throw MediaError(.resourceExhausted, "av_frame_alloc failed") }
     self.pointer = pointer
   }
 
@@ -113,12 +113,12 @@ public final class FrameBuffer: @unchecked Sendable {
     let frame = try FrameBuffer()
     let pixelFormat = av_get_pix_fmt(format.description)
     guard pixelFormat != AV_PIX_FMT_NONE, width > 0, height > 0 else {
-      throw TiError(.invalidArgument, "cannot make a \(width)x\(height) \(format) picture")
+      throw MediaError(.invalidArgument, "cannot make a \(width)x\(height) \(format) picture")
     }
     frame.pointer.pointee.width = Int32(width)
     frame.pointer.pointee.height = Int32(height)
     frame.pointer.pointee.format = pixelFormat.rawValue
-    try FFmpeg.check(av_frame_get_buffer(frame.pointer, 0), "allocating a picture", code: .resourceExhausted)
+    try FFmpeg.check(av_frame_get_buffer(frame.pointer, 0), "allocating a picture", kind: .resourceExhausted)
     frame.withPlanes { planes in
       for (index, plane) in planes.enumerated() {
         let base = UnsafeMutableRawPointer(mutating: plane.row(0).baseAddress!)
@@ -135,7 +135,7 @@ public final class FrameBuffer: @unchecked Sendable {
     sampleRate: Int, channels: Int, count: Int, fill: (UnsafeMutableBufferPointer<Int16>) -> Void
   ) throws -> FrameBuffer {
     guard sampleRate > 0, (1...8).contains(channels), count > 0 else {
-      throw TiError(.invalidArgument, "cannot make \(count) samples of \(channels) channels at \(sampleRate) Hz")
+      throw MediaError(.invalidArgument, "cannot make \(count) samples of \(channels) channels at \(sampleRate) Hz")
     }
     let frame = try FrameBuffer()
     let f = frame.pointer
@@ -143,7 +143,7 @@ public final class FrameBuffer: @unchecked Sendable {
     f.pointee.sample_rate = Int32(sampleRate)
     f.pointee.nb_samples = Int32(count)
     av_channel_layout_default(&f.pointee.ch_layout, Int32(channels))
-    try FFmpeg.check(av_frame_get_buffer(f, 0), "allocating audio", code: .resourceExhausted)
+    try FFmpeg.check(av_frame_get_buffer(f, 0), "allocating audio", kind: .resourceExhausted)
     f.pointee.data.0!.withMemoryRebound(to: Int16.self, capacity: count * channels) {
       fill(UnsafeMutableBufferPointer(start: $0, count: count * channels))
     }

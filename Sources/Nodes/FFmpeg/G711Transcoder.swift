@@ -28,7 +28,7 @@ final class G711Transcoder {
     av_channel_layout_default(&decoder.pointer.pointee.ch_layout, Int32(input.channels))
     try decoder.open()
     guard AACFrameEncoder.outputRate(for: input.sampleRate) == input.sampleRate, input.channels <= 2 else {
-      throw TiError(.unsupportedFormat, "AAC cannot carry \(input.sampleRate) Hz ×\(input.channels)")
+      throw MediaError(.unsupportedFormat, "AAC cannot carry \(input.sampleRate) Hz ×\(input.channels)")
     }
     encoder = try AACFrameEncoder(
       sampleRate: input.sampleRate, channels: input.channels, bitRate: 32_000 * input.channels)
@@ -36,7 +36,7 @@ final class G711Transcoder {
   }
 
   /// Decodes one G.711 record into the encoder's FIFO.
-  /// - Throws: ``TiError`` `recordingUnreadable` when libavcodec refuses the bytes.
+  /// - Throws: ``MediaError`` `unreadableMedia` when libavcodec refuses the bytes.
   func decode(_ payload: Data) throws {
     try FFmpeg.check(av_new_packet(packet.pointer, Int32(payload.count)), "allocating a packet")
     payload.withUnsafeBytes { raw in
@@ -46,12 +46,12 @@ final class G711Transcoder {
     }
     let sent = avcodec_send_packet(decoder.pointer, packet.pointer)
     av_packet_unref(packet.pointer)
-    try FFmpeg.check(sent, "decoding G.711", code: .recordingUnreadable)
+    try FFmpeg.check(sent, "decoding G.711", kind: .unreadableMedia)
     while true {
       let frame = try FrameBuffer()
       let status = avcodec_receive_frame(decoder.pointer, frame.pointer)
       if status == FFmpeg.again || status == FFmpeg.endOfFile { return }
-      try FFmpeg.check(status, "decoding G.711", code: .recordingUnreadable)
+      try FFmpeg.check(status, "decoding G.711", kind: .unreadableMedia)
       try encoder.put(frame)
     }
   }

@@ -11,13 +11,13 @@ final class InputFormatContext {
     let opened = avformat_open_input(&context, path, nil, nil)
     guard opened >= 0, let context else {
       let reason: GapReason = opened == cff_averror(ENOENT) ? .notFound : .mediaUnreadable
-      throw TiError.gap(reason, "cannot open \(path): \(FFmpeg.message(for: opened))", cause: FFmpeg.failure(opened))
+      throw MediaError.gap(reason, "cannot open \(path): \(FFmpeg.message(for: opened))", cause: FFmpeg.failure(opened))
     }
     pointer = context
     let found = avformat_find_stream_info(context, nil)
     if found < 0 {
       // Every stored property is set: throwing releases the object, and `deinit` closes the context.
-      throw TiError.gap(
+      throw MediaError.gap(
         .mediaUnreadable, "cannot read the streams of \(path): \(FFmpeg.message(for: found))",
         cause: FFmpeg.failure(found))
     }

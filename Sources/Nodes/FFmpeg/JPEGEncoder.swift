@@ -13,11 +13,11 @@ final class JPEGEncoder {
 
   func encode(_ picture: FrameBuffer) throws -> Data {
     guard picture.width > 0, picture.height > 0, picture.pixelFormat != nil else {
-      throw TiError(.invalidArgument, "a JPEG needs a picture, not audio")
+      throw MediaError(.invalidArgument, "a JPEG needs a picture, not audio")
     }
     let converted = try scaler.convert(picture)
     guard let codec = avcodec_find_encoder(AV_CODEC_ID_MJPEG) else {
-      throw TiError(.unsupportedFormat, "this build of libavcodec has no MJPEG encoder")
+      throw MediaError(.unsupportedFormat, "this build of libavcodec has no MJPEG encoder")
     }
     let context = try CodecContext(codec: codec)
     let c = context.pointer

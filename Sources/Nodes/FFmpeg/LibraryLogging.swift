@@ -5,7 +5,7 @@ internal import LazyLibraries
 ///
 /// Quiet by default: the libraries' own lines ("non monotonically increasing dts", encoder statistics)
 /// say nothing a user of tipipe can act on, and every failure they signal reaches the caller as a
-/// ``TiError`` with its cause. A command line's `--verbose` turns them back on for diagnosis.
+/// ``MediaError`` with its cause. A command line's `--verbose` turns them back on for diagnosis.
 public enum LibraryLogging {
   /// Lets libav* print its warnings and errors (`true`) or nothing (`false`, the default) from now on.
   /// libav* is loaded on first use (LazyLibraries): the level is set as it loads, before its first call

@@ -37,22 +37,22 @@ final class MP4File {
   init(
     path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20, fragmentSeconds: Int = 1
   ) throws {
-    guard video != nil || audio != nil else { throw TiError(.invalidArgument, "an MP4 needs a track") }
+    guard video != nil || audio != nil else { throw MediaError(.invalidArgument, "an MP4 needs a track") }
     if let audio, audio.codec != .aac {
-      throw TiError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
+      throw MediaError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
     }
     self.path = path
     var context: UnsafeMutablePointer<AVFormatContext>?
     try FFmpeg.check(
-      avformat_alloc_output_context2(&context, nil, "mp4", path), "creating an MP4 muxer", code: .fileWriteFailed)
-    guard let context else { throw TiError(.fileWriteFailed, "creating an MP4 muxer") }
+      avformat_alloc_output_context2(&context, nil, "mp4", path), "creating an MP4 muxer", kind: .writeFailed)
+    guard let context else { throw MediaError(.writeFailed, "creating an MP4 muxer") }
     defer {
       avio_closep(&context.pointee.pb)
       avformat_free_context(context)
     }
     var streams: [UnsafeMutablePointer<AVStream>] = []
     if let video {
-      guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
+      guard let stream = avformat_new_stream(context, nil) else { throw MediaError(.resourceExhausted, "new stream") }
       let parameters = stream.pointee.codecpar!
       parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
       parameters.pointee.codec_id = video.codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
@@ -64,7 +64,7 @@ final class MP4File {
       streams.append(stream)
     }
     if let audio {
-      guard let stream = avformat_new_stream(context, nil) else { throw TiError(.resourceExhausted, "new stream") }
+      guard let stream = avformat_new_stream(context, nil) else { throw MediaError(.resourceExhausted, "new stream") }
       let parameters = stream.pointee.codecpar!
       parameters.pointee.codec_type = AVMEDIA_TYPE_AUDIO
       parameters.pointee.codec_id = AV_CODEC_ID_AAC
@@ -76,16 +76,16 @@ final class MP4File {
       streams.append(stream)
     }
     guard avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE) >= 0 else {
-      throw TiError(.fileWriteFailed, "cannot create \(path)")
+      throw MediaError(.writeFailed, "cannot create \(path)")
     }
     var options: OpaquePointer?
     av_dict_set(&options, "movflags", "empty_moov+default_base_moof+negative_cts_offsets", 0)
     defer { av_dict_free(&options) }
-    try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", code: .fileWriteFailed)
+    try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", kind: .writeFailed)
     // The muxer may have changed the streams' time bases; its track ids follow the streams (1, 2).
     let bases = try streams.map { stream in
       guard let base = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den)
-      else { throw TiError(.fileWriteFailed, "\(path): the muxer chose no time base") }
+      else { throw MediaError(.writeFailed, "\(path): the muxer chose no time base") }
       return base
     }
     avio_closep(&context.pointee.pb)
@@ -130,7 +130,7 @@ final class MP4File {
   private static func setExtradata(_ parameters: UnsafeMutablePointer<AVCodecParameters>, _ bytes: Data) throws {
     guard !bytes.isEmpty else { return }
     guard let buffer = av_mallocz(bytes.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
-      throw TiError(.resourceExhausted, "allocating codec extradata")
+      throw MediaError(.resourceExhausted, "allocating codec extradata")
     }
     bytes.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: bytes.count)
     parameters.pointee.extradata = buffer.assumingMemoryBound(to: UInt8.self)
@@ -165,7 +165,7 @@ final class MP4File {
     _ data: Data, payload: Range<Int>?, track: Int, base: TimeBase, time: MediaDuration, decodeTime: MediaDuration,
     duration: MediaDuration, isKeyframe: Bool
   ) throws {
-    guard let fragments else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    guard let fragments else { throw MediaError(.writeFailed, "the MP4 is closed") }
     try fragments.append(
       track: track, data, payload: payload, time: try checked { try time.ticks(in: base) },
       decodeTime: try checked { try decodeTime.ticks(in: base) },
@@ -177,7 +177,7 @@ final class MP4File {
   /// `destination`. (When the index does not fit the reserved room, the file is remuxed into
   /// `destination` instead, and the fragmented file is left for the caller to remove.)
   func finalize(to destination: String) throws {
-    guard let fragments else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    guard let fragments else { throw MediaError(.writeFailed, "the MP4 is closed") }
     try fragments.flush()
     close()
     do {
@@ -188,10 +188,10 @@ final class MP4File {
       try Self.remux(from: path, to: destination, audioLeadIn: try checked { try audioLeadIn - audioStart })
       return
     } catch {
-      throw TiError(.fileWriteFailed, "finishing \(path): \(error.localizedDescription)")
+      throw MediaError(.writeFailed, "finishing \(path): \(error.localizedDescription)")
     }
     guard rename(path, destination) == 0 else {
-      throw TiError(.fileWriteFailed, "cannot rename \(path) to \(destination)")
+      throw MediaError(.writeFailed, "cannot rename \(path) to \(destination)")
     }
   }
 
@@ -207,7 +207,7 @@ final class MP4File {
   /// Finishes the fragmented file as it is (its last fragment written), and closes it: the file stays a
   /// fragmented MP4.
   func finishFragmented() throws {
-    guard let fragments else { throw TiError(.fileWriteFailed, "the MP4 is closed") }
+    guard let fragments else { throw MediaError(.writeFailed, "the MP4 is closed") }
     defer { close() }
     try fragments.flush()
   }
@@ -221,29 +221,29 @@ final class MP4File {
     let input = try InputFormatContext(path: source)
     var output: UnsafeMutablePointer<AVFormatContext>?
     try FFmpeg.check(
-      avformat_alloc_output_context2(&output, nil, "mp4", destination), "creating an MP4 muxer", code: .fileWriteFailed)
-    guard let output else { throw TiError(.fileWriteFailed, "creating an MP4 muxer") }
+      avformat_alloc_output_context2(&output, nil, "mp4", destination), "creating an MP4 muxer", kind: .writeFailed)
+    guard let output else { throw MediaError(.writeFailed, "creating an MP4 muxer") }
     defer {
       avio_closep(&output.pointee.pb)
       avformat_free_context(output)
     }
     for stream in input.streams {
-      guard let copy = avformat_new_stream(output, nil) else { throw TiError(.resourceExhausted, "new stream") }
+      guard let copy = avformat_new_stream(output, nil) else { throw MediaError(.resourceExhausted, "new stream") }
       try FFmpeg.check(avcodec_parameters_copy(copy.pointee.codecpar, stream.pointee.codecpar), "copying parameters")
       copy.pointee.time_base = stream.pointee.time_base
     }
     guard avio_open(&output.pointee.pb, destination, AVIO_FLAG_WRITE) >= 0 else {
-      throw TiError(.fileWriteFailed, "cannot create \(destination)")
+      throw MediaError(.writeFailed, "cannot create \(destination)")
     }
     var options: OpaquePointer?
     av_dict_set(&options, "movflags", "faststart", 0)
     defer { av_dict_free(&options) }
-    try FFmpeg.check(avformat_write_header(output, &options), "writing \(destination)", code: .fileWriteFailed)
+    try FFmpeg.check(avformat_write_header(output, &options), "writing \(destination)", kind: .writeFailed)
     let packet = try Packet()
     while true {
       let status = av_read_frame(input.pointer, packet.pointer)
       if status == FFmpeg.endOfFile { break }
-      try FFmpeg.check(status, "reading \(source)", code: .fileWriteFailed)
+      try FFmpeg.check(status, "reading \(source)", kind: .writeFailed)
       let index = Int(packet.pointer.pointee.stream_index)
       let timeBase = input.streams[index].pointee.time_base
       if input.streams[index].pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO, audioLeadIn != .zero,
@@ -259,13 +259,13 @@ final class MP4File {
       packet.pointer.pointee.pos = -1
       let written = av_interleaved_write_frame(output, packet.pointer)
       av_packet_unref(packet.pointer)
-      try FFmpeg.check(written, "writing \(destination)", code: .fileWriteFailed)
+      try FFmpeg.check(written, "writing \(destination)", kind: .writeFailed)
     }
-    try FFmpeg.check(av_write_trailer(output), "finishing \(destination)", code: .fileWriteFailed)
+    try FFmpeg.check(av_write_trailer(output), "finishing \(destination)", kind: .writeFailed)
   }
 }
 
-/// `body`'s result; a time that does not fit (or any other error) is `fileWriteFailed` for `path`.
+/// `body`'s result; a time that does not fit (or any other error) is `writeFailed` for `path`.
 func writing<Value>(_ path: String, _ body: () throws -> Value) throws -> Value {
-  do { return try body() } catch { throw TiError(.fileWriteFailed, "\(path): \(error)") }
+  do { return try body() } catch { throw MediaError(.writeFailed, "\(path): \(error)") }
 }

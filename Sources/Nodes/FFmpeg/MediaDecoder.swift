@@ -26,10 +26,10 @@ final class MediaDecoder {
   }
 
   /// Sends one packet.
-  /// - Throws: ``TiError`` `recordingUnreadable` (`mediaUnreadable`) when libavcodec refuses it.
+  /// - Throws: ``MediaError`` `unreadableMedia` (`mediaUnreadable`) when libavcodec refuses it.
   func send(_ input: EncodedPacket) throws {
     let size = input.data.count
-    try FFmpeg.check(av_new_packet(packet.pointer, Int32(size)), "allocating a packet", code: .resourceExhausted)
+    try FFmpeg.check(av_new_packet(packet.pointer, Int32(size)), "allocating a packet", kind: .resourceExhausted)
     defer { av_packet_unref(packet.pointer) }
     input.data.withUnsafeBytes { raw in
       if let base = raw.baseAddress {
@@ -42,8 +42,8 @@ final class MediaDecoder {
     if input.isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
     let sent = avcodec_send_packet(context.pointer, packet.pointer)
     if sent < 0 && sent != FFmpeg.again {
-      throw TiError(
-        .recordingUnreadable, "\(input.track) at \(input.time): \(FFmpeg.message(for: sent))",
+      throw MediaError(
+        .unreadableMedia, "\(input.track) at \(input.time): \(FFmpeg.message(for: sent))",
         gapReason: .mediaUnreadable, cause: FFmpeg.failure(sent))
     }
   }
@@ -58,7 +58,7 @@ final class MediaDecoder {
   func reset() { avcodec_flush_buffers(context.pointer) }
 
   /// The frames decoded so far, with their time and duration.
-  /// - Throws: ``TiError`` `recordingUnreadable` (`mediaUnreadable`) when decoding fails.
+  /// - Throws: ``MediaError`` `unreadableMedia` (`mediaUnreadable`) when decoding fails.
   func receive() throws -> [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] {
     var frames: [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] = []
     while true {
@@ -66,8 +66,8 @@ final class MediaDecoder {
       let status = avcodec_receive_frame(context.pointer, frame.pointer)
       if status == FFmpeg.again || status == FFmpeg.endOfFile { return frames }
       if status < 0 {
-        throw TiError(
-          .recordingUnreadable, "decoding \(format): \(FFmpeg.message(for: status))", gapReason: .mediaUnreadable,
+        throw MediaError(
+          .unreadableMedia, "decoding \(format): \(FFmpeg.message(for: status))", gapReason: .mediaUnreadable,
           cause: FFmpeg.failure(status))
       }
       let pts = frame.pointer.pointee.best_effort_timestamp

@@ -74,17 +74,17 @@ final class MediaFileReader {
   private var lastOrderedDts: Int64?
 
   /// Opens `path` and picks its streams.
-  /// - Throws: ``TiError`` `notFound`/`mediaUnreadable` when it cannot be opened, `trackUnavailable`
+  /// - Throws: ``MediaError`` `notFound`/`mediaUnreadable` when it cannot be opened, `trackUnavailable`
   ///   when it has no supported stream.
   init(path: String) throws {
     self.path = path
     // A FIFO or a device would block or never end: only regular files (or links to them) are read.
     var status = stat()
     guard stat(path, &status) == 0 else {
-      throw TiError.gap(.notFound, "cannot open \(path): \(String(cString: strerror(errno)))")
+      throw MediaError.gap(.notFound, "cannot open \(path): \(String(cString: strerror(errno)))")
     }
     guard status.st_mode & S_IFMT == S_IFREG else {
-      throw TiError.gap(.mediaUnreadable, "\(path) is not a regular file")
+      throw MediaError.gap(.mediaUnreadable, "\(path) is not a regular file")
     }
     input = try InputFormatContext(path: path)
     packet = try Packet()
@@ -132,7 +132,7 @@ final class MediaFileReader {
       }
     }
     guard video != nil || audio != nil else {
-      throw TiError.gap(.trackUnavailable, "\(path) has no H.264/H.265/AAC/G.711 stream")
+      throw MediaError.gap(.trackUnavailable, "\(path) has no H.264/H.265/AAC/G.711 stream")
     }
   }
 
@@ -145,7 +145,7 @@ final class MediaFileReader {
   /// seen as many frames as the stream reorders, so the first frames come without one. They are read
   /// ahead to the first frame that has one and given the decode times before it, a frame apart.
   /// - Parameter payload: false skips the payload (and its conversion to Annex B): for scanning.
-  /// - Throws: ``TiError`` `recordingUnreadable` when reading fails.
+  /// - Throws: ``MediaError`` `unreadableMedia` when reading fails.
   func read(payload: Bool = true) throws -> RawPacket? {
     if order != nil { return try readInOrder(payload: payload) }
     if !readAhead.isEmpty { return readAhead.removeFirst() }
@@ -205,7 +205,7 @@ final class MediaFileReader {
     while true {
       let status = av_read_frame(input.pointer, packet.pointer)
       if status == FFmpeg.endOfFile { return nil }
-      try FFmpeg.check(status, "reading \(path)", code: .recordingUnreadable)
+      try FFmpeg.check(status, "reading \(path)", kind: .unreadableMedia)
       defer { av_packet_unref(packet.pointer) }
       let stream = packet.pointer.pointee.stream_index
       guard stream == video?.index || stream == audio?.index else { continue }
@@ -259,7 +259,7 @@ final class MediaFileReader {
           let (shown, overflowShown) = (rank ?? 0).multipliedReportingOverflow(by: frame)
           let (following, overflowNext) = (lastOrderedDts ?? scheduled &- 1).addingReportingOverflow(1)
           guard !overflow, !overflowShown, !overflowNext else {
-            throw TiError.gap(.mediaUnreadable, "\(path): a frame duration of \(frame) ticks is out of range")
+            throw MediaError.gap(.mediaUnreadable, "\(path): a frame duration of \(frame) ticks is out of range")
           }
           let (dts, pts): (Int64, Int64)
           if rank != nil {

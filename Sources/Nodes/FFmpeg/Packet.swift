@@ -6,7 +6,7 @@ final class Packet {
   let pointer: UnsafeMutablePointer<AVPacket>
 
   init() throws {
-    guard let pointer = av_packet_alloc() else { throw TiError(.resourceExhausted, "av_packet_alloc failed") }
+    guard let pointer = av_packet_alloc() else { throw MediaError(.resourceExhausted, "av_packet_alloc failed") }
     self.pointer = pointer
   }
 

@@ -58,11 +58,11 @@ final class PictureEncoder {
 
   init(_ settings: Settings) throws {
     guard settings.width > 0, settings.height > 0, settings.width % 2 == 0, settings.height % 2 == 0 else {
-      throw TiError(.invalidArgument, "video size \(settings.width)x\(settings.height) must be positive and even")
+      throw MediaError(.invalidArgument, "video size \(settings.width)x\(settings.height) must be positive and even")
     }
     let name = settings.codec == .h265 ? "libx265" : "libx264"
     guard settings.codec.kind == .video, let encoder = avcodec_find_encoder_by_name(name) else {
-      throw TiError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
+      throw MediaError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
     }
     self.settings = settings
     context = try CodecContext(codec: encoder)
@@ -117,19 +117,19 @@ final class PictureEncoder {
     let forced = keyframe || due
     input.pointer.pointee.pts = time.microseconds
     input.pointer.pointee.pict_type = forced ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
-    try FFmpeg.check(avcodec_send_frame(context.pointer, input.pointer), "encoding a picture", code: .ioFailed)
+    try FFmpeg.check(avcodec_send_frame(context.pointer, input.pointer), "encoding a picture", kind: .ioFailed)
     var result: (Data, Bool)?
     while true {
       let status = avcodec_receive_packet(context.pointer, packet.pointer)
       if status == FFmpeg.again || status == FFmpeg.endOfFile { break }
-      try FFmpeg.check(status, "receiving an encoded picture", code: .ioFailed)
+      try FFmpeg.check(status, "receiving an encoded picture", kind: .ioFailed)
       let data = Data(bytes: packet.pointer.pointee.data, count: Int(packet.pointer.pointee.size))
       let isKey = packet.pointer.pointee.flags & AV_PKT_FLAG_KEY != 0
       av_packet_unref(packet.pointer)
-      guard result == nil else { throw TiError(.ioFailed, "the encoder gave two access units for one picture") }
+      guard result == nil else { throw MediaError(.ioFailed, "the encoder gave two access units for one picture") }
       result = (data, isKey)
     }
-    guard let result else { throw TiError(.ioFailed, "the encoder delayed a picture") }
+    guard let result else { throw MediaError(.ioFailed, "the encoder delayed a picture") }
     if result.1 { lastKeyframe = time }
     return result
   }

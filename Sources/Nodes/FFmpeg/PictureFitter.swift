@@ -11,7 +11,7 @@ final class PictureFitter {
 
   init(width: Int, height: Int) throws {
     guard (2...16_384).contains(width), (2...16_384).contains(height), width % 2 == 0, height % 2 == 0 else {
-      throw TiError(.invalidArgument, "video size \(width)x\(height) must be positive, even and at most 16384")
+      throw MediaError(.invalidArgument, "video size \(width)x\(height) must be positive, even and at most 16384")
     }
     self.width = width
     self.height = height
@@ -57,7 +57,7 @@ final class PictureFitter {
     out.pointee.height = Int32(height)
     out.pointee.format = AV_PIX_FMT_YUV420P.rawValue
     out.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
-    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", code: .resourceExhausted)
+    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", kind: .resourceExhausted)
     let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
     out.pointee.data.0!.update(repeating: 16, count: strides[0] * height)
     out.pointee.data.1!.update(repeating: 128, count: strides[1] * ((height + 1) / 2))
@@ -90,7 +90,7 @@ final class PictureFitter {
     context = sws_getCachedContext(
       context, source.pointee.width, source.pointee.height, AVPixelFormat(rawValue: source.pointee.format),
       Int32(place.width), Int32(place.height), AV_PIX_FMT_YUV420P, SWS_BILINEAR, nil, nil, nil)
-    guard let context else { throw TiError(.unsupportedFormat, "libswscale cannot scale this picture") }
+    guard let context else { throw MediaError(.unsupportedFormat, "libswscale cannot scale this picture") }
     let out = canvas.pointer
     let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
     let (left, top) = ((x + place.x) & ~1, (y + place.y) & ~1)

@@ -13,7 +13,7 @@ final class PictureScaler {
   init(to format: PixelFormat, width: Int?, height: Int?) throws {
     target = av_get_pix_fmt(format.description)
     guard target != AV_PIX_FMT_NONE, (1...16_384).contains(width ?? 1), (1...16_384).contains(height ?? 1) else {
-      throw TiError(.invalidArgument, "libswscale cannot make \(format) pictures of that size")
+      throw MediaError(.invalidArgument, "libswscale cannot make \(format) pictures of that size")
     }
     self.format = format
     self.width = width
@@ -30,12 +30,14 @@ final class PictureScaler {
     context = sws_getCachedContext(
       context, source.pointee.width, source.pointee.height, AVPixelFormat(rawValue: source.pointee.format),
       Int32(outWidth), Int32(outHeight), target, SWS_BILINEAR, nil, nil, nil)
-    guard let context else { throw TiError(.unsupportedFormat, "libswscale cannot convert this picture to \(format)") }
+    guard let context else {
+      throw MediaError(.unsupportedFormat, "libswscale cannot convert this picture to \(format)")
+    }
     let output = try FrameBuffer()
     output.pointer.pointee.width = Int32(outWidth)
     output.pointer.pointee.height = Int32(outHeight)
     output.pointer.pointee.format = target.rawValue
-    try FFmpeg.check(av_frame_get_buffer(output.pointer, 0), "allocating a picture", code: .resourceExhausted)
+    try FFmpeg.check(av_frame_get_buffer(output.pointer, 0), "allocating a picture", kind: .resourceExhausted)
     let out = output.pointer.pointee
     let rows = Self.scale(
       source, with: context, into: [out.data.0, out.data.1, out.data.2, out.data.3],

@@ -37,7 +37,7 @@ final class PresentationOrder {
   /// A packet the decoder refuses is left without a rank (the picture is broken for any decoder).
   func decode(_ data: Data, serial: Int64) throws {
     let size = data.count
-    try FFmpeg.check(av_new_packet(packet.pointer, Int32(size)), "allocating a packet", code: .resourceExhausted)
+    try FFmpeg.check(av_new_packet(packet.pointer, Int32(size)), "allocating a packet", kind: .resourceExhausted)
     defer { av_packet_unref(packet.pointer) }
     data.withUnsafeBytes { raw in
       if let base = raw.baseAddress {

@@ -35,7 +35,7 @@ final class SampleConverter {
       av_rescale_rnd(
         swr_get_delay(context, Int64(source.pointee.sample_rate)) + Int64(source.pointee.nb_samples),
         Int64(format.sampleRate), Int64(source.pointee.sample_rate), AV_ROUND_UP))
-    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating resampled audio", code: .resourceExhausted)
+    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating resampled audio", kind: .resourceExhausted)
     let converted = source.pointee.extended_data.withMemoryRebound(
       to: UnsafePointer<UInt8>?.self, capacity: Int(source.pointee.ch_layout.nb_channels)
     ) { samples in
@@ -63,8 +63,8 @@ final class SampleConverter {
       swr_alloc_set_opts2(
         &context, &outputLayout, sampleFormat, Int32(format.sampleRate), &source.pointee.ch_layout,
         AVSampleFormat(rawValue: source.pointee.format), source.pointee.sample_rate, 0, nil),
-      "configuring the resampler", code: .unsupportedFormat)
-    try FFmpeg.check(swr_init(context), "initializing the resampler", code: .unsupportedFormat)
+      "configuring the resampler", kind: .unsupportedFormat)
+    try FFmpeg.check(swr_init(context), "initializing the resampler", kind: .unsupportedFormat)
     inputKey = (source.pointee.sample_rate, source.pointee.ch_layout.nb_channels, source.pointee.format)
   }
 }

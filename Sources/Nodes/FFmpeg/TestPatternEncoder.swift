@@ -16,11 +16,11 @@ package final class TestPatternEncoder {
 
   package init(codec: Codec, width: Int, height: Int, fps: Int) throws {
     guard width > 0, height > 0, width % 2 == 0, height % 2 == 0 else {
-      throw TiError(.invalidArgument, "video size \(width)x\(height) must be positive and even")
+      throw MediaError(.invalidArgument, "video size \(width)x\(height) must be positive and even")
     }
     let name = codec == .h265 ? "libx265" : "libx264"
     guard codec.kind == .video, let encoder = avcodec_find_encoder_by_name(name) else {
-      throw TiError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
+      throw MediaError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
     }
     self.codec = codec
     self.width = width
@@ -78,10 +78,10 @@ package final class TestPatternEncoder {
       let data = Data(bytes: packet.pointer.pointee.data, count: Int(packet.pointer.pointee.size))
       let isKey = packet.pointer.pointee.flags & AV_PKT_FLAG_KEY != 0
       av_packet_unref(packet.pointer)
-      guard result == nil else { throw TiError(.ioFailed, "the encoder delayed a frame (B-frames or lookahead)") }
+      guard result == nil else { throw MediaError(.ioFailed, "the encoder delayed a frame (B-frames or lookahead)") }
       result = (data, isKey)
     }
-    guard let result else { throw TiError(.ioFailed, "the encoder delayed a frame (B-frames or lookahead)") }
+    guard let result else { throw MediaError(.ioFailed, "the encoder delayed a frame (B-frames or lookahead)") }
     return result
   }
 

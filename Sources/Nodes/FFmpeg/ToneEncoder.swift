@@ -24,10 +24,10 @@ package final class ToneEncoder {
       case .aac: "aac"
       case .g711a: "pcm_alaw"
       case .g711u: "pcm_mulaw"
-      default: throw TiError(.invalidArgument, "\(codec) is not an audio codec")
+      default: throw MediaError(.invalidArgument, "\(codec) is not an audio codec")
       }
     guard let encoder = avcodec_find_encoder_by_name(name) else {
-      throw TiError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
+      throw MediaError(.unsupportedFormat, "this build of libavcodec has no \(name) encoder")
     }
     self.codec = codec
     self.sampleRate = sampleRate
@@ -103,7 +103,7 @@ package final class ToneEncoder {
       av_packet_unref(packet.pointer)
       if codec == .aac {
         guard let header = ADTSHeader.make(sampleRate: sampleRate, channels: channels, payloadLength: raw.count) else {
-          throw TiError(.unsupportedFormat, "AAC at \(sampleRate) Hz cannot be framed in ADTS")
+          throw MediaError(.unsupportedFormat, "AAC at \(sampleRate) Hz cannot be framed in ADTS")
         }
         payloads.append(header + raw)
       } else {

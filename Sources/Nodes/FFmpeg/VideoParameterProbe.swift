@@ -12,7 +12,7 @@ final class VideoParameterProbe {
   init(codec: Codec) throws {
     let id = codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
     guard let parser = av_parser_init(Int32(id.rawValue)) else {
-      throw TiError.gap(.unsupportedMedia, "libavcodec has no parser for \(codec)")
+      throw MediaError.gap(.unsupportedMedia, "libavcodec has no parser for \(codec)")
     }
     parser.pointee.flags |= PARSER_FLAG_COMPLETE_FRAMES
     self.parser = parser

@@ -11,23 +11,23 @@ import PipelineGraph
 public enum OutputFile {
   /// Checks that `url` may be written as an output: a non-empty path that is missing or a regular file.
   /// Throws `invalidArgument` otherwise; nothing on disk changes. (A directory that does not exist is
-  /// found when the file is created: `fileWriteFailed`.)
+  /// found when the file is created: `writeFailed`.)
   public static func validate(_ url: URL) throws {
     let path = url.path
     guard !path.isEmpty, !url.lastPathComponent.isEmpty else {
-      throw TiError(.invalidArgument, "the output path is empty")
+      throw MediaError(.invalidArgument, "the output path is empty")
     }
     var status = stat()
     if lstat(path, &status) == 0 {
       let kind = status.st_mode & S_IFMT
       guard kind == S_IFREG else {
-        throw TiError(
+        throw MediaError(
           .invalidArgument,
           "\(path) exists and is \(kind == S_IFDIR ? "a directory" : "not a regular file"); it is not replaced")
       }
     } else if errno != ENOENT {
       let failure = LibraryFailure.posix(errno)
-      throw TiError(.invalidArgument, "cannot examine \(path): \(failure.text)", domain: .storage, cause: failure)
+      throw MediaError(.invalidArgument, "cannot examine \(path): \(failure.text)", domain: .storage, cause: failure)
     }
   }
 
@@ -54,7 +54,7 @@ public enum OutputFile {
       try data.write(to: URL(fileURLWithPath: temporary), options: .withoutOverwriting)
     } catch {
       try? FileManager.default.removeItem(atPath: temporary)
-      throw TiError(.fileWriteFailed, "cannot write \(url.path): \(error.localizedDescription)")
+      throw MediaError(.writeFailed, "cannot write \(url.path): \(error.localizedDescription)")
     }
     try install(temporary, at: url)
   }
@@ -71,13 +71,13 @@ public enum OutputFile {
     var status = stat()
     if lstat(destination.path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
       unlink(temporary)
-      throw TiError(.fileWriteFailed, "\(destination.path) is no longer a regular file; it is not replaced")
+      throw MediaError(.writeFailed, "\(destination.path) is no longer a regular file; it is not replaced")
     }
     guard rename(temporary, destination.path) == 0 else {
       let failure = LibraryFailure.posix(errno)
       unlink(temporary)
-      throw TiError(
-        .fileWriteFailed, "cannot rename the finished file to \(destination.path): \(failure.text)", cause: failure)
+      throw MediaError(
+        .writeFailed, "cannot rename the finished file to \(destination.path): \(failure.text)", cause: failure)
     }
   }
 

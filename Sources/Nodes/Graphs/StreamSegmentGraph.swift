@@ -33,7 +33,7 @@ public enum StreamSegmentGraph {
   /// accepts are read. A `reading` that starts before `stretch` says the segment continues the one
   /// before it in the stream (what is read before it gives the pictures' format and may begin a GOP
   /// that the player decoded); else the segment starts at its first keyframe.
-  /// - Throws: ``TiError`` `noRecordableMedia` when the stretch holds nothing of the tracks; the
+  /// - Throws: ``MediaError`` `noMedia` when the stretch holds nothing of the tracks; the
   ///   graph's failure (listing, token, a node) as it is.
   public static func make(
     from service: any RecordingService, token: String, stretch: MediaRange, reading: MediaRange, origin: MediaTime,
@@ -54,7 +54,7 @@ public enum StreamSegmentGraph {
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 4))
     pipeline.connect(demuxer, to: collector, limits: EdgeLimits(items: 256))
     let outcome = try pipeline.runToCompletion()
-    if let failure = outcome.failures.first { throw TiError(failure.error) }
+    if let failure = outcome.failures.first { throw MediaError(failure.error) }
     return try write(collector.video, collector.audio, origin: origin)
   }
 
@@ -62,7 +62,7 @@ public enum StreamSegmentGraph {
   /// and splits it with each track moved to where its first packet is on the stream.
   static func write(_ video: [EncodedPacket], _ audio: [EncodedPacket], origin: MediaTime) throws -> StreamSegment {
     guard let first = video.first ?? audio.first else {
-      throw TiError(.noRecordableMedia, "nothing of the tracks was recorded in the segment's stretch")
+      throw MediaError(.noMedia, "nothing of the tracks was recorded in the segment's stretch")
     }
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("tipipe-segment-\(UUID().uuidString).mp4")
       .path
@@ -96,7 +96,7 @@ public enum StreamSegmentGraph {
     do {
       bytes = try Data(contentsOf: URL(fileURLWithPath: path))
     } catch {
-      throw TiError(.fileWriteFailed, "reading the segment back: \(error.localizedDescription)")
+      throw MediaError(.writeFailed, "reading the segment back: \(error.localizedDescription)")
     }
     do {
       let (initialization, media) = try FragmentSplitter.split(
@@ -105,7 +105,7 @@ public enum StreamSegmentGraph {
         initialization: initialization, media: media, videoFrames: video.count, audioFrames: audio.count,
         start: try first.time - origin)
     } catch let error as MP4Error {
-      throw TiError(.fileWriteFailed, "splitting the segment: \(error)")
+      throw MediaError(.writeFailed, "splitting the segment: \(error)")
     }
   }
 }

@@ -18,7 +18,7 @@ public enum ThumbnailGraph {
   /// Fills `sheet` with the keyframes of video channel `channel` of the recordings `service` holds in
   /// the sheet's range, read with `token`; only objects `accepting` accepts are read (a server reads only
   /// what it would serve).
-  /// - Throws: ``TiError`` when the graph fails (the listing, the token, a node); a range with no
+  /// - Throws: ``MediaError`` when the graph fails (the listing, the token, a node); a range with no
   ///   keyframe is no error — the sheet then has no tile (``ThumbnailSheet/sprite()`` is nil).
   public static func fill(
     _ sheet: ThumbnailSheet, from service: any RecordingService, token: String, channel: UInt8,
@@ -76,6 +76,6 @@ public enum ThumbnailGraph {
     pipeline.connect(sampler, to: decoder, limits: EdgeLimits(items: 8))
     pipeline.connect(decoder, to: sheet, limits: EdgeLimits(items: 8))
     let outcome = try pipeline.runToCompletion()
-    if let failure = outcome.failures.first { throw TiError(failure.error) }
+    if let failure = outcome.failures.first { throw MediaError(failure.error) }
   }
 }

@@ -6,7 +6,7 @@ extension DecodedFrame {
   ///
   /// - Throws: `invalidArgument` for an audio frame, `unsupportedFormat` when libav cannot encode it.
   public func jpegData() throws -> Data {
-    guard track.kind == .video else { throw TiError(.invalidArgument, "a JPEG needs a picture, not audio") }
+    guard track.kind == .video else { throw MediaError(.invalidArgument, "a JPEG needs a picture, not audio") }
     return try JPEGEncoder().encode(frame)
   }
 }

@@ -17,7 +17,7 @@ public enum MediaEvent {
 
   /// Reads `event`.
   ///
-  /// - Throws: ``TiError`` `invalidArgument` when a gap does not carry a ``RecordingGap`` or a format
+  /// - Throws: ``MediaError`` `invalidArgument` when a gap does not carry a ``RecordingGap`` or a format
   ///   change a ``FormatChange`` (nodes of another library were wired into a media graph), and for
   ///   `endOfStream`, which nodes never see.
   public init(_ event: PipelineEvent) throws {
@@ -28,10 +28,10 @@ public enum MediaEvent {
     case .flush(let generation): self = .flush(generation: generation)
     case .custom(let payload): self = .custom(payload)
     case .gap(let payload), .formatChange(let payload):
-      throw TiError(
+      throw MediaError(
         .invalidArgument, "a media graph got \(event) carrying a \(type(of: payload)), not a tipipe media payload")
     case .endOfStream:
-      throw TiError(.invalidArgument, "endOfStream is the engine's, not a node's event")
+      throw MediaError(.invalidArgument, "endOfStream is the engine's, not a node's event")
     }
   }
 }

@@ -81,7 +81,7 @@ public struct MediaFileInfo: Sendable, Equatable {
         time = MediaTime(microseconds: try MediaDuration(ticks: raw.pts, timeBase: stream.timeBase).microseconds)
         duration = try MediaDuration(ticks: raw.duration, timeBase: stream.timeBase)
       } catch {
-        throw TiError.gap(.mediaUnreadable, "\(reader.path): a timestamp of \(raw.pts) ticks is out of range")
+        throw MediaError.gap(.mediaUnreadable, "\(reader.path): a timestamp of \(raw.pts) ticks is out of range")
       }
       if stream.format.codec.kind == .audio && time < self.start { continue }
       counts[raw.stream, default: 0] += 1

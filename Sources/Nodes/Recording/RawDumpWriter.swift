@@ -63,7 +63,7 @@ public final class RawDumpWriter: @unchecked Sendable {
     /// Why it stopped.
     public var reason: StopReason
     /// The write failure, when `reason` is `writeFailed` or the manifest could not be written.
-    public var failure: TiError?
+    public var failure: MediaError?
   }
 
   /// The directory the files go to (created by ``init(directory:tracks:maximumBytes:maximumDurationMs:)``).
@@ -81,7 +81,7 @@ public final class RawDumpWriter: @unchecked Sendable {
   // Confined to `queue`.
   private var open: [TrackID: OpenFile] = [:]
   private var finished: [OpenFile] = []
-  private var writeFailure: TiError?
+  private var writeFailure: MediaError?
   private var concluded = false
 
   struct State {
@@ -100,8 +100,8 @@ public final class RawDumpWriter: @unchecked Sendable {
     do {
       try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
     } catch {
-      throw TiError(
-        .fileWriteFailed, "cannot create the dump directory \(directory.path): \(error.localizedDescription)")
+      throw MediaError(
+        .writeFailed, "cannot create the dump directory \(directory.path): \(error.localizedDescription)")
     }
   }
 
@@ -183,7 +183,7 @@ public final class RawDumpWriter: @unchecked Sendable {
       guard FileManager.default.createFile(atPath: url.path, contents: nil),
         FileManager.default.createFile(atPath: indexURL.path, contents: Data("time_ms,offset,size,keyframe\n".utf8)),
         let handle = FileHandle(forWritingAtPath: url.path), let index = FileHandle(forWritingAtPath: indexURL.path)
-      else { throw TiError(.fileWriteFailed, "cannot create \(url.path)") }
+      else { throw MediaError(.writeFailed, "cannot create \(url.path)") }
       index.seekToEndOfFile()
       self.handle = handle
       self.index = index
@@ -230,7 +230,7 @@ public final class RawDumpWriter: @unchecked Sendable {
       }
       try file.append(packet)
     } catch {
-      writeFailure = TiError(.fileWriteFailed, "the dump cannot write \(packet.track): \(error)")
+      writeFailure = MediaError(.writeFailed, "the dump cannot write \(packet.track): \(error)")
       finish(.writeFailed) { _ in }
     }
   }
@@ -254,7 +254,7 @@ public final class RawDumpWriter: @unchecked Sendable {
     do {
       try OutputFile.write(manifest(summary), to: directory.appendingPathComponent("manifest.json"))
     } catch {
-      summary.failure = summary.failure ?? TiError(error)
+      summary.failure = summary.failure ?? MediaError(error)
     }
     return summary
   }

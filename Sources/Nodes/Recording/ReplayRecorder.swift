@@ -15,8 +15,8 @@ import PipelineGraph
 /// - A change of the video's codec or picture size ends it with `unsupportedFormat`; played packets
 ///   arriving faster than the file is written (over ``maximumPendingBytes`` handed to the writing
 ///   queue and not written yet; what was read ahead and not played does not count) end it with
-///   `recordingOverrun` at once: the handler of ``whenOverrun(_:)`` hears of it, and nothing more is
-///   written. A file that cannot be written ends it with `fileWriteFailed`. Any of these removes the
+///   `fellBehind` at once: the handler of ``whenOverrun(_:)`` hears of it, and nothing more is
+///   written. A file that cannot be written ends it with `writeFailed`. Any of these removes the
 ///   unfinished file.
 ///
 /// Every method may be called from any thread (the replay calls ``take(_:)`` and ``advance(to:)`` on its
@@ -33,7 +33,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// The recorded audio track (AAC only), if any.
   public let audioTrack: TrackID?
   /// The most bytes of played packets waiting to be written before the recorder gives up
-  /// (`recordingOverrun`).
+  /// (`fellBehind`).
   public let maximumPendingBytes: Int
   /// The most bytes of packets read but not played yet that wait for the position: well above what a
   /// replay reads ahead (16 MB).
@@ -54,7 +54,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   /// After a restart: packets read again up to these times were written already.
   private var skipVideoThrough: MediaTime?
   private var skipAudioThrough: MediaTime?
-  private var failure: TiError?
+  private var failure: MediaError?
 
   struct Pending {
     /// Bytes handed to the queue and not written yet.
@@ -71,7 +71,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   }
 
   /// A recorder of `videoTrack` (and `audioTrack`) into `destination` from `startsAt` on, writing on
-  /// `queue` (serial; its own by default: a disk that stalls it is what `recordingOverrun` is for).
+  /// `queue` (serial; its own by default: a disk that stalls it is what `fellBehind` is for).
   public init(
     destination: URL, videoTrack: TrackID, audioTrack: TrackID?, startsAt: MediaTime = MediaTime(microseconds: .min),
     maximumPendingBytes: Int = 64 << 20, queue: DispatchQueue = DispatchQueue(label: "tipipe.recorder")
@@ -112,7 +112,7 @@ public final class ReplayRecorder: @unchecked Sendable {
   }
 
   /// Whether writing fell behind by more than ``maximumPendingBytes`` (the recording ends with
-  /// `recordingOverrun`; nothing more is written).
+  /// `fellBehind`; nothing more is written).
   public var hasFallenBehind: Bool { pending.withLock { $0.overrun } }
 
   /// Calls `handler` once, on a global queue, when writing falls behind by more than
@@ -191,9 +191,9 @@ public final class ReplayRecorder: @unchecked Sendable {
   }
 
   /// Stops taking packets, writes what was played (and, when the replay `playedToTheEnd`, everything
-  /// read) and finishes the file: the duration in ms, or why there is no file (`noRecordableMedia` when
+  /// read) and finishes the file: the duration in ms, or why there is no file (`noMedia` when
   /// nothing could be written). Once only; later calls get nothing (the caller caches the result).
-  public func finish(playedToTheEnd: Bool, _ completion: @escaping @Sendable (Result<Int64, TiError>) -> Void) {
+  public func finish(playedToTheEnd: Bool, _ completion: @escaping @Sendable (Result<Int64, MediaError>) -> Void) {
     let (first, rest, overrun) = pending.withLock { state -> (Bool, [EncodedPacket], Bool) in
       defer {
         state.finished = true
@@ -252,7 +252,7 @@ public final class ReplayRecorder: @unchecked Sendable {
         needsKeyframe = false
         if let recording {
           guard GapDetector.sameVideo(packet.format, recording.video) else {
-            throw TiError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
+            throw MediaError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
           }
           recording.begin(at: packet.time)
         }
@@ -263,11 +263,11 @@ public final class ReplayRecorder: @unchecked Sendable {
         return try openIfReady(force: false)
       }
       guard GapDetector.sameVideo(packet.format, recording.video) else {
-        throw TiError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
+        throw MediaError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
       }
       try recording.writeVideo(packet)
     } catch {
-      fail(TiError(error))
+      fail(MediaError(error))
     }
   }
 
@@ -285,7 +285,7 @@ public final class ReplayRecorder: @unchecked Sendable {
       recording.begin(at: first.time)
       self.recording = recording
     } catch {
-      throw TiError(.fileWriteFailed, "cannot create the recording beside \(destination.path): \(error)")
+      throw MediaError(.writeFailed, "cannot create the recording beside \(destination.path): \(error)")
     }
     let waiting = held
     held = []
@@ -308,36 +308,36 @@ public final class ReplayRecorder: @unchecked Sendable {
     do {
       try recording?.end(at: lastVideoEnd)
     } catch {
-      fail(TiError(error))
+      fail(MediaError(error))
     }
   }
 
-  private func fail(_ error: TiError) {
+  private func fail(_ error: MediaError) {
     guard failure == nil else { return }
-    failure = error.code == .ioFailed ? TiError(.fileWriteFailed, error.message) : error
+    failure = error.kind == .ioFailed ? MediaError(.writeFailed, error.message) : error
     recording?.abandon()
     recording = nil
     held = []
   }
 
-  private var overrunError: TiError {
-    TiError(.recordingOverrun, "writing fell behind the replay by more than \(maximumPendingBytes) bytes")
+  private var overrunError: MediaError {
+    MediaError(.fellBehind, "writing fell behind the replay by more than \(maximumPendingBytes) bytes")
   }
 
-  private func conclude() -> Result<Int64, TiError> {
+  private func conclude() -> Result<Int64, MediaError> {
     if pending.withLock({ $0.overrun }) { fail(overrunError) }
     if failure == nil, recording == nil, !held.isEmpty {
-      do { try openIfReady(force: true) } catch { fail(TiError(error)) }
+      do { try openIfReady(force: true) } catch { fail(MediaError(error)) }
     }
     if let failure { return .failure(failure) }
-    guard let recording else { return .failure(TiError(.noRecordableMedia, "no video keyframe was recorded")) }
+    guard let recording else { return .failure(MediaError(.noMedia, "no video keyframe was recorded")) }
     do {
       if recording.isRecording {
         try recording.end(at: lastVideoEnd)
       }
       guard recording.videoPackets > 0 else {
         recording.abandon()
-        return .failure(TiError(.noRecordableMedia, "no video was recorded"))
+        return .failure(MediaError(.noMedia, "no video was recorded"))
       }
       let duration = recording.outputEnd.microseconds / 1000
       try recording.finalize(installingAt: destination)
@@ -346,8 +346,8 @@ public final class ReplayRecorder: @unchecked Sendable {
     } catch {
       recording.abandon()
       self.recording = nil
-      let failure = TiError(error)
-      return .failure(failure.code == .noRecordableMedia ? failure : TiError(.fileWriteFailed, failure.message))
+      let failure = MediaError(error)
+      return .failure(failure.kind == .noMedia ? failure : MediaError(.writeFailed, failure.message))
     }
   }
 }

@@ -1,7 +1,7 @@
 import PipelineGraph
 
 /// Watches the packets a replay reads for outputs bound to a channel that carries nothing while other
-/// channels of the same kind do (seed error 6130): once media of the kind has kept coming for
+/// channels of the same kind do (what seed 000 reports as error 6130): once media of the kind has kept coming for
 /// ``patience`` of media time with none of the watched track's channel, the track is reported, with the
 /// time it was noticed at, once.
 ///

@@ -196,7 +196,7 @@ public final class Exporter: Node {
   /// regular file there is replaced).
   public func finalizeFile(to destination: String) throws {
     guard let recording, hasMedia else {
-      throw TiError(.noRecordableMedia, "the range has no video that can be written")
+      throw MediaError(.noMedia, "the range has no video that can be written")
     }
     keepOpenStretch()
     closed = (recording.videoPackets, recording.audioPackets, recording.skippedVideoPackets)
@@ -219,9 +219,10 @@ public final class Exporter: Node {
     timeline.add(stretch: open)
   }
 
-  /// The report, given how the task ended.
-  public func report(termination: ExportTermination, cause: TiErrorCode) -> ExportReport {
-    timeline.report(termination: termination, cause: cause, open: recording?.openRange)
+  /// The report, given how the task ended, the SDK's code for it and the failure that ended it (see
+  /// ``ExportTimeline/report(termination:cause:failure:open:)``).
+  public func report(termination: ExportTermination, cause: Int32, failure: MediaError.Kind? = nil) -> ExportReport {
+    timeline.report(termination: termination, cause: cause, failure: failure, open: recording?.openRange)
   }
 
   // MARK: Helpers

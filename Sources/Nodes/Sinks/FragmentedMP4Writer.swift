@@ -49,10 +49,12 @@ public final class FragmentedMP4Writer: Node {
 
   /// A writer of `videoTrack` and `audioTrack` (at least one) into `destination`, which it creates or
   /// truncates: the caller has reserved the name.
-  /// - Throws: ``TiError`` `invalidArgument` without a track.
+  /// - Throws: ``MediaError`` `invalidArgument` without a track.
   public init(name: String = "FragmentedMP4Writer", destination: URL, videoTrack: TrackID?, audioTrack: TrackID?) throws
   {
-    guard videoTrack != nil || audioTrack != nil else { throw TiError(.invalidArgument, "a recording needs a track") }
+    guard videoTrack != nil || audioTrack != nil else {
+      throw MediaError(.invalidArgument, "a recording needs a track")
+    }
     self.name = name
     self.destination = destination
     self.videoTrack = videoTrack
@@ -119,12 +121,12 @@ public final class FragmentedMP4Writer: Node {
   /// complete.
   public func finish(context: NodeContext<Never>) throws {
     try openWhenReady(force: true)
-    guard let file else { throw TiError(.noRecordableMedia, "nothing was recorded") }
+    guard let file else { throw MediaError(.noMedia, "nothing was recorded") }
     self.file = nil
     context.holdEndOfStream()
     let handoff = ExecutorConfined(file)
     context.runOnWorker {
-      Result { try handoff.value.finishFragmented() }.mapError { TiError($0) }
+      Result { try handoff.value.finishFragmented() }.mapError { MediaError($0) }
     } then: { [unowned self] result in
       switch result {
       case .success: isFinished = true

@@ -122,7 +122,7 @@ public final class MP4Writer: Node {
   /// stream follows once the file is in place.
   public func finish(context: NodeContext<Never>) throws {
     try openWhenReady(force: true)
-    guard let recording else { throw TiError(.noRecordableMedia, "nothing was recorded") }
+    guard let recording else { throw MediaError(.noMedia, "nothing was recorded") }
     let written = try recording.end(at: MediaTime(microseconds: .max))
     if let (track, reason, from) = missingAudio {
       let end = max(written?.end ?? from, from)
@@ -134,7 +134,7 @@ public final class MP4Writer: Node {
     let handoff = ExecutorConfined(recording)
     let destination = self.destination
     context.runOnWorker {
-      Result { try handoff.value.finalize(installingAt: destination) }.mapError { TiError($0) }
+      Result { try handoff.value.finalize(installingAt: destination) }.mapError { MediaError($0) }
     } then: { [unowned self] result in
       switch result {
       case .success: isFinalized = true

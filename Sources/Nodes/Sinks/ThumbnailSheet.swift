@@ -42,27 +42,27 @@ public final class ThumbnailSheet: Node {
   private var fitter: PictureFitter?
 
   /// Previews of `range`, one per `interval`, `tileWidth` wide (even, 16…1920), `columns` in a row.
-  /// - Throws: ``TiError`` `invalidArgument` for an empty range, an interval under 1 ms or a bad size;
-  ///   `rangeTooLarge` for more than ``maximumCues`` cues.
+  /// - Throws: ``MediaError`` `invalidArgument` for an empty range, an interval under 1 ms or a bad size;
+  ///   `limitExceeded` for more than ``maximumCues`` cues.
   public init(
     name: String = "ThumbnailSheet", range: MediaRange, interval: MediaDuration, tileWidth: Int = 160,
     columns: Int = 10
   ) throws {
     guard !range.isEmpty, interval >= .microseconds(1_000) else {
-      throw TiError(.invalidArgument, "thumbnails need a range and an interval of at least 1 ms")
+      throw MediaError(.invalidArgument, "thumbnails need a range and an interval of at least 1 ms")
     }
     guard (16...1_920).contains(tileWidth), tileWidth % 2 == 0, (1...100).contains(columns) else {
-      throw TiError(.invalidArgument, "a tile is 16…1920 pixels wide (even), 1…100 in a row")
+      throw MediaError(.invalidArgument, "a tile is 16…1920 pixels wide (even), 1…100 in a row")
     }
     let length = range.duration.microseconds
     let (count, rest) = length.quotientAndRemainder(dividingBy: interval.microseconds)
     guard count + (rest > 0 ? 1 : 0) <= Self.maximumCues else {
-      throw TiError(
-        .rangeTooLarge, "\(count) thumbnails: at most \(Self.maximumCues) (a longer --every makes fewer)")
+      throw MediaError(
+        .limitExceeded, "\(count) thumbnails: at most \(Self.maximumCues) (a longer --every makes fewer)")
     }
     let cues = Int(count) + (rest > 0 ? 1 : 0)
     guard min(cues, columns) * tileWidth <= 65_000 else {
-      throw TiError(.rangeTooLarge, "a sprite \(min(cues, columns) * tileWidth) pixels wide is too wide for a JPEG")
+      throw MediaError(.limitExceeded, "a sprite \(min(cues, columns) * tileWidth) pixels wide is too wide for a JPEG")
     }
     self.name = name
     self.range = range
@@ -116,7 +116,7 @@ public final class ThumbnailSheet: Node {
     let rows = (cueCount + columns - 1) / columns
     // A JPEG is at most 65,535 high, and the canvas stays under 200 megapixels (300 MB of 4:2:0).
     guard rows * tileHeight <= 65_000, rows * tileHeight * min(cueCount, columns) * tileWidth <= 200_000_000 else {
-      throw TiError(.rangeTooLarge, "a sprite of \(rows) rows of \(tileHeight) pixels is too tall for a JPEG")
+      throw MediaError(.limitExceeded, "a sprite of \(rows) rows of \(tileHeight) pixels is too tall for a JPEG")
     }
     self.tileHeight = tileHeight
     fitter = try PictureFitter(width: tileWidth, height: tileHeight)

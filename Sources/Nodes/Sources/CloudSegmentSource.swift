@@ -54,14 +54,14 @@ public final class CloudSegmentSource: SourceNode {
   private var arrived: [Int: FetchedObject] = [:]
   // Failures that end the operation, raised when the stream reaches them, so that what was fetched before
   // them still goes downstream: the next window's listing, or an object's transfer (network, DNS).
-  private var listingFailure: TiError?
-  private var transferFailures: [Int: TiError] = [:]
+  private var listingFailure: MediaError?
+  private var transferFailures: [Int: MediaError] = [:]
   private var transfers: [Int: ServiceRequest] = [:] { didSet { watchNetwork() } }
   /// The operation's stall budget (nil: none) and its watch while the source runs.
   private let stallBudget: Duration?
   private var stallWatch: StallWatch?
   /// The stall that ended the operation, thrown at the next produce.
-  private var stall: TiError?
+  private var stall: MediaError?
   /// The fewest bytes the operation must receive over its stall budget.
   public static let minimumProgress = 1024
   private var relisted: Set<Int> = []
@@ -142,7 +142,7 @@ public final class CloudSegmentSource: SourceNode {
     guard let stallBudget else { return }
     let stalled = context.makeCompletion { [unowned self] (bytes: Int) in
       guard stall == nil else { return }
-      stall = TiError(
+      stall = MediaError(
         .networkUnavailable,
         "the cloud sent \(bytes) bytes in \(stallBudget) (at least \(Self.minimumProgress) are needed): "
           + "the operation gives up")
@@ -206,7 +206,7 @@ public final class CloudSegmentSource: SourceNode {
     guard listing == nil, listingFailure == nil, listedUntil < range.end else { return }
     let end = listedUntil.advanced(by: window, notAfter: range.end)
     let slice = MediaRange(start: listedUntil, end: end)
-    let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
+    let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, MediaError>) in
       listing = nil
       switch result {
       case .failure(let error):
@@ -227,7 +227,7 @@ public final class CloudSegmentSource: SourceNode {
       // Look for the object that ends where the first one starts before planning anything.
       lookedBack = true
       let before = MediaRange(startMilliseconds: first.startMs - 1, endMilliseconds: first.startMs)
-      let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
+      let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, MediaError>) in
         listing = nil
         switch result {
         case .failure(let error):
@@ -299,7 +299,7 @@ public final class CloudSegmentSource: SourceNode {
         }
       case .failed(let error):
         guard error.gapReason != nil else {
-          guard error.code != .cancelled else { return }
+          guard error.kind != .cancelled else { return }
           transferFailures[position] = error
           context.wake()
           return
@@ -316,7 +316,7 @@ public final class CloudSegmentSource: SourceNode {
   /// Lists the object's own span again for a fresh URL, then fetches it once more.
   private func relist(_ segment: RecordingIndex.Segment, at position: Int, context: NodeContext<FetchedObject>) {
     relisted.insert(position)
-    let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, TiError>) in
+    let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, MediaError>) in
       transfers[position] = nil
       switch result {
       case .failure(let error):
@@ -326,7 +326,7 @@ public final class CloudSegmentSource: SourceNode {
         guard let fresh = index.segments.first(where: { $0.id == segment.id }) else {
           arrived[position] = FetchedObject(
             segment: segment,
-            result: .failure(TiError.gap(.notFound, "\(segment.id.prefix(64)) is no longer listed")))
+            result: .failure(MediaError.gap(.notFound, "\(segment.id.prefix(64)) is no longer listed")))
           context.wake()
           return
         }

@@ -78,7 +78,7 @@ public final class MediaFileSource: SourceNode {
 
   /// Describes the file at `path`: its start, duration, tracks and keyframes (reads the whole file's
   /// packet headers, not its media).
-  /// - Throws: ``TiError`` `notFound`/`mediaUnreadable` when it cannot be read, `trackUnavailable` when
+  /// - Throws: ``MediaError`` `notFound`/`mediaUnreadable` when it cannot be read, `trackUnavailable` when
   ///   it has no supported stream.
   public static func probe(path: String) throws -> MediaFileInfo {
     try MediaFileInfo(reading: MediaFileReader(path: path))
@@ -86,7 +86,7 @@ public final class MediaFileSource: SourceNode {
 
   /// Opens `path` as the source would and closes it again, without reading its packets: a missing
   /// file, one that is not media or one without a supported track throws what ``start(context:)`` would.
-  /// - Throws: ``TiError`` as ``start(context:)`` does.
+  /// - Throws: ``MediaError`` as ``start(context:)`` does.
   /// - Returns: libavformat's name of the container (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
   @discardableResult
   public static func check(path: String) throws -> String { try MediaFileReader(path: path).containerName }
@@ -134,7 +134,7 @@ public final class MediaFileSource: SourceNode {
           let header = ADTSHeader.make(
             sampleRate: track.format.sampleRate, channels: track.format.channels, payloadLength: data.count)
         else {
-          throw TiError.gap(.unsupportedMedia, "AAC at \(track.format.sampleRate) Hz cannot be framed in ADTS")
+          throw MediaError.gap(.unsupportedMedia, "AAC at \(track.format.sampleRate) Hz cannot be framed in ADTS")
         }
         track.format.audioSpecificConfig = ADTSHeader(header)?.audioSpecificConfig ?? Data()
         data = header + data
@@ -188,7 +188,7 @@ public final class MediaFileSource: SourceNode {
   /// `ticks` of the track's time base as a duration from the file's time 0.
   private func offset(_ ticks: Int64, _ track: Track) throws -> MediaDuration {
     do { return try MediaDuration(ticks: ticks, timeBase: track.timeBase) } catch {
-      throw TiError.gap(.mediaUnreadable, "\(path): a timestamp of \(ticks) ticks is out of range")
+      throw MediaError.gap(.mediaUnreadable, "\(path): a timestamp of \(ticks) ticks is out of range")
     }
   }
 
@@ -199,7 +199,7 @@ public final class MediaFileSource: SourceNode {
       guard let startTime else { return MediaTime(microseconds: fileTime.microseconds) }
       return try startTime + (try fileTime - anchor)
     } catch {
-      throw TiError.gap(.mediaUnreadable, "\(path): a timestamp of \(ticks) ticks is out of range: \(error)")
+      throw MediaError.gap(.mediaUnreadable, "\(path): a timestamp of \(ticks) ticks is out of range: \(error)")
     }
   }
 

@@ -112,7 +112,7 @@ public final class AudioMixer: Node {
 
   /// A mixer of `inputs` with their `gains` (linear, 1 by default) into `format`, emitting frames of
   /// track `output`.
-  /// - Throws: ``TiError`` `invalidArgument` for no input, mismatched gains, or a format outside 8–192 kHz
+  /// - Throws: ``MediaError`` `invalidArgument` for no input, mismatched gains, or a format outside 8–192 kHz
   ///   and 1–2 channels.
   public init(
     name: String = "AudioMixer", inputs: [TrackID], gains: [Double]? = nil,
@@ -122,9 +122,9 @@ public final class AudioMixer: Node {
     let gains = gains ?? inputs.map { _ in 1 }
     guard !inputs.isEmpty, gains.count == inputs.count, Set(inputs).count == inputs.count,
       gains.allSatisfy({ $0.isFinite && $0 >= 0 && $0 <= 16 })
-    else { throw TiError(.invalidArgument, "a mixer needs distinct inputs, each with a gain of 0…16") }
+    else { throw MediaError(.invalidArgument, "a mixer needs distinct inputs, each with a gain of 0…16") }
     guard (8_000...192_000).contains(format.sampleRate), (1...2).contains(format.channels) else {
-      throw TiError(.invalidArgument, "a mix of \(format.sampleRate) Hz ×\(format.channels) is not supported")
+      throw MediaError(.invalidArgument, "a mix of \(format.sampleRate) Hz ×\(format.channels) is not supported")
     }
     self.name = name
     self.output = output

@@ -87,7 +87,7 @@ public final class AudioTranscoder: Node {
     }
     do {
       try stretch.codec.decode(input.data)
-    } catch let error as TiError {
+    } catch let error as MediaError {
       // The decoder may be in any state now: end the stretch with what it had, and start afresh.
       try end(stretch, context: context)
       return badRecord(input, error.message, context)

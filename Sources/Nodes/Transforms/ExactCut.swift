@@ -111,7 +111,7 @@ public final class ExactCut: Node {
   private func count(_ bytes: Int) throws {
     heldBytes += bytes
     guard heldBytes <= Self.holdLimit else {
-      throw TiError(
+      throw MediaError(
         .resourceExhausted,
         "an exact cut at \(start) holds the group of pictures until the next keyframe, and this one passed "
           + "\(Self.holdLimit >> 20) MiB without one (cut at a keyframe instead)")
@@ -144,7 +144,7 @@ public final class ExactCut: Node {
     guard let pixels = picture.pixelFormat, [.yuv420p, .yuvj420p].contains(pixels), picture.width % 2 == 0,
       picture.height % 2 == 0
     else {
-      throw TiError(
+      throw MediaError(
         .unsupportedFormat,
         "an exact cut re-encodes 8-bit 4:2:0 pictures of even size; this stream has "
           + "\(picture.pixelFormat.map { "\($0)" } ?? "unknown") \(picture.width)x\(picture.height) pictures "

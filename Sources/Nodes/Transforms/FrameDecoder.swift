@@ -16,7 +16,7 @@ import PipelineGraph
 /// drops what is already past. The decoder does what was asked itself and forwards nothing further; with
 /// several consumers, the last to ask decides (a graph where one falls behind and another does not puts a
 /// decoder on each branch). A
-/// packet libavcodec rejects is a failure of this node with `recordingUnreadable`/`mediaUnreadable`.
+/// packet libavcodec rejects is a failure of this node with `unreadableMedia`/`mediaUnreadable`.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle; so is ``framesDecoded``.
 public final class FrameDecoder: Node {

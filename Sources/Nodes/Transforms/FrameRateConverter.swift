@@ -41,9 +41,9 @@ public final class FrameRateConverter: Node {
   /// A converter to `fps` pictures per second (1…240), its first slot at `origin` (the first picture
   /// fills the slots before it comes when it comes within ``maximumHole`` of it: a recording whose sound
   /// starts first has a picture from its start) or, without one, at the first picture.
-  /// - Throws: ``TiError`` `invalidArgument` outside that range.
+  /// - Throws: ``MediaError`` `invalidArgument` outside that range.
   public init(name: String = "FrameRateConverter", fps: Int, origin: MediaTime? = nil) throws {
-    guard (1...240).contains(fps) else { throw TiError(.invalidArgument, "a frame rate of \(fps) is not 1…240") }
+    guard (1...240).contains(fps) else { throw MediaError(.invalidArgument, "a frame rate of \(fps) is not 1…240") }
     self.name = name
     self.fps = fps
     self.origin = origin
@@ -55,7 +55,7 @@ public final class FrameRateConverter: Node {
     guard let start else { return MediaTime(microseconds: 0) }
     // Exact: index × 1 s / fps, rounded once (no drift over hours).
     let (product, overflow) = index.multipliedReportingOverflow(by: 1_000_000)
-    guard !overflow else { throw TiError(.invalidArgument, "frame slot \(index) is outside the representable time") }
+    guard !overflow else { throw MediaError(.invalidArgument, "frame slot \(index) is outside the representable time") }
     return try start + .microseconds(product / Int64(fps))
   }
 

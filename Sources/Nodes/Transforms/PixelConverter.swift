@@ -15,7 +15,7 @@ public final class PixelConverter: Node {
   private let scaler: PictureScaler
 
   /// Converts pictures to `format`, scaled to `width` × `height` when given.
-  /// - Throws: ``TiError`` `invalidArgument` for a format libswscale cannot write or a size outside
+  /// - Throws: ``MediaError`` `invalidArgument` for a format libswscale cannot write or a size outside
   ///   1…16384.
   public init(name: String = "PixelConverter", to format: PixelFormat, width: Int? = nil, height: Int? = nil) throws {
     self.name = name

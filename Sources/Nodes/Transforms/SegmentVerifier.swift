@@ -22,7 +22,7 @@ public final class SegmentVerifier: Node {
 
   private enum Slot {
     case waiting
-    case done(Result<SegmentObject, TiError>, FetchedObject)
+    case done(Result<SegmentObject, MediaError>, FetchedObject)
     case event(PipelineEvent)
   }
 
@@ -51,7 +51,7 @@ public final class SegmentVerifier: Node {
     if inFlight >= parallelism { context.suspendInput() }
     context.holdEndOfStream()
     context.runOnWorker {
-      Result { try SegmentObject(segment: input.segment, parsed: Self.verify(input)) }.mapError { $0 as! TiError }
+      Result { try SegmentObject(segment: input.segment, parsed: Self.verify(input)) }.mapError { $0 as! MediaError }
     } then: { [unowned self] result in
       slots[sequence] = .done(result, input)
       inFlight -= 1
@@ -93,21 +93,22 @@ public final class SegmentVerifier: Node {
       let bytes = try input.result.get()
       let segment = input.segment
       guard bytes.count == segment.size else {
-        throw TiError.gap(
+        throw MediaError.gap(
           .integrityFailed, "object \(segment.id) has \(bytes.count) bytes, the index says \(segment.size)")
       }
       guard input.digestVerified || SHA256Digest.hexHash(bytes) == segment.sha256.lowercased() else {
-        throw TiError.gap(.integrityFailed, "object \(segment.id) does not match its SHA-256")
+        throw MediaError.gap(.integrityFailed, "object \(segment.id) does not match its SHA-256")
       }
       let parsed = try SegmentReader.parse(bytes, key: try segment.keyBytes(), cipher: try AES128CBC())
       guard parsed.header.range.overlaps(segment.range) else {
-        throw TiError.gap(.mediaUnreadable, "object \(segment.id) covers \(parsed.header.range), not \(segment.range)")
+        throw MediaError.gap(
+          .mediaUnreadable, "object \(segment.id) covers \(parsed.header.range), not \(segment.range)")
       }
       return parsed
-    } catch let error as TiError {
+    } catch let error as MediaError {
       throw error
     } catch {
-      throw TiError.gap(.unknown, "\(error)")
+      throw MediaError.gap(.unknown, "\(error)")
     }
   }
 

@@ -82,7 +82,7 @@ public final class Valve: Node {
     held.append(.packet(input))
     try drain(context)
     if let oldest = firstHeldPacket, let waited = try? input.time - oldest.time, waited > lookAhead {
-      throw TiError(
+      throw MediaError(
         .invalidArgument,
         "no decision for \(oldest.track) at \(oldest.time) within the look-ahead of \(lookAhead): the deciding branch falls behind"
       )

@@ -62,15 +62,15 @@ public final class VideoEncoder: Node {
   public private(set) var picturesEncoded = 0
 
   /// Creates an encoder.
-  /// - Throws: ``TiError`` `invalidArgument` for a codec that is not video or an odd size.
+  /// - Throws: ``MediaError`` `invalidArgument` for a codec that is not video or an odd size.
   public init(name: String = "VideoEncoder", configuration: Configuration) throws {
     guard configuration.codec.kind == .video else {
-      throw TiError(.invalidArgument, "\(configuration.codec) is not a video codec")
+      throw MediaError(.invalidArgument, "\(configuration.codec) is not a video codec")
     }
     if let width = configuration.width, let height = configuration.height,
       width <= 0 || height <= 0 || width % 2 != 0 || height % 2 != 0
     {
-      throw TiError(.invalidArgument, "video size \(width)x\(height) must be positive and even")
+      throw MediaError(.invalidArgument, "video size \(width)x\(height) must be positive and even")
     }
     self.name = name
     self.configuration = configuration

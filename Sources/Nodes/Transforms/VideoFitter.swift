@@ -23,7 +23,7 @@ public final class VideoFitter: Node {
   private var last: (source: FrameBuffer, fitted: FrameBuffer)?
 
   /// A fitter to `width`×`height` (positive and even).
-  /// - Throws: ``TiError`` `invalidArgument` for an odd, empty or huge size.
+  /// - Throws: ``MediaError`` `invalidArgument` for an odd, empty or huge size.
   public init(name: String = "VideoFitter", width: Int, height: Int) throws {
     self.name = name
     self.width = width

@@ -108,7 +108,7 @@ public final class VideoMixer: Node {
 
   /// A mixer of `inputs` into `cells` (one each) of a `width`×`height` canvas at `fps`, emitting pictures
   /// of track `output`.
-  /// - Throws: ``TiError`` `invalidArgument` for mismatched inputs and cells, a cell outside the canvas or
+  /// - Throws: ``MediaError`` `invalidArgument` for mismatched inputs and cells, a cell outside the canvas or
   ///   odd, or a rate outside 1…240.
   public init(
     name: String = "VideoMixer", inputs: [TrackID], cells: [Cell], width: Int, height: Int, fps: Int,
@@ -116,15 +116,15 @@ public final class VideoMixer: Node {
     holdAfterEnd: MediaDuration = .microseconds(1_000_000)
   ) throws {
     guard !inputs.isEmpty, inputs.count == cells.count, Set(inputs).count == inputs.count else {
-      throw TiError(.invalidArgument, "a mixer needs one cell for each of its distinct inputs")
+      throw MediaError(.invalidArgument, "a mixer needs one cell for each of its distinct inputs")
     }
     guard (1...240).contains(fps), width > 0, height > 0, width % 2 == 0, height % 2 == 0 else {
-      throw TiError(.invalidArgument, "a mixer needs an even size and a rate of 1…240")
+      throw MediaError(.invalidArgument, "a mixer needs an even size and a rate of 1…240")
     }
     for cell in cells {
       guard cell.x >= 0, cell.y >= 0, cell.x % 2 == 0, cell.y % 2 == 0, cell.x + cell.width <= width,
         cell.y + cell.height <= height
-      else { throw TiError(.invalidArgument, "cell \(cell) is not inside the \(width)x\(height) canvas") }
+      else { throw MediaError(.invalidArgument, "cell \(cell) is not inside the \(width)x\(height) canvas") }
     }
     self.name = name
     self.inputs = inputs
@@ -139,7 +139,7 @@ public final class VideoMixer: Node {
 
   private func slot(_ index: Int64) throws -> MediaTime {
     let (product, overflow) = index.multipliedReportingOverflow(by: 1_000_000)
-    guard !overflow, let origin else { throw TiError(.invalidArgument, "slot \(index) is out of range") }
+    guard !overflow, let origin else { throw MediaError(.invalidArgument, "slot \(index) is out of range") }
     return try origin + .microseconds(product / Int64(fps))
   }
 
@@ -247,7 +247,7 @@ public final class VideoMixer: Node {
     let seconds = offset.microseconds / 1_000_000
     let rest = offset.microseconds % 1_000_000
     let (whole, overflow) = seconds.multipliedReportingOverflow(by: Int64(fps))
-    guard !overflow else { throw TiError(.invalidArgument, "\(time) is out of the mixer's range") }
+    guard !overflow else { throw MediaError(.invalidArgument, "\(time) is out of the mixer's range") }
     return whole + (rest * Int64(fps) + 999_999) / 1_000_000
   }
 

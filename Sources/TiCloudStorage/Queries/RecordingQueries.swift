@@ -35,7 +35,9 @@ public enum RecordingQueries {
       return deliverLater(.failure(error), completion)
     }
     return service.listSegments(in: range, token: token) { result in
-      completion(result.flatMap { index in Result { try merged(index, in: range) }.mapError { TiError($0) } })
+      completion(
+        result.mapError { TiError($0) }.flatMap { index in Result { () throws(TiError) in try merged(index, in: range) }
+        })
     }
   }
 
@@ -85,7 +87,7 @@ public enum RecordingQueries {
       }
       let request = service.listSegments(in: chunks[position], token: token) { result in
         switch result {
-        case .failure(let error): completion(.failure(error))
+        case .failure(let error): completion(.failure(TiError(error)))
         case .success(let index): list(position + 1, found + index.mergedRanges(in: chunks[position]))
         }
       }

@@ -3,13 +3,6 @@ import Foundation
 import Nodes
 import PipelineGraph
 
-/// A call the SDK refused, with the code it returns.
-struct Refusal: Error {
-  let code: Int32
-  init(_ code: Int32) { self.code = code }
-  init(code: Int32) { self.code = code }
-}
-
 /// The state every SDK object shares: the configuration, the work root, what is in use (for
 /// `shutdown`), the callback queues and which objects' callbacks run right now (rules.md L24).
 ///

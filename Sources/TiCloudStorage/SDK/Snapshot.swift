@@ -21,13 +21,13 @@ extension TiCloudStorageVideoOutput {
   func startSnapshot(_ done: @escaping @Sendable (TiCloudStorageSnapshotResult) -> Void) {
     let runtime = Runtime.shared
     let core = self.core
-    let taken = runtime.withLock { () -> Result<(DecodedFrame, URL), Refusal> in
+    let taken = runtime.withLock { () -> Result<(DecodedFrame, URL), TiError> in
       let code = core.admit(runtime)
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code: code)) }
-      guard !core.snapshotPending else { return .failure(Refusal(code: TiCloudStorageErrorCode.inUse)) }
-      guard let frame = core.frame else { return .failure(Refusal(code: TiCloudStorageErrorCode.noFrame)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
+      guard !core.snapshotPending else { return .failure(TiError.refused(TiCloudStorageErrorCode.inUse)) }
+      guard let frame = core.frame else { return .failure(TiError.refused(TiCloudStorageErrorCode.noFrame)) }
       guard runtime.beginSnapshot() else {
-        return .failure(Refusal(code: TiCloudStorageErrorCode.resourceExhausted))
+        return .failure(TiError.refused(TiCloudStorageErrorCode.resourceExhausted))
       }
       core.snapshotPending = true
       let name = "snapshot-\(UUID().uuidString.lowercased()).jpg"

@@ -230,9 +230,9 @@ public final class TiCloudStorage: @unchecked Sendable {
 
   /// The token a new List, Play or Export uses: invalidArgument when there is none (D2), tokenExpired
   /// once its expiry is known (D11).
-  func tokenForNewOperation() -> Result<String, Refusal> {
-    guard !token.isEmpty else { return .failure(Refusal(TiCloudStorageErrorCode.invalidArgument)) }
-    guard !tokenExpired else { return .failure(Refusal(TiCloudStorageErrorCode.tokenExpired)) }
+  func tokenForNewOperation() -> Result<String, TiError> {
+    guard !token.isEmpty else { return .failure(TiError.refused(TiCloudStorageErrorCode.invalidArgument)) }
+    guard !tokenExpired else { return .failure(TiError.refused(TiCloudStorageErrorCode.tokenExpired)) }
     return .success(token)
   }
 
@@ -248,12 +248,12 @@ public final class TiCloudStorage: @unchecked Sendable {
   func exportEnded() { activeExports -= 1 }
 
   /// Starts a query: the service and the token, or the code to complete with.
-  private func beginQuery() -> Result<(any RecordingService, String), Refusal> {
+  private func beginQuery() -> Result<(any RecordingService, String), TiError> {
     runtime.withLock {
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
       let token = tokenForNewOperation()
-      guard case .success(let value) = token else { return .failure(Refusal(token.failureCode)) }
+      guard case .success(let value) = token else { return .failure(TiError.refused(token.failureCode)) }
       pendingQueries += 1
       runtime.beginOperation()
       return .success((runtime.service!, value))
@@ -315,9 +315,7 @@ extension Result {
     switch self {
     case .success: return TiCloudStorageErrorCode.ok
     case .failure(let failure):
-      if let refusal = failure as? Refusal { return refusal.code }
-      if let error = failure as? TiError { return error.code.rawValue }
-      return TiCloudStorageErrorCode.ioFailed
+      return TiError(failure).code.rawValue
     }
   }
 }

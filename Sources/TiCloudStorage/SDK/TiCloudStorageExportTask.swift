@@ -218,17 +218,17 @@ extension TiCloudStorage {
     let callbacks = TiCloudStorageExportTask.Callbacks(
       progress: progress, progressDetail: progressDetail, gap: onRecordingGap, completion: completion)
     let started = runtime.withLock {
-      () -> Result<(TiCloudStorageExportTask, any RecordingService, String, URL), Refusal> in
+      () -> Result<(TiCloudStorageExportTask, any RecordingService, String, URL), TiError> in
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
       guard request.startTimeMs < request.endTimeMs, MediaTime.validMilliseconds.contains(request.startTimeMs),
         MediaTime.validMilliseconds.contains(request.endTimeMs), (0...255).contains(request.videoChannelId),
         request.audioChannelId.map({ (0...255).contains($0) }) ?? true,
         request.outputPath.map({ (try? OutputFile.validate(URL(fileURLWithPath: $0))) != nil }) ?? true
-      else { return .failure(Refusal(TiCloudStorageErrorCode.invalidArgument)) }
+      else { return .failure(TiError.refused(TiCloudStorageErrorCode.invalidArgument)) }
       let token = tokenForNewOperation()
-      guard case .success(let token) = token else { return .failure(Refusal(token.failureCode)) }
-      guard runtime.beginExport() else { return .failure(Refusal(TiCloudStorageErrorCode.resourceExhausted)) }
+      guard case .success(let token) = token else { return .failure(TiError.refused(token.failureCode)) }
+      guard runtime.beginExport() else { return .failure(TiError.refused(TiCloudStorageErrorCode.resourceExhausted)) }
       let task = TiCloudStorageExportTask(
         instance: self, queue: runtime.queue(callbackThread), token: token, log: runtime.log)
       exportStarted()

@@ -85,7 +85,7 @@ public final class TiCloudStorageRecordingTask: @unchecked Sendable {
           code: TiCloudStorageErrorCode.ok,
           file: TiCloudStorageRecordingFile(path: recorder.destination.path, durationMs: durationMs))
       case .failure(let error):
-        final = TiCloudStorageRecordingResult(code: error.code.rawValue)
+        final = TiCloudStorageRecordingResult(code: TiErrorCode(error.kind).rawValue)
       }
       let waiting = outcome.withLock { state -> [@Sendable (TiCloudStorageRecordingResult) -> Void] in
         state.result = final
@@ -115,16 +115,18 @@ extension TiCloudStorageReplay {
   public func startRecording(videoChannelId: Int, audioChannelId: Int? = nil) -> TiCloudStorageRecordingTaskStartResult
   {
     let runtime = Runtime.shared
-    let started = runtime.withLock { () -> Result<(Replay, URL, Int, MediaTime), Refusal> in
+    let started = runtime.withLock { () -> Result<(Replay, URL, Int, MediaTime), TiError> in
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
       guard (0...255).contains(videoChannelId), audioChannelId.map({ (0...255).contains($0) }) ?? true else {
-        return .failure(Refusal(TiCloudStorageErrorCode.invalidArgument))
+        return .failure(TiError.refused(TiCloudStorageErrorCode.invalidArgument))
       }
-      guard hasActivePlay else { return .failure(Refusal(TiCloudStorageErrorCode.notStarted)) }
+      guard hasActivePlay else { return .failure(TiError.refused(TiCloudStorageErrorCode.notStarted)) }
       let output = runtime.mediaDirectory!.appendingPathComponent("recording-\(UUID().uuidString.lowercased()).mp4")
       let engine = engineIfNeeded()
-      guard let start = engine.recordingStart else { return .failure(Refusal(TiCloudStorageErrorCode.notStarted)) }
+      guard let start = engine.recordingStart else {
+        return .failure(TiError.refused(TiCloudStorageErrorCode.notStarted))
+      }
       return .success((engine, output, runtime.recorderPendingLimit, start))
     }
     guard case .success(let (engine, output, limit, start)) = started else {

@@ -32,11 +32,11 @@ extension TiCloudStorageReplay {
     let tracks = Set(
       options.audioChannelIds.map { TrackID(.audio, channel: UInt8($0)) }
         + options.videoChannelIds.map { TrackID(.video, channel: UInt8($0)) })
-    let started = runtime.withLock { () -> Result<(RawDumpWriter, Replay, RuntimeLog?), Refusal> in
+    let started = runtime.withLock { () -> Result<(RawDumpWriter, Replay, RuntimeLog?), TiError> in
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
       guard let folder = runtime.dumpsDirectory else {
-        return .failure(Refusal(TiCloudStorageErrorCode.notInitialized))
+        return .failure(TiError.refused(TiCloudStorageErrorCode.notInitialized))
       }
       let log = runtime.log
       let engine = engineIfNeeded()
@@ -48,12 +48,12 @@ extension TiCloudStorageReplay {
           maximumDurationMs: TiCloudStorage.maximumRawDumpDurationMs)
         guard runtime.beginRawDump(writer) else {
           try? FileManager.default.removeItem(at: writer.directory)
-          return .failure(Refusal(TiCloudStorageErrorCode.inUse))
+          return .failure(TiError.refused(TiCloudStorageErrorCode.inUse))
         }
         rawDump = writer
         return .success((writer, engine, log))
       } catch {
-        return .failure(Refusal(TiCloudStorageErrorCode.fileWriteFailed))
+        return .failure(TiError.refused(TiCloudStorageErrorCode.fileWriteFailed))
       }
     }
     guard case .success(let (writer, engine, log)) = started else {

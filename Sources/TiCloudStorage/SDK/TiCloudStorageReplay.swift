@@ -209,10 +209,10 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   private func changePause(
     _ change: (Replay) -> TiErrorCode, moving: (OutputCore) -> OutputCore.State?
   ) -> Int32 {
-    let lookup = runtime.withLock { () -> Result<Replay, Refusal> in
+    let lookup = runtime.withLock { () -> Result<Replay, TiError> in
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
-      guard let engine else { return .failure(Refusal(TiCloudStorageErrorCode.notStarted)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
+      guard let engine else { return .failure(TiError.refused(TiCloudStorageErrorCode.notStarted)) }
       return .success(engine)
     }
     guard case .success(let engine) = lookup else { return lookup.failureCode }
@@ -227,10 +227,10 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   /// and the pause (R31); the latest seek wins (R32). notStarted without an active play (R28, R30),
   /// invalidArgument outside the play's range (R29).
   public func seek(toTimeMs timeMs: Int64) -> Int32 {
-    let lookup = runtime.withLock { () -> Result<Replay, Refusal> in
+    let lookup = runtime.withLock { () -> Result<Replay, TiError> in
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
-      guard let engine, engine.isActive else { return .failure(Refusal(TiCloudStorageErrorCode.notStarted)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
+      guard let engine, engine.isActive else { return .failure(TiError.refused(TiCloudStorageErrorCode.notStarted)) }
       return .success(engine)
     }
     guard case .success(let engine) = lookup else { return lookup.failureCode }
@@ -251,9 +251,9 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   /// Sets one of the seven speeds, at once and for later plays too (R37, R38); off `.x1` audio is muted
   /// (R40) and slow speeds hold frames (R42).
   public func setSpeed(_ speed: TiCloudStorageReplaySpeed) -> Int32 {
-    let lookup = runtime.withLock { () -> Result<Replay, Refusal> in
+    let lookup = runtime.withLock { () -> Result<Replay, TiError> in
       let code = admit()
-      guard code == TiCloudStorageErrorCode.ok else { return .failure(Refusal(code)) }
+      guard code == TiCloudStorageErrorCode.ok else { return .failure(TiError.refused(code)) }
       lastSpeed = speed
       return .success(engineIfNeeded())
     }

@@ -53,11 +53,11 @@ public enum TiRtcLogging {
     on queue: DispatchQueue, completion: @escaping @Sendable (TiRtcLogUploadResult) -> Void
   ) -> Int32 {
     let runtime = Runtime.shared
-    let accepted = runtime.withLock { () -> Result<(Runtime.Configuration, RuntimeLog?, String?), Refusal> in
+    let accepted = runtime.withLock { () -> Result<(Runtime.Configuration, RuntimeLog?, String?), TiError> in
       guard let configuration = runtime.configuration else {
-        return .failure(Refusal(TiCloudStorageErrorCode.notInitialized))
+        return .failure(TiError.refused(TiCloudStorageErrorCode.notInitialized))
       }
-      guard runtime.beginUpload() else { return .failure(Refusal(TiCloudStorageErrorCode.inUse)) }
+      guard runtime.beginUpload() else { return .failure(TiError.refused(TiCloudStorageErrorCode.inUse)) }
       return .success((configuration, runtime.log, runtime.latestToken))
     }
     guard case .success(let (configuration, log, token)) = accepted else { return accepted.failureCode }
@@ -86,8 +86,9 @@ public enum TiRtcLogging {
           log?.write("log upload \(logId) done: \(package.entries) files, \(package.dumps.count) raw dumps")
           deliver(TiRtcLogUploadResult(code: TiCloudStorageErrorCode.ok, logId: logId))
         case .failure(let failure):
-          log?.write("log upload failed (\(failure.code.rawValue)): \(failure.message)")
-          deliver(TiRtcLogUploadResult(code: failure.code.rawValue))
+          let error = TiError(failure)
+          log?.write("log upload failed (\(error.code.rawValue)): \(error.message)")
+          deliver(TiRtcLogUploadResult(code: error.code.rawValue))
         }
       }
     }

@@ -20,7 +20,7 @@ public final class LumaDifference: Node {
   public func process(_ input: DecodedFrame, context: NodeContext<LumaChange>) throws {
     guard input.track.kind == .video else { return }
     guard let format = input.pixelFormat, [.yuv420p, .yuvj420p, .nv12, .gray8].contains(format) else {
-      throw TiError(.unsupportedFormat, "LumaDifference reads luma planes; put a PixelConverter before it")
+      throw MediaError(.unsupportedFormat, "LumaDifference reads luma planes; put a PixelConverter before it")
     }
     let luma = input.withPlanes { planes in
       var samples: [UInt8] = []

@@ -37,7 +37,7 @@ struct LumaDifferenceTests {
       try SyntheticFrames.picture(time: MediaTime(milliseconds: 0), width: 4, height: 4, format: .rgb24) { _, _, _ in 0
       })
     harness.runUntilIdle()
-    #expect(harness.reportedFailures.map { TiError($0.error).code } == [.unsupportedFormat])
+    #expect(harness.reportedFailures.map { MediaError($0.error).kind } == [.unsupportedFormat])
   }
 
   @Test("the keyframe counter counts its track's packets")

@@ -23,7 +23,7 @@ func makeDemoInput(at path: String) throws {
   ffmpeg.arguments = arguments
   try ffmpeg.run()
   ffmpeg.waitUntilExit()
-  guard ffmpeg.terminationStatus == 0 else { throw TiError(.ioFailed, "ffmpeg could not make the demo input") }
+  guard ffmpeg.terminationStatus == 0 else { throw MediaError(.ioFailed, "ffmpeg could not make the demo input") }
 }
 
 /// One pass: scene changes on the pictures decide which packets the export keeps. True when the demo's
@@ -40,7 +40,7 @@ func cutScenes() async throws -> Bool {
   let csv = URL(fileURLWithPath: arguments.count > 2 ? arguments[2] : work.appendingPathComponent("scenes.csv").path)
 
   let info = try MediaFileSource.probe(path: input)
-  guard let picture = info.video else { throw TiError(.noRecordableMedia, "\(input) has no video") }
+  guard let picture = info.video else { throw MediaError(.noMedia, "\(input) has no video") }
   let video = TrackID(.video, channel: 0)
   let audio = info.audio == nil ? nil : TrackID(.audio, channel: 1)
   let decisions = ValveDecisions()

@@ -25,18 +25,18 @@ extension HTTPOutcome {
   /// an unresolvable host, no connection, retries exhausted, an oversized answer, a cancellation. Nil
   /// for a success or a refusal, which each caller reads in its own way. `what` names the transfer
   /// ("the listing").
-  func transferError(_ what: String, endpoint: String) -> TiError? {
+  func transferError(_ what: String, endpoint: String) -> MediaError? {
     switch self {
     case .unresolvedHost(let failure):
-      TiError(
-        .endpointDnsResolutionFailed, "cannot resolve the host of \(endpoint): \(failure.text)", cause: failure)
+      MediaError(
+        .hostUnresolved, "cannot resolve the host of \(endpoint): \(failure.text)", cause: failure)
     case .unreachable(let failure):
-      TiError(.networkUnavailable, "cannot reach \(endpoint): \(failure.text)", cause: failure)
+      MediaError(.networkUnavailable, "cannot reach \(endpoint): \(failure.text)", cause: failure)
     case .exhausted(let message, let cause):
-      TiError(.cloudStorageUnavailable, "\(what) of \(endpoint) failed: \(message)", cause: cause)
+      MediaError(.serviceUnavailable, "\(what) of \(endpoint) failed: \(message)", cause: cause)
     case .oversized(let count):
-      TiError(.cloudStorageUnavailable, "the answer to \(what) of \(endpoint) is larger than \(count) bytes")
-    case .cancelled: TiError(.cancelled, "\(what) was cancelled")
+      MediaError(.serviceUnavailable, "the answer to \(what) of \(endpoint) is larger than \(count) bytes")
+    case .cancelled: MediaError(.cancelled, "\(what) was cancelled")
     case .success, .refused: nil
     }
   }

@@ -98,7 +98,7 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
     public func keyBytes() throws -> [UInt8]? {
       guard let key else { return nil }
       guard let bytes = Hex.decode(key), bytes.count == 16 else {
-        throw TiError.gap(.decryptionFailed, "segment \(id): key is not 32 hex digits")
+        throw MediaError.gap(.decryptionFailed, "segment \(id): key is not 32 hex digits")
       }
       return bytes
     }
@@ -125,7 +125,7 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
   /// from `Int.max`.
   public static let maximumObjectSize = 1 << 30
 
-  /// Decodes an index, mapping malformed JSON to a typed error (`cloudStorageUnavailable`) that says
+  /// Decodes an index, mapping malformed JSON to a typed error (`serviceUnavailable`) that says
   /// what is wrong; `source` names the index in messages.
   ///
   /// An entry with an empty range, a negative size or a time outside `MediaTime/validMilliseconds`
@@ -158,24 +158,24 @@ public struct RecordingIndex: Codable, Sendable, Hashable {
   }
 
   /// The index of the local library in `directory` (its `index.json`, at most 256 MB: about a million
-  /// entries); an unreadable or malformed index is `cloudStorageUnavailable`.
+  /// entries); an unreadable or malformed index is `serviceUnavailable`.
   public static func load(library directory: URL) throws -> RecordingIndex {
     let path = directory.appendingPathComponent("index.json").path
     var status = stat()
     if stat(directory.path, &status) == 0, status.st_mode & S_IFMT != S_IFDIR {
-      throw TiError(.cloudStorageUnavailable, "the library \(directory.path) is not a directory")
+      throw MediaError(.serviceUnavailable, "the library \(directory.path) is not a directory")
     }
     let data: Data
     do {
       data = try RegularFile.contents(atPath: path, maximumSize: 256 << 20)
     } catch {
-      throw TiError(.cloudStorageUnavailable, "cannot read the index \(path): it \(error)")
+      throw MediaError(.serviceUnavailable, "cannot read the index \(path): it \(error)")
     }
     return try decode(data, source: path)
   }
 
-  private static func malformed(_ source: String, _ what: String) -> TiError {
-    TiError(.cloudStorageUnavailable, "\(source) is malformed: \(what)")
+  private static func malformed(_ source: String, _ what: String) -> MediaError {
+    MediaError(.serviceUnavailable, "\(source) is malformed: \(what)")
   }
 
   private static func path(_ codingPath: [any CodingKey]) -> String {

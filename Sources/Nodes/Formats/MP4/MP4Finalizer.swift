@@ -134,7 +134,7 @@ enum MP4Finalizer {
         if written < 0, errno == EINTR { continue }
         guard written > 0 else {
           let failure = LibraryFailure.posix(errno)
-          throw TiError(.fileWriteFailed, "hiding a fragment header of \(path): \(failure.text)", cause: failure)
+          throw MediaError(.writeFailed, "hiding a fragment header of \(path): \(failure.text)", cause: failure)
         }
         done += written
       }
@@ -190,7 +190,7 @@ enum MP4Finalizer {
       if written < 0, errno == EINTR { continue }
       guard written > 0 else {
         let failure = LibraryFailure.posix(written < 0 ? errno : EIO)
-        throw TiError(.fileWriteFailed, "writing the index of \(path): \(failure.text)", cause: failure)
+        throw MediaError(.writeFailed, "writing the index of \(path): \(failure.text)", cause: failure)
       }
       done += written
     }

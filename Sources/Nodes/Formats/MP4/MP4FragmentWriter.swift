@@ -80,7 +80,7 @@ final class MP4FragmentWriter {
   private(set) var fragmentHeaders: [Range<UInt64>] = []
   /// Set when a fragment could not be written: the file no longer matches ``tables``, so nothing more
   /// is taken.
-  private var failure: TiError?
+  private var failure: MediaError?
 
   /// Opens `path` for appending fragments after its last byte.
   init(path: String, tracks: [Track], fragmentSeconds: Int = 1) throws {
@@ -89,13 +89,13 @@ final class MP4FragmentWriter {
     let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
     guard descriptor >= 0 else {
       let failure = LibraryFailure.posix(errno)
-      throw TiError(.fileWriteFailed, "cannot open \(path): \(failure.text)", cause: failure)
+      throw MediaError(.writeFailed, "cannot open \(path): \(failure.text)", cause: failure)
     }
     let end = lseek(descriptor, 0, SEEK_END)
     guard end >= 0 else {
       let failure = LibraryFailure.posix(errno)
       close(descriptor)
-      throw TiError(.fileWriteFailed, "cannot examine \(path): \(failure.text)", cause: failure)
+      throw MediaError(.writeFailed, "cannot examine \(path): \(failure.text)", cause: failure)
     }
     self.descriptor = descriptor
     self.offset = UInt64(end)
@@ -122,10 +122,10 @@ final class MP4FragmentWriter {
     isSync: Bool
   ) throws {
     if let failure { throw failure }
-    guard tracks.indices.contains(index) else { throw TiError(.fileWriteFailed, "\(path) has no track \(index)") }
+    guard tracks.indices.contains(index) else { throw MediaError(.writeFailed, "\(path) has no track \(index)") }
     let range = payload ?? 0..<data.count
     guard range.lowerBound >= 0, range.upperBound <= data.count else {
-      throw TiError(.fileWriteFailed, "\(path): bytes \(range) of a \(data.count)-byte packet")
+      throw MediaError(.writeFailed, "\(path): bytes \(range) of a \(data.count)-byte packet")
     }
     guard !range.isEmpty else { return }
     // Read field by field, and the track's state changed in place below: a copy of the whole state would
@@ -133,23 +133,23 @@ final class MP4FragmentWriter {
     let lengthPrefixed = tracks[index].track.lengthPrefixed
     let track = tracks[index].track.id
     if let last = tracks[index].lastDecodeTime, decodeTime <= last {
-      throw TiError(.fileWriteFailed, "\(path): decode time \(decodeTime) does not follow \(last) (track \(track))")
+      throw MediaError(.writeFailed, "\(path): decode time \(decodeTime) does not follow \(last) (track \(track))")
     }
     let (delay, late) = time.subtractingReportingOverflow(decodeTime)
     guard !late, delay >= 0 else {
-      throw TiError(.fileWriteFailed, "\(path): presentation \(time) before decoding \(decodeTime) (track \(track))")
+      throw MediaError(.writeFailed, "\(path): presentation \(time) before decoding \(decodeTime) (track \(track))")
     }
     let origin = tracks[index].origin ?? (decodeTime, delay)
     let (stored, far) = decodeTime.subtractingReportingOverflow(origin.decode)
     let (relative, apart) = delay.subtractingReportingOverflow(origin.delay)
     guard !far, !apart, let offset = Int32(exactly: relative) else {
-      throw TiError(.fileWriteFailed, "\(path): a time that does not fit the track (track \(track))")
+      throw MediaError(.writeFailed, "\(path): a time that does not fit the track (track \(track))")
     }
     // A sample lasts until the next one of its track is decoded: at most 2³² − 1 ticks in a `trun`
     // (71 minutes at the video's microseconds).
     if let waiting = tracks[index].waiting?.decodeTime, stored - waiting > Int64(UInt32.max) {
-      throw TiError(
-        .fileWriteFailed,
+      throw MediaError(
+        .writeFailed,
         "\(path): \(stored - waiting) ticks between two samples of track \(track), more than a sample can last"
       )
     }
@@ -161,7 +161,7 @@ final class MP4FragmentWriter {
         }
       } : [range]
     let bytes = pieces.reduce(0) { $0 + $1.count + (lengthPrefixed ? 4 : 0) }
-    guard let size = UInt32(exactly: bytes) else { throw TiError(.fileWriteFailed, "\(path): a sample over 4 GB") }
+    guard let size = UInt32(exactly: bytes) else { throw MediaError(.writeFailed, "\(path): a sample over 4 GB") }
     tracks[index].origin = origin
     tracks[index].lastDecodeTime = decodeTime
     if var waiting = tracks[index].waiting {
@@ -252,7 +252,7 @@ final class MP4FragmentWriter {
       header.append(UInt32(0))
       for sample in ready {
         guard let duration = UInt32(exactly: sample.duration) else {
-          throw TiError(.fileWriteFailed, "\(path): a sample lasting \(sample.duration) ticks (track \(trackID))")
+          throw MediaError(.writeFailed, "\(path): a sample lasting \(sample.duration) ticks (track \(trackID))")
         }
         header.append(duration)
         header.append(sample.size)
@@ -290,7 +290,7 @@ final class MP4FragmentWriter {
     }
     do {
       try write(pieces, header: header, samples: samples)
-    } catch let error as TiError {
+    } catch let error as MediaError {
       failure = error
       throw error
     }
@@ -309,7 +309,7 @@ final class MP4FragmentWriter {
             isSync: sample.isSync)
         }
       }
-    } catch let error as TiError {
+    } catch let error as MediaError {
       // The index no longer matches the file: nothing more is taken.
       failure = error
       throw error
@@ -369,7 +369,7 @@ final class MP4FragmentWriter {
         if errno == EINTR { continue }
         throw systemFailure("writing")
       }
-      guard written > 0 else { throw TiError(.fileWriteFailed, "writing \(path): the system wrote nothing") }
+      guard written > 0 else { throw MediaError(.writeFailed, "writing \(path): the system wrote nothing") }
       offset += UInt64(written)
       // Past the vectors written whole; the one written in part keeps its rest.
       var left = written
@@ -384,9 +384,9 @@ final class MP4FragmentWriter {
     }
   }
 
-  private func systemFailure(_ doing: String) -> TiError {
+  private func systemFailure(_ doing: String) -> MediaError {
     let failure = LibraryFailure.posix(errno)
-    return TiError(.fileWriteFailed, "\(doing) \(path): \(failure.text)", cause: failure)
+    return MediaError(.writeFailed, "\(doing) \(path): \(failure.text)", cause: failure)
   }
 }
 

@@ -215,7 +215,7 @@ final class MP4Recording {
   /// Finishes the MP4 and installs it at `destination` (only a regular file there is replaced); the
   /// working file is gone afterwards either way.
   func finalize(installingAt destination: URL) throws {
-    guard let file else { throw TiError(.fileWriteFailed, "the recording is closed") }
+    guard let file else { throw MediaError(.writeFailed, "the recording is closed") }
     self.file = nil
     defer { try? FileManager.default.removeItem(atPath: workingPath) }
     try file.finalize(installingAt: destination)

@@ -62,7 +62,7 @@ final class MP4SampleTable {
 
   deinit { if spill >= 0 { close(spill) } }
 
-  /// Adds one sample. Throws `fileWriteFailed` when a batch of sizes cannot be spilled.
+  /// Adds one sample. Throws `writeFailed` when a batch of sizes cannot be spilled.
   func append(size: UInt32, duration: UInt32, compositionOffset: Int32, isSync: Bool) throws {
     count += 1
     if let last = durations.last, last.value == duration, last.count < .max {
@@ -173,8 +173,8 @@ final class MP4SampleTable {
     private static let temporaryFile: Int32 = 0o2004_0000
   #endif
 
-  private func failure(_ code: Int32, _ doing: String) -> TiError {
+  private func failure(_ code: Int32, _ doing: String) -> MediaError {
     let cause = LibraryFailure.posix(code)
-    return TiError(.fileWriteFailed, "\(doing): \(cause.text)", cause: cause)
+    return MediaError(.writeFailed, "\(doing): \(cause.text)", cause: cause)
   }
 }

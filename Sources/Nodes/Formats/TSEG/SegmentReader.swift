@@ -16,10 +16,10 @@ public enum SegmentReader {
       let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<56]))
       guard crc == reader.integer(at: 56, as: UInt32.self) else { throw unreadable("header CRC mismatch") }
       let version: UInt16 = reader.integer(at: 4)
-      guard version == 1 else { throw TiError.gap(.unsupportedMedia, "TSEG version \(version) is not supported") }
+      guard version == 1 else { throw MediaError.gap(.unsupportedMedia, "TSEG version \(version) is not supported") }
       let flags: UInt32 = reader.integer(at: 8)
       guard flags & ~SegmentHeader.encryptedFlag == 0 else {
-        throw TiError.gap(.unsupportedMedia, "unknown header flags 0x\(String(flags, radix: 16))")
+        throw MediaError.gap(.unsupportedMedia, "unknown header flags 0x\(String(flags, radix: 16))")
       }
       let headerSize: UInt16 = reader.integer(at: 6)
       guard headerSize == 64 else { throw unreadable("header_size \(headerSize), expected 64") }
@@ -51,8 +51,8 @@ public enum SegmentReader {
     var records: [SegmentRecord] = []
     do {
       try parseRecords(in: body, header: header, into: &records)
-    } catch let error as TiError where header.isEncrypted && records.isEmpty {
-      throw TiError.gap(
+    } catch let error as MediaError where header.isEncrypted && records.isEmpty {
+      throw MediaError.gap(
         .decryptionFailed, "the first record is invalid after decryption (wrong key?): \(error.message)")
     }
     return records
@@ -95,10 +95,10 @@ public enum SegmentReader {
   ) throws -> SegmentRecord {
     let raw = reader.bytes
     guard let kind = TrackKind(rawValue: raw[offset]) else {
-      throw TiError.gap(.unsupportedMedia, "unknown record kind \(raw[offset])")
+      throw MediaError.gap(.unsupportedMedia, "unknown record kind \(raw[offset])")
     }
     guard let codec = Codec(rawValue: raw[offset + 2]) else {
-      throw TiError.gap(.unsupportedMedia, "unknown codec \(raw[offset + 2])")
+      throw MediaError.gap(.unsupportedMedia, "unknown codec \(raw[offset + 2])")
     }
     guard codec.kind == kind else { throw unreadable("a \(kind) record carries \(codec)") }
     let sampleRate = Int(reader.integer(at: offset + 4, as: UInt32.self))
@@ -118,12 +118,12 @@ public enum SegmentReader {
       guard sampleRate == 0, channels == 0 else { throw unreadable("video record with audio parameters") }
     case .audio:
       guard [8000, 16000, 32000, 44100, 48000].contains(sampleRate), channels == 1 || channels == 2 else {
-        throw TiError.gap(.unsupportedMedia, "audio of \(sampleRate) Hz × \(channels) is not supported")
+        throw MediaError.gap(.unsupportedMedia, "audio of \(sampleRate) Hz × \(channels) is not supported")
       }
       if codec == .aac {
         guard let adts = ADTSHeader(payload) else { throw unreadable("AAC record without an ADTS header") }
         guard adts.objectType == 2 else {
-          throw TiError.gap(.unsupportedMedia, "AAC object type \(adts.objectType) is not AAC-LC")
+          throw MediaError.gap(.unsupportedMedia, "AAC object type \(adts.objectType) is not AAC-LC")
         }
         guard adts.sampleRate == sampleRate, adts.channelConfiguration == channels,
           adts.frameLength == payloadSize
@@ -136,7 +136,7 @@ public enum SegmentReader {
       timestampMilliseconds: timestamp, payload: payload)
   }
 
-  private static func unreadable(_ message: String) -> TiError { TiError.gap(.mediaUnreadable, message) }
+  private static func unreadable(_ message: String) -> MediaError { MediaError.gap(.mediaUnreadable, message) }
 }
 
 extension SegmentReader {
@@ -148,7 +148,7 @@ extension SegmentReader {
     let header = try header(of: object)
     var body = object.dropFirst(SegmentHeader.size)
     if header.isEncrypted {
-      guard let key else { throw TiError.gap(.decryptionFailed, "the object is encrypted and no key was given") }
+      guard let key else { throw MediaError.gap(.decryptionFailed, "the object is encrypted and no key was given") }
       body = try cipher.decrypt(body, key: key, iv: header.iv)
     }
     return ParsedSegment(header: header, records: try records(in: body, header: header))
