@@ -88,8 +88,8 @@ package final class ReplayHarness {
   @discardableResult
   package func play(_ from: Int64, _ to: Int64, initial: Int64? = nil) -> TiErrorCode {
     replay.play(
-      startTimeMs: recordingStart + from, endTimeMs: recordingStart + to,
-      initialTimeMs: initial.map { recordingStart + $0 }, token: "test")
+      MediaRange(startMilliseconds: recordingStart + from, endMilliseconds: recordingStart + to),
+      from: initial.map { MediaTime(milliseconds: recordingStart + $0) }, token: "test")
   }
 
   /// Media time `ms` after the recording's start, in µs (what ``TimedRenderer/frames`` holds).

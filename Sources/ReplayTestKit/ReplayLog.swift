@@ -8,8 +8,8 @@ import TiCloudStorage
 package final class ReplayLog: Sendable {
   /// One callback.
   package enum Entry: Equatable, Sendable {
-    /// `onTimeChanged` with the position (UTC ms).
-    case time(Int64)
+    /// `onTimeChanged` with the position.
+    case time(MediaTime)
     /// `onRecordingGap`.
     case gap(RecordingGap)
     /// `onCompleted`.
@@ -27,8 +27,9 @@ package final class ReplayLog: Sendable {
   package func append(_ entry: Entry) { storage.withLock { $0.append(entry) } }
   /// Every callback so far, in order.
   package var entries: [Entry] { storage.withLock { $0 } }
-  /// The positions reported, in order.
-  package var times: [Int64] { entries.compactMap { if case .time(let ms) = $0 { ms } else { nil } } }
+  /// The positions reported, in order, in UTC ms (as the facade reports them: expectations read as the
+  /// seed's rules are written).
+  package var times: [Int64] { entries.compactMap { if case .time(let time) = $0 { time.milliseconds } else { nil } } }
   /// The gaps reported, in order.
   package var gaps: [RecordingGap] { entries.compactMap { if case .gap(let gap) = $0 { gap } else { nil } } }
   /// How many times `onCompleted` ran.

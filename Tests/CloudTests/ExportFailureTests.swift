@@ -100,7 +100,7 @@ import TiCloudStorage
     }
     #expect(
       replay.play(
-        startTimeMs: recordingStart, endTimeMs: recordingStart + 36_000, initialTimeMs: nil, token: dripping.token)
+        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 36_000), token: dripping.token)
         == .ok)
     // A deadline, not a measure: the budget is 2 s; a lost callback fails here instead of hanging.
     #expect(ended.wait(timeout: .now() + 120) == .success)

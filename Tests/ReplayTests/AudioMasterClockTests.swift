@@ -106,7 +106,7 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
     _ = replay.bindVideo(channel: 0, renderer: renderer)
     _ = replay.bindAudio(channel: 1, device: speaker)
     let start = ReplayFixtures.recordingStart
-    #expect(replay.play(startTimeMs: start, endTimeMs: start + 90_000, token: "test") == .ok)
+    #expect(replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 90_000), token: "test") == .ok)
     if pauseAndSeek {
       // 30 s in, a 5 s pause; 10 s later, a seek 20 s on.
       let run = { (duration: Duration) in
@@ -120,7 +120,7 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
       run(.seconds(5))
       #expect(replay.resume() == .ok)
       run(.seconds(10))
-      #expect(replay.seek(toTimeMs: start + 60_000) == .ok)
+      #expect(replay.seek(to: MediaTime(milliseconds: start + 60_000)) == .ok)
     }
     executor.runUntilIdle(firingTimersOf: real, through: real.now + .seconds(120))
     let frames = renderer.frames

@@ -31,7 +31,7 @@ import TiCloudStorage
     let (replay, log, library) = try freeRunning(seconds: 6)
     defer { withExtendedLifetime(library) {} }
     let ending = try await replay.play(
-      startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "test")
+      MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "test")
     #expect(ending == .completed)
     // The callbacks came first, in order, and the play is over.
     #expect(log.completions == 1)
@@ -49,10 +49,12 @@ import TiCloudStorage
     }
     defer { withExtendedLifetime(library) {} }
     await #expect(throws: TiError.self) {
-      try await replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "test")
+      try await replay.play(
+        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "test")
     }
     do {
-      _ = try await replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "test")
+      _ = try await replay.play(
+        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "test")
       Issue.record("the play should have failed")
     } catch let error as TiError {
       #expect(error.code == .recordingNotFound)
@@ -64,14 +66,15 @@ import TiCloudStorage
     let (replay, log, library) = try freeRunning(seconds: 3)
     defer { withExtendedLifetime(library) {} }
     do {
-      _ = try await replay.play(startTimeMs: recordingStart + 10, endTimeMs: recordingStart, token: "test")
+      _ = try await replay.play(
+        MediaRange(startMilliseconds: recordingStart + 10, endMilliseconds: recordingStart), token: "test")
       Issue.record("an empty range should be refused")
     } catch let error as TiError {
       #expect(error.code == .invalidArgument)
     }
     let unbound = Replay(service: LocalLibraryService(directory: URL(fileURLWithPath: "/nonexistent")))
     do {
-      _ = try await unbound.play(startTimeMs: 0, endTimeMs: 1, token: "test")
+      _ = try await unbound.play(MediaRange(startMilliseconds: 0, endMilliseconds: 1), token: "test")
       Issue.record("a replay without outputs should refuse")
     } catch let error as TiError {
       #expect(error.code == .notBound)
@@ -83,14 +86,18 @@ import TiCloudStorage
     let harness = try ReplayHarness(seconds: 9)
     let (replay, start) = (harness.replay, harness.recordingStart)
     // stop()
-    let stopped = Task { try await replay.play(startTimeMs: start, endTimeMs: start + 9000, token: "test") }
+    let stopped = Task {
+      try await replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 9000), token: "test")
+    }
     while !replay.isActive { await Task.yield() }
     harness.run(for: .milliseconds(500))
     replay.stop()
     harness.executor.runUntilIdle()
     #expect(try await stopped.value == .stopped)
     // Another play (started here, on the test's thread, so that nothing races).
-    let replaced = Task { try await replay.play(startTimeMs: start, endTimeMs: start + 9000, token: "test") }
+    let replaced = Task {
+      try await replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 9000), token: "test")
+    }
     while !replay.isActive { await Task.yield() }
     harness.run(for: .milliseconds(500))
     #expect(harness.play(3000, 6000) == .ok)
@@ -98,7 +105,9 @@ import TiCloudStorage
     #expect(try await replaced.value == .stopped)
     #expect(harness.log.completions == 1)
     // The awaiting task's cancellation stops the play.
-    let cancelled = Task { try await replay.play(startTimeMs: start, endTimeMs: start + 9000, token: "test") }
+    let cancelled = Task {
+      try await replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 9000), token: "test")
+    }
     while !replay.isActive { await Task.yield() }
     harness.run(for: .milliseconds(500))
     cancelled.cancel()

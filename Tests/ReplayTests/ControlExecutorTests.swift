@@ -34,7 +34,9 @@ import TiCloudStorage
       answers.withLock { $0.append(replay.pause()) }
       answered.signal()
     }
-    #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "t") == .ok)
+    #expect(
+      replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "t")
+        == .ok)
     try answered.wait(for: "the pause made from the output's first-frame event")
     #expect(answers.withLock { $0 } == [.ok])
     #expect(replay.isPaused)
@@ -47,7 +49,9 @@ import TiCloudStorage
     let (replay, library, executor) = try replay(seconds: 6)
     defer { withExtendedLifetime(library) {} }
     replay.bindVideo(channel: 0, renderer: NullRenderer())
-    #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "t") == .ok)
+    #expect(
+      replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "t")
+        == .ok)
     #expect(replay.pause() == .ok)
     #expect(replay.activeGraph != nil)
     // Block the executor: a seek's command is queued behind the blocking job.
@@ -62,7 +66,7 @@ import TiCloudStorage
     let seen = Mutex<(Bool, Bool, ReplaySpeed)?>(nil)
     DispatchQueue.global().async {
       seen.withLock { $0 = (replay.isActive, replay.isPaused, replay.speed) }
-      _ = replay.currentTimeMs
+      _ = replay.currentTime?.milliseconds
       _ = replay.statistics
       read.signal()
     }
@@ -71,7 +75,7 @@ import TiCloudStorage
     let seeked = DispatchSemaphore(value: 0)
     let code = Mutex<TiErrorCode?>(nil)
     DispatchQueue.global().async {
-      code.withLock { $0 = replay.seek(toTimeMs: recordingStart + 3000) }
+      code.withLock { $0 = replay.seek(to: MediaTime(milliseconds: recordingStart + 3000)) }
       seeked.signal()
     }
     // The seek waits for the executor: it has not answered while the executor is blocked.
@@ -81,7 +85,7 @@ import TiCloudStorage
     #expect(code.withLock { $0 } == .ok)
     #expect(replay.stop() == .ok)
     #expect(!replay.isActive)
-    #expect(replay.currentTimeMs == nil)
+    #expect(replay.currentTime?.milliseconds == nil)
   }
 
   /// Commands from several threads at once are run one at a time on the executor, and the getters
@@ -91,19 +95,21 @@ import TiCloudStorage
     defer { withExtendedLifetime(library) {} }
     replay.bindVideo(channel: 0, renderer: NullRenderer())
     replay.bindAudio(channel: 1, device: NullAudioDevice())
-    #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "t") == .ok)
+    #expect(
+      replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "t")
+        == .ok)
     let speeds: [ReplaySpeed] = [.x0_5, .x1, .x2, .x4]
     let refused = Atomic(0)
     DispatchQueue.concurrentPerform(iterations: 8) { thread in
       for step in 0..<25 {
         let codes: [TiErrorCode] = [
           replay.setSpeed(speeds[(thread + step) % speeds.count]),
-          replay.seek(toTimeMs: recordingStart + Int64((thread * 25 + step) % 60) * 100),
+          replay.seek(to: MediaTime(milliseconds: recordingStart + Int64((thread * 25 + step) % 60) * 100)),
           step % 2 == 0 ? replay.pause() : replay.resume(),
         ]
         // A play may complete meanwhile (free-running): a seek or a pause of it is then notStarted.
         refused.add(codes.count { $0 != .ok && $0 != .notStarted }, ordering: .relaxed)
-        _ = (replay.currentTimeMs, replay.isActive, replay.statistics)
+        _ = (replay.currentTime?.milliseconds, replay.isActive, replay.statistics)
       }
     }
     #expect(refused.load(ordering: .relaxed) == 0)
@@ -111,7 +117,7 @@ import TiCloudStorage
     #expect(replay.speed == .x8)
     #expect(replay.stop() == .ok)
     #expect(!replay.isActive && !replay.isPaused)
-    #expect(replay.currentTimeMs == nil)
+    #expect(replay.currentTime?.milliseconds == nil)
   }
 
   /// Outputs bound and unbound from several threads while a play runs on its own thread: each branch
@@ -128,7 +134,9 @@ import TiCloudStorage
     let graph = Mutex<Pipeline?>(nil)
     let completed = DispatchSemaphore(value: 0)
     replay.onCompleted = { completed.signal() }
-    #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: "t") == .ok)
+    #expect(
+      replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "t")
+        == .ok)
     graph.withLock { $0 = replay.activeGraph }
     let rebuilt = Atomic(0)
     let whilePlaying = Atomic(0)

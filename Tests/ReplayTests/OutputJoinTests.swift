@@ -26,7 +26,7 @@ struct OutputJoinTests {
     #expect(harness.play(0, 9000) == .ok)
     harness.run(for: .milliseconds(3_100))
     let graph = try #require(harness.replay.activeGraph)
-    let position = try #require(harness.replay.currentTimeMs)
+    let position = try #require(harness.replay.currentTime?.milliseconds)
     let nodes = graph.statistics().nodes.count
     let second = TimedRenderer(clock: harness.clock)
     let heard = Mutex<[String]>([])
@@ -59,13 +59,13 @@ struct OutputJoinTests {
     let graph = try #require(harness.replay.activeGraph)
     let heard = Mutex<[String]>([])
     let silent = TimedRenderer(clock: harness.clock)
-    let bound = try #require(harness.replay.currentTimeMs)
+    let bound = try #require(harness.replay.currentTime?.milliseconds)
     let failedAt = Mutex<Int64?>(nil)
     let replay = harness.replay
     harness.replay.bindVideo(channel: 3, renderer: silent) { event in
       guard case .failed(let error) = event else { return }
       heard.withLock { $0.append("failed \(error.code.rawValue)") }
-      failedAt.withLock { $0 = replay.currentTimeMs }
+      failedAt.withLock { $0 = replay.currentTime?.milliseconds }
     }
     #expect(harness.replay.activeGraph === graph)
     harness.runToEnd()
@@ -85,7 +85,7 @@ struct OutputJoinTests {
     #expect(harness.play(0, 9000) == .ok)
     harness.run(for: .milliseconds(1_500))
     let graph = try #require(harness.replay.activeGraph)
-    #expect(harness.replay.seek(toTimeMs: harness.recordingStart + 6_500) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 6_500)) == .ok)
     let before = harness.renderer.frames.count
     let second = TimedRenderer(clock: harness.clock)
     let failures = Mutex<[String]>([])

@@ -50,7 +50,8 @@ import TiCloudStorage
       ended.signal()
     }
     #expect(
-      replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 5000, initialTimeMs: nil, token: "t") == .ok)
+      replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 5000), token: "t")
+        == .ok)
     // After 3 s of media at 1× (the timeouts bound nothing: only what was presented is checked).
     #expect(counter.halfWay.wait(timeout: .now() + 120) == .success)
     #expect(replay.setSpeed(.x2) == .ok)
@@ -65,7 +66,7 @@ import TiCloudStorage
     #expect(pictures.count >= 75 && pictures.count <= 125)
     #expect(pictures.first == recordingStart * 1000)
     #expect(sounds > 0)
-    #expect(replay.currentTimeMs == recordingStart + 5000)
+    #expect(replay.currentTime?.milliseconds == recordingStart + 5000)
     replay.stop()
   }
 }

@@ -140,7 +140,7 @@ struct RecorderJoinTests {
     #expect(harness.play(0, 9000) == .ok)
     harness.run(for: .milliseconds(6_100))
     let graph = try #require(harness.replay.activeGraph)
-    #expect(harness.replay.seek(toTimeMs: harness.recordingStart + 3_000) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 3_000)) == .ok)
     let start = try #require(harness.replay.recordingStart)
     #expect(start == MediaTime(microseconds: harness.media(3_000)))
     let recorder = ReplayRecorder(

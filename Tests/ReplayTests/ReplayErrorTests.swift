@@ -65,7 +65,9 @@ final class ServedReplay: @unchecked Sendable {
 
   /// Plays the whole recording with `token` and waits for its end.
   func playToEnd(token: String) throws {
-    #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: token) == .ok)
+    #expect(
+      replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: token)
+        == .ok)
     try finished.wait(for: "the play's end")
     replay.stop()
   }
@@ -184,10 +186,14 @@ final class ServedReplay: @unchecked Sendable {
     try FileManager.default.removeItem(at: try objects(served)[1])
     // Stopped before the end: no error (and no completion) however the recording fails.
     #expect(
-      served.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 6000, token: served.token()) == .ok)
+      served.replay.play(
+        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: served.token())
+        == .ok)
     served.replay.stop()
     #expect(
-      served.replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 3000, token: served.token()) == .ok)
+      served.replay.play(
+        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000), token: served.token())
+        == .ok)
     try served.finished.wait(for: "the play's end")
     #expect(served.log.errors.isEmpty && served.log.completions == 1)
   }

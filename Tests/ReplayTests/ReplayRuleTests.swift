@@ -20,7 +20,7 @@ import TiCloudStorage
     // The last frame lasts its 40 ms before the play completes (R63).
     #expect(harness.log.completions == 1)
     #expect(harness.clock.now.microseconds - origin == 6_000_000)
-    #expect(harness.replay.currentTimeMs == recordingStart + 6000)
+    #expect(harness.replay.currentTime?.milliseconds == recordingStart + 6000)
   }
 
   @Test func R42_atOneEighthEachFrameIsHeldEightTimesItsDuration() throws {
@@ -81,11 +81,11 @@ import TiCloudStorage
     harness.run(for: .milliseconds(1000))
     #expect(harness.replay.pause() == .ok)
     #expect(harness.replay.pause() == .ok)  // R23
-    let frozen = harness.replay.currentTimeMs
+    let frozen = harness.replay.currentTime?.milliseconds
     let seen = harness.renderer.frames.count
     let reports = harness.log.times.count
     harness.run(for: .seconds(10))
-    #expect(harness.replay.currentTimeMs == frozen)
+    #expect(harness.replay.currentTime?.milliseconds == frozen)
     #expect(harness.renderer.frames.count == seen)
     #expect(harness.log.times.count == reports)
     let resumedAt = harness.clock.now.microseconds
@@ -121,7 +121,7 @@ import TiCloudStorage
     harness.play(0, 9000)
     harness.run(for: .milliseconds(500))
     // Mid-GOP and between frames: 3,010 ms (GOPs start at 0, 2 s, 4 s…).
-    #expect(harness.replay.seek(toTimeMs: recordingStart + 3010) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 3010)) == .ok)
     let seen = harness.renderer.frames.count
     harness.run(for: .milliseconds(200))
     let first = harness.renderer.frames[seen]
@@ -138,7 +138,7 @@ import TiCloudStorage
     let graph = try #require(harness.replay.activeGraph)
     // The source has read the whole range by now; the seek back restarts it in the same graph.
     let seen = harness.renderer.frames.count
-    #expect(harness.replay.seek(toTimeMs: recordingStart + 1010) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 1010)) == .ok)
     #expect(harness.replay.activeGraph === graph)
     harness.runToEnd()
     #expect(harness.replay.activeGraph == nil)
@@ -175,7 +175,7 @@ import TiCloudStorage
     // A seek reads from the object holding the keyframe before its target (14 s lies in 12…15 s); paused,
     // not ahead.
     harness.replay.pause()
-    #expect(harness.replay.seek(toTimeMs: recordingStart + 15010) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 15010)) == .ok)
     harness.run(for: .seconds(30))
     let afterSeek = Array(harness.service.fetchedStarts.dropFirst(20))
     #expect(afterSeek == (4..<20).prefix(afterSeek.count).map { Int64($0) * 3000 })
@@ -190,17 +190,19 @@ import TiCloudStorage
   @Test func R32_ofSeveralSeeksTheLastWinsAndTheSupersededOneIsReported() throws {
     let harness = try ReplayHarness(seconds: 9)
     let superseded = Locked<[[Int64]]>([])
-    harness.replay.onSeekSuperseded = { old, new in superseded.withLock { $0.append([old, new]) } }
+    harness.replay.onSeekSuperseded = { old, new in
+      superseded.withLock { $0.append([old.milliseconds, new.milliseconds]) }
+    }
     harness.play(0, 9000)
     harness.run(for: .milliseconds(200))
     let seen = harness.renderer.frames.count
-    harness.replay.seek(toTimeMs: recordingStart + 2000)
-    harness.replay.seek(toTimeMs: recordingStart + 7000)
+    harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 2000))
+    harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 7000))
     harness.run(for: .milliseconds(100))
     #expect(harness.renderer.frames[seen].media == media(7000))
     #expect(superseded.withLock { $0 } == [[recordingStart + 2000, recordingStart + 7000]])
     // A seek that took effect is not superseded by the next one.
-    harness.replay.seek(toTimeMs: recordingStart + 8000)
+    harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 8000))
     #expect(superseded.withLock { $0 }.count == 1)
     harness.runToEnd()
     #expect(harness.renderer.frames[seen...].allSatisfy { $0.media >= media(7000) })
@@ -212,12 +214,12 @@ import TiCloudStorage
     harness.run(for: .milliseconds(300))
     harness.replay.pause()
     let seen = harness.renderer.frames.count
-    harness.replay.seek(toTimeMs: recordingStart + 4010)
+    harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 4010))
     harness.run(for: .seconds(5))
     // Still paused: the target's frame is shown and the position moves to it, nothing more.
     #expect(harness.renderer.frames.count == seen + 1)
     #expect(harness.renderer.frames[seen].media == media(4040))
-    #expect(harness.replay.currentTimeMs == recordingStart + 4040)
+    #expect(harness.replay.currentTime?.milliseconds == recordingStart + 4040)
     #expect(harness.log.times.last == recordingStart + 4040)
     let resumedAt = harness.clock.now.microseconds
     harness.replay.resume()
@@ -237,7 +239,7 @@ import TiCloudStorage
     // The network fails the second object's transfer just as the seek is made: its completion is queued
     // on the executor ahead of the seek's flush, and the source raises it there, in the old generation.
     #expect(harness.service.fail(with: MediaError(.networkUnavailable, "the link went down")))
-    #expect(harness.replay.seek(toTimeMs: recordingStart + 1010) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 1010)) == .ok)
     harness.runToEnd()
     #expect(harness.log.errors.isEmpty)
     #expect(harness.log.completions == 1)
@@ -250,7 +252,7 @@ import TiCloudStorage
     harness.run(for: .milliseconds(300))
     harness.replay.pause()
     let (seenVideo, heardAudio) = (harness.renderer.frames.count, harness.audio.played.count)
-    harness.replay.seek(toTimeMs: recordingStart + 4010)
+    harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 4010))
     harness.run(for: .seconds(5))
     #expect(harness.renderer.frames.count == seenVideo + 1)
     #expect(harness.renderer.frames.last?.media == media(4040))
@@ -322,8 +324,8 @@ import TiCloudStorage
       Issue.record("the gap is not between time events: \(entries)")
       return
     }
-    #expect(before < recordingStart + 3000)
-    #expect(after >= recordingStart + 6000)
+    #expect(before.milliseconds < recordingStart + 3000)
+    #expect(after.milliseconds >= recordingStart + 6000)
     #expect(harness.log.gaps.count == 1)
   }
 
@@ -333,7 +335,7 @@ import TiCloudStorage
     harness.runToEnd()
     #expect(harness.renderer.frames.isEmpty)
     #expect(harness.log.completions == 1)
-    #expect(harness.replay.currentTimeMs == recordingStart + 10_000)
+    #expect(harness.replay.currentTime?.milliseconds == recordingStart + 10_000)
     #expect(harness.log.times.last == recordingStart + 10_000)
   }
 
@@ -352,18 +354,18 @@ import TiCloudStorage
     let harness = try ReplayHarness(seconds: 6)
     harness.play(0, 6000)
     harness.run(for: .milliseconds(500))
-    let position = harness.replay.currentTimeMs
+    let position = harness.replay.currentTime?.milliseconds
     #expect(harness.play(3000, 3000) == .invalidArgument)
     #expect(harness.play(0, 3000, initial: 3000) == .invalidArgument)
     #expect(harness.play(0, 3000, initial: -1) == .invalidArgument)
-    #expect(harness.replay.currentTimeMs == position)
+    #expect(harness.replay.currentTime?.milliseconds == position)
     harness.runToEnd()
     #expect(harness.renderer.frames.count == 150)
     #expect(harness.log.completions == 1)
     let unbound = Replay(
       service: LocalLibraryService(directory: harness.library),
       environment: .manual(executor: harness.executor, clock: harness.clock))
-    #expect(unbound.play(startTimeMs: 0, endTimeMs: 1, token: "t") == .notBound)
+    #expect(unbound.play(MediaRange(startMilliseconds: 0, endMilliseconds: 1), token: "t") == .notBound)
   }
 
   @Test func R44_R45_R46_R64_stopAndReplacementFireNoCallbacks() throws {
@@ -372,27 +374,27 @@ import TiCloudStorage
     harness.run(for: .milliseconds(500))
     #expect(harness.replay.stop() == .ok)
     #expect(harness.replay.stop() == .ok)  // R46
-    #expect(harness.replay.currentTimeMs == nil)
+    #expect(harness.replay.currentTime?.milliseconds == nil)
     harness.runToEnd()
     #expect(harness.log.completions == 0)
     #expect(harness.log.errors.isEmpty)
     #expect(harness.replay.pause() == .notStarted)  // R26
-    #expect(harness.replay.seek(toTimeMs: recordingStart) == .notStarted)  // R28
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart)) == .notStarted)  // R28
     // A new play replacing a running one: only the new one completes.
     harness.play(0, 6000)
     harness.run(for: .milliseconds(500))
     harness.play(3000, 4000)
     harness.runToEnd()
     #expect(harness.log.completions == 1)
-    #expect(harness.replay.currentTimeMs == recordingStart + 4000)
+    #expect(harness.replay.currentTime?.milliseconds == recordingStart + 4000)
   }
 
   @Test func R29_aSeekOutsideTheRangeIsRefused() throws {
     let harness = try ReplayHarness(seconds: 6)
     harness.play(1000, 5000)
     harness.run(for: .milliseconds(100))
-    #expect(harness.replay.seek(toTimeMs: recordingStart + 5000) == .invalidArgument)
-    #expect(harness.replay.seek(toTimeMs: recordingStart + 999) == .invalidArgument)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 5000)) == .invalidArgument)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 999)) == .invalidArgument)
     harness.runToEnd()
     #expect(harness.log.completions == 1)
   }
@@ -452,11 +454,11 @@ import TiCloudStorage
   @Test func R8_R9_R38_aNewReplayIsAtNormalSpeedWithoutAPosition() throws {
     let harness = try ReplayHarness(seconds: 3)
     #expect(harness.replay.speed == .x1)
-    #expect(harness.replay.currentTimeMs == nil)
+    #expect(harness.replay.currentTime?.milliseconds == nil)
     // A speed set before any play applies to it.
     #expect(harness.replay.setSpeed(.x2) == .ok)
     harness.play(0, 2000)
-    #expect(harness.replay.currentTimeMs == nil)
+    #expect(harness.replay.currentTime?.milliseconds == nil)
     harness.runToEnd()
     let frames = harness.renderer.frames
     // At 2×: a frame every 20 ms of clock, once the clock started — its start latency after the first

@@ -29,7 +29,7 @@ import TiCloudStorage
     let shown = harness.renderer.frames.count
     harness.run(for: .seconds(5))
     #expect(harness.renderer.frames.count == shown)  // paused: nothing presented
-    #expect(harness.replay.seek(toTimeMs: harness.recordingStart + 6000) == .ok)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 6000)) == .ok)
     harness.run(for: .milliseconds(100))
     #expect(harness.renderer.frames.last?.media == harness.media(6000))  // the target's frame is shown while paused
   }

@@ -52,6 +52,32 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func R11_R12_R14_R29_millisecondsNoTimeCanHoldAreRefusedAtTheEdge() async throws {
+      // The engine plays `MediaTime`s; the facade turns the seed's ms into them, and a value no time can
+      // hold (beyond ±146,000 years) is invalidArgument there, changing nothing.
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      let start = recordingStart
+      for (from, to, initial) in [
+        (Int64.min, start + 1000, Int64?.none), (start, Int64.max, nil), (Int64.min, Int64.max, nil),
+        (start, start + 1000, Int64.max), (start, start + 1000, Int64.min),
+      ] {
+        #expect(rig.replay.play(startTimeMs: from, endTimeMs: to, initialTimeMs: initial) == 6000, "\(from) \(to)")
+      }
+      #expect(rig.replay.pause() == 6027 && rig.replay.currentTimeMs == nil)  // no play began
+      #expect(rig.play(0, 9000) == ok)
+      await session.run(for: .milliseconds(500))
+      let position = try #require(rig.replay.currentTimeMs)
+      for target in [Int64.min, Int64.max, MediaTime.validMilliseconds.upperBound + 1] {
+        #expect(rig.replay.seek(toTimeMs: target) == 6000, "\(target)")
+      }
+      await session.run(for: .milliseconds(100))
+      // The play went on from where it was: no seek took effect.
+      #expect((rig.replay.currentTimeMs ?? 0) >= position && rig.replay.pause() == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func R18_D5_aPlayKeepsItsTokenThroughSeeks() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()

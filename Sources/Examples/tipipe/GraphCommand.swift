@@ -32,7 +32,7 @@ enum GraphCommand {
         environment: .manual(executor: ManualExecutor(), clock: VirtualClock()))
       replay.bindVideo(channel: 0, renderer: NullRenderer())
       replay.bindAudio(channel: 1, device: NullAudioDevice())
-      pipeline = try replay.configuration(startTimeMs: range.start.milliseconds, endTimeMs: range.end.milliseconds)
+      pipeline = try replay.configuration(range)
     } else {
       pipeline = try ExportJob.configuration(
         request: .init(

@@ -18,7 +18,7 @@ enum SeekBenchmark {
     let replay = Replay(service: endpoint.service, environment: .realtime(callbacks: events))
     let watcher = FrameWatcher()
     replay.bindVideo(channel: UInt8(channel), renderer: watcher)
-    guard replay.play(startTimeMs: start, endTimeMs: end, token: endpoint.token) == .ok else {
+    guard replay.play(MediaRange(startMilliseconds: start, endMilliseconds: end), token: endpoint.token) == .ok else {
       throw TiError(.invalidArgument, "the replay was refused")
     }
     _ = watcher.next(after: 0)
@@ -29,7 +29,7 @@ enum SeekBenchmark {
       let target = Int64.random(in: start..<max(start + 1, end - 1000), using: &generator)
       let began = DispatchTime.now().uptimeNanoseconds
       watcher.expect(notBefore: target * 1000)
-      replay.seek(toTimeMs: target)
+      replay.seek(to: MediaTime(milliseconds: target))
       let presented = watcher.next(after: began)
       latencies.append(Double(presented - began) / 1e6)
     }

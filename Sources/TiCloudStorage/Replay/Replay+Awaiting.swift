@@ -4,18 +4,16 @@ import PipelineGraph
 
 /// Awaiting a play's end with Swift concurrency.
 extension Replay {
-  /// Plays `[startTimeMs, endTimeMs)` as ``play(startTimeMs:endTimeMs:initialTimeMs:token:)`` does and
+  /// Plays `range` as ``play(_:from:token:)`` does and
   /// returns when the play has ended: ``Ending/completed`` at the end of the range (after `onCompleted`
   /// was delivered), ``Ending/stopped`` when ``stop()`` or another play ended it first. Its failure
   /// (`onError`'s error) and a refused play (`invalidArgument`, `notBound`) are thrown. Cancelling the
   /// awaiting task stops the play. The callbacks are delivered as usual meanwhile.
-  package func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) async throws
-    -> Ending
-  {
+  package func play(_ range: MediaRange, from initial: MediaTime? = nil, token: String) async throws -> Ending {
     let stream = AsyncStream<Result<Ending, TiError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
     let awaited = Locked<Int?>(nil)
     let code = begin(
-      startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: token,
+      range, from: initial, token: token,
       waiter: Waiter(
         started: { number in awaited.withLock { $0 = number } },
         end: { result in

@@ -93,11 +93,11 @@ extension Replay {
 
   /// The callbacks, as set from any thread and read on the executor.
   struct Handlers: Sendable {
-    var onTimeChanged: (@Sendable (Int64) -> Void)?
+    var onTimeChanged: (@Sendable (MediaTime) -> Void)?
     var onError: ErrorHandler?
     var onCompleted: (@Sendable () -> Void)?
     var onRecordingGap: (@Sendable (RecordingGap) -> Void)?
-    var onSeekSuperseded: (@Sendable (Int64, Int64) -> Void)?
+    var onSeekSuperseded: (@Sendable (MediaTime, MediaTime) -> Void)?
   }
 
   /// What the getters read without the executor, beside the position and frame counts (atomics, written

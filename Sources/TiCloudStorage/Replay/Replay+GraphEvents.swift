@@ -12,7 +12,7 @@ extension Replay {
   ) -> Bool {
     typealias Told = (
       first: (@Sendable (OutputEvent) -> Void)?, mismatched: [@Sendable (OutputEvent) -> Void],
-      gaps: (@Sendable (RecordingGap) -> Void, [RecordingGap])?, report: (@Sendable (Int64) -> Void, Int64)?,
+      gaps: (@Sendable (RecordingGap) -> Void, [RecordingGap])?, report: (@Sendable (MediaTime) -> Void, MediaTime)?,
       play: Int
     )
     let (verdict, told) = perform { state -> (ReplayStateMachine.FrameVerdict, Told) in
@@ -25,7 +25,7 @@ extension Replay {
         for entry in state.recorders { entry.recorder.advance(to: frame.time) }
       }
       let gaps = handlers.onRecordingGap.flatMap { handler in verdict.gaps.isEmpty ? nil : (handler, verdict.gaps) }
-      let report = handlers.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0.milliseconds) } }
+      let report = handlers.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0) } }
       return (
         verdict,
         (
@@ -112,7 +112,7 @@ extension Replay {
       let time = done.reportsEnd ? handlers.time : nil
       let finished = handlers.done
       deliver(play: play) {
-        time?(done.end.milliseconds)
+        time?(done.end)
         finished?()
       }
       // Delivered after the callbacks, whether or not a new play drops them meanwhile.

@@ -105,7 +105,7 @@ extension Replay {
   package var recordingStart: MediaTime? {
     let facts = facts.value
     guard let anchor = facts.recordingAnchor else { return nil }
-    return facts.followsPosition ? currentPosition ?? anchor : anchor
+    return facts.followsPosition ? currentTime ?? anchor : anchor
   }
 
   /// Stops handing media to `recorder` (its task stopped) and calls its `onEnd`; with no output and no

@@ -57,8 +57,8 @@ package final class Replay: @unchecked Sendable {
   /// A play's failure (token, network, listing, unreadable recording).
   package typealias ErrorHandler = @Sendable (TiError) -> Void
 
-  /// Called with the position, in UTC ms.
-  package var onTimeChanged: (@Sendable (Int64) -> Void)? {
+  /// Called with the position (the facade reports it in UTC ms).
+  package var onTimeChanged: (@Sendable (MediaTime) -> Void)? {
     get { handlers.value.onTimeChanged }
     set { handlers.update { $0.onTimeChanged = newValue } }
   }
@@ -80,7 +80,7 @@ package final class Replay: @unchecked Sendable {
 
   /// Called, in the `seek` call that superseded it, with the target of a seek that never took effect
   /// and the new target (R32: the last seek wins; the one it replaced is reported, not silently lost).
-  package var onSeekSuperseded: (@Sendable (_ superseded: Int64, _ by: Int64) -> Void)? {
+  package var onSeekSuperseded: (@Sendable (_ superseded: MediaTime, _ by: MediaTime) -> Void)? {
     get { handlers.value.onSeekSuperseded }
     set { handlers.update { $0.onSeekSuperseded = newValue } }
   }
@@ -159,11 +159,8 @@ package final class Replay: @unchecked Sendable {
   /// The current speed (kept across plays).
   package var speed: ReplaySpeed { facts.value.speed }
 
-  /// The position in UTC ms; nil before the play has one (and after `stop`).
-  package var currentTimeMs: Int64? { currentPosition?.milliseconds }
-
-  /// The position as last published.
-  var currentPosition: MediaTime? {
+  /// The position as last published; nil before the play has one (and after `stop`).
+  package var currentTime: MediaTime? {
     let microseconds = position.load(ordering: .acquiring)
     return microseconds == Self.noPosition ? nil : MediaTime(microseconds: microseconds)
   }
@@ -198,14 +195,14 @@ package final class Replay: @unchecked Sendable {
     return facts.active ? facts.graph?.pipeline : nil
   }
 
-  /// Plays `[startTimeMs, endTimeMs)` from `initialTimeMs` (or the start) with `token`.
+  /// Plays `range` from `initial` (or its start) with `token`.
   ///
   /// `invalidArgument` for an empty range or an initial time outside it, `notBound` without any output;
   /// either way the current play goes on untouched. Accepting a play stops the previous one without its
   /// callbacks; the speed, bindings and volumes are kept, a pause is not.
   @discardableResult
-  package func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil, token: String) -> TiErrorCode {
-    begin(startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: token, waiter: nil)
+  package func play(_ range: MediaRange, from initial: MediaTime? = nil, token: String) -> TiErrorCode {
+    begin(range, from: initial, token: token, waiter: nil)
   }
 
   /// Hands `waiters` (of plays a stop or a new play ended) their ending `stopped`, through `deliver`,
@@ -215,14 +212,11 @@ package final class Replay: @unchecked Sendable {
     environment.deliver { for waiter in waiters { waiter.end(.success(.stopped)) } }
   }
 
-  func begin(
-    startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64?, token: String, waiter: Waiter?
-  ) -> TiErrorCode {
+  func begin(_ range: MediaRange, from initial: MediaTime?, token: String, waiter: Waiter?) -> TiErrorCode {
     var ended: [RecorderEntry] = []
     var released: [Waiter] = []
     let (code, tooLarge, play) = perform { state -> (TiErrorCode, Bool, Int) in
-      let (code, tooLarge) = state.rules.play(
-        start: startTimeMs, end: endTimeMs, initial: initialTimeMs, token: token)
+      let (code, tooLarge) = state.rules.play(range, from: initial, token: token)
       guard code == .ok else { return (code, false, 0) }
       ended = state.takeRecorders()
       released = Array(state.waiters.values)
@@ -254,7 +248,7 @@ package final class Replay: @unchecked Sendable {
   }
 
   /// The longest span a play reads: 10 days, as a listing.
-  package static let maximumSpanMs: Int64 = ReplayStateMachine.maximumSpanMs
+  package static let maximumSpan = ReplayStateMachine.maximumSpan
 
   /// Halts playback; idempotent. `notStarted` without an active play.
   @discardableResult
@@ -305,16 +299,16 @@ package final class Replay: @unchecked Sendable {
     return .ok
   }
 
-  /// Moves the play to `timeMs`: the first frame presented is the first whose time is not earlier than
+  /// Moves the play to `time`: the first frame presented is the first whose time is not earlier than
   /// it (inside a gap: the first after it). Keeps the speed and the pause (while paused, that first
-  /// frame is shown and `currentTimeMs` moves to it). The latest seek wins.
+  /// frame is shown and ``currentTime`` moves to it). The latest seek wins.
   /// `notStarted` without an active play, `invalidArgument` outside the play's range.
   @discardableResult
-  package func seek(toTimeMs timeMs: Int64) -> TiErrorCode {
+  package func seek(to time: MediaTime) -> TiErrorCode {
     var flushed = false
     let outcome = perform { state -> Result<MediaTime?, TiError> in
       let superseded: MediaTime?
-      switch state.rules.seek(to: timeMs) {
+      switch state.rules.seek(to: time) {
       case .failure(let refusal): return .failure(refusal)
       case .success(let target): superseded = target
       }
@@ -332,7 +326,7 @@ package final class Replay: @unchecked Sendable {
     switch outcome {
     case .failure(let error): return error.code
     case .success(let superseded):
-      if let superseded, let handler = handlers.value.onSeekSuperseded { handler(superseded.milliseconds, timeMs) }
+      if let superseded, let handler = handlers.value.onSeekSuperseded { handler(superseded, time) }
       // A flushed graph's recorder tap marks the discontinuity in order with the packets.
       guard !flushed else { return .ok }
       for recorder in perform({ $0.recorders.map(\.recorder) }) { recorder.discontinuity() }

@@ -96,13 +96,11 @@ extension Replay {
     var recordedTracks: Set<TrackID> = []
   }
 
-  /// The graph a play of `[startTimeMs, endTimeMs)` runs with the current bindings, built but not
-  /// started (for `tipipe graph replay`: nodes, typed edges and their bounds); `notBound` without any
-  /// output.
-  package func configuration(startTimeMs: Int64, endTimeMs: Int64) throws -> Pipeline {
+  /// The graph a play of `range` runs with the current bindings, built but not started (for `tipipe
+  /// graph replay`: nodes, typed edges and their bounds); `notBound` without any output.
+  package func configuration(_ range: MediaRange) throws -> Pipeline {
     let (bindings, speed) = perform { state in (Self.bindings(state.rules.outputs, state), state.rules.speed) }
     guard !bindings.isEmpty else { throw TiError(.notBound, "a replay needs an output") }
-    let range = MediaRange(startMilliseconds: startTimeMs, endMilliseconds: endTimeMs)
     let start = ReplayStateMachine.Start(
       range: range, play: .init(start: range.start, end: range.end, token: ""), outputs: bindings.map(\.output),
       speed: speed, paused: false, generation: -1, presentFrom: range.start, showsFirstFrameWhilePaused: true)

@@ -82,7 +82,7 @@ struct ReplayStateMachine {
   private(set) var audioFrames = 0
 
   /// The longest span a play reads: 10 days, as a listing.
-  static let maximumSpanMs: Int64 = 864_000_000
+  static let maximumSpan = MediaDuration.microseconds(864_000_000_000)
   /// The least media between two position reports (`onTimeChanged`).
   static let reportInterval = MediaDuration.microseconds(100_000)
 
@@ -109,24 +109,24 @@ struct ReplayStateMachine {
 
   // MARK: Commands
 
-  /// A play of `[start, end)` from `initial` (or the start): `invalidArgument` for an empty or invalid
-  /// range or an initial time outside it, `notBound` without outputs; else the play is accepted (the
-  /// previous one replaced, its callbacks dropped: `ok`) and `tooLarge` says it must fail at once (R21).
-  mutating func play(start: Int64, end: Int64, initial: Int64?, token: String) -> (
+  /// A play of `range` from `initial` (or its start): `invalidArgument` for an empty range or an initial
+  /// time outside it, `notBound` without outputs; else the play is accepted (the previous one replaced,
+  /// its callbacks dropped: `ok`) and `tooLarge` says it must fail at once (R21). (Times the seed's
+  /// milliseconds cannot name are refused at the facade, where they become times.)
+  mutating func play(_ range: MediaRange, from initial: MediaTime? = nil, token: String) -> (
     code: TiErrorCode, tooLarge: Bool
   ) {
-    guard MediaTime.validMilliseconds.contains(start), MediaTime.validMilliseconds.contains(end), start < end
-    else { return (.invalidArgument, false) }
-    if let initial, !(start..<end).contains(initial) { return (.invalidArgument, false) }
+    guard !range.isEmpty else { return (.invalidArgument, false) }
+    if let initial, !range.contains(initial) { return (.invalidArgument, false) }
     guard !outputs.isEmpty else { return (.notBound, false) }
     generation += 1
     playNumber += 1
-    play = Play(start: MediaTime(milliseconds: start), end: MediaTime(milliseconds: end), token: token)
-    // Both ends are valid times: the span cannot overflow.
-    tooLarge = end - start > Self.maximumSpanMs
+    play = Play(start: range.start, end: range.end, token: token)
+    // `duration` saturates: a span too long to count is too large.
+    tooLarge = range.duration > Self.maximumSpan
     active = true
     paused = false
-    target = MediaTime(milliseconds: initial ?? start)
+    target = initial ?? range.start
     seekPending = false
     position = nil
     lastReported = nil
@@ -144,11 +144,9 @@ struct ReplayStateMachine {
   }
 
   /// A seek to `time`: the target it supersedes (R32: reported, not silently lost), or why it is refused.
-  mutating func seek(to milliseconds: Int64) -> Result<MediaTime?, TiError> {
+  mutating func seek(to time: MediaTime) -> Result<MediaTime?, TiError> {
     guard active, let play else { return .failure(TiError(.notStarted, "no active play")) }
-    guard MediaTime.validMilliseconds.contains(milliseconds),
-      case let time = MediaTime(milliseconds: milliseconds), (play.start..<play.end).contains(time)
-    else {
+    guard (play.start..<play.end).contains(time) else {
       return .failure(TiError(.invalidArgument, "the target is outside the play's range"))
     }
     generation += 1

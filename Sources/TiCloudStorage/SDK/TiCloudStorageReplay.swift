@@ -82,7 +82,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   public var currentTimeMs: Int64? {
     runtime.withLock {
       guard !disposed, let engine else { return lastTimeMs }
-      return engine.currentTimeMs
+      return engine.currentTime?.milliseconds
     }
   }
 
@@ -124,7 +124,8 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   private func connect(_ engine: Replay) {
     if let handler = handlers.onTimeChanged {
       let box = UncheckedBox(handler)
-      engine.onTimeChanged = { box.value($0) }
+      // The seed's milliseconds exist from here on.
+      engine.onTimeChanged = { box.value($0.milliseconds) }
     } else {
       engine.onTimeChanged = nil
     }
@@ -161,12 +162,11 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
   ///   its callbacks, keeping bindings, volumes and the speed, not a pause (R19, R20), and moves every
   ///   bound Output to `.buffering` (O27).
   public func play(startTimeMs: Int64, endTimeMs: Int64, initialTimeMs: Int64? = nil) -> Int32 {
+    let played = Self.range(startTimeMs, endTimeMs, from: initialTimeMs)
     let outcome = runtime.withLock { () -> (Int32, Replay?, String, [@Sendable () -> Void]) in
       let code = admit()
       guard code == TiCloudStorageErrorCode.ok else { return (code, nil, "", []) }
-      guard startTimeMs < endTimeMs, initialTimeMs.map({ (startTimeMs..<endTimeMs).contains($0) }) ?? true,
-        MediaTime.validMilliseconds.contains(startTimeMs), MediaTime.validMilliseconds.contains(endTimeMs)
-      else { return (TiCloudStorageErrorCode.invalidArgument, nil, "", []) }
+      guard played != nil else { return (TiCloudStorageErrorCode.invalidArgument, nil, "", []) }
       guard !outputs.isEmpty else { return (TiCloudStorageErrorCode.notBound, nil, "", []) }
       let token = instance.tokenForNewOperation()
       guard case .success(let token) = token else { return (token.failureCode, nil, "", []) }
@@ -179,11 +179,24 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
       }
       return (TiCloudStorageErrorCode.ok, engineIfNeeded(), token, calls)
     }
-    guard outcome.0 == TiCloudStorageErrorCode.ok, let engine = outcome.1 else { return outcome.0 }
-    let code = engine.play(
-      startTimeMs: startTimeMs, endTimeMs: endTimeMs, initialTimeMs: initialTimeMs, token: outcome.2)
+    guard outcome.0 == TiCloudStorageErrorCode.ok, let engine = outcome.1, let played else { return outcome.0 }
+    let code = engine.play(played.range, from: played.initial, token: outcome.2)
     deliverOnMain(outcome.3, for: associated())
     return code.rawValue
+  }
+
+  /// The play `[startMs, endMs)` from `initialMs` as times: nil (`invalidArgument`) for an empty range, an
+  /// initial time outside it, or times the milliseconds cannot name (R14: nothing changes).
+  private static func range(_ startMs: Int64, _ endMs: Int64, from initialMs: Int64?) -> (
+    range: MediaRange, initial: MediaTime?
+  )? {
+    guard let start = MediaTime(checkedMilliseconds: startMs), let end = MediaTime(checkedMilliseconds: endMs),
+      start < end
+    else { return nil }
+    let range = MediaRange(start: start, end: end)
+    guard let initialMs else { return (range, nil) }
+    guard let initial = MediaTime(checkedMilliseconds: initialMs), range.contains(initial) else { return nil }
+    return (range, initial)
   }
 
   /// Halts playback; ok again when already paused (R22, R23); notStarted without an active play (R26).
@@ -234,7 +247,9 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
       return .success(engine)
     }
     guard case .success(let engine) = lookup else { return lookup.failureCode }
-    let code = engine.seek(toTimeMs: timeMs)
+    // A time the milliseconds cannot name is outside any play's range.
+    guard let time = MediaTime(checkedMilliseconds: timeMs) else { return TiCloudStorageErrorCode.invalidArgument }
+    let code = engine.seek(to: time)
     guard code == .ok else { return code.rawValue }
     let paused = engine.isPaused
     let calls = runtime.withLock {
@@ -295,7 +310,7 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
         return (TiCloudStorageErrorCode.inUse, nil)
       }
       disposed = true
-      lastTimeMs = engine?.currentTimeMs
+      lastTimeMs = engine?.currentTime?.milliseconds
       if let engine { lastSpeed = engine.speed }
       runtime.release(self)
       instance.replayDisposed(self)
@@ -348,7 +363,9 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
     // The seed has no callback for it: a superseded seek goes to the SDK's log.
     let log = runtime.log
     engine.onSeekSuperseded = { superseded, target in
-      log?.write("replay: the seek to \(superseded) was superseded by a seek to \(target) before it took effect")
+      log?.write(
+        "replay: the seek to \(superseded.milliseconds) was superseded by a seek to \(target.milliseconds) before it"
+          + " took effect")
     }
     self.engine = engine
     connect(engine)
