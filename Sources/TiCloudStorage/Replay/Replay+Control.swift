@@ -31,7 +31,7 @@ extension Replay {
     var rules = ReplayStateMachine()
     /// What the executor reads of the callbacks (one atomic load unless they changed).
     var handlers: Published<Handlers>.Reader
-    /// Those awaiting a play's end (the async ``play(startTimeMs:endTimeMs:initialTimeMs:token:)``), by
+    /// Those awaiting a play's end (the async ``play(_:from:token:)``), by
     /// play number.
     var waiters: [Int: Waiter] = [:]
     var attachments: [OutputID: Attachment] = [:] {
