@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "Nodes", targets: ["Nodes"]),
     .library(name: "MediaSynthesis", targets: ["MediaSynthesis"]),
     .library(name: "TiCloudStorage", targets: ["TiCloudStorage"]),
+    .library(name: "TiCloudStorageTesting", targets: ["TiCloudStorageTesting"]),
     .library(name: "CloudServer", targets: ["CloudServer"]),
     .library(name: "DesktopOutputs", targets: ["DesktopOutputs"]),
     .library(name: "TrackRecording", targets: ["TrackRecording"]),
@@ -53,6 +54,10 @@ let package = Package(
     ),
     .target(name: "MediaSynthesis", dependencies: ["Nodes", "PipelineGraph"], swiftSettings: strict),
     .target(name: "TiCloudStorage", dependencies: ["Nodes", "PipelineGraph", "CArchive"], swiftSettings: strict),
+    // The SDK on a virtual clock for an application's tests (a product: the deterministic path through the
+    // public facade).
+    .target(
+      name: "TiCloudStorageTesting", dependencies: ["TiCloudStorage", "Nodes", "PipelineGraph"], swiftSettings: strict),
     // The package's Replay under a test's control: manual executor, virtual clock, timed outputs, fixture
     // libraries. Not a product: the engine is package-internal (the SDK's TiCloudStorageReplay is the one
     // public replay type).
@@ -117,7 +122,7 @@ let package = Package(
       name: "SDKTests",
       dependencies: [
         "CloudServer", "TiCloudStorage", "MediaSynthesis", "Nodes", "PipelineGraph", "MediaTestSupport",
-        "PipelineTestKit",
+        "PipelineTestKit", "TiCloudStorageTesting",
       ],
       swiftSettings: strict
     ),

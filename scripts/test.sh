@@ -17,7 +17,7 @@ swift test -Xswiftc -warnings-as-errors
 # The DocC catalog of every library, from the debug build's modules; a warning fails.
 echo "== documentation (DocC, warnings are errors)" >&2
 modules="$(swift build --show-bin-path)/Modules"
-for module in TiCloudStorage PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs TrackRecording; do
+for module in TiCloudStorage TiCloudStorageTesting PipelineGraph Nodes MediaSynthesis PipelineTestKit ReplayTestKit DesktopOutputs TrackRecording; do
   docs=$(mktemp -d)
   # ReplayTestKit is the package's own (not a product): its catalog documents its package symbols.
   level=public
@@ -90,6 +90,7 @@ let package = Package(
       dependencies: [
         .product(name: "PipelineGraph", package: "tipipe"), .product(name: "PipelineTestKit", package: "tipipe"),
         .product(name: "Nodes", package: "tipipe"), .product(name: "TiCloudStorage", package: "tipipe"),
+        .product(name: "TiCloudStorageTesting", package: "tipipe"), .product(name: "MediaSynthesis", package: "tipipe"),
       ])
   ])
 MANIFEST
