@@ -86,14 +86,15 @@ public enum RecordingEngine {
 
   /// The engine's `failure` as seed 003 reports it: the system's own error when a system call said why
   /// (an `errno` under it), as the seed says of the writer; otherwise ``writerFailed`` with the engine's
-  /// message (a codec that refuses a size is the writer failing, not the system). This is where the
+  /// message (a codec that refuses a size is the writer failing, not the system). Either way the engine's
+  /// failure stays under it (`NSUnderlyingErrorKey`) for whoever wants its kind. This is where the
   /// engine's failures meet seed 003: the nodes below never choose its codes.
   static func error(for failure: MediaError) -> any Error {
+    let info: [String: Any] = [NSLocalizedDescriptionKey: failure.message, NSUnderlyingErrorKey: failure]
     for case let library as LibraryFailure in failure.causes where library.library == "libc" && library.status > 0 {
       // NSPOSIXErrorDomain, as Foundation reports a system call's failure, with what was being done.
-      return NSError(
-        domain: NSPOSIXErrorDomain, code: Int(library.status), userInfo: [NSLocalizedDescriptionKey: failure.message])
+      return NSError(domain: NSPOSIXErrorDomain, code: Int(library.status), userInfo: info)
     }
-    return error(writerFailed, failure.message)
+    return NSError(domain: domain, code: writerFailed, userInfo: info)
   }
 }

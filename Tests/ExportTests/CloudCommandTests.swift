@@ -32,10 +32,10 @@ final class ServeProcess {
   }
 
   /// Stops the server as an operator would (SIGTERM) and returns its exit status.
-  func stop() -> Int32 {
+  func stop() throws -> Int32 {
     guard process.isRunning else { return process.terminationStatus }
     kill(process.processIdentifier, SIGTERM)
-    process.waitUntilExit()
+    try process.waitForExit()
     return process.terminationStatus
   }
 
@@ -94,7 +94,7 @@ struct CloudCommandTests {
     #expect(expired.status == 1)
     #expect(expired.stdout == "{\"code\":6014,\"recordings\":[]}\n")
     #expect(expired.stderr.hasPrefix("error: tokenExpired (6014): "))
-    #expect(server.stop() == 0)
+    #expect(try server.stop() == 0)
   }
 
   @Test func exportFromTheServerEqualsTheLocalExport() throws {
@@ -120,7 +120,7 @@ struct CloudCommandTests {
       report
         == (try Data(contentsOf: URL(fileURLWithPath: out.localReport))).replacing(
           Data(out.local.utf8), with: Data(out.cloud.utf8)))
-    #expect(server.stop() == 0)
+    #expect(try server.stop() == 0)
   }
 
   @Test func serveRefusesBadArgumentsAndListsItsFaults() throws {

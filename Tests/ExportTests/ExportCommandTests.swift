@@ -35,7 +35,7 @@ func runExport(
       }
     }
   }
-  process.waitUntilExit()
+  try process.waitForExit()
   return (process.terminationStatus, process.terminationReason, text)
 }
 
@@ -109,7 +109,7 @@ struct ExportCommandTests {
         if !blocked { sched_yield() }
       }
       kill(pid, signal)
-      process.waitUntilExit()
+      try process.waitForExit()
       #expect(process.terminationReason == .exit, "signal \(signal)")
       #expect(process.terminationStatus == 1, "signal \(signal)")
       #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
@@ -125,7 +125,7 @@ struct ExportCommandTests {
     let ended = Process()
     ended.executableURL = URL(fileURLWithPath: "/bin/true")
     try ended.run()
-    ended.waitUntilExit()
+    try ended.waitForExit()
     let dead = ended.processIdentifier
     let alive = getpid()
     let uuid = UUID().uuidString
@@ -142,7 +142,7 @@ struct ExportCommandTests {
       directory.url.appendingPathComponent("out.mp4").path,
     ]
     try process.run()
-    process.waitUntilExit()
+    try process.waitForExit()
     #expect(process.terminationStatus == 0)
     let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
     #expect(left == Set(["lib", "out.mp4"] + names[2...]), "\(left.sorted())")
@@ -185,7 +185,7 @@ struct ExportCommandTests {
       "--audio-channel", "4", "--encrypt", "--gap", "2:1", "--device-id", "cam-9",
     ]
     try process.run()
-    process.waitUntilExit()
+    try process.waitForExit()
     #expect(process.terminationStatus == 0)
     let index = try RecordingIndex.decode(try Data(contentsOf: out.appendingPathComponent("index.json")))
     #expect(index.deviceId == "cam-9")
@@ -200,7 +200,7 @@ struct ExportCommandTests {
       rejected.arguments = ["synth", "--out", directory.url.appendingPathComponent("bad").path] + bad
       rejected.standardError = FileHandle.nullDevice
       try rejected.run()
-      rejected.waitUntilExit()
+      try rejected.waitForExit()
       #expect(rejected.terminationStatus == 2, "\(bad)")
     }
   }
@@ -242,7 +242,7 @@ struct ExportCommandTests {
     process.arguments = ["export", "--bogus", "1"]
     process.standardError = FileHandle.nullDevice
     try process.run()
-    process.waitUntilExit()
+    try process.waitForExit()
     #expect(process.terminationStatus == 2)
 
     let directory = try TemporaryDirectory()
@@ -260,7 +260,7 @@ struct ExportCommandTests {
     try empty.run()
     let json = stdout.fileHandleForReading.readDataToEndOfFile()
     let errorText = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    empty.waitUntilExit()
+    try empty.waitForExit()
     #expect(empty.terminationStatus == 1)
     #expect(errorText.hasPrefix("error: noRecordableMedia (6119):"))
     let object = try JSONSerialization.jsonObject(with: json) as? [String: Any]

@@ -127,7 +127,7 @@ struct ErrorCauseTests {
     #expect(TiError(.ioFailed, "x", domain: .storage) != TiError(.ioFailed, "x", domain: .media))
     // Every seed code has a domain.
     #expect(
-      TiError.Domain(of: TiErrorCode.networkUnavailable) == .network && TiError.Domain(of: .fileWriteFailed) == .storage
+      TiErrorCode.networkUnavailable.domain == .network && TiErrorCode.fileWriteFailed.domain == .storage
     )
   }
 }

@@ -76,7 +76,7 @@ struct SecretFlagTests {
     let wrong = try tipipe(
       ["list", "--endpoint", server.endpoint] + range, environment: ["TIPIPE_TOKEN": "v1.\(device).1.00"])
     #expect(wrong.status == 1 && wrong.stderr.contains("error: "), "\(wrong.stderr)")
-    #expect(server.stop() == 0)
+    #expect(try server.stop() == 0)
   }
 
   @Test("serve refuses an address other than loopback with the public secret, unless --insecure")

@@ -42,7 +42,7 @@ public func runForData(_ executable: String, _ arguments: [String]) throws -> Da
   process.standardError = FileHandle.nullDevice
   try process.run()
   let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  try process.waitForExit()
   return data
 }
 
@@ -57,7 +57,7 @@ public func runForStandardError(_ executable: String, _ arguments: [String]) thr
   process.standardOutput = FileHandle.nullDevice
   try process.run()
   let data = errors.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  try process.waitForExit()
   return String(decoding: data, as: UTF8.self)
 }
 
@@ -363,4 +363,20 @@ public func probeRecording(_ path: String) throws -> (
     Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
     streams.compactMap(\.first), streams.compactMap { $0.count > 1 ? $0[1] : nil }
   )
+}
+
+extension Process {
+  /// Waits for the process to end, polling `isRunning`, until ``testDeadline`` (then terminates it and
+  /// throws ``WaitTimedOut``). Not `waitUntilExit()`: on Linux its `RunLoop` wait can stay asleep after
+  /// the child has ended (swift-corelibs-foundation #3869; a test run hung there once, the child gone).
+  public func waitForExit() throws {
+    let deadline = ContinuousClock.now + testDeadline
+    while isRunning {
+      guard ContinuousClock.now < deadline else {
+        terminate()
+        throw WaitTimedOut("\(executableURL?.lastPathComponent ?? "a process") to exit")
+      }
+      usleep(2000)
+    }
+  }
 }

@@ -135,7 +135,7 @@ import Testing
     }
     try #require(process.isRunning, "the recording ended before it could be killed")
     kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    try process.waitForExit()
     #expect(process.terminationReason == .uncaughtSignal)
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: file))
     #expect(streams.map(\.codec) == ["h264", "aac"])

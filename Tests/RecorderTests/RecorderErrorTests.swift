@@ -12,6 +12,8 @@ import Testing
     let system = RecordingEngine.error(for: full) as NSError
     #expect(system.domain == NSPOSIXErrorDomain && system.code == Int(ENOSPC))
     #expect(system.localizedDescription == "writing a.mp4: no space")
+    // The engine's failure stays under it, for whoever wants its kind.
+    #expect(system.userInfo[NSUnderlyingErrorKey] as? MediaError == full)
     // A codec refusing a size says EINVAL through libav: the writer failed, not the system.
     let refused = MediaError(
       .unsupportedFormat, "opening the encoder: Invalid argument",

@@ -10,13 +10,26 @@ import TiCloudStorageTesting
 extension SDKRules {
   /// `TiCloudStorageTestSession` as an application's tests use it: the public API only (no `@testable`).
   @Suite @MainActor struct TestSession {
-    /// One play of a synthetic library with a hole, in a session of its own: every callback in order.
-    private func playOnce(_ library: URL, start: Int64) async throws -> [String] {
+    /// One play of a synthetic library with a hole, in a session of its own, its callbacks on `thread`:
+    /// every callback in order.
+    private func playOnce(
+      _ library: URL, start: Int64, callbacks thread: TiCloudStorageCallbackThread
+    ) async throws -> [String] {
       let cache = try TemporaryDirectory("tipipe-test-session")
-      let session = TiCloudStorageTestSession(library: library, cacheDirectory: cache.url)
+      let session = try TiCloudStorageTestSession(library: library, cacheDirectory: cache.url)
       #expect(session.initializeCode == TiCloudStorageErrorCode.ok)
+      // The SDK is one per process: so is a session.
+      #expect(throws: TiCloudStorageTestSession.Failure.anotherSessionIsLive) {
+        try TiCloudStorageTestSession(library: library, cacheDirectory: cache.url)
+      }
       let device = TiCloudStorage(token: "any token")
-      let replay = device.createReplay()
+      // A query reads the library on the session's executor: awaited through the session.
+      let listed = try await session.awaiting {
+        await device.listRecordings(startTimeMs: start, endTimeMs: start + 6000)
+      }
+      #expect(listed.code == TiCloudStorageErrorCode.ok)
+      #expect(listed.recordings.map { [$0.startTimeMs - start, $0.endTimeMs - start] } == [[0, 2000], [3000, 6000]])
+      let replay = device.createReplay(callbackThread: thread)
       let output = TiCloudStorageVideoOutput()
       let events = Locked<[String]>([])
       replay.onTimeChanged = { ms in events.withLock { $0.append("time \(ms - start)") } }
@@ -35,6 +48,8 @@ extension SDKRules {
       #expect((1300...1500).contains(halfway), "\(halfway)")
       #expect(!events.withLock { $0 }.contains("completed"))
       await session.run(for: .seconds(6))
+      // The session stays live while an object the test made is.
+      #expect(session.finish() == TiCloudStorageErrorCode.inUse)
       for code in [
         replay.stop(), output.detach(), output.detachView(), output.dispose(), replay.dispose(), device.dispose(),
       ] {
@@ -52,14 +67,15 @@ extension SDKRules {
       options.seed = 7
       let summary = try LibrarySynthesizer(options: options).write(to: library.url)
       let start = try #require(summary.index.segments.first?.startMs)
-      let first = try await playOnce(library.url, start: start)
+      let first = try await playOnce(library.url, start: start, callbacks: .main)
       // The hole is reported once, the position never goes back, the play completes at the end.
       #expect(first.filter { $0.hasPrefix("gap") } == ["gap 2000…3000"], "\(first)")
       let times = first.compactMap { $0.hasPrefix("time ") ? Int64($0.dropFirst(5)) : nil }
       #expect(times.first == 0 && times == times.sorted() && times.last == 6000, "\(times)")
       #expect(first.last == "completed" && !first.contains { $0.hasPrefix("error") }, "\(first)")
-      // A second session plays it again: the same callbacks, in the same order.
-      #expect(try await playOnce(library.url, start: start) == first)
+      // A second session plays it again, its callbacks on the background queue: the same callbacks, in
+      // the same order, all delivered when `run(for:)` returned.
+      #expect(try await playOnce(library.url, start: start, callbacks: .background) == first)
     }
   }
 }

@@ -144,10 +144,20 @@ enum RecordCommand {
     return (recorders, nil)
   }
 
+  /// A recorder's `lastError` (seed 003: the system's error or `RecordingEngine`'s) as the command line
+  /// reports it: the engine's failure under it with its own seed-000 code, else `fileWriteFailed`.
+  static func recordingFailure(_ error: any Error) -> TiError {
+    if let engine = (error as NSError).userInfo[NSUnderlyingErrorKey] as? MediaError { return TiError(engine) }
+    return TiError(.fileWriteFailed, error.localizedDescription, domain: .storage, cause: error)
+  }
+
   /// Reports a recorder that could not start: the seed's own codes as `error: fileExists (-2): …`
-  /// (spec/cli.md) and exit 1; a disk too full as `resourceExhausted`; anything else thrown.
+  /// (spec/cli.md) and exit 1; the system's error (seed 003 hands it on) and a disk too full as seed-000
+  /// errors; anything else thrown.
   static func fail(_ failure: any Error) throws -> Int32 {
     switch failure {
+    case let error as NSError where error.domain == NSPOSIXErrorDomain:
+      throw recordingFailure(error)
     case let error as NSError where error.domain == RecordingEngine.domain:
       let codes = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
       let line =
@@ -179,10 +189,7 @@ enum RecordCommand {
   static func report(_ recorders: [TrackRecorder]) throws {
     var lines = ""
     for recorder in recorders {
-      // Seed 003 reports a failed write as the system's error or RecordingEngine's writerFailed.
-      if let error = recorder.lastError {
-        throw TiError(.fileWriteFailed, error.localizedDescription, domain: .storage, cause: error)
-      }
+      if let error = recorder.lastError { throw Self.recordingFailure(error) }
       guard let file = recorder.lastFinishedFile else {
         throw TiError(.noRecordableMedia, "nothing was recorded: the tracks carried no frame")
       }

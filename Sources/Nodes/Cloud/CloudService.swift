@@ -2,8 +2,9 @@ import Foundation
 import PipelineGraph
 
 /// The cloud API of `spec/cloud-api.md` over libcurl: listing with a bearer token, objects through
-/// their presigned URLs with retries and `Range` resumption, and the error table's mapping to the
-/// seed's codes.
+/// their presigned URLs with retries and `Range` resumption, and the error table's answers reported as
+/// the engine's kinds (`credentialsExpired`, `accessDenied`, `serviceUnavailable` …; the SDK gives them
+/// the seed's codes).
 ///
 /// Stateless and thread-safe. Listing completions run on a Dispatch global queue; object completions on
 /// the process's network thread (`tipipe.network`), or a global queue for a refusal before any transfer.

@@ -7,7 +7,7 @@ import PipelineGraph
 /// recording unusable, the gap reason it stands for.
 ///
 /// Nodes never choose an SDK's error code: each facade maps a kind to its seed's code at its edge
-/// (`TiError` in TiCloudStorage for seed 000, `RecordingError` in TrackRecording for seed 003), so one node
+/// (`TiError` in TiCloudStorage for seed 000, `RecordingEngine.error(for:)` in TrackRecording for seed 003), so one node
 /// serves every seed.
 ///
 /// Two errors are equal when their kind, message, gap reason, domain and node are: the cause is kept for

@@ -2,7 +2,7 @@ import Nodes
 import PipelineGraph
 
 /// The Ti Cloud Storage SDK's error: a seed-000 code, a message for people, where it arose (its
-/// ``Domain``), the error underneath it (the engine's `MediaError`, or a libav*, curl or POSIX failure),
+/// ``Domain``), the error underneath it (a libav*, curl or POSIX failure; an engine failure's own cause),
 /// the graph node that reported it, and, when the failure makes a stretch of a recording unusable, the
 /// gap reason it maps to.
 ///
@@ -36,7 +36,7 @@ public struct TiError: Error, Sendable, CustomStringConvertible, Equatable {
     self.code = code
     self.message = message
     self.gapReason = gapReason
-    self.domain = domain ?? Domain(of: code)
+    self.domain = domain ?? code.domain
     self.cause = cause
   }
 
@@ -121,19 +121,19 @@ extension TiErrorCode {
   }
 }
 
-extension MediaError.Domain {
-  /// The domain a seed code usually comes from (when the failure does not say).
-  public init(of code: TiErrorCode) {
-    switch code {
-    case .invalidArgument, .rangeTooLarge: self = .argument
+extension TiErrorCode {
+  /// The domain a failure with this code usually comes from (when the failure does not say).
+  public var domain: TiError.Domain {
+    switch self {
+    case .invalidArgument, .rangeTooLarge: .argument
     case .notInitialized, .alreadyInitialized, .inUse, .notStarted, .notBound, .notConfigured, .noFrame,
       .channelMismatch:
-      self = .lifecycle
-    case .tokenExpired, .permissionDenied, .cloudStorageUnavailable, .recordingNotFound: self = .cloud
-    case .networkUnavailable, .endpointDnsResolutionFailed, .recordingDownloadFailed: self = .network
-    case .workDirectoryUnavailable, .fileStatusUnreadable, .fileWriteFailed: self = .storage
-    case .unsupportedFormat, .recordingUnreadable, .noRecordableMedia: self = .media
-    default: self = .engine
+      .lifecycle
+    case .tokenExpired, .permissionDenied, .cloudStorageUnavailable, .recordingNotFound: .cloud
+    case .networkUnavailable, .endpointDnsResolutionFailed, .recordingDownloadFailed: .network
+    case .workDirectoryUnavailable, .fileStatusUnreadable, .fileWriteFailed: .storage
+    case .unsupportedFormat, .recordingUnreadable, .noRecordableMedia: .media
+    default: .engine
     }
   }
 }

@@ -42,8 +42,8 @@ struct ReplayStateMachine {
   /// Where the play or the latest seek started: a restart before any frame starts there again.
   private(set) var target = MediaTime(microseconds: 0)
   /// The position: the time of the frame that moved it last; nil before the play has one and after a
-  /// stop. Times are `MediaTime` throughout: milliseconds only in the commands' arguments (the SDK's
-  /// units, checked here) and at the Replay's edge.
+  /// stop. Times are `MediaTime` throughout: the seed's milliseconds exist only in the facade
+  /// (`TiCloudStorageReplay`), which checks them as they become times.
   private(set) var position: MediaTime?
   private var lastReported: MediaTime?
   private var reportNext = true

@@ -321,6 +321,10 @@ extension Result {
 }
 
 extension TiCloudStorage {
+  /// The serial queue the `.background` callbacks leave on (rules.md L27), for a test session that waits
+  /// for them.
+  package static var backgroundCallbackQueue: DispatchQueue { Runtime.shared.background }
+
   /// Test hooks (package-internal): shuts the runtime down whatever is in use, and sets where new Replays run their graphs, the service the next
   /// `initialize` uses instead of the endpoint's, and the snapshot limit.
   package static func configureForTesting(
