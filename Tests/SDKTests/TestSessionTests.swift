@@ -29,6 +29,14 @@ extension SDKRules {
       }
       #expect(listed.code == TiCloudStorageErrorCode.ok)
       #expect(listed.recordings.map { [$0.startTimeMs - start, $0.endTimeMs - start] } == [[0, 2000], [3000, 6000]])
+      // So is an export: the file holds the recording around the hole (ffprobe judges it).
+      let request = TiCloudStorageExportRequest(startTimeMs: start, endTimeMs: start + 6000, videoChannelId: 0)
+      let exported = try await session.awaiting { await device.exportRecording(request) }
+      #expect(exported.code == TiCloudStorageErrorCode.ok, "\(exported.message ?? "")")
+      let file = try #require(exported.file)
+      #expect(exported.report?.coveredDurationMs == 5000 && exported.report?.complete == false)
+      let probed = try probeRecording(file.path)
+      #expect(probed.codecs == ["h264"] && abs(probed.duration - 5.0) < 0.05, "\(probed)")
       let replay = device.createReplay(callbackThread: thread)
       let output = TiCloudStorageVideoOutput()
       let events = Locked<[String]>([])

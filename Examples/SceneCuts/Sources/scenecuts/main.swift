@@ -21,8 +21,10 @@ func makeDemoInput(at path: String) throws {
   let ffmpeg = Process()
   ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
   ffmpeg.arguments = arguments
+  // Its end is polled: `waitUntilExit()`'s RunLoop wait can stay asleep on Linux after the child ended
+  // (swift-corelibs-foundation #3869).
   try ffmpeg.run()
-  ffmpeg.waitUntilExit()
+  while ffmpeg.isRunning { usleep(10_000) }
   guard ffmpeg.terminationStatus == 0 else { throw MediaError(.ioFailed, "ffmpeg could not make the demo input") }
 }
 
