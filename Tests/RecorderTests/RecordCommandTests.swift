@@ -105,6 +105,15 @@ import Testing
     #expect(escape.status == 1)
     #expect(escape.stderr.hasPrefix("error: writerFailed (-3): "), "\(escape.stderr)")
     #expect(!FileManager.default.fileExists(atPath: root + "/escape.mp4"))
+    // A data root that is a file: the folder cannot be made, and the line says where and why.
+    try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    let plain = root + "/plain-file"
+    try Data("x".utf8).write(to: URL(fileURLWithPath: plain))
+    let blocked = try tipipe(["record", "--input", source.path, "--name", "b", "--data-root", plain])
+    #expect(blocked.status == 1)
+    #expect(
+      blocked.stderr == "error: fileWriteFailed (6046): cannot create \(plain)/Recordings: Not a directory\n",
+      "\(blocked.stderr)")
     // Several recorders, a later name taken: none starts, and the names started are not kept (a 0-byte
     // placeholder would refuse the next run with -2).
     let recordings = root + "/Recordings"

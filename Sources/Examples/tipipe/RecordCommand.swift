@@ -147,7 +147,14 @@ enum RecordCommand {
   /// A recorder's `lastError` (seed 003: the system's error or `RecordingEngine`'s) as the command line
   /// reports it: the engine's failure under it with its own seed-000 code, else `fileWriteFailed`.
   static func recordingFailure(_ error: any Error) -> TiError {
-    if let engine = (error as NSError).userInfo[NSUnderlyingErrorKey] as? MediaError { return TiError(engine) }
+    let info = (error as NSError).userInfo
+    if let engine = info[NSUnderlyingErrorKey] as? MediaError { return TiError(engine) }
+    // Foundation's file errors (the recordings folder cannot be made): the path and the system's reason.
+    if let file = error as? CocoaError, let path = file.filePath ?? file.url?.path {
+      let system = file.underlying.map { String(cString: strerror(Int32(($0 as NSError).code))) }
+      return TiError(
+        .fileWriteFailed, "cannot create \(path): \(system ?? "\(file.code.rawValue)")", domain: .storage, cause: error)
+    }
     return TiError(.fileWriteFailed, error.localizedDescription, domain: .storage, cause: error)
   }
 
@@ -156,7 +163,7 @@ enum RecordCommand {
   /// errors; anything else thrown.
   static func fail(_ failure: any Error) throws -> Int32 {
     switch failure {
-    case let error as NSError where error.domain == NSPOSIXErrorDomain:
+    case let error as NSError where error.domain == NSPOSIXErrorDomain || error.domain == NSCocoaErrorDomain:
       throw recordingFailure(error)
     case let error as NSError where error.domain == RecordingEngine.domain:
       let codes = [RecordingEngine.busy: "busy", RecordingEngine.fileExists: "fileExists"]
