@@ -31,6 +31,8 @@ package final class ReplayHarness {
   package let log = ReplayLog()
   /// The video output's frames.
   package let renderer: TimedRenderer
+  /// The video output's binding (the one presenting to ``renderer``).
+  package let videoOutput: Replay.OutputID
   /// The audio output's frames (bound only when asked for at creation).
   package let audio: TimedAudioDevice
   /// The library the replay reads, noting the objects fetched.
@@ -73,7 +75,7 @@ package final class ReplayHarness {
         }
       events.withLock { $0.append(("\(kind) \(name)", clock.now.microseconds)) }
     }
-    replay.bindVideo(channel: videoChannel, renderer: renderer) { note("video", $0) }
+    videoOutput = replay.bindVideo(channel: videoChannel, renderer: renderer) { note("video", $0) }
     if audio { replay.bindAudio(channel: 1, device: self.audio) { note("audio", $0) } }
     log.observe(replay)
   }

@@ -125,7 +125,45 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1)
   }
 
-  @Test("the first output of a kind, one bound while paused and the position's driver leaving rebuild the graph")
+  @Test("the position's driver that leaves hands its place to another output of its track: nothing is rebuilt")
+  func theDriverHandsOver() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let graph = try #require(harness.replay.activeGraph)
+    // A second view of the same camera joins, and presents from its keyframe on.
+    let second = TimedRenderer(clock: harness.clock)
+    let heir = harness.replay.bindVideo(channel: 0, renderer: second)
+    harness.run(for: .milliseconds(3_000))
+    #expect(!second.frames.isEmpty)
+    // The first view (the position's driver) leaves: the second takes the position over in place.
+    let reported = harness.log.times.count
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    let seen = harness.renderer.frames.count
+    harness.runToEnd()
+    #expect(harness.renderer.frames.count == seen)
+    #expect(second.frames.last?.media == harness.media(8960) && increasing(second.frames))
+    // The position went on with the heir to the end, and the play completed once; nothing read again.
+    let after = harness.log.times.dropFirst(reported)
+    #expect(after.count >= 40 && after.last == harness.recordingStart + 9000, "\(Array(after))")
+    #expect(zip(after, after.dropFirst()).allSatisfy { $0 <= $1 })
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+    #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
+    // With no heir presenting (it joined and waits for its keyframe), the driver's leaving rebuilds.
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let replayed = try #require(harness.replay.activeGraph)
+    let third = TimedRenderer(clock: harness.clock)
+    _ = harness.replay.bindVideo(channel: 0, renderer: third)
+    harness.replay.unbind(heir)
+    #expect(third.frames.isEmpty && harness.replay.activeGraph !== replayed)
+    harness.runToEnd()
+    #expect(third.frames.last?.media == harness.media(8960))
+    #expect(harness.log.completions == 2)
+  }
+
+  @Test("the first output of a kind and one bound while paused rebuild the graph")
   func whatRebuilds() throws {
     let harness = try ReplayHarness(seconds: 9)
     #expect(harness.play(0, 9000) == .ok)

@@ -15,8 +15,9 @@ extension Replay {
     let transcodesAudio: Bool
     /// One clock anchor for every output.
     let timeline: PlaybackTimeline
-    /// The outputs whose frames may move the position (the first video output, else the first audio).
-    let candidates: [OutputID]
+    /// The outputs whose frames may move the position (the first video output, else the first audio);
+    /// a driver that leaves hands its place to another output of its track (``Replay/cut(_:track:_:)``).
+    var candidates: [OutputID]
     /// The kinds of the candidates: a joining output of another kind would change who drives the position.
     let drivenKinds: Set<TrackKind>
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
@@ -86,11 +87,21 @@ extension Replay {
   }
 
   /// Cuts output `id`'s branch from the running graph (inside a command): true when it left, false when
-  /// the graph must be rebuilt without it (it may drive the position).
+  /// the graph must be rebuilt without it. An output that may drive the position hands its place to
+  /// another output of its track whose branch presents already (same gap detector, same timeline, frames
+  /// at the same instants: the position goes on from the heir's next frame); without one the graph is
+  /// rebuilt (another kind would drive: audio unmuted, pacing the play).
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
-    guard let graph = state.graph, !graph.joints.candidates.contains(id),
-      let branch = graph.joints.branches[id]
-    else { return false }
+    guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
+    let joints = graph.joints
+    if let place = joints.candidates.firstIndex(of: id) {
+      let heir = state.rules.outputs.first {
+        $0.track == track && !joints.candidates.contains($0.id) && joints.branches[$0.id] != nil
+          && state.rules.presents($0.id)
+      }
+      guard let heir else { return false }
+      joints.candidates[place] = heir.id
+    }
     do {
       try graph.pipeline.detach(branch.nodes)
     } catch {

@@ -47,8 +47,9 @@ extension Replay {
     return id
   }
 
-  /// Removes an output. The play goes on for the others (its branch leaves the running graph; the graph
-  /// is rebuilt only when the output drove the position); when none is left the replay stops reading
+  /// Removes an output. The play goes on for the others (its branch leaves the running graph; an output
+  /// that drove the position hands its place to another output of its track that presents, and only
+  /// without one is the graph rebuilt); when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
   package func unbind(_ id: OutputID) {
     // The output's renderer or device is let go here, after the command: its deinit (a window that

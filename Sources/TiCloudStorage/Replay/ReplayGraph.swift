@@ -229,8 +229,8 @@ extension Replay {
       self.failed(TiError(failure), generation: failedIn)
       return .stopPipeline
     }
-    pipeline.onEndOfStream = { [weak self] flushes in
-      self?.completed(generation: generation + flushes, candidates: candidates)
+    pipeline.onEndOfStream = { [weak self, weak joints] flushes in
+      self?.completed(generation: generation + flushes, candidates: joints?.candidates ?? candidates)
     }
     return graph
   }
@@ -252,7 +252,6 @@ extension Replay {
   ) throws -> Branch {
     let joints = graph.joints
     let generation = graph.base
-    let candidates = joints.candidates
     let timeline = joints.timeline
     let id = binding.id
     let name = binding.isVideo ? "Video\(binding.channel)" : "Audio\(binding.channel)"
@@ -305,14 +304,16 @@ extension Replay {
     let video = binding.isVideo
     let sink = PresentationSink(
       name: "\(name)Output",
-      onFrame: { [weak self] frame, flushes in
-        guard let self,
+      // The candidates as they are now (a driver that left handed its place on): read on the executor,
+      // where `cut` changes them.
+      onFrame: { [weak self, weak joints] frame, flushes in
+        guard let self, let candidates = joints?.candidates,
           self.presented(frame, by: id, video: video, candidates: candidates, generation: generation + flushes)
         else { return }
         present(frame)
       },
-      onEvent: { [weak self] event, flushes in
-        if case .gap(let gap) = event, gap.concerns(binding.track) {
+      onEvent: { [weak self, weak joints] event, flushes in
+        if case .gap(let gap) = event, gap.concerns(binding.track), let candidates = joints?.candidates {
           self?.crossed(gap, by: id, candidates: candidates, generation: generation + flushes)
         }
       },

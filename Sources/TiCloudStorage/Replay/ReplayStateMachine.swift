@@ -277,6 +277,10 @@ struct ReplayStateMachine {
     return verdict
   }
 
+  /// Whether output `id` presents in this play (it presented since the play, the seek or its binding, and
+  /// has not failed): one that may take the position over from a driver that leaves.
+  func presents(_ id: Replay.OutputID) -> Bool { presentingOutputs.contains(id) && !failedOutputs.contains(id) }
+
   /// Which of `candidates` (the first video output, the first audio output) moves the position and
   /// reports the gaps: the first that has not failed, unless it has presented nothing since the play or
   /// the seek while a later one has presented for ``PlaybackTimeline/prerollLimit`` of media — then that
