@@ -43,7 +43,7 @@ echo "== media, export and fuzz tests under the address and leak sanitizers" >&2
 swift build --sanitize=address --build-path .build/asan --product tipipe
 # print_suppressions=0: a suppression that matched (scripts/lsan.supp) is no finding, and the tests read the
 # children's stderr (a failed command's message must be alone there).
-ASAN_OPTIONS=detect_leaks=0 TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
+ASAN_OPTIONS="detect_leaks=0:suppressions=$PWD/scripts/asan.supp" TIPIPE_CHILD_ASAN_OPTIONS=detect_leaks=1 \
   LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0" \
   swift test --sanitize=address --build-path .build/asan --filter "ExportTests|NodesTests|CloudTests|ReplayTests|SDKTests|RecorderTests"
 

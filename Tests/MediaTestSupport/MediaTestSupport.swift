@@ -366,17 +366,23 @@ public func probeRecording(_ path: String) throws -> (
 }
 
 extension Process {
-  /// Waits for the process to end, polling `isRunning`, until ``testDeadline`` (then terminates it and
-  /// throws ``WaitTimedOut``). Not `waitUntilExit()`: on Linux its `RunLoop` wait can stay asleep after
-  /// the child has ended (swift-corelibs-foundation #3869; a test run hung there once, the child gone).
+  /// Waits for the process to end until ``testDeadline`` (then terminates it and throws ``WaitTimedOut``):
+  /// `waitUntilExit()` on a thread of its own. On Linux that wait's `RunLoop` can stay asleep after the
+  /// child has ended (swift-corelibs-foundation #3869; a test run hung there once, the child gone): the
+  /// deadline makes it a failure, not a hang. (Polling `isRunning` instead leaves one descriptor open per
+  /// process — the RunLoop wait is where Foundation closes it — and past ~1,300 of them Foundation's own
+  /// `Process.run` reads past a buffer: scripts/asan.supp.)
   public func waitForExit() throws {
-    let deadline = ContinuousClock.now + testDeadline
-    while isRunning {
-      guard ContinuousClock.now < deadline else {
-        terminate()
-        throw WaitTimedOut("\(executableURL?.lastPathComponent ?? "a process") to exit")
-      }
-      usleep(2000)
+    let exited = DispatchSemaphore(value: 0)
+    Thread { [self] in
+      waitUntilExit()
+      exited.signal()
+    }.start()
+    do {
+      try exited.wait(for: "\(executableURL?.lastPathComponent ?? "a process") to exit")
+    } catch {
+      terminate()
+      throw error
     }
   }
 }
