@@ -35,7 +35,7 @@ final class ServeProcess {
   func stop() throws -> Int32 {
     guard process.isRunning else { return process.terminationStatus }
     kill(process.processIdentifier, SIGTERM)
-    try process.waitForExit()
+    process.waitUntilExit()
     return process.terminationStatus
   }
 

@@ -35,7 +35,7 @@ func runExport(
       }
     }
   }
-  try process.waitForExit()
+  process.waitUntilExit()
   return (process.terminationStatus, process.terminationReason, text)
 }
 
@@ -109,7 +109,7 @@ struct ExportCommandTests {
         if !blocked { sched_yield() }
       }
       kill(pid, signal)
-      try process.waitForExit()
+      process.waitUntilExit()
       #expect(process.terminationReason == .exit, "signal \(signal)")
       #expect(process.terminationStatus == 1, "signal \(signal)")
       #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
@@ -125,7 +125,7 @@ struct ExportCommandTests {
     let ended = Process()
     ended.executableURL = URL(fileURLWithPath: "/bin/true")
     try ended.run()
-    try ended.waitForExit()
+    ended.waitUntilExit()
     let dead = ended.processIdentifier
     let alive = getpid()
     let uuid = UUID().uuidString
@@ -142,7 +142,7 @@ struct ExportCommandTests {
       directory.url.appendingPathComponent("out.mp4").path,
     ]
     try process.run()
-    try process.waitForExit()
+    process.waitUntilExit()
     #expect(process.terminationStatus == 0)
     let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
     #expect(left == Set(["lib", "out.mp4"] + names[2...]), "\(left.sorted())")
@@ -185,7 +185,7 @@ struct ExportCommandTests {
       "--audio-channel", "4", "--encrypt", "--gap", "2:1", "--device-id", "cam-9",
     ]
     try process.run()
-    try process.waitForExit()
+    process.waitUntilExit()
     #expect(process.terminationStatus == 0)
     let index = try RecordingIndex.decode(try Data(contentsOf: out.appendingPathComponent("index.json")))
     #expect(index.deviceId == "cam-9")
@@ -200,7 +200,7 @@ struct ExportCommandTests {
       rejected.arguments = ["synth", "--out", directory.url.appendingPathComponent("bad").path] + bad
       rejected.standardError = FileHandle.nullDevice
       try rejected.run()
-      try rejected.waitForExit()
+      rejected.waitUntilExit()
       #expect(rejected.terminationStatus == 2, "\(bad)")
     }
   }
@@ -242,7 +242,7 @@ struct ExportCommandTests {
     process.arguments = ["export", "--bogus", "1"]
     process.standardError = FileHandle.nullDevice
     try process.run()
-    try process.waitForExit()
+    process.waitUntilExit()
     #expect(process.terminationStatus == 2)
 
     let directory = try TemporaryDirectory()
@@ -260,7 +260,7 @@ struct ExportCommandTests {
     try empty.run()
     let json = stdout.fileHandleForReading.readDataToEndOfFile()
     let errorText = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    try empty.waitForExit()
+    empty.waitUntilExit()
     #expect(empty.terminationStatus == 1)
     #expect(errorText.hasPrefix("error: noRecordableMedia (6119):"))
     let object = try JSONSerialization.jsonObject(with: json) as? [String: Any]

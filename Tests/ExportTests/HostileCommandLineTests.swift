@@ -41,7 +41,7 @@ struct HostileCommandLineTests {
     try begun(process)
     text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    try process.waitForExit()
+    process.waitUntilExit()
     return Finished(
       status: process.terminationStatus, reason: process.terminationReason, stdout: text, stderr: errorText)
   }
@@ -110,7 +110,7 @@ struct HostileCommandLineTests {
     process.standardError = errors
     try process.run()
     let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    try process.waitForExit()
+    process.waitUntilExit()
     return Finished(status: process.terminationStatus, reason: process.terminationReason, stdout: "", stderr: text)
   }
 
@@ -181,7 +181,7 @@ struct HostileCommandLineTests {
     let finished = Process()
     finished.executableURL = URL(fileURLWithPath: "/bin/true")
     try finished.run()
-    try finished.waitForExit()
+    finished.waitUntilExit()
     let dead = media.appendingPathComponent(".recording-a.mp4.\(finished.processIdentifier).\(UUID()).partial.mp4")
     let alive = media.appendingPathComponent(".recording-b.mp4.\(getpid()).\(UUID()).partial.mp4")
     let kept = media.appendingPathComponent("recording-c.mp4")

@@ -113,7 +113,7 @@ struct PlayCommandTests {
       process.standardError = errors
       try process.run()
       let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      try process.waitForExit()
+      process.waitUntilExit()
       #expect(process.terminationReason == .exit && process.terminationStatus == 1, "\(arguments[0])")
       #expect(message.hasPrefix("error: fileWriteFailed (6046): standard output"), "\(message)")
     }
@@ -142,7 +142,7 @@ struct PlayCommandTests {
     }
     kill(process.processIdentifier, signal)
     text += String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-    try process.waitForExit()
+    process.waitUntilExit()
     #expect(process.terminationReason == .exit && process.terminationStatus == 1)
     let names = lines(text).compactMap { $0["event"] as? String }
     #expect(names.last == "summary" && !names.contains("completed"))

@@ -60,7 +60,7 @@ struct ReorderedVideoTests {
     try process.run()
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    try process.waitForExit()
+    process.waitUntilExit()
     return (Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1, errorText)
   }
 

@@ -39,7 +39,7 @@ public func mkvmergeVideoTimestamps(_ file: URL) throws -> [Double] {
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     try process.run()
-    try process.waitForExit()
+    process.waitUntilExit()
     guard process.terminationStatus <= 1 else {
       throw JudgeFailure(what: "\(tool) \(arguments.joined(separator: " ")): exit \(process.terminationStatus)")
     }

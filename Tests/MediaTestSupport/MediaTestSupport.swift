@@ -42,7 +42,7 @@ public func runForData(_ executable: String, _ arguments: [String]) throws -> Da
   process.standardError = FileHandle.nullDevice
   try process.run()
   let data = output.fileHandleForReading.readDataToEndOfFile()
-  try process.waitForExit()
+  process.waitUntilExit()
   return data
 }
 
@@ -57,7 +57,7 @@ public func runForStandardError(_ executable: String, _ arguments: [String]) thr
   process.standardOutput = FileHandle.nullDevice
   try process.run()
   let data = errors.fileHandleForReading.readDataToEndOfFile()
-  try process.waitForExit()
+  process.waitUntilExit()
   return String(decoding: data, as: UTF8.self)
 }
 
@@ -363,26 +363,4 @@ public func probeRecording(_ path: String) throws -> (
     Int(frames.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
     streams.compactMap(\.first), streams.compactMap { $0.count > 1 ? $0[1] : nil }
   )
-}
-
-extension Process {
-  /// Waits for the process to end until ``testDeadline`` (then terminates it and throws ``WaitTimedOut``):
-  /// `waitUntilExit()` on a thread of its own. On Linux that wait's `RunLoop` can stay asleep after the
-  /// child has ended (swift-corelibs-foundation #3869; a test run hung there once, the child gone): the
-  /// deadline makes it a failure, not a hang. (Polling `isRunning` instead leaves one descriptor open per
-  /// process — the RunLoop wait is where Foundation closes it — and past ~1,300 of them Foundation's own
-  /// `Process.run` reads past a buffer: scripts/asan.supp.)
-  public func waitForExit() throws {
-    let exited = DispatchSemaphore(value: 0)
-    Thread { [self] in
-      waitUntilExit()
-      exited.signal()
-    }.start()
-    do {
-      try exited.wait(for: "\(executableURL?.lastPathComponent ?? "a process") to exit")
-    } catch {
-      terminate()
-      throw error
-    }
-  }
 }

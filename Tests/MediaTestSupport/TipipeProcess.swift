@@ -71,7 +71,7 @@ public func tipipe(_ arguments: [String], in directory: URL? = nil, environment:
   }
   let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
   group.wait()
-  try process.waitForExit()
+  process.waitUntilExit()
   return Finished(
     status: process.terminationStatus, reason: process.terminationReason, stdout: text, stderr: errorText.value)
 }

@@ -144,7 +144,7 @@ import Testing
     }
     try #require(process.isRunning, "the recording ended before it could be killed")
     kill(process.processIdentifier, SIGKILL)
-    try process.waitForExit()
+    process.waitUntilExit()
     #expect(process.terminationReason == .uncaughtSignal)
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: file))
     #expect(streams.map(\.codec) == ["h264", "aac"])
