@@ -237,8 +237,9 @@ struct PlayCommandTests {
     let nodes = (json["nodes"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
     #expect(
       nodes == [
-        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "ChannelWatch",
-        "RecorderTap", "RawDumpTap", "Video0Decoder", "Video0Pacer", "Video0Output", "Audio1Decoder", "Audio1Pacer",
+        "CloudSegmentSource", "SegmentVerifier", "SegmentDemuxer", "TrackRouter", "GapDetector", "PacketHistory",
+        "ChannelWatch", "RecorderTap", "RawDumpTap", "Video0Decoder", "Video0Pacer", "Video0Output", "Audio1Decoder",
+        "Audio1Pacer",
         "Audio1Output",
       ])
     let edges = json["edges"] as? [[String: Any]] ?? []

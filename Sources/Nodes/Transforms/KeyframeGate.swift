@@ -4,11 +4,17 @@ import PipelineGraph
 /// an output that joins a running replay starts at the next keyframe and never gets earlier media
 /// (audio packets each decode alone). Packets of other tracks and every event pass unchanged.
 ///
-/// States: closed → open (at the first packet that qualifies); a flush closes it again, and after a
-/// seek's flush (`NodeContext/seekTarget`) it opens at the track's first keyframe, whatever its time:
-/// the seek starts every branch afresh from the keyframe at or before the target. Confined to its
-/// pipeline's executor.
-public final class KeyframeGate: Node {
+/// Given a ``PacketHistory`` (the node it hangs on), the gate instead starts with what the history kept
+/// of its track from the last decodable packet at or before that time, handed on before anything that
+/// comes next: an output joining a paused replay shows the picture at the position at once, decoded
+/// from media read already. When the history no longer holds it, the gate waits for the next keyframe.
+///
+/// States: closed → open (at the first packet that qualifies), or catching up (handing on what the
+/// history kept, one packet per step) → open; a flush closes it again (what was left of the history
+/// is dropped), and after a seek's flush (`NodeContext/seekTarget`) it opens at the track's first
+/// keyframe, whatever its time: the seek starts every branch afresh from the keyframe at or before the
+/// target. Confined to its pipeline's executor.
+public final class KeyframeGate: SteppingNode {
   /// Consumes packets.
   public typealias Input = EncodedPacket
   /// Emits the packets let through.
@@ -18,18 +24,44 @@ public final class KeyframeGate: Node {
   public let name: String
   /// The gated track.
   public let track: TrackID
-  /// Nothing of the track earlier than this passes.
+  /// Nothing of the track earlier than this passes (unless the history shows this time).
   public let opensAt: MediaTime
+  private let history: PacketHistory?
   /// Nothing earlier passes in the current flush generation (nil after a seek).
   private var threshold: MediaTime?
   private var open = false
+  /// What the history kept, still to hand on (from `caughtUp` on).
+  private var backlog: [EncodedPacket] = []
+  private var caughtUp = 0
 
-  /// A gate on `track` that opens at its first keyframe not earlier than `opensAt`.
-  public init(name: String = "KeyframeGate", track: TrackID, opensAt: MediaTime) {
+  /// A gate on `track` that opens at its first keyframe not earlier than `opensAt`, or at once with
+  /// what `history` kept to show `opensAt` (read when the gate starts).
+  public init(name: String = "KeyframeGate", track: TrackID, opensAt: MediaTime, history: PacketHistory? = nil) {
     self.name = name
     self.track = track
     self.opensAt = opensAt
+    self.history = history
     threshold = opensAt
+  }
+
+  /// Takes what the history kept to show `opensAt`, if it still holds it.
+  public func start(context: NodeContext<EncodedPacket>) throws {
+    guard let kept = history?.packets(of: track, decodableAt: opensAt, generation: context.generation) else { return }
+    backlog = kept
+    open = true
+  }
+
+  /// True while the history's packets are being handed on.
+  public var hasPendingWork: Bool { caughtUp < backlog.count }
+
+  /// Hands on the history's next packet.
+  public func step(context: NodeContext<EncodedPacket>) throws {
+    context.emit(backlog[caughtUp])
+    caughtUp += 1
+    if caughtUp == backlog.count {
+      backlog = []
+      caughtUp = 0
+    }
   }
 
   /// Drops the track's packets until the gate opens.
@@ -43,6 +75,8 @@ public final class KeyframeGate: Node {
   /// A flush closes the gate again; a seek's opens it at the next keyframe.
   public func flush(context: NodeContext<EncodedPacket>) {
     open = false
+    backlog = []
+    caughtUp = 0
     threshold = context.seekTarget == nil ? opensAt : nil
   }
 }

@@ -9,6 +9,9 @@ extension Replay {
   final class Joints: @unchecked Sendable {
     let router: TrackRouter
     let detector: GapDetector
+    /// What the branches hang on: it keeps what a branch joining a paused play starts from (none in a
+    /// graph built without outputs).
+    let history: PacketHistory?
     let watch: ChannelWatch
     /// The recorders' tap, and whether an audio transcoder feeds it (a recorder of audio needs one).
     let tap: RecorderTap
@@ -30,11 +33,12 @@ extension Replay {
     var departed: Set<ObjectIdentifier> = []
 
     init(
-      router: TrackRouter, detector: GapDetector, watch: ChannelWatch, tap: RecorderTap, transcodesAudio: Bool,
-      timeline: PlaybackTimeline, candidates: [OutputID], drivenKinds: Set<TrackKind>
+      router: TrackRouter, detector: GapDetector, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
+      transcodesAudio: Bool, timeline: PlaybackTimeline, candidates: [OutputID], drivenKinds: Set<TrackKind>
     ) {
       self.router = router
       self.detector = detector
+      self.history = history
       self.watch = watch
       self.tap = tap
       self.transcodesAudio = transcodesAudio
@@ -50,22 +54,28 @@ extension Replay {
   }
 
   /// Hangs output `output`'s branch on the running graph (inside a command): true when it joined, false
-  /// when the graph cannot take it without being rebuilt — nothing presents yet, the play is paused, or
-  /// the output is the first of its kind (it would drive the position, pace the audio and enter the gap
-  /// detector's tracks).
+  /// when the graph cannot take it without being rebuilt — nothing presents yet, the output is the first
+  /// of its kind (it would drive the position, pace the audio and enter the gap detector's tracks), or
+  /// the play is paused and the graph's history no longer holds what shows the position.
   /// The branch takes what the graph reads from now on and presents from the first keyframe at or after
-  /// its `joinsAt` (the position); nothing is read again.
+  /// its `joinsAt` (the position, O18); joining a paused play it shows the position's frame at once,
+  /// decoded from the history (what a graph built again would show). Nothing is read again.
   func join(_ output: ReplayStateMachine.Output, _ state: inout Control) -> Bool {
-    // While paused nothing flows (the pacers hold the edges full): a branch joining then would show
-    // nothing until the play resumes, where a new graph shows the position's frame at once.
-    guard let graph = state.graph, graph.presents, !state.rules.paused,
-      graph.joints.drivenKinds.contains(output.track.kind),
+    guard let graph = state.graph, graph.presents, graph.joints.drivenKinds.contains(output.track.kind),
       let attachment = state.attachments[output.id]
     else { return false }
     let joints = graph.joints
     let start = BranchStart(
       speed: state.rules.speed, paused: state.rules.paused, presentFrom: output.joinsAt ?? state.rules.target,
       showsFirstFrameWhilePaused: true, levels: state.levels)
+    // While paused nothing flows (the pacers hold the edges full): the branch shows the position only
+    // from the history, read again when the branch starts (on the executor, before the next packet).
+    if start.paused,
+      joints.history?.packets(
+        of: output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base) == nil
+    {
+      return false
+    }
     do {
       var branch: Branch?
       try graph.pipeline.attach { pipeline in

@@ -169,11 +169,17 @@ extension Replay {
     let router = TrackRouter(tracks: Set(plan.bindings.map(\.track)).union(plan.recordedTracks))
     let detector = GapDetector(
       configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
+    // The outputs' branches hang on the history: one joining a paused play shows the position from it.
+    // (A graph of recorders alone has none: nothing would take its packets.)
+    let history = plan.bindings.isEmpty ? nil : PacketHistory()
     // One object on each edge: the read-ahead is the source's, not the edges'.
     pipeline.connect(source, to: verifier, limits: EdgeLimits(items: 1, bytes: 16 << 20))
     pipeline.connect(verifier, to: demuxer, limits: EdgeLimits(items: 1, bytes: 16 << 20))
     pipeline.connect(demuxer, to: router, limits: EdgeLimits(items: 256, bytes: 4 << 20))
     pipeline.connect(router, to: detector, limits: EdgeLimits(items: 256, bytes: 4 << 20))
+    // A short edge: what waits between the reads and the pictures (the read-ahead of a paused play, how
+    // far the recorders' tap runs ahead of the position) stays what the branches' edges hold.
+    if let history { pipeline.connect(detector, to: history, limits: EdgeLimits(items: 4, bytes: 4 << 20)) }
     // An output bound to a channel without media while others of its kind have some fails with 6130.
     let watch = ChannelWatch(tracks: Set(plan.bindings.map(\.track))) { [weak self] track, time, flushes in
       self?.channelMissing(track, noticedAt: time, generation: generation + flushes)
@@ -201,7 +207,7 @@ extension Replay {
       tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.start.speed.rate,
       paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
     let joints = Joints(
-      router: router, detector: detector, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
+      router: router, detector: detector, history: history, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
       timeline: timeline, candidates: candidates,
       drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
     let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
@@ -251,6 +257,7 @@ extension Replay {
     for binding: Binding, of graph: Graph, start: BranchStart, in pipeline: Pipeline
   ) throws -> Branch {
     let joints = graph.joints
+    guard let history = joints.history else { throw TiError(.notBound, "a graph without outputs takes none") }
     let generation = graph.base
     let timeline = joints.timeline
     let id = binding.id
@@ -320,12 +327,15 @@ extension Replay {
       onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) }, onFlush: flushed)
     var nodes: [any Node] = [decoder, pacer, sink]
     if let joining {
-      let gate = KeyframeGate(name: "\(name)Gate", track: binding.track, opensAt: joining)
-      pipeline.connect(joints.detector, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+      // Joining a paused play, the branch shows the position at once from what the graph read already;
+      // a running one starts at the next keyframe (O18).
+      let gate = KeyframeGate(
+        name: "\(name)Gate", track: binding.track, opensAt: joining, history: start.paused ? history : nil)
+      pipeline.connect(history, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       pipeline.connect(gate, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       nodes.append(gate)
     } else {
-      pipeline.connect(joints.detector, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
+      pipeline.connect(history, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
     }
     // Few decoded pictures wait for their instant: memory stays small at any speed.
     pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 1 : 16))
