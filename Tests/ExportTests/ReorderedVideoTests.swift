@@ -47,20 +47,15 @@ struct ReorderedVideoTests {
 
   /// What decoding the whole file says: the frame count and libavcodec's complaints.
   func decode(_ file: URL) throws -> (frames: Int, errors: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    process.arguments = [
-      "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of",
-      "csv=p=0", file.path,
-    ]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    let ended = try ChildProcess(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of",
+        "csv=p=0", file.path,
+      ]
+    ).finish()
+    let text = String(decoding: ended.output, as: UTF8.self)
+    let errorText = String(decoding: ended.errors, as: UTF8.self)
     return (Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1, errorText)
   }
 

@@ -33,15 +33,9 @@ public func mkvmergeVideoTimestamps(_ file: URL) throws -> [Double] {
     ("/usr/bin/mkvmerge", ["-q", "-o", remuxed.path, file.path]),
     ("/usr/bin/mkvextract", ["-q", remuxed.path, "timestamps_v2", "\(video):\(timestamps.path)"]),
   ] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus <= 1 else {
-      throw JudgeFailure(what: "\(tool) \(arguments.joined(separator: " ")): exit \(process.terminationStatus)")
+    let ended = try ChildProcess(tool, arguments, captureOutput: false, captureErrors: false).finish()
+    guard ended.reason == .exit, ended.status <= 1 else {
+      throw JudgeFailure(what: "\(tool) \(arguments.joined(separator: " ")): exit \(ended.status)")
     }
   }
   // mkvextract ends the list with the end of the last frame (an ffmpeg-made MP4 of 60 frames at 20 fps

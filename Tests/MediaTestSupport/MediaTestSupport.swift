@@ -34,31 +34,13 @@ public func run(_ executable: String, _ arguments: [String]) throws -> String {
 
 /// Runs a command and returns its standard output's bytes (standard error is discarded).
 public func runForData(_ executable: String, _ arguments: [String]) throws -> Data {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  let output = Pipe()
-  process.standardOutput = output
-  process.standardError = FileHandle.nullDevice
-  try process.run()
-  let data = output.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return data
+  try ChildProcess(executable, arguments, captureErrors: false).finish().output
 }
 
 /// Runs a command and returns its standard error as text (standard output is discarded): what a
 /// decoder or muxer complained of.
 public func runForStandardError(_ executable: String, _ arguments: [String]) throws -> String {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  let errors = Pipe()
-  process.standardError = errors
-  process.standardOutput = FileHandle.nullDevice
-  try process.run()
-  let data = errors.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return String(decoding: data, as: UTF8.self)
+  String(decoding: try ChildProcess(executable, arguments, captureOutput: false).finish().errors, as: UTF8.self)
 }
 
 /// Writes at `destination` a library made of `copies` back-to-back copies of the library at `source`

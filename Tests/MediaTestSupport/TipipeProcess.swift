@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// The `tipipe` executable of the same build as the running tests (so that the thread sanitizer's run
@@ -22,12 +21,18 @@ public let childCacheHome = FileManager.default.temporaryDirectory.appendingPath
 public func tipipeProcess() throws -> Process {
   let process = Process()
   process.executableURL = try tipipeExecutable()
+  process.environment = tipipeEnvironment()
+  return process
+}
+
+/// The environment of every `tipipe` the tests launch: this process's, with the child's sanitizer
+/// options and the tests' own cache.
+public func tipipeEnvironment() -> [String: String] {
   var environment = ProcessInfo.processInfo.environment
   if let options = environment["TIPIPE_CHILD_ASAN_OPTIONS"] { environment["ASAN_OPTIONS"] = options }
   // Commands that run through the SDK facade keep its work root in the cache: the tests' own.
   environment["XDG_CACHE_HOME"] = childCacheHome.path
-  process.environment = environment
-  return process
+  return environment
 }
 
 /// How a `tipipe` run ended, and what it printed.
@@ -54,36 +59,11 @@ public struct Finished: Sendable {
 public func tipipe(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws
   -> Finished
 {
-  let process = try tipipeProcess()
-  process.arguments = arguments
-  process.environment?.merge(environment) { $1 }
-  if let directory { process.currentDirectoryURL = directory }
-  let output = Pipe()
-  let errors = Pipe()
-  process.standardOutput = output
-  process.standardError = errors
-  try process.run()
-  // Both pipes are read to their end (stderr on another thread) so neither can fill and block the child.
-  let errorText = LockedText()
-  let group = DispatchGroup()
-  DispatchQueue.global().async(group: group) {
-    errorText.set(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-  }
-  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  group.wait()
-  process.waitUntilExit()
+  let ended = try ChildProcess(
+    try tipipeExecutable().path, arguments, environment: tipipeEnvironment().merging(environment) { $1 },
+    directory: directory
+  ).finish()
   return Finished(
-    status: process.terminationStatus, reason: process.terminationReason, stdout: text, stderr: errorText.value)
-}
-
-/// Text one thread sets and another reads.
-public final class LockedText: @unchecked Sendable {
-  private let lock = NSLock()
-  private var text = ""
-  /// Creates empty text.
-  public init() {}
-  /// Replaces the text.
-  public func set(_ value: String) { lock.withLock { text = value } }
-  /// The text.
-  public var value: String { lock.withLock { text } }
+    status: ended.status, reason: ended.reason, stdout: String(decoding: ended.output, as: UTF8.self),
+    stderr: String(decoding: ended.errors, as: UTF8.self))
 }

@@ -3,6 +3,22 @@ import PipelineGraph
 
 /// What the state machine answers: the inputs of a graph, and what the Replay must do after an event.
 extension ReplayStateMachine {
+  /// One bound output, as the rules see it.
+  struct Output: Equatable {
+    let id: Replay.OutputID
+    let track: TrackID
+    /// Bound while a play was running: its branch starts at the next keyframe from here.
+    var joinsAt: MediaTime?
+    var isVideo: Bool { track.kind == .video }
+  }
+
+  /// The range and token of a play.
+  struct Play: Equatable {
+    var start: MediaTime
+    var end: MediaTime
+    var token: String
+  }
+
   /// What a graph is started from (the Replay adds its outputs' targets).
   struct Start: Equatable {
     var range: MediaRange

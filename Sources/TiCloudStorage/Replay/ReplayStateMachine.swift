@@ -12,22 +12,6 @@ import PipelineGraph
 /// graph carries the generation it was produced in and is ignored when it is older. ``playNumber``
 /// is bumped by plays and stops only: callbacks of an older play not yet delivered are dropped (R70).
 struct ReplayStateMachine {
-  /// One bound output, as the rules see it.
-  struct Output: Equatable {
-    let id: Replay.OutputID
-    let track: TrackID
-    /// Bound while a play was running: its branch starts at the next keyframe from here.
-    var joinsAt: MediaTime?
-    var isVideo: Bool { track.kind == .video }
-  }
-
-  /// The range and token of a play.
-  struct Play: Equatable {
-    var start: MediaTime
-    var end: MediaTime
-    var token: String
-  }
-
   private(set) var outputs: [Output] = []
   private var nextOutput = 0
   /// The speed, kept across plays.

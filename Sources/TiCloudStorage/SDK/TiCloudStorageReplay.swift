@@ -393,10 +393,3 @@ public final class TiCloudStorageReplay: @unchecked Sendable {
 /// The seven speeds (rules.md R1): `.x1` = 0, `.x2` = 1, `.x4` = 2, `.x8` = 3, `.x0_5` = 4, `.x0_25` = 5,
 /// `.x0_125` = 6.
 public typealias TiCloudStorageReplaySpeed = ReplaySpeed
-
-/// Carries a non-Sendable closure of the caller's into a callback that runs on the queue the caller
-/// chose (the seed's callbacks are plain closures).
-struct UncheckedBox<Value>: @unchecked Sendable {
-  let value: Value
-  init(_ value: Value) { self.value = value }
-}
