@@ -161,6 +161,9 @@ struct OutputJoinTests {
     harness.runToEnd()
     #expect(third.frames.last?.media == harness.media(8960))
     #expect(harness.log.completions == 2)
+    // The new play fetched its objects again (its token may differ, D5); the rebuilt graph took what the
+    // play had fetched from memory (RecentObjects): three objects per play.
+    #expect(harness.service.fetchedStarts.count == 6, "\(harness.service.fetchedStarts)")
   }
 
   @Test("an output bound while paused joins in place: it shows the position's frame at once, from what was read")
@@ -215,6 +218,7 @@ struct OutputJoinTests {
     harness.replay.bindAudio(channel: 1, device: speaker)
     let rebuilt = try #require(harness.replay.activeGraph)
     #expect(rebuilt !== graph)
+    let fetched = harness.service.fetchedStarts
     harness.run(for: .milliseconds(1_000))
     #expect(!speaker.played.isEmpty)
     #expect(harness.replay.pause() == .ok)
@@ -224,5 +228,7 @@ struct OutputJoinTests {
     #expect(harness.renderer.frames.last?.media == harness.media(8960))
     #expect(increasing(harness.renderer.frames))
     #expect(harness.log.completions == 1)
+    // The rebuilt graph read what the play had fetched from memory: no object was fetched twice.
+    #expect(fetched.count >= 1 && fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
   }
 }

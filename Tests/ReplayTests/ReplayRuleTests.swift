@@ -172,14 +172,12 @@ import TiCloudStorage
     harness.replay.resume()
     harness.run(for: .seconds(3))
     #expect(harness.service.fetchedStarts.count == 20)
-    // A seek reads from the object holding the keyframe before its target (14 s lies in 12…15 s); paused,
-    // not ahead.
+    // A seek back reads from the object holding the keyframe before its target (14 s lies in 12…15 s):
+    // the play keeps what it fetched last (RecentObjects), so nothing is fetched again.
     harness.replay.pause()
     #expect(harness.replay.seek(to: MediaTime(milliseconds: recordingStart + 15010)) == .ok)
     harness.run(for: .seconds(30))
-    let afterSeek = Array(harness.service.fetchedStarts.dropFirst(20))
-    #expect(afterSeek == (4..<20).prefix(afterSeek.count).map { Int64($0) * 3000 })
-    #expect(afterSeek.count < 12, "fetched \(afterSeek)")
+    #expect(harness.service.fetchedStarts.count == 20, "fetched \(harness.service.fetchedStarts)")
     #expect(harness.renderer.frames.last?.media == media(15040))
     harness.replay.resume()
     harness.runToEnd()

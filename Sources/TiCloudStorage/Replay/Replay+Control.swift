@@ -51,6 +51,8 @@ extension Replay {
     /// when either changes).
     let levels = Published(AudioLevels())
     var graph: Graph?
+    /// What the active play fetched last: its graphs read it again from there (a new one per play).
+    var objects: RecentObjects?
     var lastFrame: DecodedFrame?
     var droppedBefore = 0
     var lateBefore = 0

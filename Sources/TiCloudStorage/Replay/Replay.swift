@@ -228,6 +228,8 @@ package final class Replay: @unchecked Sendable {
       }
       state.lastFrame = nil
       state.retireGraph()?.pipeline.stop()
+      let executor = environment.executor
+      state.objects = RecentObjects(service: service) { executor.execute($0) }
       for device in state.audioDevices {
         device.flush()
         device.setPaused(false)
@@ -348,6 +350,7 @@ package final class Replay: @unchecked Sendable {
       state.waiters = [:]
       ended = state.takeRecorders()
       state.retireGraph()?.pipeline.stop()
+      state.objects = nil
       for device in state.audioDevices {
         device.flush()
         device.setPaused(false)

@@ -94,6 +94,8 @@ extension Replay {
     var bindings: [Binding]
     /// The tracks recorders need.
     var recordedTracks: Set<TrackID> = []
+    /// What the play fetched last (nil: the service itself).
+    var objects: RecentObjects?
   }
 
   /// The graph a play of `range` runs with the current bindings, built but not started (for `tipipe
@@ -119,8 +121,8 @@ extension Replay {
         return nil
       }
       return Plan(
-        start: start, bindings: Self.bindings(start.outputs, state),
-        recordedTracks: Self.recordedTracks(state))
+        start: start, bindings: Self.bindings(start.outputs, state), recordedTracks: Self.recordedTracks(state),
+        objects: state.objects)
     }
     guard let plan else { return }
     var installed: Graph?
@@ -161,8 +163,9 @@ extension Replay {
     // `ReplayStateMachine.driver(of:)`).
     let candidates = [primaryVideo?.id, primaryAudio?.id].compactMap { $0 }
     // Read-ahead: see `readsAhead(_:)`.
+    // A graph built again for the play reads what the play fetched last from memory.
     let source = CloudSegmentSource(
-      service: service, range: range, token: plan.start.play.token, prefetchBytes: 16 << 20,
+      service: plan.objects ?? service, range: range, token: plan.start.play.token, prefetchBytes: 16 << 20,
       readsAhead: candidates.isEmpty || !plan.start.paused, stallBudget: environment.stallBudget)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
