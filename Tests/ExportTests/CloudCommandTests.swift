@@ -4,28 +4,24 @@ import MediaTestSupport
 import Nodes
 import Testing
 
-/// `tipipe serve` as a child process on a free port, stopped by SIGTERM when released.
+/// `tipipe serve` as a child process on a free port, stopped by SIGTERM (or killed when released).
 final class ServeProcess {
-  let process: Process
+  let process: ChildProcess
   let endpoint: String
 
   init(root: URL, flags: [String] = []) throws {
-    process = try tipipeProcess()
-    process.arguments = ["serve", "--root", root.path, "--port", "0", "--secret", "cli-secret", "--quiet"] + flags
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
+    process = try ChildProcess(
+      try tipipeExecutable().path,
+      ["serve", "--root", root.path, "--port", "0", "--secret", "cli-secret", "--quiet"] + flags,
+      environment: tipipeEnvironment(), captureErrors: false)
     // The first line says where it listens.
-    var line = Data()
-    while !line.contains(0x0A) {
-      let chunk = output.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      line.append(chunk)
+    var text = ""
+    try process.readLines(of: .output) { line in
+      text = line
+      return false
     }
-    let text = String(decoding: line, as: UTF8.self)
     guard text.hasPrefix("listening on "), let last = text.split(separator: " ").last else {
-      process.terminate()
+      process.signal(SIGKILL)
       throw MediaError(.ioFailed, "tipipe serve said '\(text)'")
     }
     endpoint = last.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -33,14 +29,8 @@ final class ServeProcess {
 
   /// Stops the server as an operator would (SIGTERM) and returns its exit status.
   func stop() throws -> Int32 {
-    guard process.isRunning else { return process.terminationStatus }
-    kill(process.processIdentifier, SIGTERM)
-    process.waitUntilExit()
-    return process.terminationStatus
-  }
-
-  deinit {
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.signal(SIGTERM)
+    return try process.finish().status
   }
 }
 

@@ -8,35 +8,21 @@ import Testing
 /// Starts `tipipe export --progress-lines` and calls `atProgress` with each progress value read from its
 /// stderr; returns the exit status and stderr.
 func runExport(
-  _ arguments: [String], atProgress: (Process, Double) -> Void
+  _ arguments: [String], atProgress: (ChildProcess, Double) -> Void
 ) throws -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
-  let process = try tipipeProcess()
-  process.arguments = ["export", "--progress-lines"] + arguments
-  let errors = Pipe()
-  process.standardError = errors
-  process.standardOutput = FileHandle.nullDevice
-  try process.run()
-  var text = ""
-  var buffer = Data()
-  let handle = errors.fileHandleForReading
-  while true {
-    let chunk = handle.availableData
-    if chunk.isEmpty { break }
-    buffer.append(chunk)
-    while let newline = buffer.firstIndex(of: 0x0A) {
-      let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-      buffer.removeSubrange(buffer.startIndex...newline)
-      text += line + "\n"
-      if let data = line.data(using: .utf8),
-        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-        let progress = object["progress"] as? Double
-      {
-        atProgress(process, progress)
-      }
+  let process = try ChildProcess(
+    try tipipeExecutable().path, ["export", "--progress-lines"] + arguments, environment: tipipeEnvironment(),
+    captureOutput: false)
+  try process.readLines(of: .errors) { line in
+    if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+      let progress = object["progress"] as? Double
+    {
+      atProgress(process, progress)
     }
+    return true
   }
-  process.waitUntilExit()
-  return (process.terminationStatus, process.terminationReason, text)
+  let ended = try process.finish()
+  return (ended.status, ended.reason, String(decoding: ended.errors, as: UTF8.self))
 }
 
 @Suite("tipipe export as a process")
@@ -75,7 +61,7 @@ struct ExportCommandTests {
     let result = try runExport(arguments(library, output)) { process, progress in
       if progress >= 0.5 && !sent {
         sent = true
-        kill(process.processIdentifier, signal)
+        process.signal(signal)
       }
     }
     #expect(sent)
@@ -122,11 +108,9 @@ struct ExportCommandTests {
     let library = directory.url.appendingPathComponent("lib")
     try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: library)
     // A process that has ended: its pid is free (and will not be reused within this test).
-    let ended = Process()
-    ended.executableURL = URL(fileURLWithPath: "/bin/true")
-    try ended.run()
-    ended.waitUntilExit()
-    let dead = ended.processIdentifier
+    let ended = try ChildProcess("/bin/true", [])
+    _ = try ended.finish()
+    let dead = ended.pid
     let alive = getpid()
     let uuid = UUID().uuidString
     let names = [
@@ -157,7 +141,7 @@ struct ExportCommandTests {
     let result = try runExport(arguments(library, output)) { process, progress in
       if progress >= 0.5 && !killed {
         killed = true
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
       }
     }
     #expect(killed)

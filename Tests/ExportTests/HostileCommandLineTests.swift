@@ -24,26 +24,15 @@ struct HostileCommandLineTests {
 
   /// Runs a real-time `tipipe play` with `arguments`, calls `begun` once its first time line is out, and
   /// reads it to its end.
-  func play(_ arguments: [String], whenPlaying begun: (Process) throws -> Void) throws -> Finished {
-    let process = try tipipeProcess()
-    process.arguments = ["play"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    let errors = Pipe()
-    process.standardError = errors
-    try process.run()
-    var text = ""
-    while !text.contains("\"event\":\"time\"") {
-      let data = output.fileHandleForReading.availableData
-      guard !data.isEmpty else { break }
-      text += String(decoding: data, as: UTF8.self)
-    }
+  func play(_ arguments: [String], whenPlaying begun: (ChildProcess) throws -> Void) throws -> Finished {
+    let process = try ChildProcess(
+      try tipipeExecutable().path, ["play"] + arguments, environment: tipipeEnvironment())
+    try process.readLines(of: .output) { !$0.contains("\"event\":\"time\"") }
     try begun(process)
-    text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    let ended = try process.finish()
     return Finished(
-      status: process.terminationStatus, reason: process.terminationReason, stdout: text, stderr: errorText)
+      status: ended.status, reason: ended.reason, stdout: String(decoding: ended.output, as: UTF8.self),
+      stderr: String(decoding: ended.errors, as: UTF8.self))
   }
 
   @Test("--record and --out never land on the library's files or in the cache: usage errors, nothing changes")
@@ -102,16 +91,12 @@ struct HostileCommandLineTests {
 
   /// Runs `tipipe arguments` through `sh -c` with `redirection` applied to it (`>&-`, `> FILE`).
   func shell(_ arguments: [String], _ redirection: String) throws -> Finished {
-    let process = try tipipeProcess()
-    let executable = try #require(process.executableURL).path
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", "exec \"$0\" \"$@\" \(redirection)", executable] + arguments
-    let errors = Pipe()
-    process.standardError = errors
-    try process.run()
-    let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return Finished(status: process.terminationStatus, reason: process.terminationReason, stdout: "", stderr: text)
+    let ended = try ChildProcess(
+      "/bin/sh", ["-c", "exec \"$0\" \"$@\" \(redirection)", try tipipeExecutable().path] + arguments,
+      environment: tipipeEnvironment(), captureOutput: false
+    ).finish()
+    return Finished(
+      status: ended.status, reason: ended.reason, stdout: "", stderr: String(decoding: ended.errors, as: UTF8.self))
   }
 
   @Test("a closed standard output fails the play; nothing it meant for stdout lands in the SDK's log")
@@ -160,7 +145,7 @@ struct HostileCommandLineTests {
     let cache = try TemporaryDirectory()
     let played = try play(
       ["--video-channel", "0", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path] + range
-    ) { $0.interrupt() }
+    ) { $0.signal(SIGINT) }
     let (text, errorText) = (played.stdout, played.stderr)
     #expect(played.status == 1)
     #expect(errorText.hasPrefix("error: cancelled (6115)"))
@@ -178,11 +163,9 @@ struct HostileCommandLineTests {
     let cache = try TemporaryDirectory()
     let media = cache.url.appendingPathComponent("media")
     try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
-    let finished = Process()
-    finished.executableURL = URL(fileURLWithPath: "/bin/true")
-    try finished.run()
-    finished.waitUntilExit()
-    let dead = media.appendingPathComponent(".recording-a.mp4.\(finished.processIdentifier).\(UUID()).partial.mp4")
+    let finished = try ChildProcess("/bin/true", [])
+    _ = try finished.finish()
+    let dead = media.appendingPathComponent(".recording-a.mp4.\(finished.pid).\(UUID()).partial.mp4")
     let alive = media.appendingPathComponent(".recording-b.mp4.\(getpid()).\(UUID()).partial.mp4")
     let kept = media.appendingPathComponent("recording-c.mp4")
     for file in [dead, alive, kept] { #expect(FileManager.default.createFile(atPath: file.path, contents: Data())) }

@@ -122,28 +122,19 @@ struct PlayCommandTests {
   @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
   func aSignalStopsAPlayThroughTheFacadeWithItsSummary(_ signal: Int32) throws {
     let directory = try library(gap: false)
-    let process = try tipipeProcess()
-    process.arguments = [
-      "play", "--endpoint", "file://\(directory.url.path)", "--start", String(recordingStart), "--end",
-      String(recordingStart + 9000), "--video-channel", "0",
-    ]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
+    let process = try ChildProcess(
+      try tipipeExecutable().path,
+      [
+        "play", "--endpoint", "file://\(directory.url.path)", "--start", String(recordingStart), "--end",
+        String(recordingStart + 9000), "--video-channel", "0",
+      ], environment: tipipeEnvironment(), captureErrors: false)
     // A real-time play of 9 s: the signal comes after its first time line (the main thread is parked in
     // dispatchMain by then, where a signal would otherwise take its default action).
-    var text = ""
-    let handle = output.fileHandleForReading
-    while !text.contains("\"time\"") {
-      let chunk = handle.availableData
-      if chunk.isEmpty { break }
-      text += String(decoding: chunk, as: UTF8.self)
-    }
-    kill(process.processIdentifier, signal)
-    text += String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationReason == .exit && process.terminationStatus == 1)
+    try process.readLines(of: .output) { !$0.contains("\"time\"") }
+    process.signal(signal)
+    let ended = try process.finish()
+    let text = String(decoding: ended.output, as: UTF8.self)
+    #expect(ended.reason == .exit && ended.status == 1)
     let names = lines(text).compactMap { $0["event"] as? String }
     #expect(names.last == "summary" && !names.contains("completed"))
   }

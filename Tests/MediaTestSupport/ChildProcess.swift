@@ -42,16 +42,22 @@ public final class ChildProcess {
   private let outputDescriptor: Int32?
   private let errorDescriptor: Int32?
   private var ending: Ending?
+  /// How long the child is given, and when that runs out.
+  private let deadline: Duration
+  private let limit: ContinuousClock.Instant
   /// What each stream said, once it closed.
   private var collected: [Int32: Data] = [:]
 
   /// Starts `executable` with `arguments` (and `environment`, by default this process's), in
   /// `directory` when given (through `env -C`); standard input is `/dev/null`, standard output and
-  /// error are captured or thrown away.
+  /// error are captured or thrown away. The child is killed if it has not ended `deadline` after its
+  /// start (a hang fails the test that waited, with the command line).
   public init(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: URL? = nil,
-    captureOutput: Bool = true, captureErrors: Bool = true
+    captureOutput: Bool = true, captureErrors: Bool = true, deadline: Duration = .seconds(900)
   ) throws {
+    self.deadline = deadline
+    limit = Self.now() + deadline
     let argv = directory.map { ["/usr/bin/env", "-C", $0.path, executable] + arguments } ?? [executable] + arguments
     command = argv.joined(separator: " ")
     var actions = posix_spawn_file_actions_t()
@@ -128,40 +134,39 @@ public final class ChildProcess {
     if ending == nil { kill(pid, signal) }
   }
 
-  /// Reads what the child writes until it closes its streams, then waits for its end: at most
-  /// `deadline` in all, after which the child is killed and ``TimedOut`` thrown.
-  public func finish(deadline: Duration = .seconds(900)) throws -> Ending {
+  /// One of the child's captured output streams.
+  public enum Stream: Sendable {
+    /// Standard output.
+    case output
+    /// Standard error.
+    case errors
+  }
+
+  /// Calls `body` with each line the child writes on `stream` as it comes (the other stream is read
+  /// meanwhile, so neither pipe fills), until `body` returns false or the stream ends. Everything read
+  /// stays in the ``Ending`` that ``finish()`` returns.
+  public func readLines(of stream: Stream, _ body: (String) throws -> Bool) throws {
+    guard let descriptor = stream == .output ? outputDescriptor : errorDescriptor else { return }
+    var delivered = 0
+    var more = true
+    while more {
+      let data = reading[descriptor] ?? collected[descriptor] ?? Data()
+      while more, let newline = data[(data.startIndex + delivered)...].firstIndex(of: 0x0A) {
+        more = try body(String(decoding: data[(data.startIndex + delivered)..<newline], as: UTF8.self))
+        delivered = newline - data.startIndex + 1
+      }
+      guard more, reading[descriptor] != nil else { return }
+      try pump(once: true)
+    }
+  }
+
+  /// Reads what the child writes until it closes its streams, then waits for its end: at most the
+  /// deadline given at the start in all, after which the child is killed and ``TimedOut`` thrown.
+  public func finish() throws -> Ending {
     if let ending { return ending }
-    let limit = Self.now() + deadline
-    var timedOut = false
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while !reading.isEmpty {
-      var polled = reading.keys.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-      let left = limit - Self.now()
-      if left <= .zero {
-        timedOut = true
-        kill(pid, SIGKILL)
-        break
-      }
-      let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)
-      let ready = poll(&polled, nfds_t(polled.count), milliseconds)
-      if ready < 0 && errno == EINTR { continue }
-      for entry in polled where entry.revents != 0 {
-        let count = read(entry.fd, &buffer, buffer.count)
-        if count > 0 {
-          reading[entry.fd]?.append(contentsOf: buffer[..<count])
-        } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
-          close(entry.fd)
-          collected[entry.fd] = reading.removeValue(forKey: entry.fd)
-        }
-      }
-    }
-    for (descriptor, data) in reading {
-      close(descriptor)
-      collected[descriptor] = data
-    }
-    reading = [:]
+    try pump(once: false)
     var status: Int32 = 0
+    var timedOut = false
     while true {
       let reaped = waitpid(pid, &status, timedOut ? 0 : WNOHANG)
       if reaped == pid { break }
@@ -184,6 +189,43 @@ public final class ChildProcess {
     ending = ended
     if timedOut { throw TimedOut(command: command, deadline: deadline) }
     return ended
+  }
+
+  /// Reads the open streams until they all close (or, `once`, until something was read); past the
+  /// deadline the child is killed, what was read is kept, and ``TimedOut`` thrown.
+  private func pump(once: Bool) throws {
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while !reading.isEmpty {
+      var polled = reading.keys.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+      let left = limit - Self.now()
+      if left <= .zero {
+        kill(pid, SIGKILL)
+        for (descriptor, data) in reading {
+          close(descriptor)
+          collected[descriptor] = data
+        }
+        reading = [:]
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        ending = Ending(
+          status: status & 0x7f, reason: .uncaughtSignal, output: outputDescriptor.flatMap { collected[$0] } ?? Data(),
+          errors: errorDescriptor.flatMap { collected[$0] } ?? Data())
+        throw TimedOut(command: command, deadline: deadline)
+      }
+      let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)
+      let ready = poll(&polled, nfds_t(polled.count), milliseconds)
+      if ready < 0 && errno == EINTR { continue }
+      for entry in polled where entry.revents != 0 {
+        let count = read(entry.fd, &buffer, buffer.count)
+        if count > 0 {
+          reading[entry.fd]?.append(contentsOf: buffer[..<count])
+        } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+          close(entry.fd)
+          collected[entry.fd] = reading.removeValue(forKey: entry.fd)
+        }
+      }
+      if once && ready > 0 { return }
+    }
   }
 
   /// Held from a child's pipes to its start: no other child of ours inherits them meanwhile.
