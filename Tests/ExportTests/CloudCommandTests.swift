@@ -10,10 +10,8 @@ final class ServeProcess {
   let endpoint: String
 
   init(root: URL, flags: [String] = []) throws {
-    process = try ChildProcess(
-      try tipipeExecutable().path,
-      ["serve", "--root", root.path, "--port", "0", "--secret", "cli-secret", "--quiet"] + flags,
-      environment: tipipeEnvironment(), captureErrors: false)
+    process = try tipipeChild(
+      ["serve", "--root", root.path, "--port", "0", "--secret", "cli-secret", "--quiet"] + flags, captureErrors: false)
     // The first line says where it listens.
     var text = ""
     try process.readLines(of: .output) { line in

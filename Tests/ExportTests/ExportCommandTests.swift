@@ -10,9 +10,7 @@ import Testing
 func runExport(
   _ arguments: [String], atProgress: (ChildProcess, Double) -> Void
 ) throws -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
-  let process = try ChildProcess(
-    try tipipeExecutable().path, ["export", "--progress-lines"] + arguments, environment: tipipeEnvironment(),
-    captureOutput: false)
+  let process = try tipipeChild(["export", "--progress-lines"] + arguments, captureOutput: false)
   try process.readLines(of: .errors) { line in
     if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
       let progress = object["progress"] as? Double

@@ -25,14 +25,10 @@ struct HostileCommandLineTests {
   /// Runs a real-time `tipipe play` with `arguments`, calls `begun` once its first time line is out, and
   /// reads it to its end.
   func play(_ arguments: [String], whenPlaying begun: (ChildProcess) throws -> Void) throws -> Finished {
-    let process = try ChildProcess(
-      try tipipeExecutable().path, ["play"] + arguments, environment: tipipeEnvironment())
+    let process = try tipipeChild(["play"] + arguments)
     try process.readLines(of: .output) { !$0.contains("\"event\":\"time\"") }
     try begun(process)
-    let ended = try process.finish()
-    return Finished(
-      status: ended.status, reason: ended.reason, stdout: String(decoding: ended.output, as: UTF8.self),
-      stderr: String(decoding: ended.errors, as: UTF8.self))
+    return Finished(try process.finish())
   }
 
   @Test("--record and --out never land on the library's files or in the cache: usage errors, nothing changes")
@@ -91,12 +87,11 @@ struct HostileCommandLineTests {
 
   /// Runs `tipipe arguments` through `sh -c` with `redirection` applied to it (`>&-`, `> FILE`).
   func shell(_ arguments: [String], _ redirection: String) throws -> Finished {
-    let ended = try ChildProcess(
-      "/bin/sh", ["-c", "exec \"$0\" \"$@\" \(redirection)", try tipipeExecutable().path] + arguments,
-      environment: tipipeEnvironment(), captureOutput: false
-    ).finish()
-    return Finished(
-      status: ended.status, reason: ended.reason, stdout: "", stderr: String(decoding: ended.errors, as: UTF8.self))
+    Finished(
+      try ChildProcess(
+        "/bin/sh", ["-c", "exec \"$0\" \"$@\" \(redirection)", try tipipeExecutable().path] + arguments,
+        environment: tipipeEnvironment(), captureOutput: false
+      ).finish())
   }
 
   @Test("a closed standard output fails the play; nothing it meant for stdout lands in the SDK's log")

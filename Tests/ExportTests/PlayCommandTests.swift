@@ -122,12 +122,11 @@ struct PlayCommandTests {
   @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
   func aSignalStopsAPlayThroughTheFacadeWithItsSummary(_ signal: Int32) throws {
     let directory = try library(gap: false)
-    let process = try ChildProcess(
-      try tipipeExecutable().path,
+    let process = try tipipeChild(
       [
         "play", "--endpoint", "file://\(directory.url.path)", "--start", String(recordingStart), "--end",
         String(recordingStart + 9000), "--video-channel", "0",
-      ], environment: tipipeEnvironment(), captureErrors: false)
+      ], captureErrors: false)
     // A real-time play of 9 s: the signal comes after its first time line (the main thread is parked in
     // dispatchMain by then, where a signal would otherwise take its default action).
     try process.readLines(of: .output) { !$0.contains("\"time\"") }

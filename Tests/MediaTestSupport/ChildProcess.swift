@@ -181,13 +181,20 @@ public final class ChildProcess {
         }
       }
     }
+    let ended = end(waitStatus: status)
+    if timedOut { throw TimedOut(command: command, deadline: deadline) }
+    return ended
+  }
+
+  /// Notes the child's end from `waitpid`'s status, with what its streams said.
+  @discardableResult
+  private func end(waitStatus status: Int32) -> Ending {
     let signal = status & 0x7f
     let ended = Ending(
       status: signal == 0 ? (status >> 8) & 0xff : signal, reason: signal == 0 ? .exit : .uncaughtSignal,
       output: outputDescriptor.flatMap { collected[$0] } ?? Data(),
       errors: errorDescriptor.flatMap { collected[$0] } ?? Data())
     ending = ended
-    if timedOut { throw TimedOut(command: command, deadline: deadline) }
     return ended
   }
 
@@ -207,9 +214,7 @@ public final class ChildProcess {
         reading = [:]
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
-        ending = Ending(
-          status: status & 0x7f, reason: .uncaughtSignal, output: outputDescriptor.flatMap { collected[$0] } ?? Data(),
-          errors: errorDescriptor.flatMap { collected[$0] } ?? Data())
+        end(waitStatus: status)
         throw TimedOut(command: command, deadline: deadline)
       }
       let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)

@@ -53,17 +53,28 @@ public struct Finished: Sendable {
     self.stdout = stdout
     self.stderr = stderr
   }
+
+  /// What a child's `ending` says, as text.
+  public init(_ ending: ChildProcess.Ending) {
+    self.init(
+      status: ending.status, reason: ending.reason, stdout: String(decoding: ending.output, as: UTF8.self),
+      stderr: String(decoding: ending.errors, as: UTF8.self))
+  }
+}
+
+/// Starts `tipipe` with `arguments` (the tests' environment, merged with `environment`) in `directory`.
+public func tipipeChild(
+  _ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:], captureOutput: Bool = true,
+  captureErrors: Bool = true
+) throws -> ChildProcess {
+  try ChildProcess(
+    try tipipeExecutable().path, arguments, environment: tipipeEnvironment().merging(environment) { $1 },
+    directory: directory, captureOutput: captureOutput, captureErrors: captureErrors)
 }
 
 /// Runs `tipipe` with `arguments` to its end.
 public func tipipe(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws
   -> Finished
 {
-  let ended = try ChildProcess(
-    try tipipeExecutable().path, arguments, environment: tipipeEnvironment().merging(environment) { $1 },
-    directory: directory
-  ).finish()
-  return Finished(
-    status: ended.status, reason: ended.reason, stdout: String(decoding: ended.output, as: UTF8.self),
-    stderr: String(decoding: ended.errors, as: UTF8.self))
+  Finished(try tipipeChild(arguments, in: directory, environment: environment).finish())
 }

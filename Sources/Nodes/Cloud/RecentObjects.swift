@@ -101,9 +101,11 @@ package final class RecentObjects: RecordingService {
 
   private func keep(_ key: Key, _ data: Data, verified: Bool) {
     kept.withLock { kept in
-      kept.objects.removeAll { $0.key == key }
+      if let index = kept.objects.firstIndex(where: { $0.key == key }) {
+        kept.bytes -= kept.objects.remove(at: index).data.count
+      }
       kept.objects.append((key, data, verified))
-      kept.bytes = kept.objects.reduce(0) { $0 + $1.data.count }
+      kept.bytes += data.count
       while kept.objects.count > minimumKept, kept.bytes > budget {
         kept.bytes -= kept.objects.removeFirst().data.count
       }

@@ -71,11 +71,8 @@ public final class PacketHistory: Node {
       }
     }
 
-    /// From the last decodable packet at or before `time` to the newest.
-    func packets(decodableAt time: MediaTime) -> [EncodedPacket]? {
-      guard let entry = entries[entriesHead...].last(where: { packets[$0].time <= time }) else { return nil }
-      return Array(packets[entry...])
-    }
+    /// Where the last decodable packet at or before `time` is in `packets`.
+    func entry(decodableAt time: MediaTime) -> Int? { entries[entriesHead...].last { packets[$0].time <= time } }
   }
 
   /// A history keeping `span` of each track (4 s by default, longer than a camera's GOP and than what
@@ -93,8 +90,14 @@ public final class PacketHistory: Node {
   /// yet) kept, or when the history is not of flush `generation` (a flush on its way: what is kept is
   /// of an older one).
   public func packets(of track: TrackID, decodableAt time: MediaTime, generation: Int) -> [EncodedPacket]? {
-    guard generation == self.generation else { return nil }
-    return tracks[track]?.packets(decodableAt: time)
+    guard generation == self.generation, let history = tracks[track], let entry = history.entry(decodableAt: time)
+    else { return nil }
+    return Array(history.packets[entry...])
+  }
+
+  /// Whether ``packets(of:decodableAt:generation:)`` would hand something over (without copying it).
+  public func holds(_ track: TrackID, decodableAt time: MediaTime, generation: Int) -> Bool {
+    generation == self.generation && tracks[track]?.entry(decodableAt: time) != nil
   }
 
   /// Keeps the packet, then hands it on.

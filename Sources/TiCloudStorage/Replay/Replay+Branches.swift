@@ -8,7 +8,6 @@ extension Replay {
   /// the executor (the commands that join or cut a branch, and the graph's error handler, run there).
   final class Joints: @unchecked Sendable {
     let router: TrackRouter
-    let detector: GapDetector
     /// What the branches hang on: it keeps what a branch joining a paused play starts from (none in a
     /// graph built without outputs).
     let history: PacketHistory?
@@ -33,11 +32,10 @@ extension Replay {
     var departed: Set<ObjectIdentifier> = []
 
     init(
-      router: TrackRouter, detector: GapDetector, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
+      router: TrackRouter, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
       transcodesAudio: Bool, timeline: PlaybackTimeline, candidates: [OutputID], drivenKinds: Set<TrackKind>
     ) {
       self.router = router
-      self.detector = detector
       self.history = history
       self.watch = watch
       self.tap = tap
@@ -71,8 +69,8 @@ extension Replay {
     // While paused nothing flows (the pacers hold the edges full): the branch shows the position only
     // from the history, read again when the branch starts (on the executor, before the next packet).
     if start.paused,
-      joints.history?.packets(
-        of: output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base) == nil
+      joints.history?.holds(
+        output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base) != true
     {
       return false
     }

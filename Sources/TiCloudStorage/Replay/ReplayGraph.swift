@@ -210,7 +210,7 @@ extension Replay {
       tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.start.speed.rate,
       paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
     let joints = Joints(
-      router: router, detector: detector, history: history, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
+      router: router, history: history, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
       timeline: timeline, candidates: candidates,
       drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
     let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
