@@ -24,7 +24,8 @@ package final class RecentObjects: RecordingService {
   /// The fewest objects kept.
   package let minimumKept: Int
   private let deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
-  private let kept = Mutex(Kept())
+  /// The package's pthread-backed lock: the thread sanitizer sees it (not `Synchronization.Mutex`).
+  private let kept = Locked(Kept())
 
   /// The objects kept, oldest first.
   private struct Kept {
