@@ -1,6 +1,7 @@
 internal import CArchive
 import Foundation
 import Nodes
+import PipelineGraph
 import Synchronization
 
 /// One log upload being received (`POST /v1/logs`): the body goes to a hidden file of the library's
@@ -35,7 +36,7 @@ final class LogInbox: @unchecked Sendable {
   /// Its connection was suspended for the inspection and the request has not completed yet.
   let parked = Atomic<Bool>(false)
   /// What ``finish(stopping:)`` decided, read by the connection's thread once it is resumed.
-  private let decided = Mutex<Outcome?>(nil)
+  private let decided = Locked<Outcome?>(nil)
 
   /// The outcome, once the body was checked.
   var outcome: Outcome? { decided.withLock { $0 } }

@@ -2,7 +2,6 @@ import Foundation
 public import Nodes
 import Observation
 public import PipelineGraph
-import Synchronization
 
 /// Records one video track and one audio track of decoded media into a fragmented MP4 (H.264 + AAC) in
 /// ``recordingsDirectory`` — seed 003's TrackRecorder, on Linux.
@@ -76,7 +75,7 @@ public final class TrackRecorder {
     dataRoot.appendingPathComponent("Recordings", isDirectory: true)
   }
 
-  nonisolated private static let dataRootOverride = Mutex<URL?>(nil)
+  nonisolated private static let dataRootOverride = Locked<URL?>(nil)
 
   /// The data root (settable: a command line's `--data-root`, a test's temporary directory).
   public nonisolated static var dataRoot: URL {
@@ -148,8 +147,8 @@ public final class TrackRecorder {
 
   // MARK: Disk space
 
-  nonisolated private static let thresholds = Mutex((warning: Int64(100 << 20), critical: Int64(50 << 20)))
-  nonisolated private static let freeSpaceSource = Mutex<(@Sendable (URL) -> Int64?)?>(nil)
+  nonisolated private static let thresholds = Locked((warning: Int64(100 << 20), critical: Int64(50 << 20)))
+  nonisolated private static let freeSpaceSource = Locked<(@Sendable (URL) -> Int64?)?>(nil)
 
   /// Free space below which a recording is warned about (100 MB by default); shared by every recorder.
   public nonisolated static var diskSpaceWarningThreshold: Int64 {

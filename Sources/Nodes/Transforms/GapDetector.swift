@@ -111,6 +111,9 @@ public final class GapDetector: Node {
   private var horizon: MediaTime
   /// The gaps sent, in order (for statistics and tests).
   public private(set) var gaps: [RecordingGap] = []
+  /// Where the audio tracks passed unaccounted for end, in this flush generation: an audio track
+  /// followed late (``follow(audio:)``) is accounted for from there.
+  private var audioPassed: [TrackID: MediaTime] = [:]
 
   /// Creates a detector.
   public init(configuration: Configuration) {
@@ -126,6 +129,18 @@ public final class GapDetector: Node {
     return Account(track: track, through: start, needsKeyframe: isVideo, factsSent: start)
   }
 
+  /// Starts accounting for audio track `track` while the stream runs (an audio output joined a replay of
+  /// video: its gaps reach the playback's timeline from now on): from the end of what of it passed last,
+  /// else from where the video is accounted for; after a flush, from the range's start like the other
+  /// tracks. Stretches before that are not judged: the media there went by already. An audio track
+  /// accounted for already stays the one (there is one). On the pipeline's executor.
+  public func follow(audio track: TrackID) {
+    guard audio == nil else { return }
+    configuration.audioTrack = track
+    let start = audioPassed[track] ?? video?.through ?? configuration.range.start
+    audio = Account(track: track, through: start, needsKeyframe: false, factsSent: start)
+  }
+
   // MARK: Media
 
   /// Accounts for a packet and passes it on (a gap first when one ends here); drops media a file cannot
@@ -136,6 +151,10 @@ public final class GapDetector: Node {
     } else if input.track == audio?.track {
       audioPacket(input, context)
     } else {
+      if audio == nil, input.track.kind == .audio {
+        let end = input.time.advanced(by: input.duration, notAfter: MediaTime(microseconds: .max))
+        audioPassed[input.track] = max(audioPassed[input.track] ?? end, end)
+      }
       context.emit(input)
     }
     if let through = [video?.through, audio?.through].compactMap({ $0 }).min() { forgetBefore(through) }
@@ -391,6 +410,7 @@ public final class GapDetector: Node {
     horizon = configuration.range.start
     objects.removeAll()
     facts.removeAll()
+    audioPassed = [:]
   }
 
   // MARK: Helpers

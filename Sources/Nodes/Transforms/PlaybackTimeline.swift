@@ -30,6 +30,8 @@ import Synchronization
 /// pacer computes from its ``Reader``'s copy, read again only after a change (atomic loads per frame).
 public final class PlaybackTimeline: Sendable {
   private struct State {
+    /// The tracks the playback presents.
+    var tracks: Set<TrackID>
     var rate: PlaybackRate
     var paused: Bool
     var pausedAt: ClockInstant?
@@ -95,7 +97,7 @@ public final class PlaybackTimeline: Sendable {
   public static let prerollLimit = MediaDuration.microseconds(500_000)
 
   /// The tracks the playback presents: a stretch that is a gap of all of them is a hole.
-  public let tracks: Set<TrackID>
+  public var tracks: Set<TrackID> { state.withLock { $0.tracks } }
   private let state: Locked<State>
   /// Bumped (under the lock) when a hole is found or the anchor is set; read without it, per frame.
   private let changes = Atomic(0)
@@ -120,11 +122,10 @@ public final class PlaybackTimeline: Sendable {
     tracks: Set<TrackID> = [], rate: PlaybackRate = .normal, paused: Bool = false,
     startLatency: MediaDuration = .zero
   ) {
-    self.tracks = tracks
     // At most the preroll's limit: a start is not held longer than a preroll (and no sum overflows).
     self.startLatency = min(max(.zero, startLatency), Self.prerollLimit)
     let mapping = Mapping(rate: rate, paused: paused, holes: [], active: [])
-    state = Locked(State(rate: rate, paused: paused, published: mapping))
+    state = Locked(State(tracks: tracks, rate: rate, paused: paused, published: mapping))
     published = Published(mapping)
   }
 
@@ -301,6 +302,7 @@ public final class PlaybackTimeline: Sendable {
   /// (and the pacers woken when the holes changed).
   public func note(_ gap: RecordingGap) {
     let wakes = mutate { state -> [Completion<Void>] in
+      let tracks = state.tracks
       let concerned = gap.tracks.isEmpty ? tracks : tracks.intersection(gap.tracks)
       for track in concerned {
         var known = state.gaps[track] ?? []
@@ -319,7 +321,7 @@ public final class PlaybackTimeline: Sendable {
   /// Recomputes the holes: the gaps of every track that keeps time (of any track while none does yet),
   /// and the gaps of all tracks at once. Returns the pacers to wake when they changed.
   private func updateHoles(_ state: inout State) -> [Completion<Void>] {
-    let counted = tracks.intersection(state.active)
+    let counted = state.tracks.intersection(state.active)
     var pieces: [MediaRange]
     if counted.isEmpty {
       pieces = state.gaps.values.flatMap { $0 }
@@ -335,6 +337,16 @@ public final class PlaybackTimeline: Sendable {
     state.holes = holes
     state.bump = true
     return state.pacers.values.map(\.wake)
+  }
+
+  /// Presents `track` too from now on (an output of another kind joined the playback): once it has
+  /// presented a frame, a stretch is a hole only where it has a gap as well.
+  public func add(_ track: TrackID) {
+    let wakes = mutate { state -> [Completion<Void>] in
+      guard state.tracks.insert(track).inserted else { return [] }
+      return updateHoles(&state)
+    }
+    for wake in wakes { wake(()) }
   }
 
   /// Wakes `wake` whenever a hole is found or the anchor is set (one per pacer; a new one replaces the

@@ -24,7 +24,7 @@ public final class RecordingGate: Node {
   public final class Timeline: @unchecked Sendable {
     /// The cuts, written by ``pause(at:)``/``resume(at:)`` from any thread; `version` tells the gates
     /// when to read them again (one atomic load a frame otherwise).
-    private let control: Mutex<(cuts: [MediaRange], open: MediaTime?)>
+    private let control: Locked<(cuts: [MediaRange], open: MediaTime?)>
     private let version = Atomic(0)
     // Confined to the executor of the gates that share the time line.
     private var seenVersion = -1
@@ -35,7 +35,7 @@ public final class RecordingGate: Node {
     /// A time line with `cuts` (source time) left out in advance; cuts that overlap or touch are one cut
     /// (a stretch is left out once, however many cuts name it).
     public init(cuts: [MediaRange] = []) {
-      control = Mutex((Self.merged(cuts), nil))
+      control = Locked((Self.merged(cuts), nil))
     }
 
     /// `cuts` sorted, overlapping and touching ones joined, empty ones dropped.

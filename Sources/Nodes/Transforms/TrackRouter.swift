@@ -1,7 +1,9 @@
 import PipelineGraph
 
-/// Passes the packets of the selected tracks (kind + channel id) and every event; drops the rest.
-/// One router per branch: the video decoder's branch selects the video channel, and so on.
+/// Passes the packets of the selected tracks (kind + channel id), every track of the kinds it passes
+/// whole, and every event; drops the rest. A replay's router selects the bound outputs' channels and
+/// passes all audio (a few kilobytes a second): an audio output that joins then starts at the position,
+/// from what the graph kept, instead of from what the source reads next.
 ///
 /// Confined to its pipeline's executor: the tracks it lets through change there (``select(_:)``) when an
 /// output joins or leaves a running graph.
@@ -15,18 +17,24 @@ public final class TrackRouter: Node {
   public let name: String
   /// The tracks let through.
   public private(set) var tracks: Set<TrackID>
+  /// The kinds whose every track is let through, selected or not.
+  public let kinds: Set<TrackKind>
 
-  /// Creates a router for `tracks`.
-  public init(name: String = "TrackRouter", tracks: Set<TrackID>) {
+  /// Creates a router for `tracks`, and for every track of `kinds`.
+  public init(name: String = "TrackRouter", tracks: Set<TrackID>, kinds: Set<TrackKind> = []) {
     self.name = name
     self.tracks = tracks
+    self.kinds = kinds
   }
+
+  /// Whether packets of `track` pass.
+  public func passes(_ track: TrackID) -> Bool { tracks.contains(track) || kinds.contains(track.kind) }
 
   /// Lets `tracks` through from the next packet on (on the pipeline's executor).
   public func select(_ tracks: Set<TrackID>) { self.tracks = tracks }
 
-  /// Passes the packet when its track is selected.
+  /// Passes the packet when its track is selected or of a kind passed whole.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
-    if tracks.contains(input.track) { context.emit(input) }
+    if passes(input.track) { context.emit(input) }
   }
 }

@@ -8,6 +8,8 @@ extension Replay {
   /// the executor (the commands that join or cut a branch, and the graph's error handler, run there).
   final class Joints: @unchecked Sendable {
     let router: TrackRouter
+    /// Turns missing media of the timed kinds' tracks into gaps.
+    let detector: GapDetector
     /// What the branches hang on: it keeps what a branch joining a paused play starts from (none in a
     /// graph built without outputs).
     let history: PacketHistory?
@@ -20,10 +22,11 @@ extension Replay {
     /// The outputs whose frames may move the position (the first video output, else the first audio);
     /// a driver that leaves hands its place to another output of its track (``Replay/cut(_:track:_:)``).
     var candidates: [OutputID]
-    /// The kinds of the candidates: a joining output of another kind would change who drives the position.
-    let drivenKinds: Set<TrackKind>
+    /// The kinds of the candidates, whose tracks the gap detector and the timeline follow: audio joins
+    /// them while video plays; video joining a play of audio alone would take the position over.
+    var timedKinds: Set<TrackKind>
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
-    var hasVideo: Bool { drivenKinds.contains(.video) }
+    var hasVideo: Bool { timedKinds.contains(.video) }
     var branches: [OutputID: Branch] = [:]
     /// The tracks the router began to let through while the graph ran, with the flush generation then:
     /// the tap has nothing of them from before, so a recorder of one cannot join in that generation.
@@ -32,17 +35,18 @@ extension Replay {
     var departed: Set<ObjectIdentifier> = []
 
     init(
-      router: TrackRouter, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
-      transcodesAudio: Bool, timeline: PlaybackTimeline, candidates: [OutputID], drivenKinds: Set<TrackKind>
+      router: TrackRouter, detector: GapDetector, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
+      transcodesAudio: Bool, timeline: PlaybackTimeline, candidates: [OutputID], timedKinds: Set<TrackKind>
     ) {
       self.router = router
+      self.detector = detector
       self.history = history
       self.watch = watch
       self.tap = tap
       self.transcodesAudio = transcodesAudio
       self.timeline = timeline
       self.candidates = candidates
-      self.drivenKinds = drivenKinds
+      self.timedKinds = timedKinds
     }
 
     /// The output whose branch holds the node with `id`.
@@ -53,16 +57,19 @@ extension Replay {
 
   /// Hangs output `output`'s branch on the running graph (inside a command): true when it joined, false
   /// when the graph cannot take it without being rebuilt — nothing presents yet, the output is the first
-  /// of its kind (it would drive the position, pace the audio and enter the gap detector's tracks), or
-  /// the play is paused and the graph's history no longer holds what shows the position.
-  /// The branch takes what the graph reads from now on and presents from the first keyframe at or after
-  /// its `joinsAt` (the position, O18); joining a paused play it shows the position's frame at once,
-  /// decoded from the history (what a graph built again would show). Nothing is read again.
+  /// video output of a play of audio alone (the picture would take the position over and mute the
+  /// sound off 1×), or the play is paused and the graph's history no longer holds what shows the
+  /// position. A video branch takes what the graph reads from now on and presents from the first keyframe
+  /// at or after its `joinsAt` (the position, O18); an audio branch starts at the position itself, from
+  /// what the history kept (every audio packet decodes alone); joining a paused play a branch shows the
+  /// position's frame at once, decoded from the history (what a graph built again would show). The first
+  /// audio output of a play of video becomes a candidate after the video, and the gap detector and the
+  /// timeline follow its track from then on, as in a graph built with it. Nothing is read again.
   func join(_ output: ReplayStateMachine.Output, _ state: inout Control) -> Bool {
-    guard let graph = state.graph, graph.presents, graph.joints.drivenKinds.contains(output.track.kind),
-      let attachment = state.attachments[output.id]
-    else { return false }
+    guard let graph = state.graph, graph.presents, let attachment = state.attachments[output.id] else { return false }
     let joints = graph.joints
+    let firstOfKind = !joints.timedKinds.contains(output.track.kind)
+    guard !firstOfKind || (output.track.kind == .audio && joints.hasVideo) else { return false }
     let start = BranchStart(
       speed: state.rules.speed, paused: state.rules.paused, presentFrom: output.joinsAt ?? state.rules.target,
       showsFirstFrameWhilePaused: true, levels: state.levels)
@@ -81,6 +88,14 @@ extension Replay {
           for: Binding(output: output, attachment: attachment), of: graph, start: start, in: pipeline)
       }
       guard let branch else { return false }
+      if firstOfKind {
+        // Before the branch's first packet (the gate hands the history on as it starts, on this
+        // executor, after this command): its gaps from here on are judged, and count for the holes.
+        joints.detector.follow(audio: output.track)
+        joints.timeline.add(output.track)
+        joints.candidates.append(output.id)
+        joints.timedKinds.insert(output.track.kind)
+      }
       graph.joined(output.id, branch)
     } catch {
       // A branch that cannot be built here (its decoder, a stopped graph) is built with a new graph.
@@ -126,7 +141,7 @@ extension Replay {
   /// command).
   private static func route(_ tracks: Set<TrackID>, in graph: Graph, _ state: Control) {
     let joints = graph.joints
-    for track in tracks.subtracting(joints.router.tracks) {
+    for track in tracks where !joints.router.passes(track) {
       joints.routedLate[track] = state.rules.generation - graph.base
     }
     joints.router.select(tracks)
@@ -142,7 +157,7 @@ extension Replay {
     let joints = graph.joints
     // The pipeline generation the graph is in once the flushes of the seeks made so far have run.
     let generation = state.rules.generation - graph.base
-    guard recorder.tracks.isSubset(of: joints.router.tracks),
+    guard recorder.tracks.allSatisfy(joints.router.passes),
       !recorder.tracks.contains(where: { joints.routedLate[$0] == generation }),
       recorder.audioTrack == nil || joints.transcodesAudio
     else { return false }

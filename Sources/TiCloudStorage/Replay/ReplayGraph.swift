@@ -169,7 +169,10 @@ extension Replay {
       readsAhead: candidates.isEmpty || !plan.start.paused, stallBudget: environment.stallBudget)
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
-    let router = TrackRouter(tracks: Set(plan.bindings.map(\.track)).union(plan.recordedTracks))
+    // All audio passes as well when outputs present (a few kilobytes a second): an audio output that
+    // joins starts at the position from the history, not from what is read next.
+    let router = TrackRouter(
+      tracks: Set(plan.bindings.map(\.track)).union(plan.recordedTracks), kinds: plan.bindings.isEmpty ? [] : [.audio])
     let detector = GapDetector(
       configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
     // The outputs' branches hang on the history: one joining a paused play shows the position from it.
@@ -210,9 +213,9 @@ extension Replay {
       tracks: Set([primaryVideo?.track, primaryAudio?.track].compactMap { $0 }), rate: plan.start.speed.rate,
       paused: plan.start.paused, startLatency: PlaybackTimeline.playerStartLatency)
     let joints = Joints(
-      router: router, history: history, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
+      router: router, detector: detector, history: history, watch: watch, tap: tap, transcodesAudio: transcodesAudio,
       timeline: timeline, candidates: candidates,
-      drivenKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
+      timedKinds: Set([primaryVideo, primaryAudio].compactMap { $0?.track.kind }))
     let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
     let start = BranchStart(
       speed: plan.start.speed, paused: plan.start.paused, presentFrom: plan.start.presentFrom,
@@ -331,9 +334,11 @@ extension Replay {
     var nodes: [any Node] = [decoder, pacer, sink]
     if let joining {
       // Joining a paused play, the branch shows the position at once from what the graph read already;
-      // a running one starts at the next keyframe (O18).
+      // a running one starts at the next keyframe (O18), or at the position for audio (each of its
+      // packets decodes alone: what the history kept from there on is what a new graph would play).
+      let fromHistory = start.paused || !binding.isVideo
       let gate = KeyframeGate(
-        name: "\(name)Gate", track: binding.track, opensAt: joining, history: start.paused ? history : nil)
+        name: "\(name)Gate", track: binding.track, opensAt: joining, history: fromHistory ? history : nil)
       pipeline.connect(history, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       pipeline.connect(gate, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       nodes.append(gate)
