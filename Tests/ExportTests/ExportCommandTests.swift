@@ -75,15 +75,13 @@ struct ExportCommandTests {
     let library = try makeLibrary(in: directory.url)
     let output = directory.url.appendingPathComponent("out.mp4")
     for signal in [SIGINT, SIGTERM, SIGHUP] {
-      let process = try tipipeProcess()
-      process.arguments = ["export"] + arguments(library, output)
-      process.standardError = FileHandle.nullDevice
-      process.standardOutput = FileHandle.nullDevice
-      try process.run()
+      let process = try tipipeChild(["export"] + arguments(library, output), captureOutput: false, captureErrors: false)
       // The first statement of main blocks the three signals; wait for exactly that, then signal at once.
-      let pid = process.processIdentifier
+      let pid = process.pid
+      let deadline = ContinuousClock.now + testDeadline
       var blocked = false
-      while !blocked && process.isRunning {
+      while !blocked && !process.hasEnded {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut("tipipe export blocking signal \(signal)") }
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
           let mask = UInt64(line.split(separator: "\t").last ?? "", radix: 16)
@@ -92,10 +90,10 @@ struct ExportCommandTests {
         }
         if !blocked { sched_yield() }
       }
-      kill(pid, signal)
-      process.waitUntilExit()
-      #expect(process.terminationReason == .exit, "signal \(signal)")
-      #expect(process.terminationStatus == 1, "signal \(signal)")
+      process.signal(signal)
+      let ending = try process.finish()
+      #expect(ending.reason == .exit, "signal \(signal)")
+      #expect(ending.status == 1, "signal \(signal)")
       #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
     }
   }
@@ -117,15 +115,12 @@ struct ExportCommandTests {
       ".other.mp4.\(dead).\(uuid).partial.mp4", "notes.txt",
     ]
     for name in names { try Data("x".utf8).write(to: directory.url.appendingPathComponent(name)) }
-    let process = try tipipeProcess()
-    process.arguments = [
+    let result = try tipipe([
       "export", "--endpoint", "file://\(library.path)", "--start", String(recordingStart), "--end",
       String(recordingStart + 3000), "--video-channel", "0", "--out",
       directory.url.appendingPathComponent("out.mp4").path,
-    ]
-    try process.run()
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0)
+    ])
+    #expect(result.status == 0, "\(result.stderr)")
     let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
     #expect(left == Set(["lib", "out.mp4"] + names[2...]), "\(left.sorted())")
   }
@@ -160,15 +155,12 @@ struct ExportCommandTests {
   func synthCommand() throws {
     let directory = try TemporaryDirectory()
     let out = directory.url.appendingPathComponent("lib")
-    let process = try tipipeProcess()
-    process.arguments = [
+    let result = try tipipe([
       "synth", "--out", out.path, "--start", "2026-11-30T08:00:00+08:00", "--duration", "8", "--segment-seconds", "4",
       "--size", "160x120", "--fps", "10", "--gop", "20", "--video", "h264", "--audio", "g711u", "--video-channel", "3",
       "--audio-channel", "4", "--encrypt", "--gap", "2:1", "--device-id", "cam-9",
-    ]
-    try process.run()
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0)
+    ])
+    #expect(result.status == 0, "\(result.stderr)")
     let index = try RecordingIndex.decode(try Data(contentsOf: out.appendingPathComponent("index.json")))
     #expect(index.deviceId == "cam-9")
     #expect(index.segments.first?.startMs == 1_795_996_800_000)  // 2026-11-30T00:00:00Z
@@ -178,12 +170,8 @@ struct ExportCommandTests {
     #expect(index.segments.first?.tracks.map(\.channelId) == [3, 4])
 
     for bad in [["--size", "7x7"], ["--audio", "mp3"], ["--gap", "x"], ["--fps", "0"], ["--nope", "1"]] {
-      let rejected = try tipipeProcess()
-      rejected.arguments = ["synth", "--out", directory.url.appendingPathComponent("bad").path] + bad
-      rejected.standardError = FileHandle.nullDevice
-      try rejected.run()
-      rejected.waitUntilExit()
-      #expect(rejected.terminationStatus == 2, "\(bad)")
+      let rejected = try tipipe(["synth", "--out", directory.url.appendingPathComponent("bad").path] + bad)
+      #expect(rejected.status == 2 && rejected.reason == .exit, "\(bad)")
     }
   }
 
@@ -220,32 +208,19 @@ struct ExportCommandTests {
 
   @Test("usage errors exit 2 with one line; an empty range exits 1 with the seed's code")
   func exitCodes() throws {
-    let process = try tipipeProcess()
-    process.arguments = ["export", "--bogus", "1"]
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 2)
+    let usage = try tipipe(["export", "--bogus", "1"])
+    #expect(usage.status == 2 && usage.reason == .exit)
 
     let directory = try TemporaryDirectory()
     let library = try makeLibrary(in: directory.url)
-    let empty = try tipipeProcess()
-    empty.arguments = [
+    let empty = try tipipe([
       "export", "--endpoint", "file://\(library.path)", "--start", "2026-12-24T00:00:00Z", "--end",
       "2026-12-24T00:10:00Z", "--video-channel", "0", "--out", directory.url.appendingPathComponent("x.mp4").path,
       "--report", "-",
-    ]
-    let stdout = Pipe()
-    empty.standardOutput = stdout
-    let stderr = Pipe()
-    empty.standardError = stderr
-    try empty.run()
-    let json = stdout.fileHandleForReading.readDataToEndOfFile()
-    let errorText = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    empty.waitUntilExit()
-    #expect(empty.terminationStatus == 1)
-    #expect(errorText.hasPrefix("error: noRecordableMedia (6119):"))
-    let object = try JSONSerialization.jsonObject(with: json) as? [String: Any]
+    ])
+    #expect(empty.status == 1 && empty.reason == .exit)
+    #expect(empty.stderr.hasPrefix("error: noRecordableMedia (6119):"))
+    let object = try JSONSerialization.jsonObject(with: Data(empty.stdout.utf8)) as? [String: Any]
     #expect(object?["code"] as? Int == 6119)
     #expect(object?["file"] is NSNull)
   }

@@ -90,7 +90,7 @@ struct LipSyncTests {
     let recorder = FIFORecorder(path: fifo.path)
     let script = out.url.appendingPathComponent("lipsync.sh")
     try Data(Self.script.utf8).write(to: script)
-    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let tipipePath = try tipipeExecutable().path
     _ = try runForStandardError(
       "/usr/bin/env",
       [

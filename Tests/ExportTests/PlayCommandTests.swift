@@ -106,16 +106,9 @@ struct PlayCommandTests {
     for arguments in [
       ["graph", "replay"], ["play", "--endpoint", "file://\(directory.url.path)", "--pace", "fast"] + range,
     ] {
-      let process = try tipipeProcess()
-      process.arguments = arguments
-      process.standardOutput = FileHandle(forWritingAtPath: "/dev/full")
-      let errors = Pipe()
-      process.standardError = errors
-      try process.run()
-      let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      process.waitUntilExit()
-      #expect(process.terminationReason == .exit && process.terminationStatus == 1, "\(arguments[0])")
-      #expect(message.hasPrefix("error: fileWriteFailed (6046): standard output"), "\(message)")
+      let ending = Finished(try tipipeChild(arguments, outputFile: "/dev/full").finish())
+      #expect(ending.reason == .exit && ending.status == 1, "\(arguments[0])")
+      #expect(ending.stderr.hasPrefix("error: fileWriteFailed (6046): standard output"), "\(ending.stderr)")
     }
   }
 

@@ -60,7 +60,7 @@ struct PlayWindowTests {
     let out = try TemporaryDirectory()
     let script = out.url.appendingPathComponent("window.sh")
     try Data(Self.script.utf8).write(to: script)
-    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let tipipePath = try tipipeExecutable().path
     _ = try runForStandardError(
       "/usr/bin/timeout",
       [
@@ -139,7 +139,7 @@ struct PlayWindowTests {
     let out = try TemporaryDirectory()
     let played = out.url.appendingPathComponent("sdl.raw")
     let range = ["--start", String(recordingStart), "--end", String(recordingStart + 3000)]
-    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let tipipePath = try tipipeExecutable().path
     let lines = try run(
       "/usr/bin/env",
       [
@@ -231,7 +231,7 @@ struct PlayWindowTests {
       ])
     let script = out.url.appendingPathComponent("file.sh")
     try Data(Self.fileScript.utf8).write(to: script)
-    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let tipipePath = try tipipeExecutable().path
     _ = try runForStandardError(
       "/usr/bin/env",
       [
@@ -285,7 +285,7 @@ struct PlayWindowTests {
     #expect(result.stdout.isEmpty)
     #expect(try tipipe(["play", "--window-size", "640x360"]).status == 2)
     // A display but no sound: the same, for the audio.
-    let tipipePath = try #require(try tipipeProcess().executableURL?.path)
+    let tipipePath = try tipipeExecutable().path
     let silent = try runForStandardError(
       "/usr/bin/env",
       [

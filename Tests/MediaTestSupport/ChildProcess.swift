@@ -47,14 +47,18 @@ public final class ChildProcess {
   private let limit: ContinuousClock.Instant
   /// What each stream said, once it closed.
   private var collected: [Int32: Data] = [:]
+  /// The child's wait status, when ``hasEnded`` reaped it before ``finish()`` read its streams.
+  private var reaped: Int32?
 
   /// Starts `executable` with `arguments` (and `environment`, by default this process's), in
   /// `directory` when given (through `env -C`); standard input is `/dev/null`, standard output and
-  /// error are captured or thrown away. The child is killed if it has not ended `deadline` after its
-  /// start (a hang fails the test that waited, with the command line).
+  /// error are captured or thrown away — or standard output goes to `outputFile` when given (`/dev/full`
+  /// for a full disk). The child is killed if it has not ended `deadline` after its start (a hang fails
+  /// the test that waited, with the command line).
   public init(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: URL? = nil,
-    captureOutput: Bool = true, captureErrors: Bool = true, deadline: Duration = .seconds(900)
+    captureOutput: Bool = true, captureErrors: Bool = true, outputFile: String? = nil,
+    deadline: Duration = .seconds(900)
   ) throws {
     self.deadline = deadline
     limit = Self.now() + deadline
@@ -85,7 +89,12 @@ public final class ChildProcess {
       return ends[0]
     }
     do {
-      outputDescriptor = try stream(1, captured: captureOutput)
+      if let outputFile {
+        posix_spawn_file_actions_addopen(&actions, 1, outputFile, O_WRONLY, 0)
+        outputDescriptor = nil
+      } else {
+        outputDescriptor = try stream(1, captured: captureOutput)
+      }
       errorDescriptor = try stream(2, captured: captureErrors)
     } catch {
       Self.spawning.unlock()
@@ -122,7 +131,7 @@ public final class ChildProcess {
 
   deinit {
     for descriptor in reading.keys { close(descriptor) }
-    if ending == nil {
+    if ending == nil && reaped == nil {
       kill(pid, SIGKILL)
       var status: Int32 = 0
       _ = waitpid(pid, &status, 0)
@@ -131,7 +140,17 @@ public final class ChildProcess {
 
   /// Sends `signal` to the child while it has not been reaped.
   public func signal(_ signal: Int32) {
-    if ending == nil { kill(pid, signal) }
+    if ending == nil && reaped == nil { kill(pid, signal) }
+  }
+
+  /// Whether the child has ended (it is reaped then; ``finish()`` still reads what its streams say).
+  /// Does not wait.
+  public var hasEnded: Bool {
+    if ending != nil || reaped != nil { return true }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+    reaped = status
+    return true
   }
 
   /// One of the child's captured output streams.
@@ -165,6 +184,7 @@ public final class ChildProcess {
   public func finish() throws -> Ending {
     if let ending { return ending }
     try pump(once: false)
+    if let reaped { return end(waitStatus: reaped) }
     var status: Int32 = 0
     var timedOut = false
     while true {
@@ -212,8 +232,8 @@ public final class ChildProcess {
           collected[descriptor] = data
         }
         reading = [:]
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
+        var status: Int32 = reaped ?? 0
+        if reaped == nil { _ = waitpid(pid, &status, 0) }
         end(waitStatus: status)
         throw TimedOut(command: command, deadline: deadline)
       }

@@ -16,15 +16,6 @@ public func tipipeExecutable() throws -> URL {
 public let childCacheHome = FileManager.default.temporaryDirectory.appendingPathComponent(
   "tipipe-tests-cache-\(getpid())")
 
-/// A process that runs `tipipe`. Under the address sanitizer's run the child gets the options in
-/// `TIPIPE_CHILD_ASAN_OPTIONS` (leak detection on), whatever the test process itself runs with.
-public func tipipeProcess() throws -> Process {
-  let process = Process()
-  process.executableURL = try tipipeExecutable()
-  process.environment = tipipeEnvironment()
-  return process
-}
-
 /// The environment of every `tipipe` the tests launch: this process's, with the child's sanitizer
 /// options and the tests' own cache.
 public func tipipeEnvironment() -> [String: String] {
@@ -63,13 +54,15 @@ public struct Finished: Sendable {
 }
 
 /// Starts `tipipe` with `arguments` (the tests' environment, merged with `environment`) in `directory`.
+/// Under the address sanitizer's run the child gets the options in `TIPIPE_CHILD_ASAN_OPTIONS` (leak
+/// detection on), whatever the test process itself runs with.
 public func tipipeChild(
   _ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:], captureOutput: Bool = true,
-  captureErrors: Bool = true
+  captureErrors: Bool = true, outputFile: String? = nil
 ) throws -> ChildProcess {
   try ChildProcess(
     try tipipeExecutable().path, arguments, environment: tipipeEnvironment().merging(environment) { $1 },
-    directory: directory, captureOutput: captureOutput, captureErrors: captureErrors)
+    directory: directory, captureOutput: captureOutput, captureErrors: captureErrors, outputFile: outputFile)
 }
 
 /// Runs `tipipe` with `arguments` to its end.

@@ -131,21 +131,18 @@ import Testing
     let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 60, width: 1280, height: 720)
     let root = directory.url.appendingPathComponent("root").path
     let file = root + "/Recordings/killed.mp4"
-    let process = try tipipeProcess()
-    process.arguments = ["record", "--input", source.path, "--name", "killed", "--data-root", root]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
+    let process = try tipipeChild(
+      ["record", "--input", source.path, "--name", "killed", "--data-root", root], captureOutput: false,
+      captureErrors: false)
     // Killed once a few fragments are on disk (a wait for a condition, bounded by the tests' deadline).
     let deadline = ContinuousClock.now + testDeadline
-    while process.isRunning, (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 < 400_000 {
+    while !process.hasEnded, (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0 < 400_000 {
       guard ContinuousClock.now < deadline else { throw WaitTimedOut("a recording's first fragments") }
       usleep(20_000)
     }
-    try #require(process.isRunning, "the recording ended before it could be killed")
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
-    #expect(process.terminationReason == .uncaughtSignal)
+    try #require(!process.hasEnded, "the recording ended before it could be killed")
+    process.signal(SIGKILL)
+    #expect(try process.finish().reason == .uncaughtSignal)
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: file))
     #expect(streams.map(\.codec) == ["h264", "aac"])
     let frames = try #require(streams.first?.frames)
