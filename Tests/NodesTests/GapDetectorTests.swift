@@ -72,6 +72,31 @@ struct GapDetectorTests {
       ])
   }
 
+  @Test("an audio track followed late is judged from the end of what of it passed, and from the start after a flush")
+  func audioFollowedLate() throws {
+    let harness = try harness(r(0, 9000))
+    harness.push(contentsOf: [frame(0, key: true), sound(0), frame(40), sound(64), frame(80)])
+    harness.runUntilIdle()
+    // Unaccounted audio passed up to 128 ms: judged from there, not from the range's start (no false gap).
+    #expect(harness.node.follow(audio: audio) == t(128))
+    #expect(harness.node.follow(audio: TrackID(.audio, channel: 2)) == nil)
+    harness.push(contentsOf: [sound(128), frame(120), sound(192), sound(900), frame(160)])
+    harness.runUntilIdle()
+    #expect(
+      trace(harness) == [
+        "f0", "a0", "f40", "a64", "f80", "a128", "f120", "a192", "gap audio:1 [256, 900) noRecording", "a900",
+        "f160",
+      ])
+    // A flush (a seek) keeps following it: both tracks are accounted for from the start again.
+    harness.flush()
+    let before = trace(harness).count
+    harness.push(contentsOf: [frame(0, key: true), sound(500)])
+    harness.runUntilIdle()
+    #expect(
+      trace(harness).dropFirst(before).filter { !$0.hasPrefix("flush") }
+        == ["f0", "gap audio:1 [0, 500) noRecording", "a500"])
+  }
+
   @Test("facts merge into one gap, sent before the next frame: a failed object and frames without a keyframe")
   func factsMerge() throws {
     let harness = try harness(r(0, 9000))

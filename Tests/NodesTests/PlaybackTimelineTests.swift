@@ -62,4 +62,54 @@ import Testing
     }
     #expect(compared > 5_000)
   }
+
+  @Test("holes past the gaps a timeline keeps still count: it moves its anchor past the oldest, every instant kept")
+  func manyHolesKeepEveryInstant() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    for rate in [PlaybackRate.normal, PlaybackRate(numerator: 4, denominator: 1)!] {
+      let timeline = PlaybackTimeline(tracks: [video, audio], rate: rate)
+      let second = { (s: Int64) in MediaTime(microseconds: s * 1_000_000) }
+      // Anchored at media 0 at clock 0; both tracks keep time.
+      _ = timeline.instant(of: second(0), track: video, now: ClockInstant(microseconds: 0))
+      _ = timeline.instant(of: second(0), track: audio, now: ClockInstant(microseconds: 0))
+      // 150 holes of 1 s (every 2 s): the gaps of both tracks, and some of every track at once.
+      for k in Int64(0)..<150 {
+        let range = MediaRange(start: second(2 * k + 1), end: second(2 * k + 2))
+        if k % 3 == 0 {
+          timeline.note(RecordingGap(range: range, tracks: [], reasons: [.notFound]))
+        } else {
+          timeline.note(RecordingGap(range: range, tracks: [video], reasons: [.notFound]))
+          timeline.note(RecordingGap(range: range, tracks: [audio], reasons: [.notFound]))
+        }
+        // Media 2k + 2 s comes after k + 1 holes: (k + 1) s of media played, scaled by the rate.
+        let played = MediaDuration.microseconds((k + 1) * 1_000_000)
+        let expected = ClockInstant(microseconds: try played.scaled(by: rate).microseconds)
+        #expect(timeline.instant(of: second(2 * k + 2), track: video, now: .zero) == expected, "hole \(k)")
+        #expect(timeline.instant(of: second(2 * k + 2), track: audio, now: .zero) == expected, "hole \(k)")
+      }
+    }
+  }
+
+  @Test("a track added while playing counts as missing before it is judged: holes skipped already stay skipped")
+  func aTrackAddedLate() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let timeline = PlaybackTimeline(tracks: [video])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    _ = timeline.instant(of: at(0), track: video, now: .zero)
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(3000), end: at(5000)), tracks: [video], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(6000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
+    timeline.add(audio, judgedFrom: at(6500))
+    _ = timeline.instant(of: at(6000), track: audio, now: .zero)
+    // Audio keeps time now: the old hole stays skipped; a later video gap alone is not a hole.
+    #expect(timeline.instant(of: at(6000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(7000), end: at(8000)), tracks: [video], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(9000), track: video, now: .zero) == ClockInstant(microseconds: 7_000_000))
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(7000), end: at(8000)), tracks: [audio], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(9000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
+  }
 }

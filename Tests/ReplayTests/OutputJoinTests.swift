@@ -265,7 +265,7 @@ struct OutputJoinTests {
     harness.run(for: .milliseconds(2_100))
     let graph = try #require(harness.replay.activeGraph)
     let speaker = TimedAudioDevice(clock: harness.clock)
-    harness.replay.bindAudio(channel: 1, device: speaker)
+    let speakerID = harness.replay.bindAudio(channel: 1, device: speaker)
     #expect(harness.replay.activeGraph === graph)
     harness.runToEnd()
     // The hole in both tracks is skipped the way the reference skips it: the picture after it comes when
@@ -281,22 +281,107 @@ struct OutputJoinTests {
     #expect(harness.log.gaps.map(\.range) == reference.log.gaps.map(\.range))
     #expect(inStep(harness, speaker, from: harness.media(7_000), to: harness.media(9_000)))
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
-    // A seek in the same graph: the detector follows the audio from the target too.
+    // Video alone again; audio joins, then a seek in the same graph before the hole: the detector follows
+    // the audio from the target too, so the hole is skipped as the reference skips it.
+    harness.replay.unbind(speakerID)
     #expect(harness.play(0, 9000) == .ok)
     harness.run(for: .milliseconds(1_000))
     let replayed = try #require(harness.replay.activeGraph)
     let again = TimedAudioDevice(clock: harness.clock)
     harness.replay.bindAudio(channel: 1, device: again)
+    #expect(harness.replay.activeGraph === replayed)
     harness.run(for: .milliseconds(500))
+    let seekedAt = harness.renderer.frames.count
     #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 3_000)) == .ok)
     #expect(harness.replay.activeGraph === replayed)
-    let seekedAt = harness.renderer.frames.count
     harness.runToEnd()
-    let afterSeek = harness.renderer.frames.dropFirst(seekedAt)
+    let afterSeek = Array(harness.renderer.frames.dropFirst(seekedAt))
     #expect(afterSeek.first?.media == harness.media(3_000))
     let resumed = try #require(again.played.first { $0.time >= harness.media(3_000) - 64_000 })
     #expect(resumed.time <= harness.media(3_064))
+    #expect(pause(afterSeek) == pause(reference.renderer.frames))
     #expect(harness.log.completions == 2)
+  }
+
+  /// Media time minus presentation instant of each frame: constant while nothing is skipped or waited.
+  private func lead(_ frames: [(media: Int64, at: Int64)]) -> Set<Int64> { Set(frames.map { $0.media - $0.at }) }
+
+  @Test("audio that joins after a hole was skipped keeps it skipped: the picture does not wait the hole's length")
+  func aJoinAfterASkippedHole() throws {
+    let harness = try ReplayHarness(seconds: 12, gaps: [(offset: 3, length: 2)])
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(5_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: speaker)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // Every picture after the hole keeps the same distance to the clock (2 s skipped, nothing waited).
+    let after = harness.renderer.frames.filter { $0.media >= harness.media(5_000) }
+    #expect(after.count == 175 && lead(after).count == 1, "\(lead(after).sorted())")
+    #expect(!speaker.played.isEmpty)
+    #expect(inStep(harness, speaker, from: harness.media(8_500), to: harness.media(12_000)))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("a play crossing more holes than the timeline keeps still skips each of them, without waiting")
+  func manyHoles() throws {
+    // 19 holes of 1 s, every 2 s: the timeline keeps 64 gaps per track, and moved its anchor past older
+    // ones (it kept 16 and lost the first hole at the 17th: every later picture waited 1 s).
+    let holes = (0..<19).map { (offset: 1 + 2 * $0, length: 1) }
+    let harness = try ReplayHarness(seconds: 40, gaps: holes)
+    #expect(harness.play(0, 40_000) == .ok)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.count > 400 && increasing(frames))
+    let waits = zip(frames, frames.dropFirst()).map { $1.at - $0.at }
+    #expect(waits.allSatisfy { $0 <= 40_000 }, "longest wait \(waits.max() ?? 0) µs")
+    #expect(harness.log.gaps.count == 19 && harness.log.completions == 1)
+  }
+
+  @Test("the first audio output bound while paused joins in place and plays from the position once resumed")
+  func theFirstAudioWhilePaused() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(3_000))
+    #expect(harness.replay.pause() == .ok)
+    harness.run(for: .milliseconds(500))
+    let graph = try #require(harness.replay.activeGraph)
+    let position = try #require(harness.renderer.frames.last).media
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: speaker)
+    #expect(harness.replay.activeGraph === graph)
+    harness.run(for: .milliseconds(500))
+    #expect(speaker.played.isEmpty)
+    #expect(harness.replay.resume() == .ok)
+    harness.runToEnd()
+    let first = try #require(speaker.played.first)
+    #expect(abs(first.time - position) <= 64_000, "position \(position), heard from \(first.time)")
+    #expect(inStep(harness, speaker, from: position + 200_000, to: harness.media(9_000)))
+    #expect(fetchedOnce(harness) && harness.log.completions == 1)
+  }
+
+  @Test("the first audio output bound at 2× joins muted and is heard from the position back at 1×")
+  func theFirstAudioAt2x() throws {
+    let harness = try ReplayHarness(seconds: 12)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.replay.setSpeed(.x2) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: speaker)
+    #expect(harness.replay.activeGraph === graph)
+    harness.run(for: .milliseconds(1_000))
+    #expect(speaker.played.isEmpty)
+    #expect(harness.replay.setSpeed(.x1) == .ok)
+    let back = harness.clock.now.microseconds
+    let position = try #require(harness.renderer.frames.last).media
+    harness.runToEnd()
+    let first = try #require(speaker.instants.first)
+    #expect(first.at - back <= 200_000 && abs(first.media - position) <= 200_000, "\(first), back at \(back)")
+    #expect(inStep(harness, speaker, from: position + 300_000, to: harness.media(12_000)))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
   @Test("a first video output of a play of audio alone rebuilds the graph from the position")

@@ -130,15 +130,18 @@ public final class GapDetector: Node {
   }
 
   /// Starts accounting for audio track `track` while the stream runs (an audio output joined a replay of
-  /// video: its gaps reach the playback's timeline from now on): from the end of what of it passed last,
-  /// else from where the video is accounted for; after a flush, from the range's start like the other
-  /// tracks. Stretches before that are not judged: the media there went by already. An audio track
-  /// accounted for already stays the one (there is one). On the pipeline's executor.
-  public func follow(audio track: TrackID) {
-    guard audio == nil else { return }
+  /// video: its gaps reach the playback's timeline from now on), from the end of what of it passed last,
+  /// else from where the video is accounted for; returns that time. Stretches of the track before it are
+  /// not judged (its packets there passed unaccounted for; a timeline counts the track as missing
+  /// there). After a flush it is accounted for from the range's start like the other tracks. Nil when an
+  /// audio track is accounted for already (it stays the one). On the pipeline's executor.
+  @discardableResult
+  public func follow(audio track: TrackID) -> MediaTime? {
+    guard audio == nil else { return nil }
     configuration.audioTrack = track
     let start = audioPassed[track] ?? video?.through ?? configuration.range.start
     audio = Account(track: track, through: start, needsKeyframe: false, factsSent: start)
+    return start
   }
 
   // MARK: Media

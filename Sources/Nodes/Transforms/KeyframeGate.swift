@@ -7,7 +7,8 @@ import PipelineGraph
 /// Given a ``PacketHistory`` (the node it hangs on), the gate instead starts with what the history kept
 /// of its track from the last decodable packet at or before that time, handed on before anything that
 /// comes next: an output joining a paused replay shows the picture at the position at once, decoded
-/// from media read already. When the history no longer holds it, the gate waits for the next keyframe.
+/// from media read already, and an audio output joining a running one plays from the position. When
+/// the history no longer holds it, the gate waits for the next keyframe.
 ///
 /// States: closed → open (at the first packet that qualifies), or catching up (handing on what the
 /// history kept, one packet per step) → open; a flush closes it again (what was left of the history

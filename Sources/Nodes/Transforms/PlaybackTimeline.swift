@@ -39,10 +39,13 @@ public final class PlaybackTimeline: Sendable {
     var anchor: (clock: ClockInstant, media: MediaTime)?
     /// Skipped stretches, in order, disjoint.
     var holes: [MediaRange] = []
-    /// The last gaps of each track (to find where all tracks have one).
+    /// The gaps of each track since the anchor, at most ``keptGaps`` (to find where all tracks have one).
     var gaps: [TrackID: [MediaRange]] = [:]
     /// Gaps of every track at once.
     var everywhere: [MediaRange] = []
+    /// Tracks added while the playback ran, and from when their gaps are known: before that they count
+    /// as missing (the holes skipped already stay skipped).
+    var judgedFrom: [TrackID: MediaTime] = [:]
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
     /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
@@ -304,18 +307,41 @@ public final class PlaybackTimeline: Sendable {
     let wakes = mutate { state -> [Completion<Void>] in
       let tracks = state.tracks
       let concerned = gap.tracks.isEmpty ? tracks : tracks.intersection(gap.tracks)
-      for track in concerned {
-        var known = state.gaps[track] ?? []
-        guard !known.contains(gap.range) else { continue }
-        known.append(gap.range)
-        state.gaps[track] = Array(known.suffix(16))
+      for track in concerned where state.gaps[track]?.contains(gap.range) != true {
+        state.gaps[track, default: []].append(gap.range)
       }
       if tracks.isEmpty || gap.tracks.isEmpty, !state.everywhere.contains(gap.range) {
-        state.everywhere = Array((state.everywhere + [gap.range]).suffix(16))
+        state.everywhere.append(gap.range)
       }
-      return updateHoles(&state)
+      let wakes = updateHoles(&state)
+      forgetOldGaps(&state)
+      return wakes
     }
     for wake in wakes { wake(()) }
+  }
+
+  /// The most gaps kept per track (and of every track at once).
+  static let keptGaps = 64
+
+  /// Keeps at most ``keptGaps`` per list: past that, the anchor moves to the end of the oldest gaps to
+  /// let go of (the same instant for every later media time, the holes before it counted in), and what
+  /// ends before the anchor is forgotten — it no longer moves any frame's instant. (A play crossing its
+  /// 17th gap once lost its first hole here, and every later frame waited that hole's length.) Frames
+  /// that old are not scheduled any more: the gaps arrive in media order, as the pacers reach them.
+  private func forgetOldGaps(_ state: inout State) {
+    let lists = Array(state.gaps.values) + [state.everywhere]
+    let cut = lists.filter { $0.count > Self.keptGaps }.map { list in
+      list.map(\.end).sorted()[list.count - Self.keptGaps - 1]
+    }.max()
+    guard let cut else { return }
+    if let anchor = state.anchor, cut > anchor.media {
+      let clock = Self.instant(
+        of: cut, anchor: Anchor(clock: anchor.clock, media: anchor.media), holes: state.holes, rate: state.rate)
+      state.anchor = (clock, cut)
+    }
+    for track in Array(state.gaps.keys) { state.gaps[track]?.removeAll { $0.end <= cut } }
+    state.everywhere.removeAll { $0.end <= cut }
+    state.holes.removeAll { $0.end <= cut }
   }
 
   /// Recomputes the holes: the gaps of every track that keeps time (of any track while none does yet),
@@ -328,7 +354,10 @@ public final class PlaybackTimeline: Sendable {
     } else {
       pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
       for track in counted {
-        let gaps = state.gaps[track] ?? []
+        var gaps = state.gaps[track] ?? []
+        if let from = state.judgedFrom[track] {
+          gaps.append(MediaRange(start: MediaTime(microseconds: .min), end: from))
+        }
         pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }
       }
     }
@@ -339,11 +368,14 @@ public final class PlaybackTimeline: Sendable {
     return state.pacers.values.map(\.wake)
   }
 
-  /// Presents `track` too from now on (an output of another kind joined the playback): once it has
-  /// presented a frame, a stretch is a hole only where it has a gap as well.
-  public func add(_ track: TrackID) {
+  /// Presents `track` too from now on (an output of another kind joined the playback), whose gaps are
+  /// known from `judgedFrom` on (before it, the track counts as missing: holes skipped already stay
+  /// skipped): once it has presented a frame, a later stretch is a hole only where it has a gap as well.
+  /// Until the next ``reset()`` (after a seek every track's gaps are known from the target).
+  public func add(_ track: TrackID, judgedFrom: MediaTime) {
     let wakes = mutate { state -> [Completion<Void>] in
       guard state.tracks.insert(track).inserted else { return [] }
+      state.judgedFrom[track] = judgedFrom
       return updateHoles(&state)
     }
     for wake in wakes { wake(()) }
@@ -363,6 +395,7 @@ public final class PlaybackTimeline: Sendable {
       state.holes = []
       state.gaps = [:]
       state.everywhere = []
+      state.judgedFrom = [:]
       state.active = []
       state.offers = [:]
       state.excused = []

@@ -1,7 +1,7 @@
 import PipelineGraph
 
 /// Passes the packets of the selected tracks (kind + channel id), every track of the kinds it passes
-/// whole, and every event; drops the rest. A replay's router selects the bound outputs' channels and
+/// whole, and every event; drops the rest. A replay's router with outputs selects their channels and
 /// passes all audio (a few kilobytes a second): an audio output that joins then starts at the position,
 /// from what the graph kept, instead of from what the source reads next.
 ///

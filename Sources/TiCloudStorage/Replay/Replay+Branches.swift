@@ -90,9 +90,11 @@ extension Replay {
       guard let branch else { return false }
       if firstOfKind {
         // Before the branch's first packet (the gate hands the history on as it starts, on this
-        // executor, after this command): its gaps from here on are judged, and count for the holes.
-        joints.detector.follow(audio: output.track)
-        joints.timeline.add(output.track)
+        // executor, after this command): the detector judges the track's gaps from where its packets
+        // passed unaccounted so far, and the timeline counts it as missing before that (the holes
+        // skipped already stay skipped), as having media or gaps after.
+        let judged = joints.detector.follow(audio: output.track) ?? start.presentFrom
+        joints.timeline.add(output.track, judgedFrom: judged)
         joints.candidates.append(output.id)
         joints.timedKinds.insert(output.track.kind)
       }

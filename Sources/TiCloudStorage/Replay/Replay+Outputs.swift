@@ -8,8 +8,9 @@ extension Replay {
 
   /// Presents the video of `channel` to `renderer`; `events` hears of the branch's first frame, its end
   /// and its own failure, on the environment's executor (not through `deliver`). Bound while a play
-  /// runs, the output's branch joins the running graph (nothing is read again; the first output of a
-  /// kind rebuilds it from the position) and starts at the next keyframe.
+  /// runs, the output's branch joins the running graph (nothing is read again; the first video output of
+  /// a play of audio alone rebuilds it from the position) and starts at the next keyframe (audio: at the
+  /// position; while paused: at once with the position's frame).
   @discardableResult
   package func bindVideo(
     channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
@@ -39,7 +40,7 @@ extension Replay {
       let (id, active) = state.rules.bind(track)
       state.attachments[id] = Attachment(target: target, volume: volume, events: events)
       // The running graph takes the output's branch in; only an output that changes who drives the
-      // position (the first of its kind) rebuilds it.
+      // position (the first video output of a play of audio alone) rebuilds it.
       guard active, let output = state.rules.outputs.last, output.id == id else { return (id, active) }
       return (id, !join(output, &state))
     }
