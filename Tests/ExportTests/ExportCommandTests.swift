@@ -75,22 +75,21 @@ struct ExportCommandTests {
     let library = try makeLibrary(in: directory.url)
     let output = directory.url.appendingPathComponent("out.mp4")
     for signal in [SIGINT, SIGTERM, SIGHUP] {
-      let process = try tipipeChild(["export"] + arguments(library, output), captureOutput: false, captureErrors: false)
-      // The first statement of main blocks the three signals; wait for exactly that, then signal at once.
-      let pid = process.pid
+      // tipipe stops itself right after its first statement took over the signals
+      // (TIPIPE_STOP_AFTER_SIGNAL_SETUP): the signal arrives there, before any command ran.
+      let process = try tipipeChild(
+        ["export"] + arguments(library, output), environment: ["TIPIPE_STOP_AFTER_SIGNAL_SETUP": "1"],
+        captureOutput: false, captureErrors: false)
       let deadline = ContinuousClock.now + testDeadline
-      var blocked = false
-      while !blocked && !process.hasEnded {
-        guard ContinuousClock.now < deadline else { throw WaitTimedOut("tipipe export blocking signal \(signal)") }
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
-          let mask = UInt64(line.split(separator: "\t").last ?? "", radix: 16)
-        {
-          blocked = mask & (1 << (UInt64(signal) - 1)) != 0
-        }
-        if !blocked { sched_yield() }
+      var state = ""
+      while !state.hasPrefix("T") && !process.hasEnded {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut("tipipe export stopping after its start") }
+        let status = (try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)) ?? ""
+        state = status.split(separator: "\n").first { $0.hasPrefix("State:") }.map { String($0.dropFirst(7)) } ?? ""
+        if !state.hasPrefix("T") { sched_yield() }
       }
       process.signal(signal)
+      process.signal(SIGCONT)
       let ending = try process.finish()
       #expect(ending.reason == .exit, "signal \(signal)")
       #expect(ending.status == 1, "signal \(signal)")

@@ -63,31 +63,46 @@ import Testing
     #expect(compared > 5_000)
   }
 
-  @Test("holes past the gaps a timeline keeps still count: it moves its anchor past the oldest, every instant kept")
+  @Test("holes past the gaps a timeline keeps still count: it lets the oldest go as a sum, every instant kept")
   func manyHolesKeepEveryInstant() throws {
     let video = TrackID(.video, channel: 0)
     let audio = TrackID(.audio, channel: 1)
-    for rate in [PlaybackRate.normal, PlaybackRate(numerator: 4, denominator: 1)!] {
+    let rates = [(1, 1), (4, 1), (8, 1), (1, 8), (2, 1)].map { PlaybackRate(numerator: $0.0, denominator: $0.1)! }
+    let us = { (microseconds: Int64) in MediaTime(microseconds: microseconds) }
+    // Holes of 0.7 s from 1.3 s into every 2 s: 150 of them, by the gaps of both tracks (a third of them
+    // by gaps of every track at once).
+    let hole = { (k: Int64) in MediaRange(start: us(2_000_000 * k + 1_300_000), end: us(2_000_000 * k + 2_000_000)) }
+    for rate in rates {
       let timeline = PlaybackTimeline(tracks: [video, audio], rate: rate)
-      let second = { (s: Int64) in MediaTime(microseconds: s * 1_000_000) }
-      // Anchored at media 0 at clock 0; both tracks keep time.
-      _ = timeline.instant(of: second(0), track: video, now: ClockInstant(microseconds: 0))
-      _ = timeline.instant(of: second(0), track: audio, now: ClockInstant(microseconds: 0))
-      // 150 holes of 1 s (every 2 s): the gaps of both tracks, and some of every track at once.
+      _ = timeline.instant(of: us(0), track: video, now: .zero)
+      _ = timeline.instant(of: us(0), track: audio, now: .zero)
       for k in Int64(0)..<150 {
-        let range = MediaRange(start: second(2 * k + 1), end: second(2 * k + 2))
         if k % 3 == 0 {
-          timeline.note(RecordingGap(range: range, tracks: [], reasons: [.notFound]))
+          timeline.note(RecordingGap(range: hole(k), tracks: [], reasons: [.notFound]))
         } else {
-          timeline.note(RecordingGap(range: range, tracks: [video], reasons: [.notFound]))
-          timeline.note(RecordingGap(range: range, tracks: [audio], reasons: [.notFound]))
+          timeline.note(RecordingGap(range: hole(k), tracks: [video], reasons: [.notFound]))
+          timeline.note(RecordingGap(range: hole(k), tracks: [audio], reasons: [.notFound]))
         }
-        // Media 2k + 2 s comes after k + 1 holes: (k + 1) s of media played, scaled by the rate.
-        let played = MediaDuration.microseconds((k + 1) * 1_000_000)
-        let expected = ClockInstant(microseconds: try played.scaled(by: rate).microseconds)
-        #expect(timeline.instant(of: second(2 * k + 2), track: video, now: .zero) == expected, "hole \(k)")
-        #expect(timeline.instant(of: second(2 * k + 2), track: audio, now: .zero) == expected, "hole \(k)")
+        // Just over 0.1 s after the hole: (k + 1) holes of 0.7 s skipped, scaled once (rounded once).
+        let media = 2_000_000 * k + 2_100_003
+        let expected = try MediaDuration.microseconds(media - (k + 1) * 700_000).scaled(by: rate)
+        for track in [video, audio] {
+          #expect(timeline.instant(of: us(media), track: track, now: .zero).microseconds == expected.microseconds)
+        }
       }
+      // A speed change and a pause after the oldest gaps were let go of: the play goes on from where it
+      // is, the holes after it still skipped.
+      let here = us(2_000_000 * 140 + 500_000)
+      let now = timeline.instant(of: here, track: video, now: .zero)
+      timeline.apply(rate: .normal, paused: false, now: now)
+      #expect(timeline.instant(of: here, track: video, now: .zero) == now)
+      let later = ClockInstant(microseconds: now.microseconds + 1_100_000)
+      #expect(timeline.instant(of: us(here.microseconds + 1_800_000), track: video, now: .zero) == later)
+      timeline.apply(rate: .normal, paused: true, now: now)
+      timeline.apply(rate: .normal, paused: false, now: ClockInstant(microseconds: now.microseconds + 5_000_000))
+      #expect(
+        timeline.instant(of: us(here.microseconds + 1_800_000), track: audio, now: .zero).microseconds
+          == later.microseconds + 5_000_000)
     }
   }
 

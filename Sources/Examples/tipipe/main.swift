@@ -8,6 +8,8 @@ import TiCloudStorage
 
 // First of all: from here on SIGINT, SIGTERM and SIGHUP cancel instead of killing the process.
 Interruption.shared.install()
+// Tests deliver a signal at exactly this point: the process stops itself here until continued.
+if ProcessInfo.processInfo.environment["TIPIPE_STOP_AFTER_SIGNAL_SETUP"] == "1" { raise(SIGSTOP) }
 // A standard stream the caller closed is held by /dev/null, so that no file the process opens later (the
 // SDK's log) takes its descriptor and receives the JSON lines; machine output to a closed stdout fails.
 StandardOutput.reserveClosedStreams()

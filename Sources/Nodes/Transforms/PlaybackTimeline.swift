@@ -37,8 +37,8 @@ public final class PlaybackTimeline: Sendable {
     var pausedAt: ClockInstant?
     /// Media time `anchor.media` is presented at `anchor.clock`.
     var anchor: (clock: ClockInstant, media: MediaTime)?
-    /// Skipped stretches, in order, disjoint.
-    var holes: [MediaRange] = []
+    /// Skipped stretches.
+    var skips = Skips()
     /// The gaps of each track since the anchor, at most ``keptGaps`` (to find where all tracks have one).
     var gaps: [TrackID: [MediaRange]] = [:]
     /// Gaps of every track at once.
@@ -69,8 +69,72 @@ public final class PlaybackTimeline: Sendable {
     var paused: Bool
     var pausedAt: ClockInstant?
     var anchor: Anchor?
-    var holes: [MediaRange]
+    var skips: Skips
     var active: Set<TrackID>
+  }
+
+  /// What is skipped of the media after the anchor: the holes, and the length of those let go of
+  /// (ending at or before `floor`), so that a long play keeps a bounded list and every instant.
+  struct Skips: Sendable, Equatable {
+    /// Skipped stretches, in order, disjoint (those that end after `floor`).
+    var holes: [MediaRange] = []
+    /// Holes that end at or before it were let go of; `before` µs of them lay after the anchor.
+    var floor: MediaTime?
+    var before: Int64 = 0
+
+    /// µs of holes in `[anchor, time)`. Of those let go of only the sum is known: a time before the
+    /// floor counts none of them (frames that old are not scheduled any more).
+    func skipped(after anchor: MediaTime, until time: MediaTime) -> Int64 {
+      var from = anchor
+      var total: Int64 = 0
+      if let floor, floor > anchor {
+        guard time >= floor else { return 0 }
+        total = before
+        from = floor
+      }
+      for hole in holes where hole.end > from && hole.start < time {
+        total = Skips.sum(total, Skips.span(max(hole.start, from), min(hole.end, time)))
+      }
+      return total
+    }
+
+    /// The media time `played` µs of presented media after `start` (the anchor), holes not counted.
+    func position(after played: Int64, from start: MediaTime) -> MediaTime {
+      var position = start
+      var remaining = max(0, played)
+      if let floor, floor > start {
+        let untilFloor = Skips.span(start, floor) - before
+        guard remaining >= untilFloor else { return MediaTime(microseconds: Skips.sum(start.microseconds, remaining)) }
+        remaining -= untilFloor
+        position = floor
+      }
+      for hole in holes where hole.end > position {
+        let until = Skips.span(position, max(hole.start, position))
+        if until >= remaining { break }
+        remaining -= until
+        position = hole.end
+      }
+      return MediaTime(microseconds: Skips.sum(position.microseconds, remaining))
+    }
+
+    /// Re-anchored at `media`: what was let go of before it no longer counts.
+    mutating func rebase(at media: MediaTime) {
+      guard let floor, media >= floor else { return }
+      self.floor = nil
+      before = 0
+    }
+
+    /// µs from `start` to `end`, saturating at Int64's limits.
+    static func span(_ start: MediaTime, _ end: MediaTime) -> Int64 {
+      let (difference, overflow) = end.microseconds.subtractingReportingOverflow(start.microseconds)
+      return overflow ? (end > start ? .max : .min) : difference
+    }
+
+    /// `a + b`, saturating at Int64's limits.
+    static func sum(_ a: Int64, _ b: Int64) -> Int64 {
+      let (total, overflow) = a.addingReportingOverflow(b)
+      return overflow ? (b > 0 ? .max : .min) : total
+    }
   }
 
   /// Media time `media` is presented at `clock`.
@@ -127,7 +191,7 @@ public final class PlaybackTimeline: Sendable {
   ) {
     // At most the preroll's limit: a start is not held longer than a preroll (and no sum overflows).
     self.startLatency = min(max(.zero, startLatency), Self.prerollLimit)
-    let mapping = Mapping(rate: rate, paused: paused, holes: [], active: [])
+    let mapping = Mapping(rate: rate, paused: paused, skips: Skips(), active: [])
     state = Locked(State(tracks: tracks, rate: rate, paused: paused, published: mapping))
     published = Published(mapping)
   }
@@ -139,7 +203,7 @@ public final class PlaybackTimeline: Sendable {
       let result = body(&state)
       let mapping = Mapping(
         rate: state.rate, paused: state.paused, pausedAt: state.pausedAt,
-        anchor: state.anchor.map { Anchor(clock: $0.clock, media: $0.media) }, holes: state.holes,
+        anchor: state.anchor.map { Anchor(clock: $0.clock, media: $0.media) }, skips: state.skips,
         active: state.active)
       if mapping != state.published {
         state.published = mapping
@@ -165,7 +229,9 @@ public final class PlaybackTimeline: Sendable {
         let elapsed = MediaDuration.microseconds(reference.microseconds - anchor.clock.microseconds)
         let inverse = PlaybackRate(numerator: state.rate.denominator, denominator: state.rate.numerator)!
         let played = (try? elapsed.scaled(by: inverse)) ?? .zero
-        state.anchor = (reference, Self.position(after: played, from: anchor.media, skipping: state.holes))
+        let position = state.skips.position(after: played.microseconds, from: anchor.media)
+        state.anchor = (reference, position)
+        state.skips.rebase(at: position)
       }
       state.rate = rate
       if paused && !state.paused {
@@ -205,7 +271,7 @@ public final class PlaybackTimeline: Sendable {
     let anchor = state.anchor ?? (state.pausedAt ?? started(now, state.rate), time)
     state.anchor = anchor
     let instant = Self.instant(
-      of: time, anchor: Anchor(clock: anchor.clock, media: anchor.media), holes: state.holes, rate: state.rate)
+      of: time, anchor: Anchor(clock: anchor.clock, media: anchor.media), skips: state.skips, rate: state.rate)
     return (instant, wakes)
   }
 
@@ -217,16 +283,14 @@ public final class PlaybackTimeline: Sendable {
     return ClockInstant(microseconds: now.microseconds &+ startLatency.microseconds)
   }
 
-  /// The instant of media time `time`: the anchor's, plus the media after it outside `holes`, scaled.
-  private static func instant(of time: MediaTime, anchor: Anchor, holes: [MediaRange], rate: PlaybackRate)
+  /// The instant of media time `time`: the anchor's, plus the media after it outside the holes, scaled.
+  private static func instant(of time: MediaTime, anchor: Anchor, skips: Skips, rate: PlaybackRate)
     -> ClockInstant
   {
-    let skipped = holes.reduce(0) { total, hole in
-      total + max(0, min(hole.end, time).microseconds - max(hole.start, anchor.media).microseconds)
-    }
-    let offset = MediaDuration.microseconds(time.microseconds - anchor.media.microseconds - skipped)
+    let skipped = skips.skipped(after: anchor.media, until: time)
+    let offset = MediaDuration.microseconds(Skips.sum(Skips.span(anchor.media, time), -skipped))
     let scaled = (try? offset.scaled(by: rate)) ?? offset
-    return ClockInstant(microseconds: anchor.clock.microseconds + scaled.microseconds)
+    return ClockInstant(microseconds: Skips.sum(anchor.clock.microseconds, scaled.microseconds))
   }
 
   /// Where `pacer` may present a frame of `track` at media time `time`: while the anchor waits for the
@@ -248,7 +312,7 @@ public final class PlaybackTimeline: Sendable {
   ) -> Schedule {
     let mapping = reader.mapping.current
     if let anchor = mapping.anchor, mapping.active.contains(track), !mapping.paused || mapping.pausedAt != nil {
-      return .at(Self.instant(of: time, anchor: anchor, holes: mapping.holes, rate: mapping.rate))
+      return .at(Self.instant(of: time, anchor: anchor, skips: mapping.skips, rate: mapping.rate))
     }
     // One lock per frame: the preroll and the instant are decided together.
     let (schedule, wakes) = mutate { state -> (Schedule, [Completion<Void>]) in
@@ -323,25 +387,24 @@ public final class PlaybackTimeline: Sendable {
   /// The most gaps kept per track (and of every track at once).
   static let keptGaps = 64
 
-  /// Keeps at most ``keptGaps`` per list: past that, the anchor moves to the end of the oldest gaps to
-  /// let go of (the same instant for every later media time, the holes before it counted in), and what
-  /// ends before the anchor is forgotten — it no longer moves any frame's instant. (A play crossing its
-  /// 17th gap once lost its first hole here, and every later frame waited that hole's length.) Frames
-  /// that old are not scheduled any more: the gaps arrive in media order, as the pacers reach them.
+  /// Keeps at most ``keptGaps`` per list: past that, the oldest are let go of, and the holes that end
+  /// before them are kept as a sum (``Skips``): every instant from there on stays what it was. (A play
+  /// crossing its 17th gap once lost its first hole here, and every later frame waited that hole's
+  /// length.) Gaps arrive in media order, as the pacers reach them: frames that old are not scheduled
+  /// any more. Before the anchor nothing is let go of.
   private func forgetOldGaps(_ state: inout State) {
     let lists = Array(state.gaps.values) + [state.everywhere]
     let cut = lists.filter { $0.count > Self.keptGaps }.map { list in
       list.map(\.end).sorted()[list.count - Self.keptGaps - 1]
     }.max()
-    guard let cut else { return }
-    if let anchor = state.anchor, cut > anchor.media {
-      let clock = Self.instant(
-        of: cut, anchor: Anchor(clock: anchor.clock, media: anchor.media), holes: state.holes, rate: state.rate)
-      state.anchor = (clock, cut)
+    guard let cut, let anchor = state.anchor else { return }
+    if cut > max(anchor.media, state.skips.floor ?? anchor.media) {
+      state.skips.before = state.skips.skipped(after: anchor.media, until: cut)
+      state.skips.floor = cut
     }
     for track in Array(state.gaps.keys) { state.gaps[track]?.removeAll { $0.end <= cut } }
     state.everywhere.removeAll { $0.end <= cut }
-    state.holes.removeAll { $0.end <= cut }
+    state.skips.holes.removeAll { $0.end <= cut }
   }
 
   /// Recomputes the holes: the gaps of every track that keeps time (of any track while none does yet),
@@ -361,9 +424,10 @@ public final class PlaybackTimeline: Sendable {
         pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }
       }
     }
-    let holes = Self.merged((pieces + state.everywhere).filter { !$0.isEmpty })
-    guard holes != state.holes else { return [] }
-    state.holes = holes
+    let floor = state.skips.floor ?? MediaTime(microseconds: .min)
+    let holes = Self.merged((pieces + state.everywhere).filter { !$0.isEmpty && $0.end > floor })
+    guard holes != state.skips.holes else { return [] }
+    state.skips.holes = holes
     state.bump = true
     return state.pacers.values.map(\.wake)
   }
@@ -392,7 +456,7 @@ public final class PlaybackTimeline: Sendable {
   public func reset() {
     mutate { state in
       state.anchor = nil
-      state.holes = []
+      state.skips = Skips()
       state.gaps = [:]
       state.everywhere = []
       state.judgedFrom = [:]
@@ -401,21 +465,6 @@ public final class PlaybackTimeline: Sendable {
       state.excused = []
       state.prerollSince = nil
     }
-  }
-
-  /// The media time `played` of presented media after `start`, holes not counted.
-  private static func position(after played: MediaDuration, from start: MediaTime, skipping holes: [MediaRange])
-    -> MediaTime
-  {
-    var position = start
-    var remaining = played.microseconds
-    for hole in holes where hole.end > position {
-      let before = max(0, hole.start.microseconds - position.microseconds)
-      if before >= remaining { break }
-      remaining -= before
-      position = hole.end
-    }
-    return MediaTime(microseconds: position.microseconds + max(0, remaining))
   }
 
   /// `ranges` sorted, overlapping and touching ones joined.
