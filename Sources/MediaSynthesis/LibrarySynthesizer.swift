@@ -65,6 +65,9 @@ public struct LibrarySynthesizer {
     public var seed: UInt64? = nil
     /// Holes in the recording: (offset seconds, length seconds).
     public var gaps: [(offset: Int, length: Int)] = []
+    /// Stretches without picture (the sound goes on), each in objects of its own that hold audio only:
+    /// (offset seconds, length seconds).
+    public var videoGaps: [(offset: Int, length: Int)] = []
     /// Changes of the video's parameters.
     public var videoChanges: [VideoChange] = []
     /// The device id written to the index.

@@ -21,6 +21,8 @@ public final class SyntheticRecording {
   private let start: Int64
   private let end: Int64
   private let holes: [(Int64, Int64)]
+  /// Stretches without picture inside objects.
+  private let videoHoles: [(Int64, Int64)]
   private let boundaries: [Int64]
   private var nextBoundary = 0
   private var video: TestPatternEncoder
@@ -50,7 +52,7 @@ public final class SyntheticRecording {
       throw MediaError(
         .invalidArgument, "the recording must lie in representable time, last at most a year, ≤ 1000 fps")
     }
-    for gap in o.gaps
+    for gap in o.gaps + o.videoGaps
     where gap.offset < 0 || gap.length <= 0 || gap.offset > o.durationSeconds
       || gap.length > o.durationSeconds
     {
@@ -67,13 +69,16 @@ public final class SyntheticRecording {
     holes = o.gaps.map {
       (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
     }
+    videoHoles = o.videoGaps.map {
+      (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
+    }
     var cuts = Set<Int64>([start, end])
     var t = start
     while t < end {
       cuts.insert(t)
       t += Int64(o.segmentSeconds) * 1000
     }
-    for hole in holes { cuts.formUnion([hole.0, hole.1]) }
+    for hole in holes + videoHoles { cuts.formUnion([hole.0, hole.1]) }
     for change in o.videoChanges where change.startsObject { cuts.insert(start + Int64(change.offsetSeconds) * 1000) }
     boundaries = cuts.filter {
       $0 >= o.startMilliseconds && $0 <= o.startMilliseconds + Int64(o.durationSeconds) * 1000
@@ -136,7 +141,7 @@ public final class SyntheticRecording {
       let time = start + Int64(frameIndex) * 1000 / Int64(o.fps)
       guard time < objectEnd, time < end else { break }
       defer { frameIndex += 1 }
-      if inHole(time) {
+      if inHole(time) || videoHoles.contains(where: { time >= $0.0 && time < $0.1 }) {
         previousInHole = true
         continue
       }

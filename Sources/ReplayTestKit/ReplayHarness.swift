@@ -35,6 +35,8 @@ package final class ReplayHarness {
   package let videoOutput: Replay.OutputID
   /// The audio output's frames (bound only when asked for at creation).
   package let audio: TimedAudioDevice
+  /// The audio output's binding, when bound at creation.
+  package let audioOutput: Replay.OutputID?
   /// The library the replay reads, noting the objects fetched.
   package let service: CountingService
   /// The first instant (UTC ms) of the library.
@@ -76,7 +78,7 @@ package final class ReplayHarness {
       events.withLock { $0.append(("\(kind) \(name)", clock.now.microseconds)) }
     }
     videoOutput = replay.bindVideo(channel: videoChannel, renderer: renderer) { note("video", $0) }
-    if audio { replay.bindAudio(channel: 1, device: self.audio) { note("audio", $0) } }
+    audioOutput = audio ? replay.bindAudio(channel: 1, device: self.audio) { note("audio", $0) } : nil
     log.observe(replay)
   }
 

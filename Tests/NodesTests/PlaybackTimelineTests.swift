@@ -127,4 +127,40 @@ import Testing
       RecordingGap(range: MediaRange(start: at(7000), end: at(8000)), tracks: [audio], reasons: [.notFound]))
     #expect(timeline.instant(of: at(9000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
   }
+
+  @Test("a retired track no longer holds holes back from its retirement on; before it nothing moves; it may return")
+  func aTrackRetired() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let timeline = PlaybackTimeline(tracks: [video, audio])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    let gap = { (from: Int64, to: Int64, track: TrackID) in
+      let range = MediaRange(start: at(from), end: at(to))
+      timeline.note(RecordingGap(range: range, tracks: [track], reasons: [.notFound]))
+    }
+    _ = timeline.instant(of: at(0), track: video, now: .zero)
+    _ = timeline.instant(of: at(0), track: audio, now: .zero)
+    // A hole of both tracks before the retirement is skipped; a video gap alone there is not.
+    gap(1000, 2000, video)
+    gap(1000, 2000, audio)
+    gap(3000, 4000, video)
+    #expect(timeline.instant(of: at(5000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
+    timeline.retire(audio, from: at(4500))
+    // Nothing before the retirement moved; a video gap after it is a hole now (2 s of media lie in holes).
+    #expect(timeline.instant(of: at(5000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
+    gap(6000, 7000, video)
+    #expect(timeline.instant(of: at(8000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
+    // Back from 9 s on: a video gap after that is no hole while the audio has media there.
+    timeline.add(audio, judgedFrom: at(9000))
+    #expect(timeline.instant(of: at(8000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
+    gap(8500, 9500, video)
+    #expect(timeline.instant(of: at(10_000), track: video, now: .zero) == ClockInstant(microseconds: 7_500_000))
+    // Retired again, then a flush: the playback goes on without it (a video gap alone is a hole).
+    timeline.retire(audio, from: at(10_000))
+    timeline.reset()
+    #expect(!timeline.tracks.contains(audio))
+    _ = timeline.instant(of: at(20_000), track: video, now: .zero)
+    gap(21_000, 22_000, video)
+    #expect(timeline.instant(of: at(23_000), track: video, now: .zero) == ClockInstant(microseconds: 2_000_000))
+  }
 }

@@ -218,8 +218,10 @@ struct OutputJoinTests {
 
   /// The pictures of media time in `[start, end)` (µs) were heard at the instants they were shown, within
   /// 1 ms (and the sound holds nearly all of them).
-  private func inStep(_ harness: ReplayHarness, _ speaker: TimedAudioDevice, from start: Int64, to end: Int64) -> Bool {
-    let frames = harness.renderer.frames.filter { $0.media >= start && $0.media < end }
+  private func inStep(
+    _ harness: ReplayHarness, _ speaker: TimedAudioDevice, from start: Int64, to end: Int64, since shown: Int = 0
+  ) -> Bool {
+    let frames = harness.renderer.frames.dropFirst(shown).filter { $0.media >= start && $0.media < end }
     let pairs = frames.compactMap { frame in heard(speaker, at: frame.media).map { (frame.at, $0) } }
     return !frames.isEmpty && pairs.count * 10 >= frames.count * 9 && pairs.allSatisfy { abs($0.0 - $0.1) <= 1_000 }
   }
@@ -270,12 +272,7 @@ struct OutputJoinTests {
     harness.runToEnd()
     // The hole in both tracks is skipped the way the reference skips it: the picture after it comes when
     // the last sound before it ends (without the audio's gap it would be waited through, 2 s).
-    let pause = { (frames: [(media: Int64, at: Int64)]) -> Int64? in
-      guard let before = frames.last(where: { $0.media < harness.media(5_000) }),
-        let after = frames.first(where: { $0.media >= harness.media(7_000) })
-      else { return nil }
-      return after.at - before.at
-    }
+    let pause = { (frames: [(media: Int64, at: Int64)]) in self.pause(frames, harness) }
     let skipped = try #require(pause(harness.renderer.frames))
     #expect(skipped == pause(reference.renderer.frames) && skipped < 100_000, "\(skipped) µs")
     #expect(harness.log.gaps.map(\.range) == reference.log.gaps.map(\.range))
@@ -301,6 +298,15 @@ struct OutputJoinTests {
     #expect(resumed.time <= harness.media(3_064))
     #expect(pause(afterSeek) == pause(reference.renderer.frames))
     #expect(harness.log.completions == 2)
+  }
+
+  /// How long the picture stood at the stretch of 5 s to 7 s (µs): from the last frame shown before it to
+  /// the first shown after it.
+  private func pause(_ frames: [(media: Int64, at: Int64)], _ harness: ReplayHarness) -> Int64? {
+    guard let before = frames.last(where: { $0.media < harness.media(5_000) }),
+      let after = frames.first(where: { $0.media >= harness.media(7_000) })
+    else { return nil }
+    return after.at - before.at
   }
 
   /// Media time minus presentation instant of each frame: constant while nothing is skipped or waited.
@@ -382,6 +388,72 @@ struct OutputJoinTests {
     #expect(first.at - back <= 200_000 && abs(first.media - position) <= 200_000, "\(first), back at \(back)")
     #expect(inStep(harness, speaker, from: position + 300_000, to: harness.media(12_000)))
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("the last audio output beside a picture leaves in place: a stretch without picture is skipped after it")
+  func theLastAudioLeaves() throws {
+    // 2 s without picture from 5 s (the sound goes on). With the audio heard, the picture waits through
+    // it; without, it is a hole and skipped — as in a play of the video alone.
+    var options = ReplayFixtures.options(seconds: 12)
+    options.videoGaps = [(offset: 5, length: 2)]
+    let reference = try ReplayHarness(options: options)
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(3_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let nodes = graph.statistics().nodes.count
+    let heard = harness.audio.played.count
+    #expect(heard > 0)
+    harness.replay.unbind(try #require(harness.audioOutput))
+    #expect(harness.replay.activeGraph === graph)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.audio.played.count == heard)
+    #expect(graph.statistics().nodes.count == nodes - 3)
+    let resumed = harness.renderer.frames.count
+    harness.runToEnd()
+    let pause = { (frames: [(media: Int64, at: Int64)]) in self.pause(frames, harness) }
+    let skipped = try #require(pause(harness.renderer.frames))
+    #expect(skipped == pause(reference.renderer.frames) && skipped < 100_000, "\(skipped) µs \(reference.log.gaps)")
+    #expect(harness.renderer.frames.count == 250 && increasing(harness.renderer.frames))
+    #expect(harness.renderer.frames.count > resumed)
+    #expect(harness.log.gaps.map(\.range) == reference.log.gaps.map(\.range))
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+    // A second play, of the video: the sound joins and leaves again, then a seek in the same graph —
+    // after it the sound is not counted either.
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(500))
+    let replayed = try #require(harness.replay.activeGraph)
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    let joined = harness.replay.bindAudio(channel: 1, device: speaker)
+    harness.run(for: .milliseconds(1_500))
+    #expect(!speaker.played.isEmpty)
+    harness.replay.unbind(joined)
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 3_000)) == .ok)
+    #expect(harness.replay.activeGraph === replayed)
+    let seekedAt = harness.renderer.frames.count
+    harness.runToEnd()
+    #expect(pause(Array(harness.renderer.frames.dropFirst(seekedAt))) == skipped)
+    // A third: the sound joins, leaves and comes back before the stretch without picture: that is
+    // waited through again (its sound is heard), in step.
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(500))
+    let third = try #require(harness.replay.activeGraph)
+    let first = harness.replay.bindAudio(channel: 1, device: TimedAudioDevice(clock: harness.clock))
+    harness.run(for: .milliseconds(1_000))
+    harness.replay.unbind(first)
+    harness.run(for: .milliseconds(1_000))
+    let back = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: back)
+    #expect(harness.replay.activeGraph === third)
+    let playedAt = harness.renderer.frames.count
+    harness.runToEnd()
+    let waited = try #require(pause(Array(harness.renderer.frames.dropFirst(playedAt))))
+    #expect(waited >= 1_900_000, "\(waited) µs")
+    #expect(inStep(harness, back, from: harness.media(7_200), to: harness.media(12_000), since: playedAt))
+    #expect(try #require(back.played.last).time >= harness.media(11_900))
+    #expect(harness.log.completions == 3 && harness.log.errors.isEmpty)
   }
 
   @Test("a first video output of a play of audio alone rebuilds the graph from the position")

@@ -144,6 +144,17 @@ public final class GapDetector: Node {
     return start
   }
 
+  /// Stops accounting for audio track `track` while the stream runs (the last audio output left a
+  /// replay of video: a detector built without it would not judge it): its packets pass unaccounted for
+  /// from here, no gap of it is sent, and after a flush it is not accounted for either.
+  /// ``follow(audio:)`` takes it back from the end of what passed. On the pipeline's executor.
+  public func unfollow(audio track: TrackID) {
+    guard let account = audio, account.track == track else { return }
+    audioPassed[track] = max(audioPassed[track] ?? account.through, account.through)
+    audio = nil
+    configuration.audioTrack = nil
+  }
+
   // MARK: Media
 
   /// Accounts for a packet and passes it on (a gap first when one ends here); drops media a file cannot

@@ -43,9 +43,10 @@ public final class PlaybackTimeline: Sendable {
     var gaps: [TrackID: [MediaRange]] = [:]
     /// Gaps of every track at once.
     var everywhere: [MediaRange] = []
-    /// Tracks added while the playback ran, and from when their gaps are known: before that they count
-    /// as missing (the holes skipped already stay skipped).
-    var judgedFrom: [TrackID: MediaTime] = [:]
+    /// Where tracks that came or went while the playback ran count as missing, whatever their gaps: a
+    /// track added late before its gaps are known, a retired one from its retirement on (until it
+    /// returns). The holes skipped before such a change stay skipped, and no instant before it moves.
+    var unjudged: [TrackID: [MediaRange]] = [:]
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
     /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
@@ -404,6 +405,7 @@ public final class PlaybackTimeline: Sendable {
     }
     for track in Array(state.gaps.keys) { state.gaps[track]?.removeAll { $0.end <= cut } }
     state.everywhere.removeAll { $0.end <= cut }
+    for track in Array(state.unjudged.keys) { state.unjudged[track]?.removeAll { $0.end <= cut } }
     state.skips.holes.removeAll { $0.end <= cut }
   }
 
@@ -417,10 +419,7 @@ public final class PlaybackTimeline: Sendable {
     } else {
       pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
       for track in counted {
-        var gaps = state.gaps[track] ?? []
-        if let from = state.judgedFrom[track] {
-          gaps.append(MediaRange(start: MediaTime(microseconds: .min), end: from))
-        }
+        let gaps = (state.gaps[track] ?? []) + (state.unjudged[track] ?? [])
         pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }
       }
     }
@@ -436,14 +435,40 @@ public final class PlaybackTimeline: Sendable {
   /// known from `judgedFrom` on (before it, the track counts as missing: holes skipped already stay
   /// skipped): once it has presented a frame, a later stretch is a hole only where it has a gap as well.
   /// Until the next ``reset()`` (after a seek every track's gaps are known from the target).
+  /// A track retired before (``retire(_:from:)``) returns: it counts as missing from its retirement
+  /// until `judgedFrom`, as having media or gaps after.
   public func add(_ track: TrackID, judgedFrom: MediaTime) {
     let wakes = mutate { state -> [Completion<Void>] in
-      guard state.tracks.insert(track).inserted else { return [] }
-      state.judgedFrom[track] = judgedFrom
+      if state.tracks.insert(track).inserted {
+        state.unjudged[track] = [MediaRange(start: MediaTime(microseconds: .min), end: judgedFrom)]
+      } else if let retired = state.unjudged[track]?.last, retired.end == Self.forever {
+        state.unjudged[track]?.removeLast()
+        if judgedFrom > retired.start {
+          state.unjudged[track]?.append(MediaRange(start: retired.start, end: judgedFrom))
+        }
+      } else {
+        return []
+      }
       return updateHoles(&state)
     }
     for wake in wakes { wake(()) }
   }
+
+  /// No longer presents `track` from media time `from` on (its last output left while the others play
+  /// on): a later stretch is a hole where the other tracks have a gap, as in a playback built without
+  /// it; the instants of what lies before `from` stay what they were. A ``reset()`` forgets the track
+  /// (after a seek the playback is the one built without it); ``add(_:judgedFrom:)`` brings it back.
+  public func retire(_ track: TrackID, from: MediaTime) {
+    let wakes = mutate { state -> [Completion<Void>] in
+      guard state.tracks.contains(track), state.unjudged[track]?.last?.end != Self.forever else { return [] }
+      state.unjudged[track, default: []].append(MediaRange(start: from, end: Self.forever))
+      return updateHoles(&state)
+    }
+    for wake in wakes { wake(()) }
+  }
+
+  /// The end of a retirement: none.
+  private static let forever = MediaTime(microseconds: .max)
 
   /// Wakes `wake` whenever a hole is found or the anchor is set (one per pacer; a new one replaces the
   /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame
@@ -459,7 +484,9 @@ public final class PlaybackTimeline: Sendable {
       state.skips = Skips()
       state.gaps = [:]
       state.everywhere = []
-      state.judgedFrom = [:]
+      // A retired track is gone; one added late is judged from the flush on, as every other.
+      for (track, ranges) in state.unjudged where ranges.last?.end == Self.forever { state.tracks.remove(track) }
+      state.unjudged = [:]
       state.active = []
       state.offers = [:]
       state.excused = []

@@ -20,10 +20,12 @@ extension Replay {
     /// One clock anchor for every output.
     let timeline: PlaybackTimeline
     /// The outputs whose frames may move the position (the first video output, else the first audio);
-    /// a driver that leaves hands its place to another output of its track (``Replay/cut(_:track:_:)``).
+    /// a driver that leaves hands its place to another output of its track, and the audio one beside
+    /// a picture that drives leaves the list (``Replay/cut(_:track:_:)``).
     var candidates: [OutputID]
     /// The kinds of the candidates, whose tracks the gap detector and the timeline follow: audio joins
-    /// them while video plays; video joining a play of audio alone would take the position over.
+    /// and leaves them while video plays; video joining a play of audio alone would take the position
+    /// over.
     var timedKinds: Set<TrackKind>
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
     var hasVideo: Bool { timedKinds.contains(.video) }
@@ -114,28 +116,53 @@ extension Replay {
   /// Cuts output `id`'s branch from the running graph (inside a command): true when it left, false when
   /// the graph must be rebuilt without it. An output that may drive the position hands its place to
   /// another output of its track whose branch presents already (same gap detector, same timeline, frames
-  /// at the same instants: the position goes on from the heir's next frame); without one the graph is
-  /// rebuilt (another kind would drive: audio unmuted, pacing the play).
+  /// at the same instants: the position goes on from the heir's next frame). Without one, the last audio
+  /// output beside a picture that drives leaves too: from the position on, the gap detector no longer
+  /// judges its track and the timeline no longer counts it for holes, as in a graph built without it.
+  /// Otherwise the graph is rebuilt (another kind would drive: audio unmuted, pacing the play).
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
     guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
     let joints = graph.joints
+    var retires = false
     if let place = joints.candidates.firstIndex(of: id) {
       let heir = state.rules.outputs.first {
         $0.track == track && !joints.candidates.contains($0.id) && joints.branches[$0.id] != nil
           && state.rules.presents($0.id)
       }
-      guard let heir else { return false }
-      joints.candidates[place] = heir.id
+      if let heir {
+        joints.candidates[place] = heir.id
+      } else {
+        guard Self.leavesBesideVideo(id, track: track, joints.candidates, state) else { return false }
+        retires = true
+      }
     }
     do {
       try graph.pipeline.detach(branch.nodes)
     } catch {
       return false
     }
+    if retires {
+      joints.candidates.removeAll { $0 == id }
+      joints.timedKinds.remove(.audio)
+      joints.detector.unfollow(audio: track)
+      joints.timeline.retire(track, from: state.rules.recordingStart ?? state.rules.target)
+    }
     graph.left(id)
     graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
     Self.route(Self.routedTracks(state), in: graph, state)
+    return true
+  }
+
+  /// Whether candidate `id`, an audio output without an heir, leaves the play to a video candidate that
+  /// drives it and presents (it would drive after a rebuild as well: nothing else changes hands).
+  private static func leavesBesideVideo(
+    _ id: OutputID, track: TrackID, _ candidates: [OutputID], _ state: Control
+  ) -> Bool {
+    guard track.kind == .audio, let driver = state.rules.driver(of: candidates), driver != id,
+      state.rules.presents(driver),
+      state.rules.outputs.first(where: { $0.id == driver })?.track.kind == .video
+    else { return false }
     return true
   }
 
