@@ -145,7 +145,7 @@ import Testing
     gap(1000, 2000, audio)
     gap(3000, 4000, video)
     #expect(timeline.instant(of: at(5000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
-    timeline.retire(audio, from: at(4500))
+    timeline.retire(audio, from: at(4500), now: .zero)
     // Nothing before the retirement moved; a video gap after it is a hole now (2 s of media lie in holes).
     #expect(timeline.instant(of: at(5000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
     gap(6000, 7000, video)
@@ -156,11 +156,35 @@ import Testing
     gap(8500, 9500, video)
     #expect(timeline.instant(of: at(10_000), track: video, now: .zero) == ClockInstant(microseconds: 7_500_000))
     // Retired again, then a flush: the playback goes on without it (a video gap alone is a hole).
-    timeline.retire(audio, from: at(10_000))
+    timeline.retire(audio, from: at(10_000), now: .zero)
     timeline.reset()
     #expect(!timeline.tracks.contains(audio))
     _ = timeline.instant(of: at(20_000), track: video, now: .zero)
+    // Back after the flush it is a track added late: missing until its gaps are known (25 s).
+    timeline.add(audio, judgedFrom: at(25_000))
+    _ = timeline.instant(of: at(20_000), track: audio, now: .zero)
     gap(21_000, 22_000, video)
     #expect(timeline.instant(of: at(23_000), track: video, now: .zero) == ClockInstant(microseconds: 2_000_000))
+    gap(26_000, 27_000, video)
+    #expect(timeline.instant(of: at(28_000), track: video, now: .zero) == ClockInstant(microseconds: 7_000_000))
+  }
+
+  @Test(
+    "a track retired while the others' gap plays is retired from what plays then: what follows is not put in the past")
+  func aTrackRetiredInsideAGap() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let timeline = PlaybackTimeline(tracks: [video, audio])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    _ = timeline.instant(of: at(0), track: video, now: .zero)
+    _ = timeline.instant(of: at(0), track: audio, now: .zero)
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(3000), end: at(5000)), tracks: [video], reasons: [.notFound]))
+    // At 4 s of clock the sound of 4 s plays (the picture of 3 s stands); the position says 2.96 s.
+    let now = ClockInstant(microseconds: 4_000_000)
+    timeline.retire(audio, from: at(2960), now: now)
+    // Only the rest of the gap is skipped: the picture of 5 s comes now, not a second ago.
+    #expect(timeline.instant(of: at(5000), track: video, now: now) == now)
+    #expect(timeline.instant(of: at(2000), track: video, now: now) == ClockInstant(microseconds: 2_000_000))
   }
 }

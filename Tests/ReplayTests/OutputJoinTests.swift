@@ -420,8 +420,8 @@ struct OutputJoinTests {
     #expect(harness.renderer.frames.count > resumed)
     #expect(harness.log.gaps.map(\.range) == reference.log.gaps.map(\.range))
     #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
-    // A second play, of the video: the sound joins and leaves again, then a seek in the same graph —
-    // after it the sound is not counted either.
+    // A second play, of the video: the sound joins and leaves again, then a seek in the same graph:
+    // after it the stretch is skipped as in a play of the video alone.
     #expect(harness.play(0, 12_000) == .ok)
     harness.run(for: .milliseconds(500))
     let replayed = try #require(harness.replay.activeGraph)
@@ -454,6 +454,51 @@ struct OutputJoinTests {
     #expect(inStep(harness, back, from: harness.media(7_200), to: harness.media(12_000), since: playedAt))
     #expect(try #require(back.played.last).time >= harness.media(11_900))
     #expect(harness.log.completions == 3 && harness.log.errors.isEmpty)
+  }
+
+  @Test("the sound leaving inside a stretch without picture: the rest is skipped from then, nothing put in the past")
+  func theLastAudioLeavesInsideAStretch() throws {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.videoGaps = [(offset: 5, length: 2)]
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(6_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let heard = try #require(harness.audio.instants.last)
+    #expect(heard.media > harness.media(5_800))
+    let left = harness.clock.now.microseconds
+    harness.replay.unbind(try #require(harness.audioOutput))
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // The picture after the stretch comes at once, then each at its own instant (before, the whole
+    // stretch was skipped from its start: the first second after it was due a second ago, in a burst).
+    let after = harness.renderer.frames.filter { $0.media >= harness.media(7_000) }
+    let first = try #require(after.first)
+    #expect(first.at >= left && first.at - left <= 100_000, "shown at \(first.at), left at \(left)")
+    #expect(after.count == 125 && lead(after).count == 1, "\(lead(after).sorted())")
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test(
+    "the first audio output leaving while another audio output is bound rebuilds: that one becomes the sound judged")
+  func anAudioLeavesAnother() throws {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.videoGaps = [(offset: 5, length: 2)]
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(2_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let second = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: second)
+    #expect(harness.replay.activeGraph === graph)
+    // The second has not played yet (it is no heir): the graph is built again with it as the sound.
+    harness.replay.unbind(try #require(harness.audioOutput))
+    #expect(harness.replay.activeGraph !== graph)
+    harness.runToEnd()
+    // The stretch without picture is waited through: its sound is heard.
+    #expect(second.played.contains { $0.time >= harness.media(5_500) && $0.time < harness.media(6_500) })
+    #expect(try #require(pause(harness.renderer.frames, harness)) >= 1_900_000)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
   @Test("a first video output of a play of audio alone rebuilds the graph from the position")

@@ -227,10 +227,7 @@ public final class PlaybackTimeline: Sendable {
       if rate != state.rate, let anchor = state.anchor {
         // Re-anchor at the position playing at the reference instant.
         let reference = state.pausedAt ?? now
-        let elapsed = MediaDuration.microseconds(reference.microseconds - anchor.clock.microseconds)
-        let inverse = PlaybackRate(numerator: state.rate.denominator, denominator: state.rate.numerator)!
-        let played = (try? elapsed.scaled(by: inverse)) ?? .zero
-        let position = state.skips.position(after: played.microseconds, from: anchor.media)
+        let position = Self.playing(at: reference, anchor: anchor, state)
         state.anchor = (reference, position)
         state.skips.rebase(at: position)
       }
@@ -246,6 +243,16 @@ public final class PlaybackTimeline: Sendable {
       }
       state.paused = paused
     }
+  }
+
+  /// The media time that plays at `instant` (the anchor's, before it), as the mapping stands.
+  private static func playing(
+    at instant: ClockInstant, anchor: (clock: ClockInstant, media: MediaTime), _ state: State
+  ) -> MediaTime {
+    let elapsed = MediaDuration.microseconds(instant.microseconds - anchor.clock.microseconds)
+    let inverse = PlaybackRate(numerator: state.rate.denominator, denominator: state.rate.numerator)!
+    let played = (try? elapsed.scaled(by: inverse)) ?? .zero
+    return state.skips.position(after: played.microseconds, from: anchor.media)
   }
 
   /// The clock instant at which a frame of `track` at media time `time` is presented; the first frame
@@ -454,14 +461,17 @@ public final class PlaybackTimeline: Sendable {
     for wake in wakes { wake(()) }
   }
 
-  /// No longer presents `track` from media time `from` on (its last output left while the others play
-  /// on): a later stretch is a hole where the other tracks have a gap, as in a playback built without
-  /// it; the instants of what lies before `from` stay what they were. A ``reset()`` forgets the track
-  /// (after a seek the playback is the one built without it); ``add(_:judgedFrom:)`` brings it back.
-  public func retire(_ track: TrackID, from: MediaTime) {
+  /// No longer presents `track` from media time `from` on, or from what plays at `now` if that is later
+  /// (its last output left while the others play on): a later stretch is a hole where the other tracks
+  /// have a gap, as in a playback built without it; the instants of what played before stay what they
+  /// were (a stretch the others miss that is playing now is skipped from now, not from its start: what
+  /// follows it is not put in the past). A ``reset()`` forgets the track (after a seek the playback is
+  /// the one built without it); ``add(_:judgedFrom:)`` brings it back.
+  public func retire(_ track: TrackID, from: MediaTime, now: ClockInstant) {
     let wakes = mutate { state -> [Completion<Void>] in
       guard state.tracks.contains(track), state.unjudged[track]?.last?.end != Self.forever else { return [] }
-      state.unjudged[track, default: []].append(MediaRange(start: from, end: Self.forever))
+      let playing = state.anchor.map { Self.playing(at: state.pausedAt ?? now, anchor: $0, state) } ?? from
+      state.unjudged[track, default: []].append(MediaRange(start: max(from, playing), end: Self.forever))
       return updateHoles(&state)
     }
     for wake in wakes { wake(()) }

@@ -145,7 +145,8 @@ extension Replay {
       joints.candidates.removeAll { $0 == id }
       joints.timedKinds.remove(.audio)
       joints.detector.unfollow(audio: track)
-      joints.timeline.retire(track, from: state.rules.recordingStart ?? state.rules.target)
+      joints.timeline.retire(
+        track, from: state.rules.recordingStart ?? state.rules.target, now: environment.clock.now)
     }
     graph.left(id)
     graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
@@ -154,13 +155,15 @@ extension Replay {
     return true
   }
 
-  /// Whether candidate `id`, an audio output without an heir, leaves the play to a video candidate that
-  /// drives it and presents (it would drive after a rebuild as well: nothing else changes hands).
+  /// Whether candidate `id`, an audio output without an heir, is the last audio output and leaves the
+  /// play to a video candidate that drives it and presents (it would drive after a rebuild as well:
+  /// nothing else changes hands). Another audio output left (of another channel, or not presenting yet)
+  /// would become the audio a rebuilt graph judges: the graph is rebuilt.
   private static func leavesBesideVideo(
     _ id: OutputID, track: TrackID, _ candidates: [OutputID], _ state: Control
   ) -> Bool {
-    guard track.kind == .audio, let driver = state.rules.driver(of: candidates), driver != id,
-      state.rules.presents(driver),
+    guard track.kind == .audio, !state.rules.outputs.contains(where: { $0.track.kind == .audio }),
+      let driver = state.rules.driver(of: candidates), driver != id, state.rules.presents(driver),
       state.rules.outputs.first(where: { $0.id == driver })?.track.kind == .video
     else { return false }
     return true
