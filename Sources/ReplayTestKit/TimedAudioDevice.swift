@@ -28,4 +28,13 @@ package final class TimedAudioDevice: AudioDevice, @unchecked Sendable {
   }
   /// (media µs, clock µs) of each frame played, in order.
   package var instants: [(media: Int64, at: Int64)] { lock.withLock { frames.map { ($0.time, $0.at) } } }
+
+  /// The clock instant (µs) at which media time `media` (µs) was heard, from the last frame played at or
+  /// before it, when that frame (of `frameLength` µs: 64 ms for the fixtures' AAC) holds it; else nil.
+  package func heard(at media: Int64, frameLength: Int64 = 64_000) -> Int64? {
+    guard let frame = instants.last(where: { $0.media <= media }), media - frame.media < frameLength else {
+      return nil
+    }
+    return frame.at + (media - frame.media)
+  }
 }

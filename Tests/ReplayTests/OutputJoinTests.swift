@@ -207,23 +207,12 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1)
   }
 
-  /// The clock instant (µs) at which `speaker` played media time `media` (µs), from the AAC frame (64 ms)
-  /// that holds it; nil where none does.
-  private func heard(_ speaker: TimedAudioDevice, at media: Int64) -> Int64? {
-    guard let frame = speaker.instants.last(where: { $0.media <= media }), media - frame.media < 64_000 else {
-      return nil
-    }
-    return frame.at + (media - frame.media)
-  }
-
-  /// The pictures of media time in `[start, end)` (µs) were heard at the instants they were shown, within
-  /// 1 ms (and the sound holds nearly all of them).
+  /// The pictures of media time in `[start, end)` (µs) shown after the first `shown` were heard when
+  /// seen (``LipSync/inStep``).
   private func inStep(
     _ harness: ReplayHarness, _ speaker: TimedAudioDevice, from start: Int64, to end: Int64, since shown: Int = 0
   ) -> Bool {
-    let frames = harness.renderer.frames.dropFirst(shown).filter { $0.media >= start && $0.media < end }
-    let pairs = frames.compactMap { frame in heard(speaker, at: frame.media).map { (frame.at, $0) } }
-    return !frames.isEmpty && pairs.count * 10 >= frames.count * 9 && pairs.allSatisfy { abs($0.0 - $0.1) <= 1_000 }
+    harness.lipSync(with: speaker, from: start, to: end, since: shown).inStep
   }
 
   @Test(

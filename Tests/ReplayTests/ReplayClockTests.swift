@@ -10,25 +10,10 @@ import TiCloudStorage
 /// Audio and video of one play share one clock anchor (``PlaybackTimeline``): frames of the same media
 /// time are presented at the same instant, whichever branch started first, across holes and pauses.
 @Suite struct ReplayClockTests {
-  /// The clock instant (µs) at which the audio played media time `media` (µs), from the audio frame
-  /// that holds it (AAC frames last 64 ms here), at 1×; nil where no audio frame holds it.
-  func audioInstant(_ harness: ReplayHarness, at media: Int64) -> Int64? {
-    guard let frame = harness.audio.instants.last(where: { $0.media <= media }), media - frame.media < 64_000
-    else { return nil }
-    return frame.at + (media - frame.media)
-  }
-
   /// Every presented video frame of media time in `range` (µs) against the audio at its time.
   func expectInStep(_ harness: ReplayHarness, from start: Int64, to end: Int64, _ label: String) {
-    let frames = harness.renderer.frames.filter { $0.media >= start && $0.media < end }
-    #expect(!frames.isEmpty, "\(label): no video frames")
-    #expect(
-      frames.filter { audioInstant(harness, at: $0.media) != nil }.count * 10 >= frames.count * 9,
-      "\(label): audio holds too few of the video frames' times")
-    for frame in frames {
-      guard let audio = audioInstant(harness, at: frame.media) else { continue }
-      #expect(abs(audio - frame.at) <= 1_000, "\(label): video \(frame.media) at \(frame.at), audio at \(audio)")
-    }
+    let sync = harness.lipSync(from: start, to: end)
+    #expect(sync.inStep, "\(label): \(sync)")
   }
 
   @Test func aStartBetweenAudioFramesWaitsForEveryBranchsFirstFrame() throws {
