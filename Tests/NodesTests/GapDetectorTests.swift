@@ -97,6 +97,34 @@ struct GapDetectorTests {
         == ["f0", "gap audio:1 [0, 500) noRecording", "a500"])
   }
 
+  @Test("audio unfollowed passes unaccounted for; followed again, it is judged from the end of what passed")
+  func audioUnfollowed() throws {
+    let harness = try harness(r(0, 9000))
+    harness.node.follow(audio: audio)
+    harness.push(contentsOf: [frame(0, key: true), sound(0), sound(64)])
+    harness.runUntilIdle()
+    harness.node.unfollow(audio: audio)
+    #expect(harness.node.configuration.audioTrack == nil)
+    // A silence while unfollowed is no gap; followed again from the end of what passed.
+    harness.push(contentsOf: [sound(900), frame(40)])
+    harness.runUntilIdle()
+    #expect(harness.node.follow(audio: audio) == t(964))
+    harness.push(contentsOf: [sound(2000), frame(80)])
+    harness.runUntilIdle()
+    #expect(
+      trace(harness) == ["f0", "a0", "a64", "a900", "f40", "gap audio:1 [964, 2000) noRecording", "a2000", "f80"])
+  }
+
+  @Test("gaps of audio a history kept: silences over 200 ms inside the stretch asked for, the end included")
+  func audioGapsOfKeptPackets() {
+    let packets = [0, 64, 128, 500, 564, 700].map { sound(Int64($0)) }
+    // From 100: the packet at 64 covers it; 192-500 is a gap; 628-700 is not (72 ms); after 764, to 1200.
+    #expect(GapDetector.audioGaps(in: packets, from: t(100), until: t(1200)) == [r(192, 500), r(764, 1200)])
+    // Packets at or after the end do not count; a stretch before the first packet is a gap.
+    #expect(GapDetector.audioGaps(in: packets, from: t(-400), until: t(600)) == [r(-400, 0), r(192, 500)])
+    #expect(GapDetector.audioGaps(in: [], from: t(0), until: t(150)).isEmpty)
+  }
+
   @Test("facts merge into one gap, sent before the next frame: a failed object and frames without a keyframe")
   func factsMerge() throws {
     let harness = try harness(r(0, 9000))

@@ -1,3 +1,4 @@
+import MediaSynthesis
 import Nodes
 import PipelineGraph
 import ReplayTestKit
@@ -289,6 +290,13 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 2)
   }
 
+  /// 12 s of recording, the stretch of 5 s to 7 s in objects with sound and no picture.
+  private static var pictureMissing: LibrarySynthesizer.Options {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.videoGaps = [(offset: 5, length: 2)]
+    return options
+  }
+
   /// How long the picture stood at the stretch of 5 s to 7 s (µs): from the last frame shown before it to
   /// the first shown after it.
   private func pause(_ frames: [(media: Int64, at: Int64)], _ harness: ReplayHarness) -> Int64? {
@@ -379,12 +387,38 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
+  @Test(
+    "audio joining just before a stretch without picture plays it: the picture waits, as with the sound bound first")
+  func theFirstAudioJoinsBeforeAStretch() throws {
+    // What the graph read ahead of the position when the sound joins (its branches' edges) reaches into
+    // the stretch: the history's audio from the position on is judged too, not counted as missing.
+    let options = Self.pictureMissing
+    let reference = try ReplayHarness(audio: true, options: options)
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(4_500))
+    let graph = try #require(harness.replay.activeGraph)
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: speaker)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    let waited = try #require(pause(harness.renderer.frames, harness))
+    #expect(waited == pause(reference.renderer.frames, reference) && waited >= 1_900_000, "\(waited) µs")
+    // The sound of the stretch was heard, each frame at its own instant (64 ms apart).
+    let stretch = speaker.instants.filter { $0.media >= harness.media(4_800) && $0.media < harness.media(7_000) }
+    #expect(stretch.count >= 30)
+    #expect(zip(stretch, stretch.dropFirst()).allSatisfy { $1.media - $0.media == 64_000 && $1.at - $0.at == 64_000 })
+    #expect(inStep(harness, speaker, from: harness.media(7_000), to: harness.media(12_000)))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("the last audio output beside a picture leaves in place: a stretch without picture is skipped after it")
   func theLastAudioLeaves() throws {
     // 2 s without picture from 5 s (the sound goes on). With the audio heard, the picture waits through
     // it; without, it is a hole and skipped — as in a play of the video alone.
-    var options = ReplayFixtures.options(seconds: 12)
-    options.videoGaps = [(offset: 5, length: 2)]
+    let options = Self.pictureMissing
     let reference = try ReplayHarness(options: options)
     #expect(reference.play(0, 12_000) == .ok)
     reference.runToEnd()
@@ -447,8 +481,7 @@ struct OutputJoinTests {
 
   @Test("the sound leaving inside a stretch without picture: the rest is skipped from then, nothing put in the past")
   func theLastAudioLeavesInsideAStretch() throws {
-    var options = ReplayFixtures.options(seconds: 12)
-    options.videoGaps = [(offset: 5, length: 2)]
+    let options = Self.pictureMissing
     let harness = try ReplayHarness(audio: true, options: options)
     #expect(harness.play(0, 12_000) == .ok)
     harness.run(for: .milliseconds(6_000))
@@ -471,8 +504,7 @@ struct OutputJoinTests {
   @Test(
     "the first audio output leaving while another audio output is bound rebuilds: that one becomes the sound judged")
   func anAudioLeavesAnother() throws {
-    var options = ReplayFixtures.options(seconds: 12)
-    options.videoGaps = [(offset: 5, length: 2)]
+    let options = Self.pictureMissing
     let harness = try ReplayHarness(audio: true, options: options)
     #expect(harness.play(0, 12_000) == .ok)
     harness.run(for: .milliseconds(2_000))

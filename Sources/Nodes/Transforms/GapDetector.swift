@@ -155,6 +155,25 @@ public final class GapDetector: Node {
     configuration.audioTrack = nil
   }
 
+  /// The gaps of audio `packets` (of one track, in order) inside `[from, until)`, by this node's rule for
+  /// audio (a silence longer than ``audioTolerance``): for audio it did not account for that a history
+  /// kept, which a branch joining the graph plays.
+  public static func audioGaps(in packets: [EncodedPacket], from: MediaTime, until: MediaTime) -> [MediaRange] {
+    var gaps: [MediaRange] = []
+    var through = from
+    let forever = MediaTime(microseconds: .max)
+    for packet in packets where packet.time < until {
+      let end = packet.time.advanced(by: packet.duration, notAfter: forever)
+      guard end > through else { continue }
+      if packet.time > ((try? through + audioTolerance) ?? forever) {
+        gaps.append(MediaRange(start: through, end: packet.time))
+      }
+      through = end
+    }
+    if until > ((try? through + audioTolerance) ?? forever) { gaps.append(MediaRange(start: through, end: until)) }
+    return gaps
+  }
+
   // MARK: Media
 
   /// Accounts for a packet and passes it on (a gap first when one ends here); drops media a file cannot

@@ -442,17 +442,19 @@ public final class PlaybackTimeline: Sendable {
   /// known from `judgedFrom` on (before it, the track counts as missing: holes skipped already stay
   /// skipped): once it has presented a frame, a later stretch is a hole only where it has a gap as well.
   /// Until the next ``reset()`` (after a seek every track's gaps are known from the target).
-  /// A track retired before (``retire(_:from:)``) returns: it counts as missing from its retirement
-  /// until `judgedFrom`, as having media or gaps after.
-  public func add(_ track: TrackID, judgedFrom: MediaTime) {
+  /// A track retired before (``retire(_:from:now:)``) returns: it counts as missing from its retirement
+  /// until `judgedFrom`, as having media or gaps after. `missing`: stretches after `judgedFrom` where the
+  /// track is known to have no media (its gaps in what was read before it was followed).
+  public func add(_ track: TrackID, judgedFrom: MediaTime, missing: [MediaRange] = []) {
     let wakes = mutate { state -> [Completion<Void>] in
       if state.tracks.insert(track).inserted {
-        state.unjudged[track] = [MediaRange(start: MediaTime(microseconds: .min), end: judgedFrom)]
+        state.unjudged[track] = [MediaRange(start: MediaTime(microseconds: .min), end: judgedFrom)] + missing
       } else if let retired = state.unjudged[track]?.last, retired.end == Self.forever {
         state.unjudged[track]?.removeLast()
         if judgedFrom > retired.start {
           state.unjudged[track]?.append(MediaRange(start: retired.start, end: judgedFrom))
         }
+        state.unjudged[track]?.append(contentsOf: missing)
       } else {
         return []
       }
@@ -466,7 +468,7 @@ public final class PlaybackTimeline: Sendable {
   /// have a gap, as in a playback built without it; the instants of what played before stay what they
   /// were (a stretch the others miss that is playing now is skipped from now, not from its start: what
   /// follows it is not put in the past). A ``reset()`` forgets the track (after a seek the playback is
-  /// the one built without it); ``add(_:judgedFrom:)`` brings it back.
+  /// the one built without it); ``add(_:judgedFrom:missing:)`` brings it back.
   public func retire(_ track: TrackID, from: MediaTime, now: ClockInstant) {
     let wakes = mutate { state -> [Completion<Void>] in
       guard state.tracks.contains(track), state.unjudged[track]?.last?.end != Self.forever else { return [] }

@@ -93,10 +93,20 @@ extension Replay {
       if firstOfKind {
         // Before the branch's first packet (the gate hands the history on as it starts, on this
         // executor, after this command): the detector judges the track's gaps from where its packets
-        // passed unaccounted so far, and the timeline counts it as missing before that (the holes
-        // skipped already stay skipped), as having media or gaps after.
-        let judged = joints.detector.follow(audio: output.track) ?? start.presentFrom
-        joints.timeline.add(output.track, judgedFrom: judged)
+        // passed unaccounted so far; what of them the history kept from the position on (what the gate
+        // plays) is judged by the detector's rule here. The timeline counts the track as missing before
+        // the position (the holes skipped already stay skipped) and in those gaps, as having media or
+        // gaps after.
+        let passed = joints.detector.follow(audio: output.track) ?? start.presentFrom
+        let kept = joints.history?.packets(
+          of: output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base)
+        if let kept {
+          joints.timeline.add(
+            output.track, judgedFrom: start.presentFrom,
+            missing: GapDetector.audioGaps(in: kept, from: start.presentFrom, until: passed))
+        } else {
+          joints.timeline.add(output.track, judgedFrom: passed)
+        }
         joints.candidates.append(output.id)
         joints.timedKinds.insert(output.track.kind)
       }
