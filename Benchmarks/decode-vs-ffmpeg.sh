@@ -16,8 +16,9 @@ bench=$PWD/Benchmarks/.build/release/DecodeBenchmark
 tipipe=$PWD/.build/release/tipipe
 out=Benchmarks/out
 mkdir -p "$out"
-[ -f "$out/720p/index.json" ] || "$bench" synth "$out/720p" 1280x720 60 --encrypt >/dev/null
-[ -f "$out/1080p/index.json" ] || "$bench" synth "$out/1080p" 1920x1080 60 --encrypt >/dev/null
+. Benchmarks/libraries.sh
+library_720p_minute
+library_1080p
 [ -f "$out/720p-60min/index.json" ] || "$bench" extend "$out/720p-60min" "$out/720p" 60 >/dev/null
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $0 commit $(git rev-parse --short HEAD)  ($(nproc) cores, $(ffmpeg -version | head -1 | cut -d' ' -f1-3))"

@@ -19,16 +19,10 @@ bench=$PWD/Benchmarks/.build/release/DecodeBenchmark
 tipipe=$PWD/.build/release/tipipe
 out=Benchmarks/out
 mkdir -p "$out"
-[ -f "$out/720p/index.json" ] || "$bench" synth "$out/720p" 1280x720 60 --encrypt >/dev/null
+. Benchmarks/libraries.sh
+library_720p "$minutes"
 enc="$out/720p-${minutes}min"
 plain="$out/720p-${minutes}min-plain"
-[ -f "$enc/index.json" ] || "$bench" extend "$enc" "$out/720p" "$minutes" >/dev/null
-[ -f "$plain/index.json" ] || "$bench" extend "$plain" "$out/720p" "$minutes" --plain >/dev/null
-if [ ! -f "$plain/same.ts" ]; then
-  "$bench" elementary "$plain" >/dev/null
-  ffmpeg -v error -y -framerate 25 -f h264 -i "$plain/video.h264" -f aac -i "$plain/audio.aac" -c copy "$plain/same.ts"
-  rm -f "$plain/video.h264" "$plain/audio.aac"
-fi
 start=$(python3 -c "import json;print(json.load(open('$plain/index.json'))['segments'][0]['start_ms'])")
 end=$((start + minutes * 60000))
 export_from() {

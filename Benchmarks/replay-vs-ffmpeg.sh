@@ -15,10 +15,16 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 minutes=${1:-60}
 runs=${RUNS:-5}
+swift build -c release --package-path Benchmarks --product DecodeBenchmark >/dev/null
 swift build -c release --product tipipe >/dev/null
+bench=$PWD/Benchmarks/.build/release/DecodeBenchmark
 tipipe=$PWD/.build/release/tipipe
+out=Benchmarks/out
+mkdir -p "$out"
+. Benchmarks/libraries.sh
+library_720p "$minutes"
+library_1080p
 plain=$PWD/Benchmarks/out/720p-${minutes}min-plain
-[ -f "$plain/same.ts" ] || { echo "run Benchmarks/export-vs-ffmpeg.sh $minutes first" >&2; exit 1; }
 start=$(python3 -c "import json;print(json.load(open('$plain/index.json'))['segments'][0]['start_ms'])")
 # Half-way, 1.01 s into a GOP (GOPs start every 2 s).
 offset=$((minutes * 30000 + 1010))
@@ -36,7 +42,6 @@ echo "in-process seek latency, real-time replay of the first 10 minutes:"
 rm -f "$plain/../tipipe-snapshot.jpg" "$plain/../ffmpeg-snapshot.jpg"
 
 hd=$PWD/Benchmarks/out/1080p
-[ -f "$hd/video.h264" ] || { echo "run Benchmarks/decode-vs-ffmpeg.sh first" >&2; exit 1; }
 hstart=$(python3 -c "import json;print(json.load(open('$hd/index.json'))['segments'][0]['start_ms'])")
 play="$tipipe play --endpoint file://$hd --start $hstart --end $((hstart + 60000)) --video-channel 0"
 echo "1x replay of 60 s 1080p (free-running clock) against ffmpeg decoding it, one thread, items = frames:"

@@ -115,14 +115,25 @@ struct GapDetectorTests {
       trace(harness) == ["f0", "a0", "a64", "a900", "f40", "gap audio:1 [964, 2000) noRecording", "a2000", "f80"])
   }
 
-  @Test("gaps of audio a history kept: silences over 200 ms inside the stretch asked for, the end included")
-  func audioGapsOfKeptPackets() {
-    let packets = [0, 64, 128, 500, 564, 700].map { sound(Int64($0)) }
-    // From 100: the packet at 64 covers it; 192-500 is a gap; 628-700 is not (72 ms); after 764, to 1200.
-    #expect(GapDetector.audioGaps(in: packets, from: t(100), until: t(1200)) == [r(192, 500), r(764, 1200)])
-    // Packets at or after the end do not count; a stretch before the first packet is a gap.
-    #expect(GapDetector.audioGaps(in: packets, from: t(-400), until: t(600)) == [r(-400, 0), r(192, 500)])
-    #expect(GapDetector.audioGaps(in: [], from: t(0), until: t(150)).isEmpty)
+  @Test("silences of audio passed unaccounted for: over 200 ms, from a time on, before its first packet too")
+  func silencesUnaccounted() throws {
+    let harness = try harness(r(0, 9000))
+    harness.push(contentsOf: [frame(0, key: true)] + [300, 364, 428, 800, 864, 1000, 1064].map { sound(Int64($0)) })
+    harness.runUntilIdle()
+    // 492-800 is one (308 ms); 928-1000 is not (72 ms); before the first packet, from 0.
+    #expect(harness.node.silences(of: audio, from: t(0)) == [r(0, 300), r(492, 800)])
+    #expect(harness.node.silences(of: audio, from: t(600)) == [r(600, 800)])
+    #expect(harness.node.silences(of: audio, from: t(900)).isEmpty)
+    #expect(harness.node.silences(of: TrackID(.audio, channel: 2), from: t(0)).isEmpty)
+    // Followed and unfollowed: what passes next has no silence before it.
+    harness.node.follow(audio: audio)
+    harness.node.unfollow(audio: audio)
+    harness.push(contentsOf: [sound(1500), sound(1564)])
+    harness.runUntilIdle()
+    #expect(harness.node.silences(of: audio, from: t(1100)) == [r(1128, 1500)])
+    // A flush forgets them.
+    harness.flush()
+    #expect(harness.node.silences(of: audio, from: t(0)).isEmpty)
   }
 
   @Test("facts merge into one gap, sent before the next frame: a failed object and frames without a keyframe")

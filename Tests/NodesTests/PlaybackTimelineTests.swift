@@ -187,4 +187,26 @@ import Testing
     #expect(timeline.instant(of: at(5000), track: video, now: now) == now)
     #expect(timeline.instant(of: at(2000), track: video, now: now) == ClockInstant(microseconds: 2_000_000))
   }
+
+  @Test("a track added late whose first frame comes after the others went into a hole keeps that hole skipped")
+  func aTrackAddedLateComesAfterAHole() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let timeline = PlaybackTimeline(tracks: [video])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    _ = timeline.instant(of: at(0), track: video, now: .zero)
+    timeline.add(audio, judgedFrom: at(2000))
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(3000), end: at(5000)), tracks: [video], reasons: [.notFound]))
+    // The audio keeps no time yet: the picture skips the hole and shows 5 s at 3 s.
+    #expect(timeline.instant(of: at(5000), track: video, now: .zero) == ClockInstant(microseconds: 3_000_000))
+    // Its first frame comes at 3.5 s (5.5 s plays): what was skipped stays skipped, nothing moves back.
+    let now = ClockInstant(microseconds: 3_500_000)
+    #expect(timeline.instant(of: at(5500), track: audio, now: now) == now)
+    #expect(timeline.instant(of: at(6000), track: video, now: now) == ClockInstant(microseconds: 4_000_000))
+    // After it, a video gap alone is no hole: the audio keeps time there.
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(7000), end: at(8000)), tracks: [video], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(9000), track: video, now: now) == ClockInstant(microseconds: 7_000_000))
+  }
 }

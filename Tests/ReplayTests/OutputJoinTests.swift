@@ -388,17 +388,20 @@ struct OutputJoinTests {
   }
 
   @Test(
-    "audio joining just before a stretch without picture plays it: the picture waits, as with the sound bound first")
-  func theFirstAudioJoinsBeforeAStretch() throws {
-    // What the graph read ahead of the position when the sound joins (its branches' edges) reaches into
-    // the stretch: the history's audio from the position on is judged too, not counted as missing.
-    let options = Self.pictureMissing
+    "audio joining before a stretch without picture plays it: the picture waits, as with the sound bound first",
+    arguments: [2_500, 3_000] as [Int64])
+  func theFirstAudioJoinsBeforeAStretch(joiningAt: Int64) throws {
+    // What the graph read ahead of the position when the sound joins (its branches' edges) reaches past
+    // a hole of both tracks at 4-5 s into the stretch: the silences the gap detector saw in the audio it
+    // passed from the position on are its gaps (the hole is skipped), the rest plays.
+    var options = Self.pictureMissing
+    options.gaps = [(offset: 4, length: 1)]
     let reference = try ReplayHarness(audio: true, options: options)
     #expect(reference.play(0, 12_000) == .ok)
     reference.runToEnd()
     let harness = try ReplayHarness(options: options)
     #expect(harness.play(0, 12_000) == .ok)
-    harness.run(for: .milliseconds(4_500))
+    harness.run(for: .milliseconds(joiningAt))
     let graph = try #require(harness.replay.activeGraph)
     let speaker = TimedAudioDevice(clock: harness.clock)
     harness.replay.bindAudio(channel: 1, device: speaker)

@@ -114,6 +114,9 @@ public final class GapDetector: Node {
   /// Where the audio tracks passed unaccounted for end, in this flush generation: an audio track
   /// followed late (``follow(audio:)``) is accounted for from there.
   private var audioPassed: [TrackID: MediaTime] = [:]
+  /// Where the first of their packets started, and the silences among them since (``silences(of:from:)``).
+  private var audioFirst: [TrackID: MediaTime] = [:]
+  private var audioSilences: [TrackID: [MediaRange]] = [:]
 
   /// Creates a detector.
   public init(configuration: Configuration) {
@@ -151,28 +154,29 @@ public final class GapDetector: Node {
   public func unfollow(audio track: TrackID) {
     guard let account = audio, account.track == track else { return }
     audioPassed[track] = max(audioPassed[track] ?? account.through, account.through)
+    // What passed before was accounted for (its gaps sent): no silence is known before what passes next.
+    if audioFirst[track] == nil { audioFirst[track] = MediaTime(microseconds: .min) }
     audio = nil
     configuration.audioTrack = nil
   }
 
-  /// The gaps of audio `packets` (of one track, in order) inside `[from, until)`, by this node's rule for
-  /// audio (a silence longer than ``audioTolerance``): for audio it did not account for that a history
-  /// kept, which a branch joining the graph plays.
-  public static func audioGaps(in packets: [EncodedPacket], from: MediaTime, until: MediaTime) -> [MediaRange] {
-    var gaps: [MediaRange] = []
-    var through = from
-    let forever = MediaTime(microseconds: .max)
-    for packet in packets where packet.time < until {
-      let end = packet.time.advanced(by: packet.duration, notAfter: forever)
-      guard end > through else { continue }
-      if packet.time > ((try? through + audioTolerance) ?? forever) {
-        gaps.append(MediaRange(start: through, end: packet.time))
+  /// The silences of audio track `track` among its packets that passed unaccounted for (stretches
+  /// longer than ``audioTolerance`` without them, by this node's rule for audio), from `time` on — what
+  /// a branch joining at `time` plays of it is judged by them — up to where ``follow(audio:)`` would
+  /// start accounting for it. Empty when none of its packets passed since the last flush. On the
+  /// pipeline's executor.
+  public func silences(of track: TrackID, from time: MediaTime) -> [MediaRange] {
+    guard let first = audioFirst[track] else { return [] }
+    let before = first > ((try? time + Self.audioTolerance) ?? first) ? [MediaRange(start: time, end: first)] : []
+    return before
+      + (audioSilences[track] ?? []).compactMap { silence in
+        silence.end > time ? MediaRange(start: max(silence.start, time), end: silence.end) : nil
       }
-      through = end
-    }
-    if until > ((try? through + audioTolerance) ?? forever) { gaps.append(MediaRange(start: through, end: until)) }
-    return gaps
   }
+
+  /// The most silences kept per audio track passing unaccounted for (a joining branch needs those of the
+  /// few seconds read ahead of the position).
+  static let keptSilences = 64
 
   // MARK: Media
 
@@ -184,10 +188,7 @@ public final class GapDetector: Node {
     } else if input.track == audio?.track {
       audioPacket(input, context)
     } else {
-      if audio == nil, input.track.kind == .audio {
-        let end = input.time.advanced(by: input.duration, notAfter: MediaTime(microseconds: .max))
-        audioPassed[input.track] = max(audioPassed[input.track] ?? end, end)
-      }
+      if audio == nil, input.track.kind == .audio { passedUnaccounted(input) }
       context.emit(input)
     }
     if let through = [video?.through, audio?.through].compactMap({ $0 }).min() { forgetBefore(through) }
@@ -258,6 +259,18 @@ public final class GapDetector: Node {
 
   private func explained(_ range: MediaRange, _ track: TrackID) -> Bool {
     facts.contains { $0.concerns(track) && $0.range.overlaps(range) }
+  }
+
+  /// Notes where unaccounted-for audio ends, and its silences.
+  private func passedUnaccounted(_ packet: EncodedPacket) {
+    let track = packet.track
+    let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+    if audioFirst[track] == nil { audioFirst[track] = packet.time }
+    if let passed = audioPassed[track], packet.time > ((try? passed + Self.audioTolerance) ?? packet.time) {
+      audioSilences[track, default: []].append(MediaRange(start: passed, end: packet.time))
+      if audioSilences[track]!.count > Self.keptSilences { audioSilences[track]!.removeFirst() }
+    }
+    audioPassed[track] = max(audioPassed[track] ?? end, end)
   }
 
   private func audioPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
@@ -444,6 +457,8 @@ public final class GapDetector: Node {
     objects.removeAll()
     facts.removeAll()
     audioPassed = [:]
+    audioFirst = [:]
+    audioSilences = [:]
   }
 
   // MARK: Helpers

@@ -272,6 +272,12 @@ public final class PlaybackTimeline: Sendable {
   {
     var wakes: [Completion<Void>] = []
     if state.active.insert(track).inserted {
+      // A track added while playing counts as missing up to what plays now: its first frame may come
+      // after the others went on into a hole, and that hole stays skipped (nothing shown moves back).
+      if state.unjudged[track] != nil, let anchor = state.anchor {
+        let playing = Self.playing(at: state.pausedAt ?? now, anchor: anchor, state)
+        state.unjudged[track]?.append(MediaRange(start: MediaTime(microseconds: .min), end: playing))
+      }
       // A track that starts keeping time may close holes the others had.
       wakes = updateHoles(&state)
     }
@@ -446,6 +452,8 @@ public final class PlaybackTimeline: Sendable {
   /// until `judgedFrom`, as having media or gaps after. `missing`: stretches after `judgedFrom` where the
   /// track is known to have no media (its gaps in what was read before it was followed).
   public func add(_ track: TrackID, judgedFrom: MediaTime, missing: [MediaRange] = []) {
+    // A stretch ending at the end of time would read as a retirement.
+    let missing = missing.map { MediaRange(start: $0.start, end: min($0.end, Self.lastInstant)) }
     let wakes = mutate { state -> [Completion<Void>] in
       if state.tracks.insert(track).inserted {
         state.unjudged[track] = [MediaRange(start: MediaTime(microseconds: .min), end: judgedFrom)] + missing
@@ -481,6 +489,8 @@ public final class PlaybackTimeline: Sendable {
 
   /// The end of a retirement: none.
   private static let forever = MediaTime(microseconds: .max)
+  /// The latest end of anything else.
+  private static let lastInstant = MediaTime(microseconds: .max - 1)
 
   /// Wakes `wake` whenever a hole is found or the anchor is set (one per pacer; a new one replaces the
   /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame

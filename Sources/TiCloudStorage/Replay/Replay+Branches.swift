@@ -93,17 +93,17 @@ extension Replay {
       if firstOfKind {
         // Before the branch's first packet (the gate hands the history on as it starts, on this
         // executor, after this command): the detector judges the track's gaps from where its packets
-        // passed unaccounted so far; what of them the history kept from the position on (what the gate
-        // plays) is judged by the detector's rule here. The timeline counts the track as missing before
-        // the position (the holes skipped already stay skipped) and in those gaps, as having media or
-        // gaps after.
+        // passed unaccounted so far, and the silences it saw among them from the position on (what the
+        // gate plays from the history) are its gaps before that. The timeline counts the track as
+        // missing before the position (the holes skipped already stay skipped) and in those silences,
+        // as having media or gaps after. (Without the history's packets from the position, the track
+        // counts as missing until the detector judges it.)
+        let silences = joints.detector.silences(of: output.track, from: start.presentFrom)
         let passed = joints.detector.follow(audio: output.track) ?? start.presentFrom
-        let kept = joints.history?.packets(
-          of: output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base)
-        if let kept {
-          joints.timeline.add(
-            output.track, judgedFrom: start.presentFrom,
-            missing: GapDetector.audioGaps(in: kept, from: start.presentFrom, until: passed))
+        let kept = joints.history?.holds(
+          output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base)
+        if kept == true {
+          joints.timeline.add(output.track, judgedFrom: start.presentFrom, missing: silences)
         } else {
           joints.timeline.add(output.track, judgedFrom: passed)
         }
