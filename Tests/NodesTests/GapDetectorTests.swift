@@ -134,6 +134,15 @@ struct GapDetectorTests {
     // A flush forgets them.
     harness.flush()
     #expect(harness.node.silences(of: audio, from: t(0)).isEmpty)
+    // Accounted for from the start, then unfollowed: what passed was judged (its gaps sent), so no
+    // silence is known before what passes next, only among it.
+    let followed = try self.harness(r(0, 9000), audio: true)
+    followed.push(contentsOf: [frame(0, key: true), sound(0), sound(64)])
+    followed.runUntilIdle()
+    followed.node.unfollow(audio: audio)
+    followed.push(contentsOf: [sound(1000), sound(1064), sound(1500)])
+    followed.runUntilIdle()
+    #expect(followed.node.silences(of: audio, from: t(100)) == [r(128, 1000), r(1128, 1500)])
   }
 
   @Test("facts merge into one gap, sent before the next frame: a failed object and frames without a keyframe")

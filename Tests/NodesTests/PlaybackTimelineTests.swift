@@ -209,4 +209,33 @@ import Testing
       RecordingGap(range: MediaRange(start: at(7000), end: at(8000)), tracks: [video], reasons: [.notFound]))
     #expect(timeline.instant(of: at(9000), track: video, now: now) == ClockInstant(microseconds: 7_000_000))
   }
+
+  @Test("a late track's first frame at a hole's start exactly keeps the hole; a retirement before it stays one")
+  func aTrackAddedLateAtAHolesStart() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    let gap = { (timeline: PlaybackTimeline, from: Int64, to: Int64) in
+      let range = MediaRange(start: at(from), end: at(to))
+      timeline.note(RecordingGap(range: range, tracks: [video], reasons: [.notFound]))
+    }
+    let timeline = PlaybackTimeline(tracks: [video])
+    _ = timeline.instant(of: at(0), track: video, now: .zero)
+    timeline.add(audio, judgedFrom: at(1000))
+    gap(timeline, 3000, 5000)
+    // At 3 s the hole starts: the picture of 5 s is due now (and may be shown).
+    let now = ClockInstant(microseconds: 3_000_000)
+    #expect(timeline.instant(of: at(5000), track: video, now: now) == now)
+    _ = timeline.instant(of: at(3000), track: audio, now: now)
+    #expect(timeline.instant(of: at(5000), track: video, now: now) == now)
+    // Retired before its first frame, the track comes back from 4 s: the retirement was still one.
+    let other = PlaybackTimeline(tracks: [video])
+    _ = other.instant(of: at(0), track: video, now: .zero)
+    other.add(audio, judgedFrom: at(1000))
+    other.retire(audio, from: at(2000), now: .zero)
+    _ = other.instant(of: at(2500), track: audio, now: ClockInstant(microseconds: 2_500_000))
+    other.add(audio, judgedFrom: at(4000))
+    gap(other, 5000, 6000)
+    #expect(other.instant(of: at(7000), track: video, now: .zero) == ClockInstant(microseconds: 7_000_000))
+  }
 }

@@ -275,8 +275,12 @@ public final class PlaybackTimeline: Sendable {
       // A track added while playing counts as missing up to what plays now: its first frame may come
       // after the others went on into a hole, and that hole stays skipped (nothing shown moves back).
       if state.unjudged[track] != nil, let anchor = state.anchor {
+        // At a hole's start exactly, the frame after the hole may be on screen already: the hole stays.
         let playing = Self.playing(at: state.pausedAt ?? now, anchor: anchor, state)
-        state.unjudged[track]?.append(MediaRange(start: MediaTime(microseconds: .min), end: playing))
+        let skipping = state.skips.holes.first { $0.start <= playing && playing < $0.end }
+        let end = min(skipping?.end ?? playing, Self.lastInstant)
+        // First in the list: a retirement stays last.
+        state.unjudged[track]?.insert(MediaRange(start: MediaTime(microseconds: .min), end: end), at: 0)
       }
       // A track that starts keeping time may close holes the others had.
       wakes = updateHoles(&state)
