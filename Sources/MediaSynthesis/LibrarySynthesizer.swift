@@ -68,6 +68,12 @@ public struct LibrarySynthesizer {
     /// Stretches without picture (the sound goes on), each in objects of its own that hold audio only:
     /// (offset seconds, length seconds).
     public var videoGaps: [(offset: Int, length: Int)] = []
+    /// More audio channels carrying the same sound as ``audioChannel`` (a second microphone), but for
+    /// ``otherAudioGaps``.
+    public var otherAudioChannels: [UInt8] = []
+    /// Stretches where the ``otherAudioChannels`` carry nothing, inside the objects (they cut none):
+    /// (offset seconds, length seconds).
+    public var otherAudioGaps: [(offset: Int, length: Int)] = []
     /// Changes of the video's parameters.
     public var videoChanges: [VideoChange] = []
     /// The device id written to the index.

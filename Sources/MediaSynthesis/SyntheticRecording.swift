@@ -23,6 +23,8 @@ public final class SyntheticRecording {
   private let holes: [(Int64, Int64)]
   /// Stretches without picture inside objects.
   private let videoHoles: [(Int64, Int64)]
+  /// Stretches where the other audio channels carry nothing.
+  private let otherAudioHoles: [(Int64, Int64)]
   private let boundaries: [Int64]
   private var nextBoundary = 0
   private var video: TestPatternEncoder
@@ -52,11 +54,15 @@ public final class SyntheticRecording {
       throw MediaError(
         .invalidArgument, "the recording must lie in representable time, last at most a year, ≤ 1000 fps")
     }
-    for gap in o.gaps + o.videoGaps
+    for gap in o.gaps + o.videoGaps + o.otherAudioGaps
     where gap.offset < 0 || gap.length <= 0 || gap.offset > o.durationSeconds
       || gap.length > o.durationSeconds
     {
       throw MediaError(.invalidArgument, "gap \(gap.offset):\(gap.length) does not lie inside the recording")
+    }
+    guard !o.otherAudioChannels.contains(o.audioChannel), Set(o.otherAudioChannels).count == o.otherAudioChannels.count
+    else {
+      throw MediaError(.invalidArgument, "the other audio channels must differ from the audio channel and each other")
     }
     for change in o.videoChanges where change.offsetSeconds < 0 || change.offsetSeconds > o.durationSeconds {
       throw MediaError(
@@ -70,6 +76,9 @@ public final class SyntheticRecording {
       (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
     }
     videoHoles = o.videoGaps.map {
+      (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
+    }
+    otherAudioHoles = o.otherAudioGaps.map {
       (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
     }
     var cuts = Set<Int64>([start, end])
@@ -110,7 +119,8 @@ public final class SyntheticRecording {
       let objectEnd = boundaries[nextBoundary + 1]
       nextBoundary += 1
       if inHole(objectStart) { continue }
-      let records = try videoRecords(until: objectEnd) + (try audioRecords(until: objectEnd))
+      var records = try videoRecords(until: objectEnd) + (try audioRecords(until: objectEnd))
+      records += copies(of: records)
       let sorted = records.enumerated().sorted { lhs, rhs in
         (lhs.element.timestampMilliseconds, lhs.element.track.kind.rawValue, lhs.offset)
           < (rhs.element.timestampMilliseconds, rhs.element.track.kind.rawValue, rhs.offset)
@@ -121,7 +131,7 @@ public final class SyntheticRecording {
         iv: key == nil ? nil : randomBytes(16))
       let id = String(objectStart)
       var tracks: [RecordingIndex.Segment.Track] = []
-      for track in [videoTrack, audioTrack] {
+      for track in [videoTrack, audioTrack] + options.otherAudioChannels.map({ TrackID(.audio, channel: $0) }) {
         if let codec = sorted.first(where: { $0.track == track })?.codec {
           tracks.append(.init(kind: track.kind.description, channelId: Int(track.channel), codec: codec.description))
         }
@@ -132,6 +142,21 @@ public final class SyntheticRecording {
       return (segment, object)
     }
     return nil
+  }
+
+  /// The audio records of `records` again on each of the other audio channels, but in their holes.
+  private func copies(of records: [SegmentRecord]) -> [SegmentRecord] {
+    let sound = records.filter { record in
+      record.track == audioTrack
+        && !otherAudioHoles.contains { record.timestampMilliseconds >= $0.0 && record.timestampMilliseconds < $0.1 }
+    }
+    return options.otherAudioChannels.flatMap { channel in
+      sound.map { record in
+        var copy = record
+        copy.track = TrackID(.audio, channel: channel)
+        return copy
+      }
+    }
   }
 
   private func videoRecords(until objectEnd: Int64) throws -> [SegmentRecord] {

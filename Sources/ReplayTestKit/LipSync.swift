@@ -20,14 +20,16 @@ package struct LipSync: CustomStringConvertible {
 }
 
 extension ReplayHarness {
-  /// The pictures of media time in `[start, end)` (µs) shown after the first `shown`, against what
-  /// `speaker` (the harness's own audio output by default) played.
+  /// The pictures of media time in `[start, end)` (µs) that `view` (the harness's own video output by
+  /// default) showed after the first `shown`, against what `speaker` (the harness's own audio output by
+  /// default) played.
   package func lipSync(
-    with speaker: TimedAudioDevice? = nil, from start: Int64, to end: Int64, since shown: Int = 0
+    of view: TimedRenderer? = nil, with speaker: TimedAudioDevice? = nil, from start: Int64, to end: Int64,
+    since shown: Int = 0
   ) -> LipSync {
     let speaker = speaker ?? audio
     var sync = LipSync()
-    for frame in renderer.frames.dropFirst(shown) where frame.media >= start && frame.media < end {
+    for frame in (view ?? renderer).frames.dropFirst(shown) where frame.media >= start && frame.media < end {
       sync.frames += 1
       guard let heard = speaker.heard(at: frame.media) else { continue }
       sync.heard += 1

@@ -22,9 +22,10 @@ struct GapDetectorTests {
       data: Data([0]))
   }
 
-  func sound(_ ms: Int64) -> EncodedPacket {
+  func sound(_ ms: Int64, channel: UInt8 = 1) -> EncodedPacket {
     EncodedPacket(
-      track: audio, format: aac, time: t(ms), duration: .microseconds(64_000), isKeyframe: true, data: Data([0]))
+      track: TrackID(.audio, channel: channel), format: aac, time: t(ms), duration: .microseconds(64_000),
+      isKeyframe: true, data: Data([0]))
   }
 
   func harness(_ range: MediaRange, audio: Bool = false, file: Bool = false) throws -> NodeHarness<GapDetector> {
@@ -121,19 +122,19 @@ struct GapDetectorTests {
     harness.push(contentsOf: [frame(0, key: true)] + [300, 364, 428, 800, 864, 1000, 1064].map { sound(Int64($0)) })
     harness.runUntilIdle()
     // 492-800 is one (308 ms); 928-1000 is not (72 ms); before the first packet, from 0.
-    #expect(harness.node.silences(of: audio, from: t(0)) == [r(0, 300), r(492, 800)])
-    #expect(harness.node.silences(of: audio, from: t(600)) == [r(600, 800)])
-    #expect(harness.node.silences(of: audio, from: t(900)).isEmpty)
-    #expect(harness.node.silences(of: TrackID(.audio, channel: 2), from: t(0)).isEmpty)
+    #expect(harness.node.missing(of: audio, from: t(0)) == [r(0, 300), r(492, 800)])
+    #expect(harness.node.missing(of: audio, from: t(600)) == [r(600, 800)])
+    #expect(harness.node.missing(of: audio, from: t(900)).isEmpty)
+    #expect(harness.node.missing(of: TrackID(.audio, channel: 2), from: t(0)).isEmpty)
     // Followed and unfollowed: what passes next has no silence before it.
     harness.node.follow(audio: audio)
     harness.node.unfollow(audio: audio)
     harness.push(contentsOf: [sound(1500), sound(1564)])
     harness.runUntilIdle()
-    #expect(harness.node.silences(of: audio, from: t(1100)) == [r(1128, 1500)])
+    #expect(harness.node.missing(of: audio, from: t(1100)) == [r(1128, 1500)])
     // A flush forgets them.
     harness.flush()
-    #expect(harness.node.silences(of: audio, from: t(0)).isEmpty)
+    #expect(harness.node.missing(of: audio, from: t(0)).isEmpty)
     // Accounted for from the start, then unfollowed: what passed was judged (its gaps sent), so no
     // silence is known before what passes next, only among it.
     let followed = try self.harness(r(0, 9000), audio: true)
@@ -142,7 +143,50 @@ struct GapDetectorTests {
     followed.node.unfollow(audio: audio)
     followed.push(contentsOf: [sound(1000), sound(1064), sound(1500)])
     followed.runUntilIdle()
-    #expect(followed.node.silences(of: audio, from: t(100)) == [r(128, 1000), r(1128, 1500)])
+    #expect(followed.node.missing(of: audio, from: t(100)) == [r(128, 1000), r(1128, 1500)])
+    // Another channel's sound passes unaccounted for while one is followed: its silences are known too
+    // (it may take the sound over), and it is followed from where it passed.
+    let beside = try self.harness(r(0, 900_000), audio: true)
+    beside.push(contentsOf: [frame(0, key: true), sound(0), sound(0, channel: 2), sound(500, channel: 2)])
+    beside.runUntilIdle()
+    let second = TrackID(.audio, channel: 2)
+    #expect(beside.node.missing(of: second, from: t(0)) == [r(64, 500)])
+    beside.node.unfollow(audio: audio)
+    #expect(beside.node.follow(audio: second) == t(564))
+    // Silences are kept for 120 s of sound back from the last packet (a joining branch needs those of
+    // the few seconds read ahead): older ones are let go.
+    let long = try self.harness(r(0, 900_000))
+    long.push(contentsOf: stride(from: Int64(0), through: 400_000, by: 1_000).map { sound($0) })
+    long.runUntilIdle()
+    let kept = long.node.missing(of: audio, from: t(0))
+    #expect(kept.count == 121 && kept.first == r(279_064, 280_000) && kept.last == r(399_064, 400_000), "\(kept.count)")
+  }
+
+  @Test("video passed unaccounted for: its holes are known, and followed it decodes on from where it passed")
+  func videoFollowedLate() throws {
+    let harness = try NodeHarness(
+      GapDetector(configuration: .init(range: r(0, 9000), videoTrack: nil, audioTrack: audio)))
+    harness.push(contentsOf: [frame(0, key: true), frame(40), frame(80), frame(1000, key: true), frame(1040)])
+    harness.runUntilIdle()
+    // 120-1000 has no picture; a frame exactly after the last (judged in decode order) is no hole.
+    #expect(harness.node.missing(of: video, from: t(0)) == [r(120, 1000)])
+    #expect(harness.node.missing(of: video, from: t(500)) == [r(500, 1000)])
+    #expect(harness.node.follow(video: video) == t(1080))
+    #expect(harness.node.follow(video: video) == nil)
+    // Followed: the next frame is no keyframe, and passes (a branch decodes on); a hole is a gap.
+    harness.push(contentsOf: [frame(1080), frame(2000, key: true)])
+    harness.runUntilIdle()
+    #expect(Array(trace(harness).suffix(3)) == ["f1080", "gap video:0 [1120, 2000) noRecording", "f2000"])
+    // Nothing passed: judged from where the audio is accounted for, the first frame must be a keyframe
+    // (the one before is dropped: noKeyFrame).
+    let fresh = try NodeHarness(
+      GapDetector(configuration: .init(range: r(0, 9000), videoTrack: nil, audioTrack: audio)))
+    fresh.push(contentsOf: [sound(0), sound(64)])
+    fresh.runUntilIdle()
+    #expect(fresh.node.follow(video: video) == t(128))
+    fresh.push(contentsOf: [frame(200), frame(400, key: true)])
+    fresh.runUntilIdle()
+    #expect(trace(fresh) == ["a0", "a64", "gap video:0 [128, 400) noKeyFrame,noRecording", "f400"])
   }
 
   @Test("facts merge into one gap, sent before the next frame: a failed object and frames without a keyframe")

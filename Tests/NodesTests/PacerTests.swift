@@ -199,6 +199,31 @@ struct PacerTests {
     #expect(firstSink.frames.last.map { $0.at - joinedAt } == 40_000)
   }
 
+  @Test("a frame held for its instant when a pause comes, shown at once then: the next is taken on resume")
+  func aHeldFrameShownAtThePause() throws {
+    // Another track anchored the shared clock at 0: the first frame, of 500 ms, waits for its instant.
+    let timeline = PlaybackTimeline()
+    _ = timeline.instant(of: MediaTime(milliseconds: 0), track: TrackID(.audio, channel: 1), now: .zero)
+    let pacer = Pacer(showsFirstFrameWhilePaused: true, timeline: timeline, prerolls: false)
+    let harness = try NodeHarness(pacer)
+    harness.push(frame(500))
+    harness.runUntilIdle()
+    #expect(harness.outputItems.isEmpty)
+    harness.advance(by: .milliseconds(100))
+    pacer.pause()
+    harness.runUntilIdle()
+    #expect(harness.outputItems.count == 1)
+    harness.push(contentsOf: [frame(540), frame(580)])
+    harness.runUntilIdle()
+    harness.advance(by: .seconds(1))
+    #expect(harness.outputItems.count == 1)
+    pacer.resume()
+    harness.runUntilIdle()
+    harness.advance(by: .seconds(1))
+    // Before, the input stayed suspended from the hold: nothing came after the first frame.
+    #expect(harness.outputItems.map(\.time.microseconds) == [500_000, 540_000, 580_000])
+  }
+
   @Test func atNormalSpeedALateFrameIsPresentedNotDropped() throws {
     let pacer = Pacer()
     let harness = try NodeHarness(pacer)

@@ -116,7 +116,7 @@ import Testing
     timeline.note(
       RecordingGap(range: MediaRange(start: at(3000), end: at(5000)), tracks: [video], reasons: [.notFound]))
     #expect(timeline.instant(of: at(6000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
-    timeline.add(audio, judgedFrom: at(6500))
+    timeline.add(audio, judgedFrom: at(6500), now: .zero)
     _ = timeline.instant(of: at(6000), track: audio, now: .zero)
     // Audio keeps time now: the old hole stays skipped; a later video gap alone is not a hole.
     #expect(timeline.instant(of: at(6000), track: video, now: .zero) == ClockInstant(microseconds: 4_000_000))
@@ -151,7 +151,7 @@ import Testing
     gap(6000, 7000, video)
     #expect(timeline.instant(of: at(8000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
     // Back from 9 s on: a video gap after that is no hole while the audio has media there.
-    timeline.add(audio, judgedFrom: at(9000))
+    timeline.add(audio, judgedFrom: at(9000), now: .zero)
     #expect(timeline.instant(of: at(8000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
     gap(8500, 9500, video)
     #expect(timeline.instant(of: at(10_000), track: video, now: .zero) == ClockInstant(microseconds: 7_500_000))
@@ -161,7 +161,7 @@ import Testing
     #expect(!timeline.tracks.contains(audio))
     _ = timeline.instant(of: at(20_000), track: video, now: .zero)
     // Back after the flush it is a track added late: missing until its gaps are known (25 s).
-    timeline.add(audio, judgedFrom: at(25_000))
+    timeline.add(audio, judgedFrom: at(25_000), now: .zero)
     _ = timeline.instant(of: at(20_000), track: audio, now: .zero)
     gap(21_000, 22_000, video)
     #expect(timeline.instant(of: at(23_000), track: video, now: .zero) == ClockInstant(microseconds: 2_000_000))
@@ -195,7 +195,7 @@ import Testing
     let timeline = PlaybackTimeline(tracks: [video])
     let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
     _ = timeline.instant(of: at(0), track: video, now: .zero)
-    timeline.add(audio, judgedFrom: at(2000))
+    timeline.add(audio, judgedFrom: at(2000), now: .zero)
     timeline.note(
       RecordingGap(range: MediaRange(start: at(3000), end: at(5000)), tracks: [video], reasons: [.notFound]))
     // The audio keeps no time yet: the picture skips the hole and shows 5 s at 3 s.
@@ -210,6 +210,36 @@ import Testing
     #expect(timeline.instant(of: at(9000), track: video, now: now) == ClockInstant(microseconds: 7_000_000))
   }
 
+  @Test("a track that presents already, judged in another's stead after a hole was skipped, keeps the hole skipped")
+  func aPresentingTrackTakesOver() throws {
+    let video = TrackID(.video, channel: 0)
+    let first = TrackID(.audio, channel: 1)
+    let second = TrackID(.audio, channel: 2)
+    let timeline = PlaybackTimeline(tracks: [video, first])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    let gap = { (from: Int64, to: Int64, track: TrackID) in
+      let range = MediaRange(start: at(from), end: at(to))
+      timeline.note(RecordingGap(range: range, tracks: [track], reasons: [.notFound]))
+    }
+    // The second sound plays beside the judged tracks, its frames at the same instants.
+    for track in [video, first, second] { _ = timeline.instant(of: at(0), track: track, now: .zero) }
+    gap(3000, 5000, video)
+    gap(3000, 5000, first)
+    #expect(timeline.instant(of: at(5000), track: video, now: .zero) == ClockInstant(microseconds: 3_000_000))
+    // At 3.2 s of clock 5.2 s plays; the position (the last picture before the hole) says 2.96 s. The
+    // second sound has media in the hole: judged from the position, it would put the hole back.
+    let now = ClockInstant(microseconds: 3_200_000)
+    timeline.add(second, judgedFrom: at(2960), now: now)
+    timeline.retire(first, from: at(2960), now: now)
+    #expect(timeline.instant(of: at(5000), track: video, now: now) == ClockInstant(microseconds: 3_000_000))
+    #expect(timeline.instant(of: at(6000), track: video, now: now) == ClockInstant(microseconds: 4_000_000))
+    // After it, it keeps time: a video gap alone is no hole, one of both is.
+    gap(7000, 8000, video)
+    #expect(timeline.instant(of: at(9000), track: video, now: now) == ClockInstant(microseconds: 7_000_000))
+    gap(7000, 8000, second)
+    #expect(timeline.instant(of: at(9000), track: video, now: now) == ClockInstant(microseconds: 6_000_000))
+  }
+
   @Test("a late track's first frame at a hole's start exactly keeps the hole; a retirement before it stays one")
   func aTrackAddedLateAtAHolesStart() throws {
     let video = TrackID(.video, channel: 0)
@@ -221,7 +251,7 @@ import Testing
     }
     let timeline = PlaybackTimeline(tracks: [video])
     _ = timeline.instant(of: at(0), track: video, now: .zero)
-    timeline.add(audio, judgedFrom: at(1000))
+    timeline.add(audio, judgedFrom: at(1000), now: .zero)
     gap(timeline, 3000, 5000)
     // At 3 s the hole starts: the picture of 5 s is due now (and may be shown).
     let now = ClockInstant(microseconds: 3_000_000)
@@ -231,10 +261,10 @@ import Testing
     // Retired before its first frame, the track comes back from 4 s: the retirement was still one.
     let other = PlaybackTimeline(tracks: [video])
     _ = other.instant(of: at(0), track: video, now: .zero)
-    other.add(audio, judgedFrom: at(1000))
+    other.add(audio, judgedFrom: at(1000), now: .zero)
     other.retire(audio, from: at(2000), now: .zero)
     _ = other.instant(of: at(2500), track: audio, now: ClockInstant(microseconds: 2_500_000))
-    other.add(audio, judgedFrom: at(4000))
+    other.add(audio, judgedFrom: at(4000), now: .zero)
     gap(other, 5000, 6000)
     #expect(other.instant(of: at(7000), track: video, now: .zero) == ClockInstant(microseconds: 7_000_000))
   }

@@ -89,9 +89,10 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
 /// clock (a `SlewedClock`) follows the samples it actually plays, so a speaker whose clock runs 1 % off
 /// keeps the picture and the sound within 20 ms; on the plain clock the same speaker drifts away.
 @Suite(.serialized) struct AudioMasterClockTests {
-  /// Plays 90 s with a speaker at `rate` (with a 5 s pause and a seek when asked); returns each
-  /// picture's offset from its sound (µs, sound later positive) after the first 10 s of media.
-  func offsets(rate: Double, slewed: Bool, pauseAndSeek: Bool = false) throws -> [Int64] {
+  /// Plays 90 s with a speaker at `rate` (with a 5 s pause and a seek when asked; the picture bound 5 s
+  /// into a play of the sound alone when `pictureJoins`); returns each picture's offset from its sound
+  /// (µs, sound later positive) after the first 10 s of media.
+  func offsets(rate: Double, slewed: Bool, pauseAndSeek: Bool = false, pictureJoins: Bool = false) throws -> [Int64] {
     let library = try TemporaryDirectory("tipipe-master-clock")
     try LibrarySynthesizer(options: ReplayFixtures.options(seconds: 90)).write(to: library.url)
     let executor = ManualExecutor()
@@ -103,10 +104,16 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
       service: LocalLibraryService(directory: library.url, workers: executor), environment: environment)
     let renderer = TimedRenderer(clock: real)
     let speaker = DriftingSpeaker(clock: real, rate: rate)
-    _ = replay.bindVideo(channel: 0, renderer: renderer)
+    if !pictureJoins { _ = replay.bindVideo(channel: 0, renderer: renderer) }
     _ = replay.bindAudio(channel: 1, device: speaker)
     let start = ReplayFixtures.recordingStart
     #expect(replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 90_000), token: "test") == .ok)
+    if pictureJoins {
+      executor.runUntilIdle(firingTimersOf: real, through: real.now + .seconds(5))
+      let graph = replay.activeGraph
+      _ = replay.bindVideo(channel: 0, renderer: renderer)
+      #expect(graph != nil && replay.activeGraph === graph)
+    }
     if pauseAndSeek {
       // 30 s in, a 5 s pause; 10 s later, a seek 20 s on.
       let run = { (duration: Duration) in
@@ -124,7 +131,7 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
     }
     executor.runUntilIdle(firingTimersOf: real, through: real.now + .seconds(120))
     let frames = renderer.frames
-    #expect(frames.count >= (pauseAndSeek ? 1700 : 2200), "\(frames.count) pictures")
+    #expect(frames.count >= (pauseAndSeek ? 1700 : pictureJoins ? 2000 : 2200), "\(frames.count) pictures")
     return frames.filter { $0.media >= (start + 10_000) * 1000 }.compactMap { frame in
       speaker.heard(frame.media).map { $0 - frame.at }
     }
@@ -144,6 +151,14 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
     #expect(offsets.count >= 1400)
     let worst = offsets.map(abs).max() ?? .max
     #expect(worst <= 20_000, "worst offset \(worst) µs")
+  }
+
+  @Test("a picture joining a play of the sound alone: the sound is handed ahead, the clock follows it, within 20 ms")
+  func aPictureJoinsTheSound() throws {
+    let offsets = try offsets(rate: 0.99, slewed: true, pictureJoins: true)
+    #expect(offsets.count >= 1900)
+    let worst = offsets.map(abs).max() ?? .max
+    #expect(worst <= 20_000, "worst offset \(worst) µs (last \(offsets.last ?? 0) µs)")
   }
 
   @Test("on the plain clock the same slow speaker's sound falls behind the picture")

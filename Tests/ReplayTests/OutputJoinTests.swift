@@ -103,6 +103,26 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1)
   }
 
+  @Test("an output joining a play, paused before its first picture: it shows nothing ahead, and goes on after")
+  func aJoinPausedBeforeItsFirstPicture() throws {
+    // The picture of 4 s waited for its instant when the pause came: it was shown at once (0.9 s ahead
+    // of the position), which left the pacer's input suspended, and the resume did not take the next
+    // one: both outputs froze at 7 s.
+    let harness = try ReplayHarness(seconds: 9, audio: true)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(2_100))
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 0, renderer: view)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.replay.pause() == .ok)
+    harness.run(for: .milliseconds(500))
+    #expect(view.frames.isEmpty)
+    #expect(harness.replay.resume() == .ok)
+    harness.runToEnd()
+    #expect(view.frames.count == 125 && view.frames.last?.media == harness.media(8_960) && increasing(view.frames))
+    #expect(harness.renderer.frames.count == 225 && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("an output that leaves is cut from the graph in place: the others go on, nothing is read again")
   func anOutputLeaves() throws {
     let harness = try ReplayHarness(seconds: 9, audio: true)
@@ -504,8 +524,7 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
-  @Test(
-    "the first audio output leaving while another audio output is bound rebuilds: that one becomes the sound judged")
+  @Test("the sound leaving while another output of its channel is bound hands it that one's place, in place")
   func anAudioLeavesAnother() throws {
     let options = Self.pictureMissing
     let harness = try ReplayHarness(audio: true, options: options)
@@ -515,38 +534,125 @@ struct OutputJoinTests {
     let second = TimedAudioDevice(clock: harness.clock)
     harness.replay.bindAudio(channel: 1, device: second)
     #expect(harness.replay.activeGraph === graph)
-    // The second has not played yet (it is no heir): the graph is built again with it as the sound.
+    // The second has not played yet (it is no heir of the position), but beside the picture that drives
+    // it takes the sound's place: the same track, judged as before.
     harness.replay.unbind(try #require(harness.audioOutput))
-    #expect(harness.replay.activeGraph !== graph)
+    #expect(harness.replay.activeGraph === graph)
     harness.runToEnd()
     // The stretch without picture is waited through: its sound is heard.
     #expect(second.played.contains { $0.time >= harness.media(5_500) && $0.time < harness.media(6_500) })
     #expect(try #require(pause(harness.renderer.frames, harness)) >= 1_900_000)
-    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
-  @Test("a first video output of a play of audio alone rebuilds the graph from the position")
-  func whatRebuilds() throws {
+  /// 12 s of picture and sound on channel 1 with 2 s without picture from 5 s, the same sound on channel 2
+  /// (with `silent`, none there from 5 s to 7 s either).
+  private static func twoMicrophones(silent: Bool) -> LibrarySynthesizer.Options {
+    var options = pictureMissing
+    options.otherAudioChannels = [2]
+    if silent { options.otherAudioGaps = [(offset: 5, length: 2)] }
+    return options
+  }
+
+  @Test(
+    "the sound leaving while another channel's audio output is bound hands it over in place: that channel is judged",
+    arguments: [(false, 1_000), (false, 3_000), (false, 6_000), (true, 1_000), (true, 3_000), (true, 6_000)])
+  func theSoundChangesChannel(silent: Bool, leavingAt: Int) throws {
+    let options = Self.twoMicrophones(silent: silent)
+    // A play of the picture and channel 2's sound only.
+    let reference = try ReplayHarness(options: options)
+    reference.replay.bindAudio(channel: 2, device: TimedAudioDevice(clock: reference.clock))
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(audio: true, options: options)
+    let second = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 2, device: second)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(leavingAt))
+    let graph = try #require(harness.replay.activeGraph)
+    #expect(!second.played.isEmpty)
+    harness.replay.unbind(try #require(harness.audioOutput))
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // Channel 2 sounds in the stretch without picture: it is waited through, and heard. Silent there,
+    // the stretch is a hole of the picture and channel 2: skipped, as in the reference — from the
+    // handover on when it came inside the stretch (channel 1's sound of 5 s to 6 s was heard: the
+    // picture of 7 s comes at 6 s, 1.04 s after the last one before the stretch).
+    let waited = try #require(pause(harness.renderer.frames, harness))
+    let heard = second.played.contains { $0.time >= harness.media(5_500) && $0.time < harness.media(6_500) }
+    if silent && leavingAt > 5_000 {
+      #expect(waited >= 1_000_000 && waited <= 1_100_000 && !heard, "\(waited) µs")
+    } else {
+      #expect(waited == pause(reference.renderer.frames, reference), "\(waited) µs")
+      #expect(silent ? waited < 100_000 && !heard : waited >= 1_900_000 && heard, "\(waited) µs")
+    }
+    #expect(inStep(harness, second, from: harness.media(7_200), to: harness.media(12_000)))
+    #expect(harness.renderer.frames.count == 250 && increasing(harness.renderer.frames))
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test(
+    "the first video output of a play of audio alone joins in place: the picture drives from its first keyframe, the sound goes on"
+  )
+  func theFirstVideoJoins() throws {
     let harness = try ReplayHarness(seconds: 9, audio: true)
     harness.replay.unbind(harness.videoOutput)
     #expect(harness.play(0, 9000) == .ok)
-    harness.run(for: .milliseconds(2_000))
+    harness.run(for: .milliseconds(2_100))
     let graph = try #require(harness.replay.activeGraph)
-    // The picture would take the position over and mute the sound off 1×.
+    let position = try #require(harness.replay.currentTime?.milliseconds)
+    let heard = harness.audio.played.count
     let view = TimedRenderer(clock: harness.clock)
     harness.replay.bindVideo(channel: 0, renderer: view)
-    let rebuilt = try #require(harness.replay.activeGraph)
-    #expect(rebuilt !== graph)
+    #expect(harness.replay.activeGraph === graph)
+    // Paused before its first picture, and resumed.
     harness.run(for: .milliseconds(1_000))
-    #expect(!view.frames.isEmpty)
     #expect(harness.replay.pause() == .ok)
     harness.run(for: .milliseconds(500))
     #expect(harness.replay.resume() == .ok)
     harness.runToEnd()
+    // From the first keyframe (every 2 s) at or after the position: 4 s, the history's (read already).
+    let first = try #require(view.frames.first)
+    #expect(first.media == harness.media(4_000), "first picture \(first.media), position \(position) ms")
     #expect(view.frames.last?.media == harness.media(8960))
-    #expect(increasing(view.frames))
-    #expect(harness.log.completions == 1)
-    // The rebuilt graph read what the play had fetched from memory: no object was fetched twice.
+    #expect(increasing(view.frames) && view.frames.count == 125)
+    // The sound went on: every frame once, in order, to the end, none again from the position.
+    let sound = harness.audio.played.map(\.time)
+    #expect(sound.count > heard && zip(sound, sound.dropFirst()).allSatisfy { $0 < $1 })
+    #expect(try #require(sound.last) >= harness.media(8_900))
+    // Picture and sound in step from the picture's first frame.
+    let sync = harness.lipSync(of: view, from: harness.media(4_000), to: harness.media(8_900))
+    #expect(sync.inStep, "\(sync)")
     #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("a picture joining a play of audio alone at 4×: the sound is muted from then on, the picture paces the play")
+  func theFirstVideoJoinsFast() throws {
+    let harness = try ReplayHarness(seconds: 30, audio: true)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.play(0, 30_000) == .ok)
+    #expect(harness.replay.setSpeed(.x4) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let graph = try #require(harness.replay.activeGraph)
+    // The sound paces the play: its pacer hands frames on at 4× (none is heard off 1×).
+    let presentedAudio = { graph.statistics().node(named: "Audio1Pacer")?.itemsOut ?? -1 }
+    let before = presentedAudio()
+    #expect(before > 50, "\(before)")
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 0, renderer: view)
+    #expect(harness.replay.activeGraph === graph)
+    harness.run(for: .milliseconds(10))
+    let muted = presentedAudio()
+    harness.runToEnd()
+    // From the join on the sound is muted, as in a play built with the picture: it presents nothing.
+    #expect(presentedAudio() == muted && muted - before < 5, "\(before) \(muted) \(presentedAudio())")
+    // 4× from the join to the end: the picture's frames 10 ms apart on the clock (40 ms of media each).
+    let frames = Array(view.frames.dropFirst())
+    #expect(frames.count > 100 && increasing(frames))
+    let steps = Set(zip(frames, frames.dropFirst()).map { ($1.at - $0.at) * 4 - ($1.media - $0.media) })
+    #expect(steps.allSatisfy { abs($0) <= 4 }, "\(steps.sorted().prefix(5))")
+    #expect(try #require(frames.last).media == harness.media(29_960))
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 }

@@ -111,12 +111,39 @@ public final class GapDetector: Node {
   private var horizon: MediaTime
   /// The gaps sent, in order (for statistics and tests).
   public private(set) var gaps: [RecordingGap] = []
-  /// Where the audio tracks passed unaccounted for end, in this flush generation: an audio track
-  /// followed late (``follow(audio:)``) is accounted for from there.
-  private var audioPassed: [TrackID: MediaTime] = [:]
-  /// Where the first of their packets started, and the silences among them since (``silences(of:from:)``).
-  private var audioFirst: [TrackID: MediaTime] = [:]
-  private var audioSilences: [TrackID: [MediaRange]] = [:]
+  /// The tracks whose packets passed unaccounted for, in this flush generation: a track followed late
+  /// (``follow(audio:)``, ``follow(video:)``) is accounted for from where they end, judged before by the
+  /// stretches missing among them (``missing(of:from:)``). One entry a track: one hash lookup per such
+  /// packet.
+  private var unaccounted: [TrackID: Unaccounted] = [:]
+
+  /// What passed of one track unaccounted for.
+  private struct Unaccounted {
+    /// Where its first packet started (the earliest time, when it was accounted for before: nothing is
+    /// known missing before what passed after).
+    var first: MediaTime
+    /// Where what passed ends.
+    var passed: MediaTime
+    /// Where the next packet is decoded (what passed ends in decode order; video is judged so).
+    var decodedThrough: MediaTime
+    /// The stretches missing among what passed (by this node's rules: longer than the kind's tolerance,
+    /// a picture's judged in decode order), in order: those that end within
+    /// ``GapDetector/keptMissingSpan`` of the last packet.
+    var missing: [MediaRange] = []
+
+    /// `packet`, ending at `end`, passed.
+    mutating func pass(_ packet: EncodedPacket, end: MediaTime) {
+      let tolerance = packet.track.kind == .video ? GapDetector.videoTolerance : GapDetector.audioTolerance
+      let decodeEnd = packet.decodeTime.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+      if packet.decodeTime > ((try? decodedThrough + tolerance) ?? packet.decodeTime), packet.time > passed {
+        missing.append(MediaRange(start: passed, end: packet.time))
+        let horizon = (try? packet.time - GapDetector.keptMissingSpan) ?? packet.time
+        if missing[0].end < horizon { missing.removeAll { $0.end < horizon } }
+      }
+      passed = max(passed, end)
+      decodedThrough = max(decodedThrough, decodeEnd)
+    }
+  }
 
   /// Creates a detector.
   public init(configuration: Configuration) {
@@ -142,8 +169,25 @@ public final class GapDetector: Node {
   public func follow(audio track: TrackID) -> MediaTime? {
     guard audio == nil else { return nil }
     configuration.audioTrack = track
-    let start = audioPassed[track] ?? video?.through ?? configuration.range.start
+    let start = unaccounted[track]?.passed ?? video?.through ?? configuration.range.start
     audio = Account(track: track, through: start, needsKeyframe: false, factsSent: start)
+    return start
+  }
+
+  /// Starts accounting for video track `track` while the stream runs (a first video output joined a
+  /// replay of audio: the picture paces the play from then on), as ``follow(audio:)`` does for audio. What
+  /// of it passed unaccounted for decodes on from where it ends (no keyframe is awaited there: a branch
+  /// decodes it); with nothing passed, its first packet must be a keyframe. Nil when a video track is
+  /// accounted for already. On the pipeline's executor.
+  @discardableResult
+  public func follow(video track: TrackID) -> MediaTime? {
+    guard video == nil else { return nil }
+    configuration.videoTrack = track
+    let passed = unaccounted[track]
+    let start = passed?.passed ?? audio?.through ?? configuration.range.start
+    video = Account(
+      track: track, through: start, decodedThrough: passed?.decodedThrough, needsKeyframe: passed == nil,
+      factsSent: start)
     return start
   }
 
@@ -153,30 +197,36 @@ public final class GapDetector: Node {
   /// ``follow(audio:)`` takes it back from the end of what passed. On the pipeline's executor.
   public func unfollow(audio track: TrackID) {
     guard let account = audio, account.track == track else { return }
-    audioPassed[track] = max(audioPassed[track] ?? account.through, account.through)
-    // What passed before was accounted for (its gaps sent): no silence is known before what passes next.
-    if audioFirst[track] == nil { audioFirst[track] = MediaTime(microseconds: .min) }
+    // What passed before was accounted for (its gaps sent): nothing is known missing before what passes
+    // next.
+    let through = max(unaccounted[track]?.passed ?? account.through, account.through)
+    let entry = Unaccounted(first: MediaTime(microseconds: .min), passed: through, decodedThrough: through)
+    unaccounted[track, default: entry].passed = through
+    unaccounted[track]?.decodedThrough = through
     audio = nil
     configuration.audioTrack = nil
   }
 
-  /// The silences of audio track `track` among its packets that passed unaccounted for (stretches
-  /// longer than ``audioTolerance`` without them, by this node's rule for audio), from `time` on — what
-  /// a branch joining at `time` plays of it is judged by them — up to where ``follow(audio:)`` would
-  /// start accounting for it. Empty when none of its packets passed since the last flush. On the
-  /// pipeline's executor.
-  public func silences(of track: TrackID, from time: MediaTime) -> [MediaRange] {
-    guard let first = audioFirst[track] else { return [] }
-    let before = first > ((try? time + Self.audioTolerance) ?? first) ? [MediaRange(start: time, end: first)] : []
+  /// The stretches where track `track` has no media among its packets that passed unaccounted for (by
+  /// this node's rules: longer than ``audioTolerance`` for audio, than a millisecond for video, judged
+  /// in decode order), from `time` on — what a branch joining at `time` plays of it is judged by them —
+  /// up to where ``follow(audio:)`` or ``follow(video:)`` would start accounting for it. Empty when none
+  /// of its packets passed since the last flush. On the pipeline's executor.
+  public func missing(of track: TrackID, from time: MediaTime) -> [MediaRange] {
+    guard let entry = unaccounted[track] else { return [] }
+    let tolerance = track.kind == .video ? Self.videoTolerance : Self.audioTolerance
+    let first = entry.first
+    let before = first > ((try? time + tolerance) ?? first) ? [MediaRange(start: time, end: first)] : []
     return before
-      + (audioSilences[track] ?? []).compactMap { silence in
-        silence.end > time ? MediaRange(start: max(silence.start, time), end: silence.end) : nil
+      + entry.missing.compactMap { stretch in
+        stretch.end > time ? MediaRange(start: max(stretch.start, time), end: stretch.end) : nil
       }
   }
 
-  /// The most silences kept per audio track passing unaccounted for (a joining branch needs those of the
-  /// few seconds read ahead of the position).
-  static let keptSilences = 64
+  /// How far back from the last packet of a track passing unaccounted for the stretches missing among
+  /// them are kept: a branch joining at the position needs those of the few seconds read ahead of it
+  /// (what the edges after this node hold).
+  static let keptMissingSpan = MediaDuration.microseconds(120_000_000)
 
   // MARK: Media
 
@@ -188,7 +238,8 @@ public final class GapDetector: Node {
     } else if input.track == audio?.track {
       audioPacket(input, context)
     } else {
-      if audio == nil, input.track.kind == .audio { passedUnaccounted(input) }
+      // Another track may be followed in its stead (its output joins, or takes over the sound).
+      passedUnaccounted(input)
       context.emit(input)
     }
     if let through = [video?.through, audio?.through].compactMap({ $0 }).min() { forgetBefore(through) }
@@ -261,16 +312,11 @@ public final class GapDetector: Node {
     facts.contains { $0.concerns(track) && $0.range.overlaps(range) }
   }
 
-  /// Notes where unaccounted-for audio ends, and its silences.
+  /// Notes where a track passing unaccounted for ends, and what is missing among its packets.
   private func passedUnaccounted(_ packet: EncodedPacket) {
-    let track = packet.track
     let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
-    if audioFirst[track] == nil { audioFirst[track] = packet.time }
-    if let passed = audioPassed[track], packet.time > ((try? passed + Self.audioTolerance) ?? packet.time) {
-      audioSilences[track, default: []].append(MediaRange(start: passed, end: packet.time))
-      if audioSilences[track]!.count > Self.keptSilences { audioSilences[track]!.removeFirst() }
-    }
-    audioPassed[track] = max(audioPassed[track] ?? end, end)
+    let first = Unaccounted(first: packet.time, passed: packet.time, decodedThrough: packet.decodeTime)
+    unaccounted[packet.track, default: first].pass(packet, end: end)
   }
 
   private func audioPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
@@ -456,9 +502,7 @@ public final class GapDetector: Node {
     horizon = configuration.range.start
     objects.removeAll()
     facts.removeAll()
-    audioPassed = [:]
-    audioFirst = [:]
-    audioSilences = [:]
+    unaccounted = [:]
   }
 
   // MARK: Helpers

@@ -5,10 +5,12 @@ import PipelineGraph
 /// (audio packets each decode alone). Packets of other tracks and every event pass unchanged.
 ///
 /// Given a ``PacketHistory`` (the node it hangs on), the gate instead starts with what the history kept
-/// of its track from the last decodable packet at or before that time, handed on before anything that
-/// comes next: an output joining a paused replay shows the picture at the position at once, decoded
-/// from media read already, and an audio output joining a running one plays from the position. When
-/// the history no longer holds it, the gate waits for the next keyframe.
+/// of its track from the last decodable packet at or before that time (``HistoryStart/showing``), or
+/// from the first at or after it (``HistoryStart/nextKeyframe``), handed on before anything that comes
+/// next: an output joining a paused replay shows the picture at the position at once, decoded from
+/// media read already, an audio output joining a running one plays from the position, and a video one
+/// starts at the next keyframe read already (not at one read seconds later). When the history does not
+/// hold it, the gate waits for the next keyframe.
 ///
 /// States: closed → open (at the first packet that qualifies), or catching up (handing on what the
 /// history kept, one packet per step) → open; a flush closes it again (what was left of the history
@@ -28,6 +30,15 @@ public final class KeyframeGate: SteppingNode {
   /// Nothing of the track earlier than this passes (unless the history shows this time).
   public let opensAt: MediaTime
   private let history: PacketHistory?
+  private let historyStart: HistoryStart
+
+  /// Where in a ``PacketHistory`` a gate starts.
+  public enum HistoryStart: Sendable {
+    /// At the last decodable packet at or before the gate's time: the time is shown.
+    case showing
+    /// At the first decodable packet at or after it: the next keyframe.
+    case nextKeyframe
+  }
   /// Nothing earlier passes in the current flush generation (nil after a seek).
   private var threshold: MediaTime?
   private var open = false
@@ -36,18 +47,28 @@ public final class KeyframeGate: SteppingNode {
   private var caughtUp = 0
 
   /// A gate on `track` that opens at its first keyframe not earlier than `opensAt`, or at once with
-  /// what `history` kept to show `opensAt` (read when the gate starts).
-  public init(name: String = "KeyframeGate", track: TrackID, opensAt: MediaTime, history: PacketHistory? = nil) {
+  /// what `history` kept from `start` (read when the gate starts).
+  public init(
+    name: String = "KeyframeGate", track: TrackID, opensAt: MediaTime, history: PacketHistory? = nil,
+    start: HistoryStart = .showing
+  ) {
     self.name = name
     self.track = track
     self.opensAt = opensAt
     self.history = history
+    historyStart = start
     threshold = opensAt
   }
 
-  /// Takes what the history kept to show `opensAt`, if it still holds it.
+  /// Takes what the history kept from where it starts, if it holds it.
   public func start(context: NodeContext<EncodedPacket>) throws {
-    guard let kept = history?.packets(of: track, decodableAt: opensAt, generation: context.generation) else { return }
+    let generation = context.generation
+    let kept =
+      switch historyStart {
+      case .showing: history?.packets(of: track, decodableAt: opensAt, generation: generation)
+      case .nextKeyframe: history?.packets(of: track, decodableFrom: opensAt, generation: generation)
+      }
+    guard let kept else { return }
     backlog = kept
     open = true
   }

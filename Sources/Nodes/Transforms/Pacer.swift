@@ -36,7 +36,7 @@ import Synchronization
 ///   a target restores both as made. A flush ends keyframes-only decoding (the decoder's own flush does);
 ///   a muted pacer off 1× asks for `nothing` again.
 ///
-/// Control (``setRate(_:)``, ``pause()``, ``resume()``) may come from any thread; it takes effect on
+/// Control (``setRate(_:)``, ``pause()``, ``resume()``, ``setRole(muted:lead:)``) may come from any thread; it takes effect on
 /// the pacer's executor: made before `start` it applies at start, after `stop` it is ignored, and a
 /// flush keeps it. Everything else is confined to that executor; ``statistics`` may be read from any
 /// thread.
@@ -50,7 +50,8 @@ public final class Pacer: Node {
   public let name: String
   private var presentFrom: MediaTime?
   private let initialPresentFrom: MediaTime?
-  private let muted: Bool
+  /// Presents nothing off 1× (as applied: ``setRole(muted:lead:)`` changes it).
+  private var muted: Bool { applied.muted }
   private var showsFirstFrameWhilePaused: Bool
   private let initiallyShowsFirstFrame: Bool
   private let showsFirstFrameAfterSeek: Bool
@@ -59,7 +60,7 @@ public final class Pacer: Node {
   private var prerolls: Bool
   private let prerollsAfterSeek: Bool
   /// How long before its instant a frame is handed on (an audio device that holds what it plays).
-  private let lead: MediaDuration
+  private var lead: MediaDuration { applied.lead }
   private let shared: Locked<Shared>
   private var applied: Control
   /// The anchor this pacer shares.
@@ -89,6 +90,8 @@ public final class Pacer: Node {
   struct Control: Sendable, Equatable {
     var rate: PlaybackRate
     var paused: Bool
+    var muted: Bool
+    var lead: MediaDuration
   }
 
   /// What control calls from other threads share with the executor.
@@ -137,7 +140,6 @@ public final class Pacer: Node {
   ) {
     self.prerolls = prerolls
     self.prerollsAfterSeek = prerollsAfterSeek ?? prerolls
-    self.lead = lead
     initialPresentFrom = presentFrom
     initiallyShowsFirstFrame = showsFirstFrameWhilePaused
     self.showsFirstFrameAfterSeek = showsFirstFrameAfterSeek
@@ -146,9 +148,8 @@ public final class Pacer: Node {
     timelineReader = timeline.reader()
     self.name = name
     self.presentFrom = presentFrom
-    self.muted = muted
     self.showsFirstFrameWhilePaused = showsFirstFrameWhilePaused
-    let initial = Control(rate: rate, paused: paused)
+    let initial = Control(rate: rate, paused: paused, muted: muted, lead: max(.zero, lead))
     shared = Locked(Shared(wanted: initial))
     applied = initial
   }
@@ -161,6 +162,17 @@ public final class Pacer: Node {
 
   /// Presents again from where it paused.
   public func resume() { update { $0.paused = false } }
+
+  /// Mutes the pacer off 1× (or not) and hands frames `lead` before their instant at 1× from now on: an
+  /// audio pacer whose play gains a picture (the picture paces the play from then on, and the sound is
+  /// handed ahead to a device that holds what it plays), as if it had been made so. Takes effect on the
+  /// executor, as ``setRate(_:)``.
+  public func setRole(muted: Bool, lead: MediaDuration) {
+    update {
+      $0.muted = muted
+      $0.lead = max(.zero, lead)
+    }
+  }
 
   private func update(_ change: (inout Control) -> Void) {
     let wake = shared.withLock { shared -> Completion<Void>? in
@@ -181,10 +193,13 @@ public final class Pacer: Node {
     apply(context)
   }
 
-  /// A muted pacer presents nothing: the anchor does not wait for it, and upstream rests.
-  private func registerWithTimeline(_ context: NodeContext<DecodedFrame>) {
+  /// A muted pacer presents nothing: the anchor does not wait for it, and upstream rests. (`unmuted`: it
+  /// was muted until now, and upstream may have rested.)
+  private func registerWithTimeline(_ context: NodeContext<DecodedFrame>, unmuted: Bool = false) {
     let silent = muted && applied.rate != .normal
-    if muted { context.sendUpstream(.qualityOfService(QualityOfService(silent ? .nothing : .everything))) }
+    if muted || unmuted {
+      context.sendUpstream(.qualityOfService(QualityOfService(silent ? .nothing : .everything)))
+    }
     timeline.register(ObjectIdentifier(self), wake: shared.withLock { $0.wake }, prerolls: prerolls && !silent)
   }
 
@@ -201,11 +216,12 @@ public final class Pacer: Node {
       timer = nil
     }
     let rateChanged = wanted.rate != applied.rate
+    let resumed = applied.paused && !wanted.paused
+    let roleChanged = wanted.muted != applied.muted
+    let wasMuted = applied.muted
     applied = wanted
-    if muted && rateChanged {
-      registerWithTimeline(context)
-      resyncing = applied.rate == .normal
-    }
+    if (muted && rateChanged) || roleChanged { registerWithTimeline(context, unmuted: wasMuted && !muted) }
+    if muted && rateChanged { resyncing = applied.rate == .normal }
     if let frame = pending {
       timer?.cancel()
       timer = nil
@@ -220,6 +236,11 @@ public final class Pacer: Node {
       timer?.cancel()
       timer = nil
       if !applied.paused { releaseEnd(context: context) }
+    } else if resumed {
+      // A frame held when the pause came and shown at once then (a joining branch's first) left the
+      // input suspended: the next one is taken now. (A play that froze there: a second window bound
+      // and paused before its first picture.)
+      context.resumeInput()
     }
   }
 

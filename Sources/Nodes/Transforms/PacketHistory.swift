@@ -73,6 +73,9 @@ public final class PacketHistory: Node {
 
     /// Where the last decodable packet at or before `time` is in `packets`.
     func entry(decodableAt time: MediaTime) -> Int? { entries[entriesHead...].last { packets[$0].time <= time } }
+
+    /// Where the first decodable packet at or after `time` is in `packets`.
+    func entry(decodableFrom time: MediaTime) -> Int? { entries[entriesHead...].first { packets[$0].time >= time } }
   }
 
   /// A history keeping `span` of each track (4 s by default, longer than a camera's GOP and than what
@@ -91,6 +94,15 @@ public final class PacketHistory: Node {
   /// of an older one).
   public func packets(of track: TrackID, decodableAt time: MediaTime, generation: Int) -> [EncodedPacket]? {
     guard generation == self.generation, let history = tracks[track], let entry = history.entry(decodableAt: time)
+    else { return nil }
+    return Array(history.packets[entry...])
+  }
+
+  /// The packets of `track` from its first decodable packet at or after `time` (the next keyframe among
+  /// what was read already) to the newest; nil when none is kept yet, or when the history is not of
+  /// flush `generation`.
+  public func packets(of track: TrackID, decodableFrom time: MediaTime, generation: Int) -> [EncodedPacket]? {
+    guard generation == self.generation, let history = tracks[track], let entry = history.entry(decodableFrom: time)
     else { return nil }
     return Array(history.packets[entry...])
   }

@@ -43,10 +43,12 @@ public final class PlaybackTimeline: Sendable {
     var gaps: [TrackID: [MediaRange]] = [:]
     /// Gaps of every track at once.
     var everywhere: [MediaRange] = []
-    /// Where tracks that came or went while the playback ran count as missing, whatever their gaps: a
-    /// track added late before its gaps are known, a retired one from its retirement on (until it
-    /// returns). The holes skipped before such a change stay skipped, and no instant before it moves.
+    /// Where tracks that came or went while the playback ran count as missing, whatever their gaps
+    /// (a track added late, before its gaps are known): the holes skipped before such a change stay
+    /// skipped, and no instant before it moves. An entry, even empty, marks a track that came or went.
     var unjudged: [TrackID: [MediaRange]] = [:]
+    /// Where retired tracks count as missing from, to the end (until they return).
+    var retiredFrom: [TrackID: MediaTime] = [:]
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
     /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
@@ -274,14 +276,7 @@ public final class PlaybackTimeline: Sendable {
     if state.active.insert(track).inserted {
       // A track added while playing counts as missing up to what plays now: its first frame may come
       // after the others went on into a hole, and that hole stays skipped (nothing shown moves back).
-      if state.unjudged[track] != nil, let anchor = state.anchor {
-        // At a hole's start exactly, the frame after the hole may be on screen already: the hole stays.
-        let playing = Self.playing(at: state.pausedAt ?? now, anchor: anchor, state)
-        let skipping = state.skips.holes.first { $0.start <= playing && playing < $0.end }
-        let end = min(skipping?.end ?? playing, Self.lastInstant)
-        // First in the list: a retirement stays last.
-        state.unjudged[track]?.insert(MediaRange(start: MediaTime(microseconds: .min), end: end), at: 0)
-      }
+      if state.unjudged[track] != nil { Self.missingUntilPlaying(track, now: now, &state) }
       // A track that starts keeping time may close holes the others had.
       wakes = updateHoles(&state)
     }
@@ -291,6 +286,16 @@ public final class PlaybackTimeline: Sendable {
     let instant = Self.instant(
       of: time, anchor: Anchor(clock: anchor.clock, media: anchor.media), skips: state.skips, rate: state.rate)
     return (instant, wakes)
+  }
+
+  /// `track` counts as missing up to what plays at `now`, and to the end of a hole that plays then (at a
+  /// hole's start exactly, the frame after it may be on screen already: the hole stays).
+  private static func missingUntilPlaying(_ track: TrackID, now: ClockInstant, _ state: inout State) {
+    guard let anchor = state.anchor else { return }
+    let playing = Self.playing(at: state.pausedAt ?? now, anchor: anchor, state)
+    let skipping = state.skips.holes.first { $0.start <= playing && playing < $0.end }
+    state.unjudged[track, default: []].append(
+      MediaRange(start: MediaTime(microseconds: .min), end: skipping?.end ?? playing))
   }
 
   /// Where a clock anchored at `now` while playing at `rate` starts: ``startLatency`` later above 1×, at
@@ -436,7 +441,10 @@ public final class PlaybackTimeline: Sendable {
     } else {
       pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
       for track in counted {
-        let gaps = (state.gaps[track] ?? []) + (state.unjudged[track] ?? [])
+        var gaps = (state.gaps[track] ?? []) + (state.unjudged[track] ?? [])
+        if let retired = state.retiredFrom[track] {
+          gaps.append(MediaRange(start: retired, end: MediaTime(microseconds: .max)))
+        }
         pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }
       }
     }
@@ -454,22 +462,22 @@ public final class PlaybackTimeline: Sendable {
   /// Until the next ``reset()`` (after a seek every track's gaps are known from the target).
   /// A track retired before (``retire(_:from:now:)``) returns: it counts as missing from its retirement
   /// until `judgedFrom`, as having media or gaps after. `missing`: stretches after `judgedFrom` where the
-  /// track is known to have no media (its gaps in what was read before it was followed).
-  public func add(_ track: TrackID, judgedFrom: MediaTime, missing: [MediaRange] = []) {
-    // A stretch ending at the end of time would read as a retirement.
-    let missing = missing.map { MediaRange(start: $0.start, end: min($0.end, Self.lastInstant)) }
+  /// track is known to have no media (its gaps in what was read before it was followed). A track that
+  /// presented already (an output of it played beside the judged ones) counts as missing up to what plays
+  /// at `now` too, as a track added late does at its first frame: a hole skipped stays skipped.
+  public func add(_ track: TrackID, judgedFrom: MediaTime, missing: [MediaRange] = [], now: ClockInstant) {
     let wakes = mutate { state -> [Completion<Void>] in
       if state.tracks.insert(track).inserted {
         state.unjudged[track] = [MediaRange(start: MediaTime(microseconds: .min), end: judgedFrom)] + missing
-      } else if let retired = state.unjudged[track]?.last, retired.end == Self.forever {
-        state.unjudged[track]?.removeLast()
-        if judgedFrom > retired.start {
-          state.unjudged[track]?.append(MediaRange(start: retired.start, end: judgedFrom))
+      } else if let retired = state.retiredFrom.removeValue(forKey: track) {
+        if judgedFrom > retired {
+          state.unjudged[track, default: []].append(MediaRange(start: retired, end: judgedFrom))
         }
-        state.unjudged[track]?.append(contentsOf: missing)
+        state.unjudged[track, default: []].append(contentsOf: missing)
       } else {
         return []
       }
+      if state.active.contains(track) { Self.missingUntilPlaying(track, now: now, &state) }
       return updateHoles(&state)
     }
     for wake in wakes { wake(()) }
@@ -480,21 +488,18 @@ public final class PlaybackTimeline: Sendable {
   /// have a gap, as in a playback built without it; the instants of what played before stay what they
   /// were (a stretch the others miss that is playing now is skipped from now, not from its start: what
   /// follows it is not put in the past). A ``reset()`` forgets the track (after a seek the playback is
-  /// the one built without it); ``add(_:judgedFrom:missing:)`` brings it back.
+  /// the one built without it); ``add(_:judgedFrom:missing:now:)`` brings it back.
   public func retire(_ track: TrackID, from: MediaTime, now: ClockInstant) {
     let wakes = mutate { state -> [Completion<Void>] in
-      guard state.tracks.contains(track), state.unjudged[track]?.last?.end != Self.forever else { return [] }
+      guard state.tracks.contains(track), state.retiredFrom[track] == nil else { return [] }
       let playing = state.anchor.map { Self.playing(at: state.pausedAt ?? now, anchor: $0, state) } ?? from
-      state.unjudged[track, default: []].append(MediaRange(start: max(from, playing), end: Self.forever))
+      state.retiredFrom[track] = max(from, playing)
+      // It went while the playback ran: back, it is judged late (its first frame after its return).
+      if state.unjudged[track] == nil { state.unjudged[track] = [] }
       return updateHoles(&state)
     }
     for wake in wakes { wake(()) }
   }
-
-  /// The end of a retirement: none.
-  private static let forever = MediaTime(microseconds: .max)
-  /// The latest end of anything else.
-  private static let lastInstant = MediaTime(microseconds: .max - 1)
 
   /// Wakes `wake` whenever a hole is found or the anchor is set (one per pacer; a new one replaces the
   /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame
@@ -511,7 +516,8 @@ public final class PlaybackTimeline: Sendable {
       state.gaps = [:]
       state.everywhere = []
       // A retired track is gone; one added late is judged from the flush on, as every other.
-      for (track, ranges) in state.unjudged where ranges.last?.end == Self.forever { state.tracks.remove(track) }
+      state.tracks.subtract(state.retiredFrom.keys)
+      state.retiredFrom = [:]
       state.unjudged = [:]
       state.active = []
       state.offers = [:]

@@ -21,11 +21,12 @@ extension Replay {
     let timeline: PlaybackTimeline
     /// The outputs whose frames may move the position (the first video output, else the first audio);
     /// a driver that leaves hands its place to another output of its track, and the audio one beside
-    /// a picture that drives leaves the list (``Replay/cut(_:track:_:)``).
+    /// a picture that drives to the first audio output left, or leaves the list with the last
+    /// (``Replay/cut(_:track:_:)``).
     var candidates: [OutputID]
     /// The kinds of the candidates, whose tracks the gap detector and the timeline follow: audio joins
-    /// and leaves them while video plays; video joining a play of audio alone would take the position
-    /// over.
+    /// and leaves them while video plays; video joins a play of audio alone (and takes the position
+    /// over).
     var timedKinds: Set<TrackKind>
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
     var hasVideo: Bool { timedKinds.contains(.video) }
@@ -58,23 +59,27 @@ extension Replay {
   }
 
   /// Hangs output `output`'s branch on the running graph (inside a command): true when it joined, false
-  /// when the graph cannot take it without being rebuilt — nothing presents yet, the output is the first
-  /// video output of a play of audio alone (the picture would take the position over and mute the
-  /// sound off 1×), or the play is paused and the graph's history no longer holds what shows the
-  /// position. A video branch takes what the graph reads from now on and presents from the first keyframe
-  /// at or after its `joinsAt` (the position, O18); an audio branch starts at the position itself, from
-  /// what the history kept (every audio packet decodes alone); joining a paused play a branch shows the
-  /// position's frame at once, decoded from the history (what a graph built again would show). The first
-  /// audio output of a play of video becomes a candidate after the video, and the gap detector and the
-  /// timeline follow its track from then on, as in a graph built with it. Nothing is read again.
+  /// when the graph cannot take it without being rebuilt — nothing presents yet, or the play is paused
+  /// and the graph's history no longer holds what shows the position. A video branch presents from the
+  /// first keyframe at or after its `joinsAt` (the position, O18), the history's when it kept one; an
+  /// audio branch starts at the position itself, from what the history kept (every audio packet decodes
+  /// alone); joining a paused play a branch shows the position's frame at once, decoded from the history
+  /// (what a graph built again would show). The first audio output of a play of video becomes a candidate
+  /// after the video; the first video output of a play of audio alone, before the audio (it drives from
+  /// its first frame on), and the audio branches become the sound beside a picture (muted off 1×,
+  /// following it). The gap detector and the timeline follow a first output's track from then on, as in a
+  /// graph built with it. Nothing is read again.
   func join(_ output: ReplayStateMachine.Output, _ state: inout Control) -> Bool {
     guard let graph = state.graph, graph.presents, let attachment = state.attachments[output.id] else { return false }
     let joints = graph.joints
     let firstOfKind = !joints.timedKinds.contains(output.track.kind)
-    guard !firstOfKind || (output.track.kind == .audio && joints.hasVideo) else { return false }
+    // A first picture joins a play of audio alone whose graph lets all video through (its history holds
+    // the next keyframe); a first sound, a play of video.
+    let joinsAsFirst = output.track.kind == .audio ? joints.hasVideo : joints.router.passes(output.track)
+    guard !firstOfKind || joinsAsFirst else { return false }
     let start = BranchStart(
       speed: state.rules.speed, paused: state.rules.paused, presentFrom: output.joinsAt ?? state.rules.target,
-      showsFirstFrameWhilePaused: true, levels: state.levels)
+      showsFirstFrameWhilePaused: state.rules.paused, levels: state.levels)
     // While paused nothing flows (the pacers hold the edges full): the branch shows the position only
     // from the history, read again when the branch starts (on the executor, before the next packet).
     if start.paused,
@@ -92,22 +97,16 @@ extension Replay {
       guard let branch else { return false }
       if firstOfKind {
         // Before the branch's first packet (the gate hands the history on as it starts, on this
-        // executor, after this command): the detector judges the track's gaps from where its packets
-        // passed unaccounted so far, and the silences it saw among them from the position on (what the
-        // gate plays from the history) are its gaps before that. The timeline counts the track as
-        // missing before the position (the holes skipped already stay skipped) and in those silences,
-        // as having media or gaps after. (Without the history's packets from the position, the track
-        // counts as missing until the detector judges it.)
-        let silences = joints.detector.silences(of: output.track, from: start.presentFrom)
-        let passed = joints.detector.follow(audio: output.track) ?? start.presentFrom
-        let kept = joints.history?.holds(
-          output.track, decodableAt: start.presentFrom, generation: state.rules.generation - graph.base)
-        if kept == true {
-          joints.timeline.add(output.track, judgedFrom: start.presentFrom, missing: silences)
+        // executor, after this command).
+        judge(output.track, from: start.presentFrom, in: graph, state)
+        if output.track.kind == .video {
+          // The picture drives from its first frame on (the sound until then), and the sound follows:
+          // muted off 1×, handed ahead to a device that holds it — as in a graph built with both.
+          joints.candidates.insert(output.id, at: 0)
+          for branch in joints.branches.values { branch.yieldsToPicture?() }
         } else {
-          joints.timeline.add(output.track, judgedFrom: passed)
+          joints.candidates.append(output.id)
         }
-        joints.candidates.append(output.id)
         joints.timedKinds.insert(output.track.kind)
       }
       graph.joined(output.id, branch)
@@ -123,40 +122,65 @@ extension Replay {
     return true
   }
 
+  /// Starts judging track `track` in `graph` from `position` on (inside a command, before a branch
+  /// plays it from there): the gap detector follows it from where its packets passed unaccounted so far,
+  /// and the stretches it saw missing among them from the position on are its gaps before that. The
+  /// timeline counts the track as missing before the position (the holes skipped already stay skipped)
+  /// and in those stretches, as having media or gaps after. (Without the history's packets from the
+  /// position, the track counts as missing until the detector judges it.)
+  private func judge(_ track: TrackID, from position: MediaTime, in graph: Graph, _ state: Control) {
+    let joints = graph.joints
+    let missing = joints.detector.missing(of: track, from: position)
+    let followed = track.kind == .video ? joints.detector.follow(video: track) : joints.detector.follow(audio: track)
+    let passed = followed ?? position
+    let kept = joints.history?.holds(track, decodableAt: position, generation: state.rules.generation - graph.base)
+    let now = environment.clock.now
+    if kept == true {
+      joints.timeline.add(track, judgedFrom: position, missing: missing, now: now)
+    } else {
+      joints.timeline.add(track, judgedFrom: passed, now: now)
+    }
+  }
+
   /// Cuts output `id`'s branch from the running graph (inside a command): true when it left, false when
-  /// the graph must be rebuilt without it. An output that may drive the position hands its place to
-  /// another output of its track whose branch presents already (same gap detector, same timeline, frames
-  /// at the same instants: the position goes on from the heir's next frame). Without one, the last audio
-  /// output beside a picture that drives leaves too: from the position on, the gap detector no longer
-  /// judges its track and the timeline no longer counts it for holes, as in a graph built without it.
-  /// Otherwise the graph is rebuilt (another kind would drive: audio unmuted, pacing the play).
+  /// the graph must be rebuilt without it. A candidate (an output that may drive the position or whose
+  /// track is judged) hands its place to its successor (``succession(of:track:_:_:)``): of another audio
+  /// track, that track is judged from the position on in the leaving one's stead (the gap detector
+  /// follows it, the timeline counts it for holes); with none, the sound leaves the play (neither judges
+  /// its track any more, as in a graph built without it). Otherwise the graph is rebuilt (another kind
+  /// would drive: audio unmuted, pacing the play).
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
     guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
     let joints = graph.joints
-    var retires = false
-    if let place = joints.candidates.firstIndex(of: id) {
-      let heir = state.rules.outputs.first {
-        $0.track == track && !joints.candidates.contains($0.id) && joints.branches[$0.id] != nil
-          && state.rules.presents($0.id)
-      }
-      if let heir {
-        joints.candidates[place] = heir.id
-      } else {
-        guard Self.leavesBesideVideo(id, track: track, joints.candidates, state) else { return false }
-        retires = true
-      }
+    let place = joints.candidates.firstIndex(of: id)
+    var successor: Succession?
+    if place != nil {
+      guard let decided = Self.succession(of: id, track: track, joints, state) else { return false }
+      successor = decided
     }
     do {
       try graph.pipeline.detach(branch.nodes)
     } catch {
       return false
     }
-    if retires {
+    let position = state.rules.recordingStart ?? state.rules.target
+    switch (successor, place) {
+    case (.heir(let heir), let place?):
+      joints.candidates[place] = heir.id
+      if heir.track != track {
+        // Judged first, then the other retired: in between the holes only shrink (a pacer reading the
+        // mapping then waits; it never skips what the new sound plays).
+        joints.detector.unfollow(audio: track)
+        judge(heir.track, from: position, in: graph, state)
+        joints.timeline.retire(track, from: position, now: environment.clock.now)
+      }
+    case (.nobody, _):
       joints.candidates.removeAll { $0 == id }
       joints.timedKinds.remove(.audio)
       joints.detector.unfollow(audio: track)
-      joints.timeline.retire(
-        track, from: state.rules.recordingStart ?? state.rules.target, now: environment.clock.now)
+      joints.timeline.retire(track, from: position, now: environment.clock.now)
+    default:
+      break
     }
     graph.left(id)
     graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
@@ -165,18 +189,35 @@ extension Replay {
     return true
   }
 
-  /// Whether candidate `id`, an audio output without an heir, is the last audio output and leaves the
-  /// play to a video candidate that drives it and presents (it would drive after a rebuild as well:
-  /// nothing else changes hands). Another audio output left (of another channel, or not presenting yet)
-  /// would become the audio a rebuilt graph judges: the graph is rebuilt.
-  private static func leavesBesideVideo(
-    _ id: OutputID, track: TrackID, _ candidates: [OutputID], _ state: Control
-  ) -> Bool {
-    guard track.kind == .audio, !state.rules.outputs.contains(where: { $0.track.kind == .audio }),
-      let driver = state.rules.driver(of: candidates), driver != id, state.rules.presents(driver),
-      state.rules.outputs.first(where: { $0.id == driver })?.track.kind == .video
-    else { return false }
-    return true
+  /// Who takes a leaving candidate's place.
+  private enum Succession {
+    /// This output.
+    case heir(ReplayStateMachine.Output)
+    /// Nobody: the last audio output left beside a picture that drives; the sound leaves the play.
+    case nobody
+  }
+
+  /// Who takes candidate `id`'s place (its output just unbound), nil when the graph must be rebuilt.
+  /// An audio candidate leaving a play that a presenting video candidate drives (the picture drives after
+  /// a rebuild as well: nothing else changes hands): the first audio output left — the one a graph built
+  /// again would judge — when its branch is in the graph and has not failed, nobody when none is left.
+  /// Otherwise another output of its track whose branch presents already (same gap detector, same
+  /// timeline, frames at the same instants: the position goes on from the heir's next frame).
+  private static func succession(
+    of id: OutputID, track: TrackID, _ joints: Joints, _ state: Control
+  ) -> Succession? {
+    if track.kind == .audio, let driver = state.rules.driver(of: joints.candidates), driver != id,
+      state.rules.presents(driver), state.rules.outputs.first(where: { $0.id == driver })?.track.kind == .video
+    {
+      guard let heir = state.rules.outputs.first(where: { $0.track.kind == .audio }) else { return .nobody }
+      guard joints.branches[heir.id] != nil, !state.rules.failed(heir.id) else { return nil }
+      return .heir(heir)
+    }
+    let heir = state.rules.outputs.first {
+      $0.track == track && !joints.candidates.contains($0.id) && joints.branches[$0.id] != nil
+        && state.rules.presents($0.id)
+    }
+    return heir.map(Succession.heir)
   }
 
   /// Lets `tracks` through `graph`'s router, noting those it did not let through before (inside a

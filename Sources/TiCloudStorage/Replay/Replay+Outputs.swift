@@ -9,8 +9,9 @@ extension Replay {
   /// Presents the video of `channel` to `renderer`; `events` hears of the branch's first frame, its end
   /// and its own failure, on the environment's executor (not through `deliver`). Bound while a play
   /// runs, the output's branch joins the running graph (nothing is read again; the first video output of
-  /// a play of audio alone rebuilds it from the position) and starts at the next keyframe (audio: at the
-  /// position; while paused: at once with the position's frame).
+  /// a play of audio alone drives the position from its first frame on, the sound following it) and
+  /// starts at the next keyframe (audio: at the position; while paused: at once with the position's
+  /// frame).
   @discardableResult
   package func bindVideo(
     channel: UInt8, renderer: any VideoRenderer, events: (@Sendable (OutputEvent) -> Void)? = nil
@@ -39,8 +40,7 @@ extension Replay {
     let (id, restart) = perform { state -> (OutputID, Bool) in
       let (id, active) = state.rules.bind(track)
       state.attachments[id] = Attachment(target: target, volume: volume, events: events)
-      // The running graph takes the output's branch in; only an output that changes who drives the
-      // position (the first video output of a play of audio alone) rebuilds it.
+      // The running graph takes the output's branch in; it is rebuilt when it cannot (see `join`).
       guard active, let output = state.rules.outputs.last, output.id == id else { return (id, active) }
       return (id, !join(output, &state))
     }
@@ -49,9 +49,9 @@ extension Replay {
   }
 
   /// Removes an output. The play goes on for the others (its branch leaves the running graph; an output
-  /// that drove the position hands its place to another output of its track that presents, the last
-  /// audio output beside a picture that drives leaves in place too, and only otherwise is the graph
-  /// rebuilt); when none is left the replay stops reading
+  /// that drove the position hands its place to another output of its track that presents, the sound
+  /// beside a picture that drives goes to the first audio output left or leaves with the last, and only
+  /// otherwise is the graph rebuilt); when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
   package func unbind(_ id: OutputID) {
     // The output's renderer or device is let go here, after the command: its deinit (a window that

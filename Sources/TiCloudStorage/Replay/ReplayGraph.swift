@@ -1,6 +1,7 @@
 import Foundation
 import Nodes
 import PipelineGraph
+import Synchronization
 
 /// The graph a Replay plays with, and how it is built and started.
 extension Replay {
@@ -67,6 +68,10 @@ extension Replay {
     let nodes: [any Node]
     let pacer: Pacer
     let isVideo: Bool
+    /// An audio branch of a play of audio alone becoming the sound beside a picture that joined: muted
+    /// off 1×, handed ahead to a device that holds it, the play's clock following it (as if built with
+    /// the picture). Nil for the others.
+    var yieldsToPicture: (() -> Void)? = nil
   }
 
   /// The branches' pacers as the getters read them (the branches themselves are the executor's).
@@ -170,9 +175,11 @@ extension Replay {
     let verifier = try SegmentVerifier()
     let demuxer = SegmentDemuxer(startingAt: range.start, endingAt: range.end)
     // All audio passes as well when outputs present (a few kilobytes a second): an audio output that
-    // joins starts at the position from the history, not from what is read next.
-    let router = TrackRouter(
-      tracks: Set(plan.bindings.map(\.track)).union(plan.recordedTracks), kinds: plan.bindings.isEmpty ? [] : [.audio])
+    // joins starts at the position from the history, not from what is read next. Without a picture all
+    // video passes too: a first video output joins at the next keyframe the history kept (what is read
+    // next lies seconds of sound ahead: the edges hold packets, not time).
+    let kinds: Set<TrackKind> = plan.bindings.isEmpty ? [] : primaryVideo == nil ? [.audio, .video] : [.audio]
+    let router = TrackRouter(tracks: Set(plan.bindings.map(\.track)).union(plan.recordedTracks), kinds: kinds)
     let detector = GapDetector(
       configuration: .init(range: range, videoTrack: primaryVideo?.track, audioTrack: primaryAudio?.track))
     // The outputs' branches hang on the history: one joining a paused play shows the position from it.
@@ -279,6 +286,7 @@ extension Replay {
     let present: @Sendable (DecodedFrame) -> Void
     /// What a flush of the branch does beside the Replay's rules (an audio device drops what it holds).
     var flushed: @Sendable () -> Void = {}
+    var yieldsToPicture: (() -> Void)?
     switch binding.attachment.target {
     case .video(let renderer):
       // A seek while paused shows the target's frame (R35); a play never starts paused. The clock starts
@@ -288,7 +296,7 @@ extension Replay {
       // output that joins a running play holds back nothing.
       pacer = Pacer(
         name: "\(name)Pacer", rate: start.speed.rate, paused: start.paused, presentFrom: presentFrom,
-        showsFirstFrameWhilePaused: start.showsFirstFrameWhilePaused || joining != nil,
+        showsFirstFrameWhilePaused: start.showsFirstFrameWhilePaused,
         showsFirstFrameAfterSeek: true, timeline: timeline, prerolls: joining == nil, prerollsAfterSeek: true)
       present = { renderer.render($0) }
     case .audio(let device):
@@ -297,11 +305,19 @@ extension Replay {
       // With a picture to keep in step, a device that says how long it holds what it plays gets its
       // audio ahead by the lead, and the play's clock (a SlewedClock) follows what it actually plays: the
       // audio master clock. Alone, audio paces the position itself (a lead would put it ahead).
-      let clock = !audioOnly && device.latency != nil ? environment.clock as? SlewedClock : nil
-      let lead = clock == nil ? MediaDuration.zero : Pacer.audioLead
-      pacer = Pacer(
+      let slewed = device.latency != nil ? environment.clock as? SlewedClock : nil
+      let follows = FollowsClock(!audioOnly && slewed != nil)
+      let lead = slewed == nil ? MediaDuration.zero : Pacer.audioLead
+      let branchPacer = Pacer(
         name: "\(name)Pacer", rate: start.speed.rate, paused: start.paused, presentFrom: presentFrom,
-        muted: !audioOnly, timeline: timeline, prerolls: false, lead: lead)
+        muted: !audioOnly, timeline: timeline, prerolls: false, lead: follows.value ? lead : .zero)
+      pacer = branchPacer
+      if audioOnly {
+        yieldsToPicture = {
+          branchPacer.setRole(muted: true, lead: lead)
+          follows.value = slewed != nil
+        }
+      }
       // Speed and volume as published: an audio frame takes no Replay lock.
       let levels = LevelsReader(start.levels)
       // On the executor, in order with the frames: nothing the device holds from before a seek is heard
@@ -310,8 +326,8 @@ extension Replay {
       present = { frame in
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
-        guard let clock else { return device.play(frame, volume: volume) }
-        device.play(frame, volume: volume, in: timeline, following: clock)
+        guard let slewed, follows.value else { return device.play(frame, volume: volume) }
+        device.play(frame, volume: volume, in: timeline, following: slewed)
       }
     }
     let video = binding.isVideo
@@ -334,11 +350,13 @@ extension Replay {
     var nodes: [any Node] = [decoder, pacer, sink]
     if let joining {
       // Joining a paused play, the branch shows the position at once from what the graph read already;
-      // a running one starts at the next keyframe (O18), or at the position for audio (each of its
-      // packets decodes alone: what the history kept from there on is what a new graph would play).
-      let fromHistory = start.paused || !binding.isVideo
+      // a running one starts at the next keyframe (O18) read already, or at the position for audio
+      // (each of its packets decodes alone: what the history kept from there on is what a new graph
+      // would play).
+      let showing = start.paused || !binding.isVideo
       let gate = KeyframeGate(
-        name: "\(name)Gate", track: binding.track, opensAt: joining, history: fromHistory ? history : nil)
+        name: "\(name)Gate", track: binding.track, opensAt: joining, history: history,
+        start: showing ? .showing : .nextKeyframe)
       pipeline.connect(history, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       pipeline.connect(gate, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       nodes.append(gate)
@@ -348,7 +366,7 @@ extension Replay {
     // Few decoded pictures wait for their instant: memory stays small at any speed.
     pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 1 : 16))
     pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: binding.isVideo ? 2 : 4))
-    return Branch(nodes: nodes, pacer: pacer, isVideo: binding.isVideo)
+    return Branch(nodes: nodes, pacer: pacer, isVideo: binding.isVideo, yieldsToPicture: yieldsToPicture)
   }
 }
 
@@ -361,4 +379,17 @@ final class LevelsReader: @unchecked Sendable {
 
   /// The levels now (one atomic load unless they changed).
   var current: Replay.AudioLevels { reader.current }
+}
+
+/// Whether an audio branch's device follows the play's `SlewedClock` (a picture paces the play): set
+/// when a first picture joins a play of audio alone, read per frame on the branch's executor.
+final class FollowsClock: Sendable {
+  private let flag: Atomic<Bool>
+
+  init(_ value: Bool) { flag = Atomic(value) }
+
+  var value: Bool {
+    get { flag.load(ordering: .acquiring) }
+    set { flag.store(newValue, ordering: .releasing) }
+  }
 }

@@ -265,6 +265,9 @@ struct ReplayStateMachine {
   /// has not failed): one that may take the position over from a driver that leaves.
   func presents(_ id: Replay.OutputID) -> Bool { presentingOutputs.contains(id) && !failedOutputs.contains(id) }
 
+  /// Whether output `id` failed in the current play (its branch presents nothing more).
+  func failed(_ id: Replay.OutputID) -> Bool { failedOutputs.contains(id) }
+
   /// Which of `candidates` (the first video output, the first audio output) moves the position and
   /// reports the gaps: the first that has not failed, unless it has presented nothing since the play or
   /// the seek while a later one has presented for ``PlaybackTimeline/prerollLimit`` of media — then that
