@@ -74,6 +74,13 @@ public struct LibrarySynthesizer {
     /// Stretches where the ``otherAudioChannels`` carry nothing, inside the objects (they cut none):
     /// (offset seconds, length seconds).
     public var otherAudioGaps: [(offset: Int, length: Int)] = []
+    /// More video channels carrying the same picture as ``videoChannel`` (a camera's other lens), but
+    /// for ``otherVideoGaps``.
+    public var otherVideoChannels: [UInt8] = []
+    /// Stretches where the ``otherVideoChannels`` carry nothing, each in objects of its own (a stretch
+    /// that does not end at a keyframe leaves the frames after it undecodable until the next): (offset
+    /// seconds, length seconds).
+    public var otherVideoGaps: [(offset: Int, length: Int)] = []
     /// Changes of the video's parameters.
     public var videoChanges: [VideoChange] = []
     /// The device id written to the index.

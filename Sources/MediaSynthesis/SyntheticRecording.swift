@@ -25,6 +25,8 @@ public final class SyntheticRecording {
   private let videoHoles: [(Int64, Int64)]
   /// Stretches where the other audio channels carry nothing.
   private let otherAudioHoles: [(Int64, Int64)]
+  /// Stretches where the other video channels carry nothing.
+  private let otherVideoHoles: [(Int64, Int64)]
   private let boundaries: [Int64]
   private var nextBoundary = 0
   private var video: TestPatternEncoder
@@ -54,15 +56,16 @@ public final class SyntheticRecording {
       throw MediaError(
         .invalidArgument, "the recording must lie in representable time, last at most a year, ≤ 1000 fps")
     }
-    for gap in o.gaps + o.videoGaps + o.otherAudioGaps
+    for gap in o.gaps + o.videoGaps + o.otherAudioGaps + o.otherVideoGaps
     where gap.offset < 0 || gap.length <= 0 || gap.offset > o.durationSeconds
       || gap.length > o.durationSeconds
     {
       throw MediaError(.invalidArgument, "gap \(gap.offset):\(gap.length) does not lie inside the recording")
     }
-    guard !o.otherAudioChannels.contains(o.audioChannel), Set(o.otherAudioChannels).count == o.otherAudioChannels.count
+    guard !o.otherAudioChannels.contains(o.audioChannel), Set(o.otherAudioChannels).count == o.otherAudioChannels.count,
+      !o.otherVideoChannels.contains(o.videoChannel), Set(o.otherVideoChannels).count == o.otherVideoChannels.count
     else {
-      throw MediaError(.invalidArgument, "the other audio channels must differ from the audio channel and each other")
+      throw MediaError(.invalidArgument, "the other channels must differ from the first of their kind and each other")
     }
     for change in o.videoChanges where change.offsetSeconds < 0 || change.offsetSeconds > o.durationSeconds {
       throw MediaError(
@@ -81,13 +84,16 @@ public final class SyntheticRecording {
     otherAudioHoles = o.otherAudioGaps.map {
       (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
     }
+    otherVideoHoles = o.otherVideoGaps.map {
+      (o.startMilliseconds + Int64($0.offset) * 1000, o.startMilliseconds + Int64($0.offset + $0.length) * 1000)
+    }
     var cuts = Set<Int64>([start, end])
     var t = start
     while t < end {
       cuts.insert(t)
       t += Int64(o.segmentSeconds) * 1000
     }
-    for hole in holes + videoHoles { cuts.formUnion([hole.0, hole.1]) }
+    for hole in holes + videoHoles + otherVideoHoles { cuts.formUnion([hole.0, hole.1]) }
     for change in o.videoChanges where change.startsObject { cuts.insert(start + Int64(change.offsetSeconds) * 1000) }
     boundaries = cuts.filter {
       $0 >= o.startMilliseconds && $0 <= o.startMilliseconds + Int64(o.durationSeconds) * 1000
@@ -131,7 +137,10 @@ public final class SyntheticRecording {
         iv: key == nil ? nil : randomBytes(16))
       let id = String(objectStart)
       var tracks: [RecordingIndex.Segment.Track] = []
-      for track in [videoTrack, audioTrack] + options.otherAudioChannels.map({ TrackID(.audio, channel: $0) }) {
+      let others =
+        options.otherVideoChannels.map { TrackID(.video, channel: $0) }
+        + options.otherAudioChannels.map { TrackID(.audio, channel: $0) }
+      for track in [videoTrack, audioTrack] + others {
         if let codec = sorted.first(where: { $0.track == track })?.codec {
           tracks.append(.init(kind: track.kind.description, channelId: Int(track.channel), codec: codec.description))
         }
@@ -144,17 +153,23 @@ public final class SyntheticRecording {
     return nil
   }
 
-  /// The audio records of `records` again on each of the other audio channels, but in their holes.
+  /// The records of `records` again on each of the other channels of their kind, but in their holes.
   private func copies(of records: [SegmentRecord]) -> [SegmentRecord] {
-    let sound = records.filter { record in
-      record.track == audioTrack
-        && !otherAudioHoles.contains { record.timestampMilliseconds >= $0.0 && record.timestampMilliseconds < $0.1 }
-    }
-    return options.otherAudioChannels.flatMap { channel in
-      sound.map { record in
-        var copy = record
-        copy.track = TrackID(.audio, channel: channel)
-        return copy
+    let kinds = [
+      (audioTrack, otherAudioHoles, options.otherAudioChannels, TrackKind.audio),
+      (videoTrack, otherVideoHoles, options.otherVideoChannels, TrackKind.video),
+    ]
+    return kinds.flatMap { track, holes, channels, kind in
+      let kept = records.filter { record in
+        record.track == track
+          && !holes.contains { record.timestampMilliseconds >= $0.0 && record.timestampMilliseconds < $0.1 }
+      }
+      return channels.flatMap { channel in
+        kept.map { record in
+          var copy = record
+          copy.track = TrackID(kind, channel: channel)
+          return copy
+        }
       }
     }
   }

@@ -55,6 +55,8 @@ public final class FrameDecoder: Node {
   /// Frames decoded so far.
   public private(set) var framesDecoded = 0
   private var skipping = false
+  /// The time of the track's last packet taken (nil before the first, and after a flush).
+  private var lastTaken: MediaTime?
 
   /// Creates a decoder for `track` with `threads` decoding threads (``defaultThreads`` unless said).
   public init(
@@ -70,6 +72,7 @@ public final class FrameDecoder: Node {
   /// Decodes one packet and emits the frames it completes.
   public func process(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
     guard input.track == track else { return }
+    lastTaken = input.time
     guard !discardsAll else {
       // What the decoder holds would refer to packets it never gets: it reopens when decoding resumes.
       decoder = nil
@@ -144,9 +147,10 @@ public final class FrameDecoder: Node {
       // The same format announced again (after a seek the demuxer announces what it reads) keeps the open
       // codec, from the next keyframe; another format reopens it.
       try drain(context: context, resetting: change.format == decoder?.format)
-    case .gap(let gap) where gap.concerns(track):
+    case .gap(let gap) where gap.concerns(track) && lastTaken.map({ $0 < gap.range.end }) ?? true:
       // Only this track's gaps: an audio gap between a keyframe and the frames that refer to it must not
-      // reset the video decoder.
+      // reset the video decoder. Nor does a gap that ended before the last packet taken (one found late,
+      // among what passed before a branch joined): the packets after it decode on.
       try drain(context: context, resetting: true)
     default:
       break
@@ -173,5 +177,6 @@ public final class FrameDecoder: Node {
     decoder?.reset()
     skipping = false
     retained = []
+    lastTaken = nil
   }
 }

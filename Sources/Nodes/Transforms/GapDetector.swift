@@ -116,6 +116,9 @@ public final class GapDetector: Node {
   /// stretches missing among them (``missing(of:from:)``). One entry a track: one hash lookup per such
   /// packet.
   private var unaccounted: [TrackID: Unaccounted] = [:]
+  /// Gaps of a track followed late, found among what passed before (``announceMissing(of:from:)``): sent
+  /// before the next packet or event.
+  private var announced: [RecordingGap] = []
 
   /// What passed of one track unaccounted for.
   private struct Unaccounted {
@@ -130,12 +133,22 @@ public final class GapDetector: Node {
     /// a picture's judged in decode order), in order: those that end within
     /// ``GapDetector/keptMissingSpan`` of the last packet.
     var missing: [MediaRange] = []
+    /// Video after a hole, or at the start: pictures before the next keyframe do not decode and count as
+    /// missing (as a followed track drops them).
+    var awaitsKeyframe = false
 
-    /// `packet`, ending at `end`, passed.
-    mutating func pass(_ packet: EncodedPacket, end: MediaTime) {
-      let tolerance = packet.track.kind == .video ? GapDetector.videoTolerance : GapDetector.audioTolerance
-      let decodeEnd = packet.decodeTime.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
-      if packet.decodeTime > ((try? decodedThrough + tolerance) ?? packet.decodeTime), packet.time > passed {
+    /// `packet`, ending at `end` (and at `decodeEnd` in decode order), passed.
+    mutating func pass(_ packet: EncodedPacket, end: MediaTime, decodeEnd: MediaTime) {
+      let video = packet.track.kind == .video
+      let tolerance = video ? GapDetector.videoTolerance : GapDetector.audioTolerance
+      let hole = packet.decodeTime > ((try? decodedThrough + tolerance) ?? packet.decodeTime)
+      // Not followed: the stretch missing runs on to the keyframe, where it is noted.
+      if video && (awaitsKeyframe || hole) && !packet.isKeyframe {
+        awaitsKeyframe = true
+        return
+      }
+      awaitsKeyframe = false
+      if hole, packet.time > passed {
         missing.append(MediaRange(start: passed, end: packet.time))
         let horizon = (try? packet.time - GapDetector.keptMissingSpan) ?? packet.time
         if missing[0].end < horizon { missing.removeAll { $0.end < horizon } }
@@ -176,9 +189,9 @@ public final class GapDetector: Node {
 
   /// Starts accounting for video track `track` while the stream runs (a first video output joined a
   /// replay of audio: the picture paces the play from then on), as ``follow(audio:)`` does for audio. What
-  /// of it passed unaccounted for decodes on from where it ends (no keyframe is awaited there: a branch
-  /// decodes it); with nothing passed, its first packet must be a keyframe. Nil when a video track is
-  /// accounted for already. On the pipeline's executor.
+  /// of it passed unaccounted for decodes on from where it ends (no keyframe is awaited there, unless
+  /// what passed last was a hole: a branch decodes it); with nothing passed, its first packet must be a
+  /// keyframe. Nil when a video track is accounted for already. On the pipeline's executor.
   @discardableResult
   public func follow(video track: TrackID) -> MediaTime? {
     guard video == nil else { return nil }
@@ -186,8 +199,8 @@ public final class GapDetector: Node {
     let passed = unaccounted[track]
     let start = passed?.passed ?? audio?.through ?? configuration.range.start
     video = Account(
-      track: track, through: start, decodedThrough: passed?.decodedThrough, needsKeyframe: passed == nil,
-      factsSent: start)
+      track: track, through: start, decodedThrough: passed?.decodedThrough,
+      needsKeyframe: passed?.awaitsKeyframe ?? true, factsSent: start)
     return start
   }
 
@@ -197,23 +210,41 @@ public final class GapDetector: Node {
   /// ``follow(audio:)`` takes it back from the end of what passed. On the pipeline's executor.
   public func unfollow(audio track: TrackID) {
     guard let account = audio, account.track == track else { return }
-    // What passed before was accounted for (its gaps sent): nothing is known missing before what passes
-    // next.
-    let through = max(unaccounted[track]?.passed ?? account.through, account.through)
-    let entry = Unaccounted(first: MediaTime(microseconds: .min), passed: through, decodedThrough: through)
-    unaccounted[track, default: entry].passed = through
-    unaccounted[track]?.decodedThrough = through
+    passUnaccounted(account)
     audio = nil
     configuration.audioTrack = nil
+  }
+
+  /// Stops accounting for video track `track` while the stream runs (the picture that drove a replay
+  /// left, another channel's taking its place), as ``unfollow(audio:)`` does for audio;
+  /// ``follow(video:)`` takes it back, decoding on from the end of what passed. On the pipeline's
+  /// executor.
+  public func unfollow(video track: TrackID) {
+    guard let account = video, account.track == track else { return }
+    passUnaccounted(account)
+    video = nil
+    configuration.videoTrack = nil
+  }
+
+  /// `account`'s track passes unaccounted for from here. What passed before was accounted for (its gaps
+  /// sent): nothing is known missing before what passes next.
+  private func passUnaccounted(_ account: Account) {
+    let track = account.track
+    let through = max(unaccounted[track]?.passed ?? account.through, account.through)
+    let decoded = max(unaccounted[track]?.decodedThrough ?? through, account.decodedThrough ?? through)
+    let entry = Unaccounted(first: MediaTime(microseconds: .min), passed: through, decodedThrough: decoded)
+    unaccounted[track, default: entry].passed = through
+    unaccounted[track]?.decodedThrough = decoded
+    unaccounted[track]?.awaitsKeyframe = account.needsKeyframe
   }
 
   /// The stretches where track `track` has no media among its packets that passed unaccounted for (by
   /// this node's rules: longer than ``audioTolerance`` for audio, than a millisecond for video, judged
   /// in decode order), from `time` on — what a branch joining at `time` plays of it is judged by them —
-  /// up to where ``follow(audio:)`` or ``follow(video:)`` would start accounting for it. Empty when none
-  /// of its packets passed since the last flush. On the pipeline's executor.
-  public func missing(of track: TrackID, from time: MediaTime) -> [MediaRange] {
-    guard let entry = unaccounted[track] else { return [] }
+  /// up to where ``follow(audio:)`` or ``follow(video:)`` would start accounting for it. Nil when none of
+  /// its packets passed since the last flush (nothing is known of it). On the pipeline's executor.
+  public func missing(of track: TrackID, from time: MediaTime) -> [MediaRange]? {
+    guard let entry = unaccounted[track] else { return nil }
     let tolerance = track.kind == .video ? Self.videoTolerance : Self.audioTolerance
     let first = entry.first
     let before = first > ((try? time + tolerance) ?? first) ? [MediaRange(start: time, end: first)] : []
@@ -221,6 +252,27 @@ public final class GapDetector: Node {
       + entry.missing.compactMap { stretch in
         stretch.end > time ? MediaRange(start: max(stretch.start, time), end: stretch.end) : nil
       }
+  }
+
+  /// ``missing(of:from:)``, each stretch also sent as a gap of `track` (clipped to the range, with its
+  /// reasons) before the next packet or event: a branch joining at `time` crosses them after what of the
+  /// track is on its way (a graph that followed the track all along would have sent them ahead of the
+  /// packets after each; the driver of a play reports them). On the pipeline's executor.
+  public func announceMissing(of track: TrackID, from time: MediaTime) -> [MediaRange]? {
+    guard let stretches = missing(of: track, from: time) else { return nil }
+    for stretch in stretches {
+      guard let clipped = stretch.clamped(to: configuration.range) else { continue }
+      let gap = RecordingGap(range: clipped, tracks: [track], reasons: reasons(for: clipped, of: track))
+      gaps.append(gap)
+      announced.append(gap)
+    }
+    return stretches
+  }
+
+  /// Sends the gaps announced since the last packet or event.
+  private func sendAnnounced(_ context: NodeContext<EncodedPacket>) {
+    for gap in announced { context.send(.gap(gap)) }
+    announced = []
   }
 
   /// How far back from the last packet of a track passing unaccounted for the stretches missing among
@@ -233,6 +285,7 @@ public final class GapDetector: Node {
   /// Accounts for a packet and passes it on (a gap first when one ends here); drops media a file cannot
   /// hold.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
+    if !announced.isEmpty { sendAnnounced(context) }
     if input.track == video?.track {
       videoPacket(input, context)
     } else if input.track == audio?.track {
@@ -314,9 +367,20 @@ public final class GapDetector: Node {
 
   /// Notes where a track passing unaccounted for ends, and what is missing among its packets.
   private func passedUnaccounted(_ packet: EncodedPacket) {
-    let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
-    let first = Unaccounted(first: packet.time, passed: packet.time, decodedThrough: packet.decodeTime)
-    unaccounted[packet.track, default: first].pass(packet, end: end)
+    var end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+    var decodeEnd = packet.decodeTime.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+    // A picture lasts until the next one, but not over an object that holds none of the track (as a
+    // followed track is judged: the last picture before a stretch without picture is not stretched over it).
+    if packet.track.kind == .video, let cut = firstObjectStart(after: packet.time, endingBy: end),
+      let duration = try? cut - packet.time
+    {
+      end = cut
+      decodeEnd = packet.decodeTime.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
+    }
+    let first = Unaccounted(
+      first: packet.time, passed: packet.time, decodedThrough: packet.decodeTime,
+      awaitsKeyframe: packet.track.kind == .video)
+    unaccounted[packet.track, default: first].pass(packet, end: end, decodeEnd: decodeEnd)
   }
 
   private func audioPacket(_ packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
@@ -458,6 +522,7 @@ public final class GapDetector: Node {
 
   /// Takes facts (`gap`), notes objects read (`objectStart`, passed on); passes other events on.
   public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
+    if !announced.isEmpty { sendAnnounced(context) }
     switch try MediaEvent(event) {
     case .gap(let gap):
       if let clipped = gap.range.clamped(to: configuration.range) {
@@ -483,6 +548,7 @@ public final class GapDetector: Node {
   /// The stream ended: what is missing up to where upstream stated what there is (the range's end,
   /// unless the source failed) is a gap of each track.
   public func finish(context: NodeContext<EncodedPacket>) throws {
+    if !announced.isEmpty { sendAnnounced(context) }
     let end = max(horizon, min(video?.through ?? horizon, configuration.range.end))
     if var account = video {
       self.end(&account, at: end, tolerance: Self.videoTolerance, context)
@@ -503,6 +569,7 @@ public final class GapDetector: Node {
     objects.removeAll()
     facts.removeAll()
     unaccounted = [:]
+    announced = []
   }
 
   // MARK: Helpers

@@ -36,6 +36,18 @@ extension Replay {
     var routedLate: [TrackID: Int] = [:]
     /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
     var departed: Set<ObjectIdentifier> = []
+    /// A first picture joined a play of audio alone and has not shown a frame yet: the sound paces the
+    /// play until it does.
+    var soundYields = false
+
+    /// A picture showed a frame: after a first picture joined a play of audio alone, the audio branches
+    /// become the sound beside it (muted off 1×, handed ahead to a device that holds it, the play's clock
+    /// following that device), as if built with it. Until then the sound drove the position, as before.
+    func pictureCame() {
+      guard soundYields else { return }
+      soundYields = false
+      for branch in branches.values { branch.yieldsToPicture?() }
+    }
 
     init(
       router: TrackRouter, detector: GapDetector, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
@@ -98,12 +110,14 @@ extension Replay {
       if firstOfKind {
         // Before the branch's first packet (the gate hands the history on as it starts, on this
         // executor, after this command).
-        judge(output.track, from: start.presentFrom, in: graph, state)
+        judge(output.track, from: start.presentFrom, in: graph)
         if output.track.kind == .video {
-          // The picture drives from its first frame on (the sound until then), and the sound follows:
-          // muted off 1×, handed ahead to a device that holds it — as in a graph built with both.
+          // The picture drives from its first frame on (the sound until then: at that frame the sound
+          // follows it, `Joints.pictureCame()`), and the other channels' pictures are let go, as in a
+          // graph built with both.
           joints.candidates.insert(output.id, at: 0)
-          for branch in joints.branches.values { branch.yieldsToPicture?() }
+          joints.soundYields = true
+          joints.router.passWhole([.audio])
         } else {
           joints.candidates.append(output.id)
         }
@@ -126,27 +140,28 @@ extension Replay {
   /// plays it from there): the gap detector follows it from where its packets passed unaccounted so far,
   /// and the stretches it saw missing among them from the position on are its gaps before that. The
   /// timeline counts the track as missing before the position (the holes skipped already stay skipped)
-  /// and in those stretches, as having media or gaps after. (Without the history's packets from the
-  /// position, the track counts as missing until the detector judges it.)
-  private func judge(_ track: TrackID, from position: MediaTime, in graph: Graph, _ state: Control) {
+  /// and in those stretches, as having media or gaps after. (When none of its packets passed the
+  /// detector yet, the track counts as missing until the detector judges it.)
+  private func judge(_ track: TrackID, from position: MediaTime, in graph: Graph) {
     let joints = graph.joints
-    let missing = joints.detector.missing(of: track, from: position)
+    // Sent as gaps too: the branch crosses them as in a graph built with the track (a picture that
+    // drives reports them).
+    let missing = joints.detector.announceMissing(of: track, from: position)
     let followed = track.kind == .video ? joints.detector.follow(video: track) : joints.detector.follow(audio: track)
-    let passed = followed ?? position
-    let kept = joints.history?.holds(track, decodableAt: position, generation: state.rules.generation - graph.base)
     let now = environment.clock.now
-    if kept == true {
+    if let missing {
       joints.timeline.add(track, judgedFrom: position, missing: missing, now: now)
     } else {
-      joints.timeline.add(track, judgedFrom: passed, now: now)
+      joints.timeline.add(track, judgedFrom: followed ?? position, now: now)
     }
   }
 
   /// Cuts output `id`'s branch from the running graph (inside a command): true when it left, false when
   /// the graph must be rebuilt without it. A candidate (an output that may drive the position or whose
-  /// track is judged) hands its place to its successor (``succession(of:track:_:_:)``): of another audio
-  /// track, that track is judged from the position on in the leaving one's stead (the gap detector
-  /// follows it, the timeline counts it for holes); with none, the sound leaves the play (neither judges
+  /// track is judged) hands its place to its successor (``succession(of:track:_:_:)``): of another track
+  /// (another channel's sound or picture), that track is judged from the position on in the leaving
+  /// one's stead (the gap detector follows it, the timeline counts it for holes); with none, the sound
+  /// leaves the play (neither judges
   /// its track any more, as in a graph built without it). Otherwise the graph is rebuilt (another kind
   /// would drive: audio unmuted, pacing the play).
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
@@ -169,9 +184,13 @@ extension Replay {
       joints.candidates[place] = heir.id
       if heir.track != track {
         // Judged first, then the other retired: in between the holes only shrink (a pacer reading the
-        // mapping then waits; it never skips what the new sound plays).
-        joints.detector.unfollow(audio: track)
-        judge(heir.track, from: position, in: graph, state)
+        // mapping then waits; it never skips what the new track plays).
+        if track.kind == .video {
+          joints.detector.unfollow(video: track)
+        } else {
+          joints.detector.unfollow(audio: track)
+        }
+        judge(heir.track, from: position, in: graph)
         joints.timeline.retire(track, from: position, now: environment.clock.now)
       }
     case (.nobody, _):
@@ -202,7 +221,9 @@ extension Replay {
   /// a rebuild as well: nothing else changes hands): the first audio output left — the one a graph built
   /// again would judge — when its branch is in the graph and has not failed, nobody when none is left.
   /// Otherwise another output of its track whose branch presents already (same gap detector, same
-  /// timeline, frames at the same instants: the position goes on from the heir's next frame).
+  /// timeline, frames at the same instants: the position goes on from the heir's next frame); without
+  /// one, for a picture, the first video output left when it presents (another channel's: a camera's
+  /// other lens, judged from the position on in its stead).
   private static func succession(
     of id: OutputID, track: TrackID, _ joints: Joints, _ state: Control
   ) -> Succession? {
@@ -217,7 +238,11 @@ extension Replay {
       $0.track == track && !joints.candidates.contains($0.id) && joints.branches[$0.id] != nil
         && state.rules.presents($0.id)
     }
-    return heir.map(Succession.heir)
+    if let heir { return .heir(heir) }
+    guard track.kind == .video, let other = state.rules.outputs.first(where: { $0.track.kind == .video }),
+      joints.branches[other.id] != nil, state.rules.presents(other.id)
+    else { return nil }
+    return .heir(other)
   }
 
   /// Lets `tracks` through `graph`'s router, noting those it did not let through before (inside a
