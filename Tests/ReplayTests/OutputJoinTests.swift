@@ -698,6 +698,32 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
+  @Test("a picture joining a play of audio alone just before a hole: the hole is reported once")
+  func theFirstVideoBeforeAHole() throws {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.gaps = [(offset: 5, length: 1)]
+    let reference = try ReplayHarness(audio: true, options: options)
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(audio: true, options: options)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(4_500))
+    let graph = try #require(harness.replay.activeGraph)
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 0, renderer: view)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // The sound, driving until the picture's first frame (6 s), reported the hole (as the sound's
+    // records bound it); the picture's copy of it, sent when its channel began to be judged, comes
+    // after that frame and is not reported again.
+    let hole = try #require(reference.log.gaps.first?.range)
+    #expect(reference.log.gaps.count == 1 && harness.log.gaps.count == 1, "\(harness.log.gaps)")
+    #expect(harness.log.gaps.allSatisfy { $0.range.overlaps(hole) && $0.tracks.allSatisfy { $0.kind == .audio } })
+    #expect(view.frames.first?.media == harness.media(6_000) && view.frames.count == 150)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("a picture joining a play of audio alone at 4×: the sound is muted from then on, the picture paces the play")
   func theFirstVideoJoinsFast() throws {
     let harness = try ReplayHarness(seconds: 30, audio: true)

@@ -40,11 +40,12 @@ extension Replay {
     /// play until it does.
     var soundYields = false
 
-    /// A picture showed a frame: after a first picture joined a play of audio alone, the audio branches
-    /// become the sound beside it (muted off 1×, handed ahead to a device that holds it, the play's clock
-    /// following that device), as if built with it. Until then the sound drove the position, as before.
-    func pictureCame() {
-      guard soundYields else { return }
+    /// Output `id`'s picture showed a frame: when it is the picture that joined a play of audio alone
+    /// (the first candidate), the audio branches become the sound beside it (muted off 1×, handed ahead
+    /// to a device that holds it, the play's clock following that device), as if built with it. Until
+    /// then the sound drove the position, as before.
+    func pictureCame(by id: OutputID) {
+      guard soundYields, candidates.first == id else { return }
       soundYields = false
       for branch in branches.values { branch.yieldsToPicture?() }
     }
@@ -113,11 +114,10 @@ extension Replay {
         judge(output.track, from: start.presentFrom, in: graph)
         if output.track.kind == .video {
           // The picture drives from its first frame on (the sound until then: at that frame the sound
-          // follows it, `Joints.pictureCame()`), and the other channels' pictures are let go, as in a
-          // graph built with both.
+          // follows it, `Joints.pictureCame(by:)`). The router goes on letting every picture through: a
+          // channel cut now and routed again later would start mid-picture from the history.
           joints.candidates.insert(output.id, at: 0)
           joints.soundYields = true
-          joints.router.passWhole([.audio])
         } else {
           joints.candidates.append(output.id)
         }

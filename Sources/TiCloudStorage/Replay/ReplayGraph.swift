@@ -339,7 +339,7 @@ extension Replay {
         guard let self, let candidates = joints?.candidates,
           self.presented(frame, by: id, video: video, candidates: candidates, generation: generation + flushes)
         else { return }
-        if video { joints?.pictureCame() }
+        if video { joints?.pictureCame(by: id) }
         present(frame)
       },
       onEvent: { [weak self, weak joints] event, flushes in

@@ -294,6 +294,11 @@ struct ReplayStateMachine {
       if !presentingOutputs.contains(id) { earlyGaps[id, default: []].append(gap) }
       return []
     }
+    // A gap found late (sent when its track began to be judged, behind what was read already) that the
+    // position passed, where the driver before reported one: reported already.
+    if let position, gap.range.end <= position, reportedRanges.contains(where: { $0.overlaps(gap.range) }) {
+      return []
+    }
     return admit([gap])
   }
 
