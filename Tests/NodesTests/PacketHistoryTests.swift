@@ -124,4 +124,51 @@ struct PacketHistoryTests {
     }
     #expect(plain == (100..<150).map { Int64($0) * 40 })
   }
+
+  @Test("a joining gate hands on gaps found late in place: before the first packet at or after each end, once")
+  func aGateHandsOnLateGaps() throws {
+    let history = PacketHistory()
+    let (pipeline, executor, source) = try running(history)
+    source.append((0..<75).map { .item(packet(Int64($0) * 40)) })
+    executor.runUntilIdle()
+    func gap(_ start: Int64, _ end: Int64) -> RecordingGap {
+      RecordingGap(
+        range: MediaRange(startMilliseconds: start, endMilliseconds: end), tracks: [video], reasons: [.notFound])
+    }
+    let (read, ahead, last) = (gap(2_200, 2_400), gap(3_500, 3_600), gap(6_400, 6_600))
+    let other = RecordingGap(
+      range: MediaRange(startMilliseconds: 2_100, endMilliseconds: 2_300), tracks: [audio], reasons: [.notFound])
+    let sink = CollectingSink<EncodedPacket>()
+    try pipeline.attach { pipeline in
+      let gate = KeyframeGate(track: video, opensAt: MediaTime(milliseconds: 2_500), history: history)
+      pipeline.connect(history, to: gate)
+      pipeline.connect(gate, to: sink)
+      // Found among what the history holds (and one ahead of it), as the detector announces them.
+      gate.handOn([read, ahead, other, last])
+    }
+    executor.runUntilIdle()
+    // The detector's copies come behind what was read ahead; the last one before its packets.
+    source.append(
+      (75..<100).map { .item(packet(Int64($0) * 40)) } + [.event(.gap(read)), .event(.gap(ahead)), .event(.gap(last))]
+        + (160..<170).map { .item(packet(Int64($0) * 40)) })
+    executor.runUntilIdle()
+    let order = sink.received.map { entry -> String in
+      switch entry {
+      case .item(let packet): "\(packet.time.microseconds / 1000)"
+      case .event(.gap(let payload)): "gap \((payload as? RecordingGap)?.range.end.milliseconds ?? -1)"
+      case .event: "event"
+      }
+    }
+    let packets = { (range: Range<Int>) in range.map { "\($0 * 40)" } }
+    let expected =
+      packets(50..<60) + ["gap 2400"] + packets(60..<90) + ["gap 3600"] + packets(90..<100)
+      + ["gap 6600"] + packets(160..<170)
+    #expect(order == expected)
+    // A flush drops what was found late: the copy that comes after it passes.
+    _ = pipeline.flush(seekingTo: MediaTime(milliseconds: 0))
+    executor.runUntilIdle()
+    source.append([.event(.gap(read))])
+    executor.runUntilIdle()
+    #expect(sink.events.count { if case .gap = $0 { true } else { false } } == 4)
+  }
 }

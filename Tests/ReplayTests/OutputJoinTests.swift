@@ -502,6 +502,72 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 3 && harness.log.errors.isEmpty)
   }
 
+  @Test(
+    "the last picture leaving a play with sound leaves in place: the sound drives on alone, as in a play of audio alone",
+    arguments: [1_000, 3_000, 6_000])
+  func theLastPictureLeaves(leavingAt: Int) throws {
+    // 2 s without picture from 5 s (the sound goes on), and a hole of both from 9 s to 10 s.
+    var options = Self.pictureMissing
+    options.gaps = [(offset: 9, length: 1)]
+    let reference = try ReplayHarness(audio: true, options: options)
+    reference.replay.unbind(reference.videoOutput)
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(leavingAt))
+    let graph = try #require(harness.replay.activeGraph)
+    let shown = harness.renderer.frames.count
+    #expect(shown > 0)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    #expect(harness.renderer.frames.count == shown)
+    // The sound went on: every frame once, in order, to the end, as in the play of audio alone.
+    let sound = harness.audio.played.map(\.time)
+    #expect(sound == reference.audio.played.map(\.time) && !sound.isEmpty)
+    // From a second after the picture left, each frame at the distance from the one before that it has
+    // in the play of audio alone: nothing waited, the hole skipped.
+    let after = { (harness: ReplayHarness) in
+      harness.audio.instants.filter { $0.media >= harness.media(Int64(leavingAt) + 1_000) }
+    }
+    let steps = { (instants: [(media: Int64, at: Int64)]) in zip(instants, instants.dropFirst()).map { $1.at - $0.at } }
+    #expect(steps(after(harness)) == steps(after(reference)) && after(harness).count > 20)
+    // The stretch without picture was the picture's gap while it drove: reported then.
+    let start = harness.recordingStart
+    let stretch = MediaRange(startMilliseconds: start + 5_000, endMilliseconds: start + 7_000)
+    let expected = (leavingAt > 5_000 ? [stretch] : []) + reference.log.gaps.map(\.range)
+    #expect(harness.log.gaps.map(\.range) == expected && reference.log.gaps.count == 1, "\(harness.log.gaps)")
+    #expect(harness.log.times.last == start + 12_000)
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("the last picture leaving a play at 2×: the sound, muted beside it, paces the play at 2× alone")
+  func theLastPictureLeavesFast() throws {
+    let harness = try ReplayHarness(seconds: 12, audio: true)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.replay.setSpeed(.x2) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    let graph = try #require(harness.replay.activeGraph)
+    let position = try #require(harness.replay.currentTime?.milliseconds)
+    let left = harness.clock.now.microseconds
+    let heard = harness.audio.played.count
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // The position went on to the end at 2× (the rest of the media in half its length), in order.
+    let after = harness.log.times.filter { $0 > position }
+    #expect(after.count > 20 && after.last == harness.recordingStart + 12_000)
+    #expect(zip(after, after.dropFirst()).allSatisfy { $0 <= $1 })
+    let took = harness.clock.now.microseconds - left
+    let expected = (harness.recordingStart + 12_000 - position) * 500
+    #expect(abs(took - expected) <= 300_000, "took \(took) µs for \(expected) µs")
+    // Nothing is heard off 1×.
+    #expect(harness.audio.played.count == heard)
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("the sound leaving inside a stretch without picture: the rest is skipped from then, nothing put in the past")
   func theLastAudioLeavesInsideAStretch() throws {
     let options = Self.pictureMissing
@@ -524,6 +590,20 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
+  /// Plays `harness` (another channel's output bound beside its own) from 0 to 12 s, unbinds `leaving`
+  /// after `milliseconds` (once `before` checked what played) and runs to the end; the graph stays.
+  private func handOver(
+    _ harness: ReplayHarness, leaving: Replay.OutputID, at milliseconds: Int, before: () -> Void = {}
+  ) throws {
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(milliseconds))
+    let graph = try #require(harness.replay.activeGraph)
+    before()
+    harness.replay.unbind(leaving)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+  }
+
   @Test(
     "the picture that drives leaving while another channel's picture presents hands it the position, in place",
     arguments: [(false, 1_000), (false, 3_000), (true, 1_000), (true, 3_000)])
@@ -541,12 +621,7 @@ struct OutputJoinTests {
     let harness = try ReplayHarness(audio: sound, options: options)
     let view = TimedRenderer(clock: harness.clock)
     harness.replay.bindVideo(channel: 2, renderer: view)
-    #expect(harness.play(0, 12_000) == .ok)
-    harness.run(for: .milliseconds(leavingAt))
-    let graph = try #require(harness.replay.activeGraph)
-    harness.replay.unbind(harness.videoOutput)
-    #expect(harness.replay.activeGraph === graph)
-    harness.runToEnd()
+    try handOver(harness, leaving: harness.videoOutput, at: leavingAt)
     // Without sound the stretch is a hole of channel 2: skipped; with it, waited through. As in the
     // reference, where channel 2 drove from the start; its gap is reported.
     let stood = { (frames: [(media: Int64, at: Int64)], harness: ReplayHarness) -> Int64? in
@@ -606,13 +681,9 @@ struct OutputJoinTests {
     let harness = try ReplayHarness(audio: true, options: options)
     let second = TimedAudioDevice(clock: harness.clock)
     harness.replay.bindAudio(channel: 2, device: second)
-    #expect(harness.play(0, 12_000) == .ok)
-    harness.run(for: .milliseconds(leavingAt))
-    let graph = try #require(harness.replay.activeGraph)
-    #expect(!second.played.isEmpty)
-    harness.replay.unbind(try #require(harness.audioOutput))
-    #expect(harness.replay.activeGraph === graph)
-    harness.runToEnd()
+    try handOver(harness, leaving: try #require(harness.audioOutput), at: leavingAt) {
+      #expect(!second.played.isEmpty)
+    }
     // Channel 2 sounds in the stretch without picture: it is waited through, and heard. Silent there,
     // the stretch is a hole of the picture and channel 2: skipped, as in the reference — from the
     // handover on when it came inside the stretch (channel 1's sound of 5 s to 6 s was heard: the
@@ -690,12 +761,24 @@ struct OutputJoinTests {
     let expected = [MediaRange(startMilliseconds: start + 5_000, endMilliseconds: start + 6_000)]
     #expect(reference.log.gaps.map(\.range) == expected)
     #expect(harness.log.gaps.map(\.range) == expected, "\(harness.log.gaps)")
+    // Reported as the position reaches it, as in the reference (it came behind what the joining branch
+    // took from the history, 1.5 s late).
+    let reported = try #require(positionAtFirstGap(harness.log))
+    #expect(reported < start + 6_000 && positionAtFirstGap(reference.log).map { $0 < start + 6_000 } == true)
+    #expect(reported >= start + 4_900, "the position was at \(reported - start) ms")
     // Every picture from the first keyframe after the join: a gap found late does not reset the decoder
     // in the middle of what follows it (14 pictures up to the next keyframe were lost so).
     let first = try #require(view.frames.first).media
     let skipped = Int((first - harness.media(0)) / 40_000) + (first < harness.media(5_000) ? 25 : 0)
     #expect(view.frames.count == 300 - skipped)
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  /// The last position reported before the first gap (ms).
+  private func positionAtFirstGap(_ log: ReplayLog) -> Int64? {
+    let entries = log.entries
+    guard let index = entries.firstIndex(where: { if case .gap = $0 { true } else { false } }) else { return nil }
+    return entries[..<index].compactMap { if case .time(let time) = $0 { time.milliseconds } else { nil } }.last
   }
 
   @Test("a picture joining a play of audio alone just before a hole: the hole is reported once")

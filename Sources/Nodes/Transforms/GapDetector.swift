@@ -210,7 +210,7 @@ public final class GapDetector: Node {
   /// ``follow(audio:)`` takes it back from the end of what passed. On the pipeline's executor.
   public func unfollow(audio track: TrackID) {
     guard let account = audio, account.track == track else { return }
-    passUnaccounted(account)
+    release(account)
     audio = nil
     configuration.audioTrack = nil
   }
@@ -221,14 +221,15 @@ public final class GapDetector: Node {
   /// executor.
   public func unfollow(video track: TrackID) {
     guard let account = video, account.track == track else { return }
-    passUnaccounted(account)
+    release(account)
     video = nil
     configuration.videoTrack = nil
   }
 
-  /// `account`'s track passes unaccounted for from here. What passed before was accounted for (its gaps
-  /// sent): nothing is known missing before what passes next.
-  private func passUnaccounted(_ account: Account) {
+  /// Lets `account` go: its track passes unaccounted for from here (``passedUnaccounted(_:)`` notes
+  /// what passes). What passed before was accounted for (its gaps sent): nothing is known missing
+  /// before what passes next.
+  private func release(_ account: Account) {
     let track = account.track
     let through = max(unaccounted[track]?.passed ?? account.through, account.through)
     let decoded = max(unaccounted[track]?.decodedThrough ?? through, account.decodedThrough ?? through)
@@ -254,19 +255,23 @@ public final class GapDetector: Node {
       }
   }
 
-  /// ``missing(of:from:)``, each stretch also sent as a gap of `track` (clipped to the range, with its
-  /// reasons) before the next packet or event: a branch joining at `time` crosses them after what of the
-  /// track is on its way (a graph that followed the track all along would have sent them ahead of the
-  /// packets after each; the driver of a play reports them). On the pipeline's executor.
-  public func announceMissing(of track: TrackID, from time: MediaTime) -> [MediaRange]? {
+  /// ``missing(of:from:)`` (`missing`), each stretch also sent as a gap of `track` (clipped to the range,
+  /// with its reasons; `gaps`) before the next packet or event: behind what of the track is on its way
+  /// (a graph that followed the track all along would have sent them ahead of the packets after each:
+  /// a branch joining from a ``PacketHistory`` puts them back in place, ``KeyframeGate/handOn(_:)``).
+  /// On the pipeline's executor.
+  public func announceMissing(
+    of track: TrackID, from time: MediaTime
+  ) -> (missing: [MediaRange], gaps: [RecordingGap])? {
     guard let stretches = missing(of: track, from: time) else { return nil }
+    var sent: [RecordingGap] = []
     for stretch in stretches {
       guard let clipped = stretch.clamped(to: configuration.range) else { continue }
-      let gap = RecordingGap(range: clipped, tracks: [track], reasons: reasons(for: clipped, of: track))
-      gaps.append(gap)
-      announced.append(gap)
+      sent.append(RecordingGap(range: clipped, tracks: [track], reasons: reasons(for: clipped, of: track)))
     }
-    return stretches
+    gaps += sent
+    announced += sent
+    return (stretches, sent)
   }
 
   /// Sends the gaps announced since the last packet or event.

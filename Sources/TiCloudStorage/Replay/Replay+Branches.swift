@@ -47,7 +47,7 @@ extension Replay {
     func pictureCame(by id: OutputID) {
       guard soundYields, candidates.first == id else { return }
       soundYields = false
-      for branch in branches.values { branch.yieldsToPicture?() }
+      for branch in branches.values { branch.soundRole?(true) }
     }
 
     init(
@@ -110,8 +110,8 @@ extension Replay {
       guard let branch else { return false }
       if firstOfKind {
         // Before the branch's first packet (the gate hands the history on as it starts, on this
-        // executor, after this command).
-        judge(output.track, from: start.presentFrom, in: graph)
+        // executor, after this command), with the gaps found among what the history holds in place.
+        branch.gate?.handOn(judge(output.track, from: start.presentFrom, in: graph))
         if output.track.kind == .video {
           // The picture drives from its first frame on (the sound until then: at that frame the sound
           // follows it, `Joints.pictureCame(by:)`). The router goes on letting every picture through: a
@@ -141,19 +141,22 @@ extension Replay {
   /// and the stretches it saw missing among them from the position on are its gaps before that. The
   /// timeline counts the track as missing before the position (the holes skipped already stay skipped)
   /// and in those stretches, as having media or gaps after. (When none of its packets passed the
-  /// detector yet, the track counts as missing until the detector judges it.)
-  private func judge(_ track: TrackID, from position: MediaTime, in graph: Graph) {
+  /// detector yet, the track counts as missing until the detector judges it.) Returns the gaps sent of
+  /// those stretches.
+  @discardableResult
+  private func judge(_ track: TrackID, from position: MediaTime, in graph: Graph) -> [RecordingGap] {
     let joints = graph.joints
     // Sent as gaps too: the branch crosses them as in a graph built with the track (a picture that
     // drives reports them).
-    let missing = joints.detector.announceMissing(of: track, from: position)
+    let found = joints.detector.announceMissing(of: track, from: position)
     let followed = track.kind == .video ? joints.detector.follow(video: track) : joints.detector.follow(audio: track)
     let now = environment.clock.now
-    if let missing {
-      joints.timeline.add(track, judgedFrom: position, missing: missing, now: now)
+    if let found {
+      joints.timeline.add(track, judgedFrom: position, missing: found.missing, now: now)
     } else {
       joints.timeline.add(track, judgedFrom: followed ?? position, now: now)
     }
+    return found?.gaps ?? []
   }
 
   /// Cuts output `id`'s branch from the running graph (inside a command): true when it left, false when
@@ -161,17 +164,17 @@ extension Replay {
   /// track is judged) hands its place to its successor (``succession(of:track:_:_:)``): of another track
   /// (another channel's sound or picture), that track is judged from the position on in the leaving
   /// one's stead (the gap detector follows it, the timeline counts it for holes); with none, the sound
-  /// leaves the play (neither judges
-  /// its track any more, as in a graph built without it). Otherwise the graph is rebuilt (another kind
-  /// would drive: audio unmuted, pacing the play).
+  /// leaves the play (neither judges its track any more, as in a graph built without it); the last
+  /// picture hands the play to the sound beside it (unmuted, pacing the play alone, the picture's track
+  /// no longer judged: as in a play of audio alone). Otherwise the graph is rebuilt. (The router stops
+  /// letting the left picture's channel through: a picture bound later rebuilds the graph.)
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
     guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
     let joints = graph.joints
-    let place = joints.candidates.firstIndex(of: id)
-    var successor: Succession?
-    if place != nil {
-      guard let decided = Self.succession(of: id, track: track, joints, state) else { return false }
-      successor = decided
+    var handover: (place: Int, successor: Succession)?
+    if let place = joints.candidates.firstIndex(of: id) {
+      guard let successor = Self.succession(of: id, track: track, joints, state) else { return false }
+      handover = (place, successor)
     }
     do {
       try graph.pipeline.detach(branch.nodes)
@@ -179,8 +182,8 @@ extension Replay {
       return false
     }
     let position = state.rules.recordingStart ?? state.rules.target
-    switch (successor, place) {
-    case (.heir(let heir), let place?):
+    switch handover {
+    case let (place, .heir(heir))?:
       joints.candidates[place] = heir.id
       if heir.track != track {
         // Judged first, then the other retired: in between the holes only shrink (a pacer reading the
@@ -193,12 +196,19 @@ extension Replay {
         judge(heir.track, from: position, in: graph)
         joints.timeline.retire(track, from: position, now: environment.clock.now)
       }
-    case (.nobody, _):
+    case (_, .nobody)?:
       joints.candidates.removeAll { $0 == id }
       joints.timedKinds.remove(.audio)
       joints.detector.unfollow(audio: track)
       joints.timeline.retire(track, from: position, now: environment.clock.now)
-    default:
+    case let (place, .sound)?:
+      joints.candidates.remove(at: place)
+      joints.timedKinds.remove(.video)
+      joints.soundYields = false
+      joints.detector.unfollow(video: track)
+      joints.timeline.retire(track, from: position, now: environment.clock.now)
+      for branch in joints.branches.values { branch.soundRole?(false) }
+    case nil:
       break
     }
     graph.left(id)
@@ -214,6 +224,9 @@ extension Replay {
     case heir(ReplayStateMachine.Output)
     /// Nobody: the last audio output left beside a picture that drives; the sound leaves the play.
     case nobody
+    /// The sound: the last picture left a play with sound, which drives on alone (as in a play of audio
+    /// alone).
+    case sound
   }
 
   /// Who takes candidate `id`'s place (its output just unbound), nil when the graph must be rebuilt.
@@ -223,7 +236,8 @@ extension Replay {
   /// Otherwise another output of its track whose branch presents already (same gap detector, same
   /// timeline, frames at the same instants: the position goes on from the heir's next frame); without
   /// one, for a picture, the first video output left when it presents (another channel's: a camera's
-  /// other lens, judged from the position on in its stead).
+  /// other lens, judged from the position on in its stead), or the sound when no picture is left and
+  /// an audio candidate presents.
   private static func succession(
     of id: OutputID, track: TrackID, _ joints: Joints, _ state: Control
   ) -> Succession? {
@@ -239,9 +253,16 @@ extension Replay {
         && state.rules.presents($0.id)
     }
     if let heir { return .heir(heir) }
-    guard track.kind == .video, let other = state.rules.outputs.first(where: { $0.track.kind == .video }),
-      joints.branches[other.id] != nil, state.rules.presents(other.id)
-    else { return nil }
+    guard track.kind == .video else { return nil }
+    guard let other = state.rules.outputs.first(where: { $0.track.kind == .video }) else {
+      // The last picture: the sound beside it that presents drives on alone.
+      let sound = joints.candidates.first { candidate in
+        candidate != id && state.rules.presents(candidate)
+          && state.rules.outputs.first(where: { $0.id == candidate })?.track.kind == .audio
+      }
+      return sound == nil ? nil : .sound
+    }
+    guard joints.branches[other.id] != nil, state.rules.presents(other.id) else { return nil }
     return .heir(other)
   }
 
