@@ -702,6 +702,51 @@ struct OutputJoinTests {
   }
 
   @Test(
+    "the sound driving a play of audio alone, leaving while another channel's sound presents, hands it over in place",
+    arguments: [(false, 1_000), (true, 1_000), (true, 6_000)])
+  func anotherMicrophoneDrives(silent: Bool, leavingAt: Int) throws {
+    let options = Self.twoMicrophones(silent: silent)
+    // A play of channel 2's sound alone.
+    let reference = try ReplayHarness(audio: true, options: options)
+    reference.replay.unbind(reference.videoOutput)
+    reference.replay.unbind(try #require(reference.audioOutput))
+    let alone = TimedAudioDevice(clock: reference.clock)
+    reference.replay.bindAudio(channel: 2, device: alone)
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(audio: true, options: options)
+    harness.replay.unbind(harness.videoOutput)
+    let second = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 2, device: second)
+    try handOver(harness, leaving: try #require(harness.audioOutput), at: leavingAt) {
+      #expect(!second.played.isEmpty)
+    }
+    // Channel 2 goes on to the end: every frame once, in order.
+    let heard = second.played.map(\.time)
+    #expect(zip(heard, heard.dropFirst()).allSatisfy { $0 < $1 } && heard.last == alone.played.last?.time)
+    let start = harness.recordingStart
+    if leavingAt < 5_000 {
+      // Judged from the handover on as in the play of channel 2 alone: silent from 5 s to 7 s, that is a
+      // hole, skipped (each frame after it at the distance it has there) and reported.
+      let after = { (device: TimedAudioDevice, at: Int64) in
+        let instants = device.instants.filter { $0.media >= at }
+        return zip(instants, instants.dropFirst()).map { $1.at - $0.at }
+      }
+      #expect(
+        after(second, harness.media(Int64(leavingAt) + 1_000))
+          == after(alone, reference.media(Int64(leavingAt) + 1_000)))
+      #expect(harness.log.gaps.map(\.range) == reference.log.gaps.map(\.range))
+      #expect(reference.log.gaps.isEmpty != silent)
+    } else {
+      // Inside the stretch channel 1 sounded in: the rest of it (6 s to 7 s) is channel 2's hole.
+      let gap = MediaRange(startMilliseconds: start + 6_000, endMilliseconds: start + 7_000)
+      #expect(harness.log.gaps.contains { $0.range.overlaps(gap) }, "\(harness.log.gaps)")
+    }
+    #expect(harness.log.times.last == start + 12_000)
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test(
     "the first video output of a play of audio alone joins in place: the picture drives from its first keyframe, the sound goes on"
   )
   func theFirstVideoJoins() throws {

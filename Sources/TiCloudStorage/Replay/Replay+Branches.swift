@@ -235,9 +235,9 @@ extension Replay {
   /// again would judge — when its branch is in the graph and has not failed, nobody when none is left.
   /// Otherwise another output of its track whose branch presents already (same gap detector, same
   /// timeline, frames at the same instants: the position goes on from the heir's next frame); without
-  /// one, for a picture, the first video output left when it presents (another channel's: a camera's
-  /// other lens, judged from the position on in its stead), or the sound when no picture is left and
-  /// an audio candidate presents.
+  /// one, the first output of its kind left when it presents (another channel's: a camera's other lens,
+  /// or another microphone driving a play of audio alone, judged from the position on in its stead), or,
+  /// for a picture, the sound when no picture is left and an audio candidate presents.
   private static func succession(
     of id: OutputID, track: TrackID, _ joints: Joints, _ state: Control
   ) -> Succession? {
@@ -253,8 +253,8 @@ extension Replay {
         && state.rules.presents($0.id)
     }
     if let heir { return .heir(heir) }
-    guard track.kind == .video else { return nil }
-    guard let other = state.rules.outputs.first(where: { $0.track.kind == .video }) else {
+    guard let other = state.rules.outputs.first(where: { $0.track.kind == track.kind }) else {
+      guard track.kind == .video else { return nil }
       // The last picture: the sound beside it that presents drives on alone.
       let sound = joints.candidates.first { candidate in
         candidate != id && state.rules.presents(candidate)
