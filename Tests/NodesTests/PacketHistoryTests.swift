@@ -139,8 +139,8 @@ struct PacketHistoryTests {
     let other = RecordingGap(
       range: MediaRange(startMilliseconds: 2_100, endMilliseconds: 2_300), tracks: [audio], reasons: [.notFound])
     let sink = CollectingSink<EncodedPacket>()
+    let gate = KeyframeGate(track: video, opensAt: MediaTime(milliseconds: 2_500), history: history)
     try pipeline.attach { pipeline in
-      let gate = KeyframeGate(track: video, opensAt: MediaTime(milliseconds: 2_500), history: history)
       pipeline.connect(history, to: gate)
       pipeline.connect(gate, to: sink)
       // Found among what the history holds (and one ahead of it), as the detector announces them.
@@ -164,11 +164,20 @@ struct PacketHistoryTests {
       packets(50..<60) + ["gap 2400"] + packets(60..<90) + ["gap 3600"] + packets(90..<100)
       + ["gap 6600"] + packets(160..<170)
     #expect(order == expected)
-    // A flush drops what was found late: the copy that comes after it passes.
+    // A flush drops what was found late: a gap handed on whose copy had not come (the copy after the
+    // flush passes), and one not handed on yet (never sent).
+    let (handed, waiting) = (gap(7_000, 8_000), gap(9_000, 10_000))
+    gate.handOn([handed, waiting])
+    source.append([.item(packet(8_000))])
+    executor.runUntilIdle()
     _ = pipeline.flush(seekingTo: MediaTime(milliseconds: 0))
     executor.runUntilIdle()
-    source.append([.event(.gap(read))])
+    source.append([.event(.gap(handed))] + (250..<300).map { .item(packet(Int64($0) * 40)) })
     executor.runUntilIdle()
-    #expect(sink.events.count { if case .gap = $0 { true } else { false } } == 4)
+    let gaps = sink.events.compactMap { event -> Int64? in
+      guard case .gap(let payload) = event else { return nil }
+      return (payload as? RecordingGap)?.range.end.milliseconds
+    }
+    #expect(gaps == [2_400, 3_600, 6_600, 8_000, 8_000])
   }
 }

@@ -44,6 +44,29 @@ import Testing
       range: MediaRange(startMilliseconds: start + from, endMilliseconds: start + to), tracks: [], reasons: [reason])
   }
 
+  @Test("gaps found late of a heir's track: each reported once, as the position reaches its end or its copy")
+  func lateGapsOfATakeOver() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    _ = rules.presented(time(0), by: v, video: true, candidates: [v, a], generation: g)
+    let (early, inOrder, seekedOver) = (
+      gap(1_000, 2_000, .noRecording), gap(3_000, 4_000, .noRecording), gap(8_000, 9_000, .noRecording)
+    )
+    rules.expect(late: [early, inOrder, seekedOver])
+    // A frame before the first end reports nothing; the first frame at or after it reports the gap.
+    #expect(rules.presented(time(960), by: v, video: true, candidates: [v, a], generation: g).gaps.isEmpty)
+    #expect(rules.presented(time(2_000), by: v, video: true, candidates: [v, a], generation: g).gaps == [early])
+    // Its copy, crossed later behind the position: not again.
+    #expect(rules.crossed(early, by: v, candidates: [v, a], generation: g).isEmpty)
+    // A copy that comes in order, before the position reached its end: reported then, and not again.
+    #expect(rules.crossed(inOrder, by: v, candidates: [v, a], generation: g) == [inOrder])
+    #expect(rules.presented(time(4_000), by: v, video: true, candidates: [v, a], generation: g).gaps.isEmpty)
+    // A seek drops what was expected of the old position.
+    #expect(seekCode(&rules, start + 5_000) == .ok)
+    #expect(
+      rules.presented(time(9_000), by: v, video: true, candidates: [v, a], generation: rules.generation).gaps.isEmpty)
+  }
+
   @Test func R11_R12_R13_R14_refusedPlaysChangeNothing() throws {
     var rules = ReplayStateMachine()
     #expect(rules.play(span(start, start + 1000), token: "t") == (.notBound, false))

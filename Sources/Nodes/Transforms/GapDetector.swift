@@ -226,9 +226,9 @@ public final class GapDetector: Node {
     configuration.videoTrack = nil
   }
 
-  /// Lets `account` go: its track passes unaccounted for from here (``passedUnaccounted(_:)`` notes
-  /// what passes). What passed before was accounted for (its gaps sent): nothing is known missing
-  /// before what passes next.
+  /// Lets `account` go: its track passes unaccounted for from here (what passes is noted as such).
+  /// What passed before was accounted for (its gaps sent): nothing is known missing before what passes
+  /// next.
   private func release(_ account: Account) {
     let track = account.track
     let through = max(unaccounted[track]?.passed ?? account.through, account.through)

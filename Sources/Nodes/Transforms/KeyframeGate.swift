@@ -2,7 +2,8 @@ import PipelineGraph
 
 /// Lets one track's packets through from its first independently decodable packet at or after a time:
 /// an output that joins a running replay starts at the next keyframe and never gets earlier media
-/// (audio packets each decode alone). Packets of other tracks and every event pass unchanged.
+/// (audio packets each decode alone). Packets of other tracks and events pass unchanged (but the copy
+/// of a gap handed on already, below).
 ///
 /// Given a ``PacketHistory`` (the node it hangs on), the gate instead starts with what the history kept
 /// of its track from the last decodable packet at or before that time (``HistoryStart/showing``), or
@@ -131,7 +132,8 @@ public final class KeyframeGate: SteppingNode {
 
   /// Sends the late gaps that end at or before `packet` (of the gated track).
   private func sendLateGaps(before packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
-    while let gap = lateGaps.first, packet.time >= gap.range.end || packet.decodeTime >= gap.range.end {
+    // By presentation time: the detector's hole ends where the packet after it is presented.
+    while let gap = lateGaps.first, packet.time >= gap.range.end {
       lateGaps.removeFirst()
       handedOn.append(gap)
       context.send(.gap(gap))

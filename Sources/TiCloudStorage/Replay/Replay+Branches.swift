@@ -21,12 +21,12 @@ extension Replay {
     let timeline: PlaybackTimeline
     /// The outputs whose frames may move the position (the first video output, else the first audio);
     /// a driver that leaves hands its place to another output of its track, and the audio one beside
-    /// a picture that drives to the first audio output left, or leaves the list with the last
-    /// (``Replay/cut(_:track:_:)``).
+    /// a picture that drives to the first audio output left, or leaves the list with the last; the last
+    /// picture leaves it to the sound (``Replay/cut(_:track:_:)``).
     var candidates: [OutputID]
     /// The kinds of the candidates, whose tracks the gap detector and the timeline follow: audio joins
     /// and leaves them while video plays; video joins a play of audio alone (and takes the position
-    /// over).
+    /// over), and leaves a play with sound (which drives on alone).
     var timedKinds: Set<TrackKind>
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
     var hasVideo: Bool { timedKinds.contains(.video) }
@@ -167,7 +167,8 @@ extension Replay {
   /// leaves the play (neither judges its track any more, as in a graph built without it); the last
   /// picture hands the play to the sound beside it (unmuted, pacing the play alone, the picture's track
   /// no longer judged: as in a play of audio alone). Otherwise the graph is rebuilt. (The router stops
-  /// letting the left picture's channel through: a picture bound later rebuilds the graph.)
+  /// letting the left picture's channel through unless a recorder keeps it, or the graph was built for
+  /// audio alone: a picture of it bound later rebuilds the graph.)
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
     guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
     let joints = graph.joints
@@ -193,7 +194,8 @@ extension Replay {
         } else {
           joints.detector.unfollow(audio: track)
         }
-        judge(heir.track, from: position, in: graph)
+        // Gaps found late reach the heir behind what its edges hold: reported as the position reaches them.
+        state.rules.expect(late: judge(heir.track, from: position, in: graph))
         joints.timeline.retire(track, from: position, now: environment.clock.now)
       }
     case (_, .nobody)?:

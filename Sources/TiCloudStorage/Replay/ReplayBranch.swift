@@ -148,7 +148,8 @@ final class LevelsReader: @unchecked Sendable {
 }
 
 /// Whether an audio branch's device follows the play's `SlewedClock` (a picture paces the play): set
-/// when a first picture joins a play of audio alone, read per frame on the branch's executor.
+/// when a first picture joins a play of audio alone, cleared when the last one leaves a play with
+/// sound, read per frame on the branch's executor.
 final class FollowsClock: Sendable {
   private let flag: Atomic<Bool>
 

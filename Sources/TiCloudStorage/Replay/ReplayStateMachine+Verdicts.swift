@@ -93,3 +93,26 @@ extension ReplayStateMachine {
     return nil
   }
 }
+
+extension ReplayStateMachine {
+  /// Whether `gap`, crossed by an output before it took the position over, is not behind the position
+  /// (no position yet: a play whose first driver presented nothing). One behind it is not reported when
+  /// the output drives later (the last picture left a play with sound whose audio joined at a gap).
+  func ahead(_ gap: RecordingGap) -> Bool { position.map { gap.range.end > $0 } ?? true }
+}
+
+extension ReplayStateMachine {
+  /// `gaps`, found late of a track that takes the position over in another's stead (the first output of
+  /// its kind left: another channel), are reported as the position reaches each end — as a graph that
+  /// judged the track all along reports them, where the copy the heir's branch crosses comes behind
+  /// what its edges hold (that copy is then dropped, ``crossed(_:by:candidates:generation:)``).
+  mutating func expect(late gaps: [RecordingGap]) { lateGaps += gaps }
+
+  /// The driver presented a frame of `time`: the late gaps whose end it reached, to report now.
+  mutating func reached(_ time: MediaTime) -> [RecordingGap] {
+    let due = lateGaps.filter { $0.range.end <= time }
+    guard !due.isEmpty else { return [] }
+    lateGaps.removeAll { $0.range.end <= time }
+    return admit(due)
+  }
+}

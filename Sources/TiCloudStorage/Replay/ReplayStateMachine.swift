@@ -54,6 +54,8 @@ struct ReplayStateMachine {
   /// Gaps a position candidate crossed while another one was the driver and it had presented nothing:
   /// reported if it takes over (the audio of a play whose video presents nothing).
   private var earlyGaps: [Replay.OutputID: [RecordingGap]] = [:]
+  /// Gaps found late of a track judged from a take-over on: reported as the position reaches each end.
+  var lateGaps: [RecordingGap] = []
   /// The ranges reported since the play or the seek (a take-over reports none twice).
   private var reportedRanges: [MediaRange] = []
   /// The first and the latest frame each output presented since the play or the seek.
@@ -146,6 +148,7 @@ struct ReplayStateMachine {
   private mutating func resetForNewTarget() {
     heldGaps = []
     earlyGaps = [:]
+    lateGaps = []
     reportedRanges = []
     positionDriver = nil
     reportNext = true
@@ -171,6 +174,7 @@ struct ReplayStateMachine {
     guard active else { return false }
     generation += 1
     earlyGaps = [:]
+    lateGaps = []
     positionDriver = nil
     return true
   }
@@ -224,7 +228,7 @@ struct ReplayStateMachine {
       // Media after a failed recording plays: its gaps are gaps after all (R73). So are those the
       // output crossed before it took the position over.
       let reported = reportedRanges
-      let early = (earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } }
+      let early = (earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } && ahead(gap) }
       verdict.gaps = heldGaps + early
       reportedRanges = Array((reportedRanges + verdict.gaps.map(\.range)).suffix(64))
       if !verdict.gaps.isEmpty { reportNext = true }
@@ -233,6 +237,7 @@ struct ReplayStateMachine {
     }
     if video { videoFrames += 1 } else { audioFrames += 1 }
     guard movesPosition else { return verdict }
+    if !lateGaps.isEmpty { verdict.gaps += reached(time) }
     verdict.movesPosition = true
     if !mismatches.isEmpty {
       let reached = mismatches.filter { $0.value <= time }
@@ -294,17 +299,18 @@ struct ReplayStateMachine {
       if !presentingOutputs.contains(id) { earlyGaps[id, default: []].append(gap) }
       return []
     }
-    // A gap found late (sent when its track began to be judged, behind what was read already) that the
-    // position passed, where the driver before reported one: reported already.
+    // A gap found late (sent when its track began to be judged, behind what its branch's edges held)
+    // that the position passed, where the driver before reported one: reported already.
     if let position, gap.range.end <= position, reportedRanges.contains(where: { $0.overlaps(gap.range) }) {
       return []
     }
+    lateGaps.removeAll { $0 == gap }
     return admit([gap])
   }
 
   /// Gaps the position crossed: those to report now; after a recording that failed for good they wait
   /// for media that plays (R73).
-  private mutating func admit(_ gaps: [RecordingGap]) -> [RecordingGap] {
+  mutating func admit(_ gaps: [RecordingGap]) -> [RecordingGap] {
     var now: [RecordingGap] = []
     for gap in gaps {
       reportNext = true
@@ -347,7 +353,7 @@ struct ReplayStateMachine {
     var early: [RecordingGap] = []
     if !earlyGaps.isEmpty {
       let fallback = driver(of: candidates)
-      let gaps = fallback.flatMap { earlyGaps[$0] } ?? []
+      let gaps = (fallback.flatMap { earlyGaps[$0] } ?? []).filter(ahead)
       earlyGaps = [:]
       early = admit(gaps)
     }
