@@ -24,6 +24,8 @@ extension Replay {
     var paused: Bool
     /// Nothing earlier is presented (a branch that joins starts at its output's `joinsAt`).
     var presentFrom: MediaTime
+    /// Outputs that go on from later than ``presentFrom`` (just after their own last frame).
+    var resumesAfter: [OutputID: MediaTime] = [:]
     var showsFirstFrameWhilePaused: Bool
     /// What audio branches read per frame.
     let levels: Published<AudioLevels>
@@ -44,7 +46,7 @@ extension Replay {
     // play with low-delay decoders for the same reason).
     let decoder = try FrameDecoder(name: "\(name)Decoder", track: binding.track, threads: 1)
     let joining = binding.joinsAt
-    let presentFrom = joining ?? start.presentFrom
+    let presentFrom = joining ?? start.resumesAfter[id] ?? start.presentFrom
     let pacer: Pacer
     /// Shows or plays a frame the rules accepted.
     let present: @Sendable (DecodedFrame) -> Void

@@ -215,6 +215,7 @@ extension Replay {
     let graph = Graph(pipeline: pipeline, source: source, base: generation, joints: joints)
     let start = BranchStart(
       speed: plan.start.speed, paused: plan.start.paused, presentFrom: plan.start.presentFrom,
+      resumesAfter: plan.start.resumesAfter,
       showsFirstFrameWhilePaused: plan.start.showsFirstFrameWhilePaused, levels: levels)
     for binding in plan.bindings {
       graph.joined(binding.id, try connectBranch(for: binding, of: graph, start: start, in: pipeline))

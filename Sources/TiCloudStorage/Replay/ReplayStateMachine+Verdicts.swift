@@ -30,6 +30,9 @@ extension ReplayStateMachine {
     /// Where outputs that were not joining start presenting (a seek's target, or just after the frame
     /// presented last).
     var presentFrom: MediaTime
+    /// Where outputs that presented past ``presentFrom`` go on from (a restart): just after their own
+    /// last frame, so that none presents a frame twice.
+    var resumesAfter: [Replay.OutputID: MediaTime] = [:]
     /// The first frame is shown even while paused (a play or a seek), not for a restart.
     var showsFirstFrameWhilePaused: Bool
   }
@@ -114,5 +117,36 @@ extension ReplayStateMachine {
     guard !due.isEmpty else { return [] }
     lateGaps.removeAll { $0.range.end <= time }
     return admit(due)
+  }
+}
+
+extension ReplayStateMachine {
+  /// What the graph of the active play starts from: the target (a play, a seek), or the position with
+  /// the outputs already playing going on after the frame they presented last (`restarting`): the
+  /// driver's, or their own where they presented past it (the sound handed ahead of the picture,
+  /// another view ahead of it); nil without an active play or with nothing to feed (no output, no
+  /// recorder).
+  func start(restarting: Bool, recording: Bool) -> Start? {
+    guard active, !tooLarge, let play, !outputs.isEmpty || recording else { return nil }
+    let position = restarting && positionFollowsTarget ? self.position : nil
+    let from = position ?? target
+    var outputs = self.outputs
+    for index in outputs.indices {
+      if let joinsAt = outputs[index].joinsAt { outputs[index].joinsAt = max(joinsAt, from) }
+    }
+    // A restart goes on just after the frame presented last (a microsecond later: nothing is lost to
+    // rounding).
+    let next = position.map { $0.advanced(by: .microseconds(1), notAfter: play.end) }
+    var resumesAfter: [Replay.OutputID: MediaTime] = [:]
+    if let next {
+      for output in outputs {
+        guard let latest = presentedSpan[output.id]?.latest, latest >= next else { continue }
+        resumesAfter[output.id] = latest.advanced(by: .microseconds(1), notAfter: play.end)
+      }
+    }
+    return Start(
+      range: MediaRange(start: from, end: play.end), play: play, outputs: outputs, speed: speed, paused: paused,
+      generation: generation, presentFrom: next ?? from, resumesAfter: resumesAfter,
+      showsFirstFrameWhilePaused: position == nil)
   }
 }

@@ -21,7 +21,7 @@ struct ReplayStateMachine {
   private(set) var active = false
   /// The accepted play spans more than 10 days: it fails at once (R21) and no graph reads it, whatever
   /// seek or binding change comes before its failure is delivered.
-  private var tooLarge = false
+  private(set) var tooLarge = false
   private(set) var paused = false
   /// Where the play or the latest seek started: a restart before any frame starts there again.
   private(set) var target = MediaTime(microseconds: 0)
@@ -59,7 +59,7 @@ struct ReplayStateMachine {
   /// The ranges reported since the play or the seek (a take-over reports none twice).
   private var reportedRanges: [MediaRange] = []
   /// The first and the latest frame each output presented since the play or the seek.
-  private var presentedSpan: [Replay.OutputID: (first: MediaTime, latest: MediaTime)] = [:]
+  private(set) var presentedSpan: [Replay.OutputID: (first: MediaTime, latest: MediaTime)] = [:]
   /// The output whose frames moved the position last in this graph generation (nil after a play, a
   /// seek or a restart): another one takes over without moving the position back.
   private var positionDriver: Replay.OutputID?
@@ -179,25 +179,6 @@ struct ReplayStateMachine {
     return true
   }
 
-  /// What the graph of the active play starts from: the target (a play, a seek), or the position with
-  /// the outputs already playing going on after the frame they presented last (`restarting`); nil
-  /// without an active play or with nothing to feed (no output, no recorder).
-  func start(restarting: Bool, recording: Bool) -> Start? {
-    guard active, !tooLarge, let play, !outputs.isEmpty || recording else { return nil }
-    let position = restarting && positionFollowsTarget ? self.position : nil
-    let from = position ?? target
-    var outputs = self.outputs
-    for index in outputs.indices {
-      if let joinsAt = outputs[index].joinsAt { outputs[index].joinsAt = max(joinsAt, from) }
-    }
-    // A restart goes on just after the frame presented last (a microsecond later: nothing is lost to
-    // rounding).
-    let next = position.map { $0.advanced(by: .microseconds(1), notAfter: play.end) }
-    return Start(
-      range: MediaRange(start: from, end: play.end), play: play, outputs: outputs, speed: speed, paused: paused,
-      generation: generation, presentFrom: next ?? from, showsFirstFrameWhilePaused: position == nil)
-  }
-
   /// Where the active play is, or where it starts when nothing was presented yet.
   var recordingStart: MediaTime? {
     guard active else { return nil }
@@ -225,8 +206,7 @@ struct ReplayStateMachine {
     presentedSpan[id] = (presentedSpan[id]?.first ?? time, time)
     let movesPosition = driver(of: candidates) == id
     if movesPosition && (!heldGaps.isEmpty || earlyGaps[id] != nil) {
-      // Media after a failed recording plays: its gaps are gaps after all (R73). So are those the
-      // output crossed before it took the position over.
+      // Media after a failed recording plays: its gaps are gaps (R73); so are those crossed before taking over.
       let reported = reportedRanges
       let early = (earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } && ahead(gap) }
       verdict.gaps = heldGaps + early
@@ -299,9 +279,10 @@ struct ReplayStateMachine {
       if !presentingOutputs.contains(id) { earlyGaps[id, default: []].append(gap) }
       return []
     }
-    // A gap found late (sent when its track began to be judged, behind what its branch's edges held)
-    // that the position passed, where the driver before reported one: reported already.
-    if let position, gap.range.end <= position, reportedRanges.contains(where: { $0.overlaps(gap.range) }) {
+    // Reported already: since the play or the seek (a graph rebuilt at the position crosses it again),
+    // or, found late (behind what its branch's edges held), where the position passed one reported.
+    let passed = position.map { gap.range.end <= $0 } == true
+    if reportedRanges.contains(gap.range) || passed && reportedRanges.contains(where: { $0.overlaps(gap.range) }) {
       return []
     }
     lateGaps.removeAll { $0 == gap }

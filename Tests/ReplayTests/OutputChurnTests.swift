@@ -1,0 +1,187 @@
+import MediaSynthesis
+import Nodes
+import PipelineGraph
+import ReplayTestKit
+import Testing
+import TiCloudStorage
+
+/// Properties of a play whose outputs come and go at random (seeded, on the virtual clock): outputs of
+/// two cameras' channels bound and unbound, seeks, pauses and speed changes, in any order and at any
+/// instant, over a recording with a stretch without picture, a hole and channels that miss media of
+/// their own. Whatever joins or leaves in place and whatever rebuilds, the play ends once, without an
+/// error, at its end; the position never goes back but at a seek; no gap is reported twice between two
+/// seeks; no output fails.
+@Suite("Outputs coming and going at random")
+struct OutputChurnTests {
+  /// 12 s: no picture from 5 s to 7 s, nothing from 9 s to 10 s; channel 2's sound missing from 3 s to
+  /// 4 s, channel 2's picture from 7 s to 8 s.
+  private static var options: LibrarySynthesizer.Options {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.videoGaps = [(offset: 5, length: 2)]
+    options.gaps = [(offset: 9, length: 1)]
+    options.otherAudioChannels = [2]
+    options.otherAudioGaps = [(offset: 3, length: 1)]
+    options.otherVideoChannels = [2]
+    options.otherVideoGaps = [(offset: 7, length: 1)]
+    return options
+  }
+
+  /// One thing a user does to a running play.
+  private enum Action: CustomStringConvertible {
+    case bindVideo(UInt8), bindAudio(UInt8), unbind(Int), seek(Int64), pause, resume, speed(ReplaySpeed)
+    case wait(Int)
+
+    var description: String {
+      switch self {
+      case .bindVideo(let channel): "bindVideo(\(channel))"
+      case .bindAudio(let channel): "bindAudio(\(channel))"
+      case .unbind(let index): "unbind(#\(index))"
+      case .seek(let to): "seek(\(to))"
+      case .pause: "pause"
+      case .resume: "resume"
+      case .speed(let speed): "speed(\(speed))"
+      case .wait(let ms): "wait(\(ms))"
+      }
+    }
+  }
+
+  private static func actions(seed: UInt64) -> [Action] {
+    var random = SeededGenerator(seed: seed)
+    let speeds: [ReplaySpeed] = [.x1, .x1, .x2, .x4, .x0_5]
+    return (0..<Int.random(in: 4...12, using: &random)).flatMap { _ -> [Action] in
+      let action: Action =
+        switch Int.random(in: 0..<10, using: &random) {
+        case 0, 1: .bindVideo(Bool.random(using: &random) ? 0 : 2)
+        case 2, 3: .bindAudio(Bool.random(using: &random) ? 1 : 2)
+        case 4, 5: .unbind(Int.random(in: 0..<8, using: &random))
+        case 6: .seek(Int64.random(in: 0..<11_500, using: &random))
+        case 7: .pause
+        case 8: .resume
+        default: .speed(speeds.randomElement(using: &random)!)
+        }
+      return [action, .wait(Int.random(in: 0...1_500, using: &random))]
+    }
+  }
+
+  @Test("a play whose outputs come and go at random ends once, at its end, and reports sensibly", arguments: 0..<60)
+  func churn(seed: Int) throws {
+    let actions = Self.actions(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+    let harness = try ReplayHarness(audio: true, options: Self.options)
+    let failures = Locked<[String]>([])
+    var bound: [Replay.OutputID] = [harness.videoOutput, try #require(harness.audioOutput)]
+    var views: [TimedRenderer] = [harness.renderer]
+    var speakers: [TimedAudioDevice] = [harness.audio]
+    var segments: [Int] = [0]
+    /// How many frames each view and speaker had presented at each seek.
+    var marks: [ObjectIdentifier: [Int]] = [:]
+    let events = { @Sendable (event: Replay.OutputEvent) in
+      if case .failed(let error) = event { failures.withLock { $0.append("\(error.code.rawValue)") } }
+    }
+    #expect(harness.play(0, 12_000) == .ok)
+    for action in actions {
+      switch action {
+      case .bindVideo(let channel):
+        let view = TimedRenderer(clock: harness.clock)
+        views.append(view)
+        bound.append(harness.replay.bindVideo(channel: channel, renderer: view, events: events))
+      case .bindAudio(let channel):
+        let speaker = TimedAudioDevice(clock: harness.clock)
+        speakers.append(speaker)
+        bound.append(harness.replay.bindAudio(channel: channel, device: speaker, events: events))
+      case .unbind(let index):
+        guard !bound.isEmpty else { break }
+        harness.replay.unbind(bound.remove(at: index % bound.count))
+      case .seek(let to):
+        segments.append(harness.log.entries.count)
+        for view in views { marks[ObjectIdentifier(view), default: []].append(view.frames.count) }
+        for speaker in speakers { marks[ObjectIdentifier(speaker), default: []].append(speaker.instants.count) }
+        // Once the play ended (it may have, at 4×), a seek is refused (R33).
+        let code = harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + to))
+        #expect(code == (harness.log.completions == 0 ? .ok : .notStarted))
+      case .pause: _ = harness.replay.pause()
+      case .resume: _ = harness.replay.resume()
+      case .speed(let speed): #expect(harness.replay.setSpeed(speed) == .ok)
+      case .wait(let ms): harness.run(for: .milliseconds(ms))
+      }
+    }
+    // To the end: running, and with a picture to see it by.
+    if bound.isEmpty {
+      bound.append(harness.replay.bindVideo(channel: 0, renderer: TimedRenderer(clock: harness.clock)))
+    }
+    _ = harness.replay.resume()
+    harness.runToEnd()
+    let context = "seed \(seed): \(actions.map(\.description).joined(separator: " "))"
+    #expect(harness.log.errors.isEmpty && failures.withLock { $0 }.isEmpty, "\(context)")
+    #expect(harness.log.completions == 1, "\(context)")
+    #expect(harness.log.times.last == harness.recordingStart + 12_000, "\(context)")
+    // Between two seeks the position never goes back, and no gap is reported twice.
+    let entries = harness.log.entries
+    for (from, to) in zip(segments, segments.dropFirst() + [entries.count]) {
+      let part = entries[from..<to]
+      let times = part.compactMap { if case .time(let time) = $0 { time } else { nil } }
+      #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }, "\(context): \(times.map(\.milliseconds))")
+      let gaps = part.compactMap { if case .gap(let gap) = $0 { gap.range } else { nil } }
+      #expect(Set(gaps).count == gaps.count, "\(context): \(gaps)")
+    }
+    // Nor does any output present a frame twice, or an earlier one after a later, between two seeks.
+    let split = { (instants: [(media: Int64, at: Int64)], of: AnyObject) in
+      zip([0] + (marks[ObjectIdentifier(of)] ?? []), (marks[ObjectIdentifier(of)] ?? []) + [instants.count]).map {
+        instants[$0..<$1]
+      }
+    }
+    for (index, view) in views.enumerated() {
+      for part in split(view.frames, view) {
+        #expect(zip(part, part.dropFirst()).allSatisfy { $0.media < $1.media }, "\(context): view \(index)")
+      }
+    }
+    for (index, speaker) in speakers.enumerated() {
+      for part in split(speaker.instants, speaker) {
+        #expect(zip(part, part.dropFirst()).allSatisfy { $0.media < $1.media }, "\(context): speaker \(index)")
+      }
+    }
+  }
+
+  @Test("a graph rebuilt while the sound is a frame ahead of the picture: no sound is played twice or lost (seed 227)")
+  func aRebuildGoesOnAfterTheSound() throws {
+    let harness = try ReplayHarness(seconds: 9, audio: true)
+    #expect(harness.play(0, 9_000) == .ok)
+    // At 2.19 s the picture of 2.16 s is the position; the sound of 2.176 s played already.
+    harness.run(for: .milliseconds(2_190))
+    let graph = try #require(harness.replay.activeGraph)
+    // The picture that drives leaves while the other waits for its keyframe: the graph is rebuilt.
+    harness.replay.bindVideo(channel: 0, renderer: TimedRenderer(clock: harness.clock))
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph !== graph)
+    harness.runToEnd()
+    let sound = harness.audio.played.map(\.time)
+    #expect(
+      zip(sound, sound.dropFirst()).allSatisfy { $1 - $0 == 64_000 },
+      "\(sound.map { $0 / 1000 - harness.recordingStart })")
+    #expect(try #require(sound.last) >= harness.media(8_900))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("a hole reported just before a graph is rebuilt at the position is not reported again (seed 105)")
+  func aRebuildBeforeAReportedHole() throws {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.gaps = [(offset: 9, length: 1)]
+    options.otherVideoChannels = [2]
+    let harness = try ReplayHarness(options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(8_500))
+    while harness.log.gaps.isEmpty && harness.clock.now.microseconds < 11_000_000 {
+      harness.run(for: .milliseconds(5))
+    }
+    #expect(harness.replay.pause() == .ok)
+    let position = try #require(harness.replay.currentTime?.milliseconds)
+    #expect(harness.log.gaps.count == 1 && position < harness.recordingStart + 10_000, "\(position)")
+    // Channel 2 was not read: bound while paused, it rebuilds the graph at the position.
+    let graph = try #require(harness.replay.activeGraph)
+    harness.replay.bindVideo(channel: 2, renderer: TimedRenderer(clock: harness.clock))
+    #expect(harness.replay.activeGraph !== graph)
+    #expect(harness.replay.resume() == .ok)
+    harness.runToEnd()
+    #expect(harness.log.gaps.count == 1, "\(harness.log.gaps)")
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+}
