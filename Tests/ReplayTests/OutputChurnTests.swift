@@ -1,4 +1,7 @@
+import Dispatch
+import Foundation
 import MediaSynthesis
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import ReplayTestKit
@@ -6,11 +9,13 @@ import Testing
 import TiCloudStorage
 
 /// Properties of a play whose outputs come and go at random (seeded, on the virtual clock): outputs of
-/// two cameras' channels bound and unbound, seeks, pauses and speed changes, in any order and at any
-/// instant, over a recording with a stretch without picture, a hole and channels that miss media of
-/// their own. Whatever joins or leaves in place and whatever rebuilds, the play ends once, without an
-/// error, at its end; the position never goes back but at a seek; no gap is reported twice between two
-/// seeks; no output fails.
+/// two cameras' channels bound and unbound, recordings started and stopped, seeks, pauses and speed
+/// changes, in any order and at any instant, over a recording with a stretch without picture, a hole and
+/// channels that miss media of their own; one play in three starts with the sound alone. Whatever joins
+/// or leaves in place and whatever rebuilds, the play ends once, without an error, at its end; the
+/// position never goes back but at a seek; no gap is reported twice between two seeks; no output fails
+/// or presents a frame twice; every recording is an MP4 as long as its task says. (60 seeds here; 300
+/// were run when the test was written.)
 @Suite("Outputs coming and going at random")
 struct OutputChurnTests {
   /// 12 s: no picture from 5 s to 7 s, nothing from 9 s to 10 s; channel 2's sound missing from 3 s to
@@ -29,7 +34,7 @@ struct OutputChurnTests {
   /// One thing a user does to a running play.
   private enum Action: CustomStringConvertible {
     case bindVideo(UInt8), bindAudio(UInt8), unbind(Int), seek(Int64), pause, resume, speed(ReplaySpeed)
-    case wait(Int)
+    case record(withSound: Bool), stopRecording(Int), wait(Int)
 
     var description: String {
       switch self {
@@ -40,6 +45,8 @@ struct OutputChurnTests {
       case .pause: "pause"
       case .resume: "resume"
       case .speed(let speed): "speed(\(speed))"
+      case .record(let sound): "record(\(sound ? "video+audio" : "video"))"
+      case .stopRecording(let index): "stopRecording(#\(index))"
       case .wait(let ms): "wait(\(ms))"
       }
     }
@@ -50,13 +57,15 @@ struct OutputChurnTests {
     let speeds: [ReplaySpeed] = [.x1, .x1, .x2, .x4, .x0_5]
     return (0..<Int.random(in: 4...12, using: &random)).flatMap { _ -> [Action] in
       let action: Action =
-        switch Int.random(in: 0..<10, using: &random) {
+        switch Int.random(in: 0..<12, using: &random) {
         case 0, 1: .bindVideo(Bool.random(using: &random) ? 0 : 2)
         case 2, 3: .bindAudio(Bool.random(using: &random) ? 1 : 2)
         case 4, 5: .unbind(Int.random(in: 0..<8, using: &random))
         case 6: .seek(Int64.random(in: 0..<11_500, using: &random))
         case 7: .pause
         case 8: .resume
+        case 9: .record(withSound: Bool.random(using: &random))
+        case 10: .stopRecording(Int.random(in: 0..<4, using: &random))
         default: .speed(speeds.randomElement(using: &random)!)
         }
       return [action, .wait(Int.random(in: 0...1_500, using: &random))]
@@ -69,9 +78,13 @@ struct OutputChurnTests {
     let harness = try ReplayHarness(audio: true, options: Self.options)
     let failures = Locked<[String]>([])
     var bound: [Replay.OutputID] = [harness.videoOutput, try #require(harness.audioOutput)]
+    // One play in three starts with the sound alone.
+    if seed % 3 == 2 { harness.replay.unbind(bound.removeFirst()) }
     var views: [TimedRenderer] = [harness.renderer]
     var speakers: [TimedAudioDevice] = [harness.audio]
     var segments: [Int] = [0]
+    var recorders: [ReplayRecorder] = []
+    var finished: [(ReplayRecorder, Result<Int64, MediaError>)] = []
     /// How many frames each view and speaker had presented at each seek.
     var marks: [ObjectIdentifier: [Int]] = [:]
     let events = { @Sendable (event: Replay.OutputEvent) in
@@ -101,6 +114,20 @@ struct OutputChurnTests {
       case .pause: _ = harness.replay.pause()
       case .resume: _ = harness.replay.resume()
       case .speed(let speed): #expect(harness.replay.setSpeed(speed) == .ok)
+      case .record(let sound):
+        guard let start = harness.replay.recordingStart else { break }
+        let recorder = ReplayRecorder(
+          destination: harness.library.appendingPathComponent("recording-\(recorders.count).mp4"),
+          videoTrack: TrackID(.video, channel: 0), audioTrack: sound ? TrackID(.audio, channel: 1) : nil,
+          startsAt: start)
+        let code = harness.replay.addRecorder(recorder) { _ in }
+        #expect(code == (harness.log.completions == 0 ? .ok : .notStarted))
+        if code == .ok { recorders.append(recorder) }
+      case .stopRecording(let index):
+        guard !recorders.isEmpty else { break }
+        let recorder = recorders.remove(at: index % recorders.count)
+        harness.replay.removeRecorder(recorder)
+        finished.append((recorder, try finish(recorder, playedToTheEnd: false)))
       case .wait(let ms): harness.run(for: .milliseconds(ms))
       }
     }
@@ -110,6 +137,7 @@ struct OutputChurnTests {
     }
     _ = harness.replay.resume()
     harness.runToEnd()
+    for recorder in recorders { finished.append((recorder, try finish(recorder, playedToTheEnd: true))) }
     let context = "seed \(seed): \(actions.map(\.description).joined(separator: " "))"
     #expect(harness.log.errors.isEmpty && failures.withLock { $0 }.isEmpty, "\(context)")
     #expect(harness.log.completions == 1, "\(context)")
@@ -122,6 +150,19 @@ struct OutputChurnTests {
       #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }, "\(context): \(times.map(\.milliseconds))")
       let gaps = part.compactMap { if case .gap(let gap) = $0 { gap.range } else { nil } }
       #expect(Set(gaps).count == gaps.count, "\(context): \(gaps)")
+    }
+    // Every recording is an MP4 as long as its task says (T18: seeks and holes closed up).
+    for (recorder, result) in finished {
+      // No file when no keyframe came while it recorded (it stopped at once, or the play ended).
+      if case .failure(let error) = result, error.kind == .noMedia { continue }
+      guard case .success(let milliseconds) = result else {
+        Issue.record("\(context): the recording failed: \(result)")
+        continue
+      }
+      guard milliseconds > 0 else { continue }
+      let probed = try probeRecording(recorder.destination.path)
+      #expect(abs(probed.duration * 1000 - Double(milliseconds)) < 100, "\(context): \(probed) for \(milliseconds) ms")
+      #expect(probed.frames > 0 && probed.kinds.first == "video", "\(context): \(probed)")
     }
     // Nor does any output present a frame twice, or an earlier one after a later, between two seeks.
     let split = { (instants: [(media: Int64, at: Int64)], of: AnyObject) in
@@ -139,6 +180,20 @@ struct OutputChurnTests {
         #expect(zip(part, part.dropFirst()).allSatisfy { $0.media < $1.media }, "\(context): speaker \(index)")
       }
     }
+  }
+
+  /// Finishes `recorder` and waits for its result.
+  private func finish(_ recorder: ReplayRecorder, playedToTheEnd: Bool) throws -> Result<Int64, MediaError> {
+    let result = Locked<Result<Int64, MediaError>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    recorder.finish(playedToTheEnd: playedToTheEnd) { outcome in
+      result.withLock { $0 = outcome }
+      done.signal()
+    }
+    guard done.wait(timeout: .now() + 60) == .success, let outcome = result.withLock({ $0 }) else {
+      throw WaitTimedOut("the recorder's result")
+    }
+    return outcome
   }
 
   @Test("a graph rebuilt while the sound is a frame ahead of the picture: no sound is played twice or lost (seed 227)")
