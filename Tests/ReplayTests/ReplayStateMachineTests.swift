@@ -67,6 +67,42 @@ import Testing
       rules.presented(time(9_000), by: v, video: true, candidates: [v, a], generation: rules.generation).gaps.isEmpty)
   }
 
+  private func restart(_ rules: inout ReplayStateMachine) -> Bool { rules.restart() }
+
+  @Test("a restart goes on after each output's own last frame, and reports no gap it reported or held before")
+  func aRestartGoesOnAfterWhatWasPresented() throws {
+    var (rules, v, a) = playing()
+    var g = rules.generation
+    // Before the picture's first frame the sound played 100 ms ahead: a restart goes on after it.
+    _ = rules.presented(time(100), by: a, video: false, candidates: [v, a], generation: g)
+    #expect(restart(&rules))
+    g = rules.generation
+    let early = try #require(rules.start(restarting: true, recording: false))
+    #expect(
+      early.presentFrom == time(0)
+        && early.resumesAfter == [a: time(100).advanced(by: .microseconds(1), notAfter: time(60_000))])
+    // The picture at 2.16 s drives; the sound played 2.176 s.
+    _ = rules.presented(time(2_160), by: v, video: true, candidates: [v, a], generation: g)
+    _ = rules.presented(time(2_176), by: a, video: false, candidates: [v, a], generation: g)
+    let hole = gap(2_160, 3_000, .noRecording)
+    #expect(rules.crossed(hole, by: v, candidates: [v, a], generation: g) == [hole])
+    // A failed object after it is held until media plays (R73).
+    let failed = gap(3_000, 4_000, .downloadFailed)
+    #expect(rules.crossed(failed, by: v, candidates: [v, a], generation: g).isEmpty)
+    #expect(restart(&rules))
+    g = rules.generation
+    let again = try #require(rules.start(restarting: true, recording: false))
+    #expect(again.presentFrom == time(2_160).advanced(by: .microseconds(1), notAfter: time(60_000)))
+    #expect(again.resumesAfter == [a: time(2_176).advanced(by: .microseconds(1), notAfter: time(60_000))])
+    // The rebuilt graph crosses the hole again (clamped at its start) and the failed object: nothing new.
+    #expect(rules.crossed(gap(2_161, 3_000, .noRecording), by: v, candidates: [v, a], generation: g).isEmpty)
+    #expect(rules.crossed(failed, by: v, candidates: [v, a], generation: g).isEmpty)
+    #expect(rules.presented(time(4_000), by: v, video: true, candidates: [v, a], generation: g).gaps == [failed])
+    // Another stretch is reported.
+    let next = gap(5_000, 6_000, .noRecording)
+    #expect(rules.crossed(next, by: v, candidates: [v, a], generation: g) == [next])
+  }
+
   @Test func R11_R12_R13_R14_refusedPlaysChangeNothing() throws {
     var rules = ReplayStateMachine()
     #expect(rules.play(span(start, start + 1000), token: "t") == (.notBound, false))

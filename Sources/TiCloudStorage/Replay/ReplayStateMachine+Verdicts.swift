@@ -116,7 +116,8 @@ extension ReplayStateMachine {
     let due = lateGaps.filter { $0.range.end <= time }
     guard !due.isEmpty else { return [] }
     lateGaps.removeAll { $0.range.end <= time }
-    return admit(due)
+    // Not one the play reported already (another channel's gap over the same stretch).
+    return admit(due.filter { gap in !reportedRanges.contains { $0.covers(gap.range, passed: nil) } })
   }
 }
 
@@ -137,16 +138,25 @@ extension ReplayStateMachine {
     // A restart goes on just after the frame presented last (a microsecond later: nothing is lost to
     // rounding).
     let next = position.map { $0.advanced(by: .microseconds(1), notAfter: play.end) }
+    // (presentedSpan is emptied at each play and seek: on a restart it holds what this target played,
+    // also when the driver has not presented yet, the sound handed ahead or first.)
     var resumesAfter: [Replay.OutputID: MediaTime] = [:]
-    if let next {
-      for output in outputs {
-        guard let latest = presentedSpan[output.id]?.latest, latest >= next else { continue }
-        resumesAfter[output.id] = latest.advanced(by: .microseconds(1), notAfter: play.end)
-      }
+    for output in outputs where restarting {
+      guard let latest = presentedSpan[output.id]?.latest, latest >= next ?? from else { continue }
+      resumesAfter[output.id] = latest.advanced(by: .microseconds(1), notAfter: play.end)
     }
     return Start(
       range: MediaRange(start: from, end: play.end), play: play, outputs: outputs, speed: speed, paused: paused,
       generation: generation, presentFrom: next ?? from, resumesAfter: resumesAfter,
       showsFirstFrameWhilePaused: position == nil)
+  }
+}
+
+extension MediaRange {
+  /// Whether a gap of `range` was reported already as this range: the same stretch, or a part of it (a
+  /// graph rebuilt inside it clamps it at its start), or one it overlaps that the position (`passed`)
+  /// left behind (a copy found late).
+  func covers(_ range: MediaRange, passed position: MediaTime?) -> Bool {
+    (start <= range.start && range.end <= end) || (overlaps(range) && position.map { range.end <= $0 } == true)
   }
 }

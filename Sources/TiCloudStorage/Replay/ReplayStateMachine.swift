@@ -57,7 +57,7 @@ struct ReplayStateMachine {
   /// Gaps found late of a track judged from a take-over on: reported as the position reaches each end.
   var lateGaps: [RecordingGap] = []
   /// The ranges reported since the play or the seek (a take-over reports none twice).
-  private var reportedRanges: [MediaRange] = []
+  private(set) var reportedRanges: [MediaRange] = []
   /// The first and the latest frame each output presented since the play or the seek.
   private(set) var presentedSpan: [Replay.OutputID: (first: MediaTime, latest: MediaTime)] = [:]
   /// The output whose frames moved the position last in this graph generation (nil after a play, a
@@ -279,10 +279,9 @@ struct ReplayStateMachine {
       if !presentingOutputs.contains(id) { earlyGaps[id, default: []].append(gap) }
       return []
     }
-    // Reported already: since the play or the seek (a graph rebuilt at the position crosses it again),
-    // or, found late (behind what its branch's edges held), where the position passed one reported.
-    let passed = position.map { gap.range.end <= $0 } == true
-    if reportedRanges.contains(gap.range) || passed && reportedRanges.contains(where: { $0.overlaps(gap.range) }) {
+    // Reported (or held) already: since the play or the seek (a graph rebuilt at the position crosses it
+    // again, clamped at its start), or, found late, where the position passed one reported.
+    if heldGaps.contains(gap) || reportedRanges.contains(where: { $0.covers(gap.range, passed: position) }) {
       return []
     }
     lateGaps.removeAll { $0 == gap }
