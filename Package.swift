@@ -43,7 +43,8 @@ let package = Package(
     // Stubs of the FFmpeg and SDL2 functions tipipe calls, each library loaded on its first call
     // (scripts/lazy-libraries.py writes them): ~120 shared libraries fewer at every start.
     .target(name: "LazyLibraries", path: "Sources/LazyLibraries", exclude: ["symbols.txt"]),
-    // Byte scans over every byte an export writes (the Annex B start code search), with SSE2.
+    // What every byte an export writes passes through: the Annex B start code search (SSE2) and the
+    // preallocation of the file (fallocate, declared only under _GNU_SOURCE).
     .target(name: "MediaKernels", path: "Sources/MediaKernels"),
     .target(name: "PipelineGraph", swiftSettings: strict),
     .target(name: "PipelineTestKit", dependencies: ["PipelineGraph"], swiftSettings: strict),

@@ -48,6 +48,39 @@ struct MP4FragmentWriterTests {
     #expect(throws: MediaError.self) { try writer.flush() }
   }
 
+  @Test("blocks are allocated ahead of the writes without changing the size, and the close gives back the rest")
+  func blocksAreAllocatedAhead() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.url.appendingPathComponent("f.mp4").path
+    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+    var writer: MP4FragmentWriter? = try MP4FragmentWriter(path: path, tracks: [Self.audio])
+    // Two seconds of audio: the first second is a fragment written.
+    for frame in 0..<32 {
+      try writer?.append(
+        track: 0, Data(repeating: UInt8(frame), count: 1000), time: Int64(frame) * 1024,
+        decodeTime: Int64(frame) * 1024, duration: 1024, isSync: true)
+    }
+    let open = try Self.allocation(path)
+    #expect(open.size > 15_000 && open.size < 40_000, "one fragment written: \(open.size) bytes")
+    #expect(
+      open.allocated >= open.size + Int(MP4FragmentWriter.preallocationStep) / 2,
+      "\(open.allocated) bytes of blocks for \(open.size) bytes: nothing allocated ahead")
+    try writer?.flush()
+    let flushed = try Self.allocation(path).size
+    writer = nil
+    let closed = try Self.allocation(path)
+    #expect(closed.size == flushed, "the close keeps every byte written")
+    #expect(closed.allocated < closed.size + 64 << 10, "\(closed.allocated) bytes of blocks kept for \(closed.size)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == flushed)
+  }
+
+  /// A file's size and the bytes of the blocks it holds.
+  private static func allocation(_ path: String) throws -> (size: Int, allocated: Int) {
+    var status = stat()
+    guard stat(path, &status) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+    return (Int(status.st_size), Int(status.st_blocks) * 512)
+  }
+
   @Test("an empty payload is left out, as the muxer did: the sample before it lasts until the next")
   func anEmptyPayloadIsLeftOut() throws {
     let (writer, directory) = try Self.emptyFile(tracks: [Self.audio])

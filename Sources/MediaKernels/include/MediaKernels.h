@@ -1,5 +1,5 @@
-// Byte scans of coded media that run over every byte an export writes, in C for the vector
-// instructions Swift does not reach portably.
+// What every byte an export writes passes through, in C where Swift does not reach: byte scans of coded
+// media (for the vector instructions) and the preallocation of the file written (`fallocate`).
 #ifndef TIPIPE_MEDIA_KERNELS_H
 #define TIPIPE_MEDIA_KERNELS_H
 
@@ -10,5 +10,10 @@
 /// `[from + 2, end - 2]` (at least one byte follows it); its offset (the extra leading zero included
 /// when it lies after `from`), or `end` when there is none. `bytes` holds `end` bytes.
 size_t tipipe_annexb_start_code(const uint8_t *bytes, size_t from, size_t end);
+
+/// Allocates `length` bytes of blocks at `offset` of the open file `descriptor` without changing its
+/// size (`fallocate` with `FALLOC_FL_KEEP_SIZE`); 0, or the `errno` (`EOPNOTSUPP` where the file system
+/// cannot).
+int tipipe_preallocate(int descriptor, int64_t offset, int64_t length);
 
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import MediaKernels
 import PipelineGraph
 
 /// Appends the media of a fragmented MP4 — `moof` + `mdat` pairs — to a file whose `ftyp` and `moov`
@@ -63,6 +64,12 @@ final class MP4FragmentWriter {
   static let samplesPerWrite = 64
   /// `IOV_MAX` on Linux (the C macro does not reach Swift): the most vectors one `pwritev` takes.
   private static let vectorLimit = 1024
+  /// The file's blocks are allocated ahead of the writes, at least this much at a time, and what is left
+  /// past its end is given back when it closes: ext4 then finds each page written already mapped instead
+  /// of reserving a block for it (delayed allocation), about 6 % of a one-core export's CPU (an A/B of 7
+  /// interleaved runs of a 30-minute export, 2026-12-06). The file's size never includes them, so a file
+  /// cut short by a crash ends at its last fragment as before.
+  static let preallocationStep: UInt64 = 32 << 20
 
   let path: String
   /// How much a fragment holds: this many seconds of a track (or this many times ``maximumSamples``).
@@ -81,6 +88,10 @@ final class MP4FragmentWriter {
   /// Set when a fragment could not be written: the file no longer matches ``tables``, so nothing more
   /// is taken.
   private var failure: MediaError?
+  /// Where the blocks allocated ahead end (0: none yet).
+  private var allocatedEnd: UInt64 = 0
+  /// False once the file system refused to allocate ahead.
+  private var preallocates = true
 
   /// Opens `path` for appending fragments after its last byte.
   init(path: String, tracks: [Track], fragmentSeconds: Int = 1) throws {
@@ -102,7 +113,15 @@ final class MP4FragmentWriter {
     self.tracks = tracks.map { TrackState(track: $0) }
   }
 
-  deinit { close(descriptor) }
+  deinit {
+    // A truncation to the file's own size frees the blocks allocated past its end (also those of an
+    // allocation that failed part of the way).
+    if allocatedEnd > 0 || !preallocates {
+      var status = stat()
+      if fstat(descriptor, &status) == 0 { _ = ftruncate(descriptor, status.st_size) }
+    }
+    close(descriptor)
+  }
 
   /// Appends a `free` box of `size` bytes (zeros, a sparse extent): room kept for an index.
   func reserve(_ size: Int) throws {
@@ -361,6 +380,7 @@ final class MP4FragmentWriter {
   }
 
   private func writeAll(_ vectors: UnsafeMutableBufferPointer<iovec>) throws {
+    preallocate(through: offset + UInt64(vectors.reduce(0) { $0 + $1.iov_len }))
     var first = 0
     while first < vectors.count {
       let count = min(vectors.count - first, Self.vectorLimit)
@@ -382,6 +402,16 @@ final class MP4FragmentWriter {
         vectors[first].iov_len -= left
       }
     }
+  }
+
+  /// Allocates the file's blocks up to `end` at least (``preallocationStep`` ahead) unless they are; stops
+  /// trying once the file system refuses (a full disk then fails the write itself).
+  private func preallocate(through end: UInt64) {
+    guard preallocates, end > allocatedEnd else { return }
+    let from = max(allocatedEnd, offset)
+    let length = max(end - from, Self.preallocationStep)
+    preallocates = tipipe_preallocate(descriptor, Int64(from), Int64(length)) == 0
+    if preallocates { allocatedEnd = from + length }
   }
 
   private func systemFailure(_ doing: String) -> MediaError {
