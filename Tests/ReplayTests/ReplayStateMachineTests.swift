@@ -44,7 +44,9 @@ import Testing
       range: MediaRange(startMilliseconds: start + from, endMilliseconds: start + to), tracks: [], reasons: [reason])
   }
 
-  @Test("gaps found late of a heir's track: each reported once, as the position reaches its end or its copy")
+  @Test(
+    "gaps found late of a track judged from now on: each crossed once by its output, as the position reaches its end or its copy"
+  )
   func lateGapsOfATakeOver() throws {
     var (rules, v, a) = playing()
     let g = rules.generation
@@ -52,7 +54,9 @@ import Testing
     let (early, inOrder, seekedOver) = (
       gap(1_000, 2_000, .noRecording), gap(3_000, 4_000, .noRecording), gap(8_000, 9_000, .noRecording)
     )
-    rules.expect(late: [early, inOrder, seekedOver])
+    rules.expect(late: [early, inOrder, seekedOver], of: v)
+    // The sound, joined while the picture drives: its own stretch is not the play's to report.
+    rules.expect(late: [gap(500, 1_500, .trackUnavailable)], of: a)
     // A frame before the first end reports nothing; the first frame at or after it reports the gap.
     #expect(rules.presented(time(960), by: v, video: true, candidates: [v, a], generation: g).gaps.isEmpty)
     #expect(rules.presented(time(2_000), by: v, video: true, candidates: [v, a], generation: g).gaps == [early])

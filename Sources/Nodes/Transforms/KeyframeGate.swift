@@ -2,8 +2,7 @@ import PipelineGraph
 
 /// Lets one track's packets through from its first independently decodable packet at or after a time:
 /// an output that joins a running replay starts at the next keyframe and never gets earlier media
-/// (audio packets each decode alone). Packets of other tracks and events pass unchanged (but the copy
-/// of a gap handed on already, below).
+/// (audio packets each decode alone). Packets of other tracks and events pass unchanged.
 ///
 /// Given a ``PacketHistory`` (the node it hangs on), the gate instead starts with what the history kept
 /// of its track from the last decodable packet at or before that time (``HistoryStart/showing``), or
@@ -12,11 +11,6 @@ import PipelineGraph
 /// media read already, an audio output joining a running one plays from the position, and a video one
 /// starts at the next keyframe read already (not at one read seconds later). When the history does not
 /// hold it, the gate waits for the next keyframe.
-///
-/// Gaps of the track found late (``GapDetector/announceMissing(of:from:)``: among what passed before the
-/// track was judged) are handed on in order, before the first packet of the track at or after each
-/// gap's end (``handOn(_:)``), as a graph that judged the track all along sends them; the copy the
-/// detector sends behind what was read ahead is dropped.
 ///
 /// States: closed → open (at the first packet that qualifies), or catching up (handing on what the
 /// history kept, one packet per step) → open; a flush closes it again (what was left of the history
@@ -51,10 +45,6 @@ public final class KeyframeGate: SteppingNode {
   /// What the history kept, still to hand on (from `caughtUp` on).
   private var backlog: [EncodedPacket] = []
   private var caughtUp = 0
-  /// Gaps found late, in order, not handed on yet.
-  private var lateGaps: [RecordingGap] = []
-  /// Those handed on whose copy from upstream has not come yet.
-  private var handedOn: [RecordingGap] = []
 
   /// A gate on `track` that opens at its first keyframe not earlier than `opensAt`, or at once with
   /// what `history` kept from `start` (read when the gate starts).
@@ -83,20 +73,12 @@ public final class KeyframeGate: SteppingNode {
     open = true
   }
 
-  /// Gaps of the track found late (in order): each is sent before the first packet of the track at or
-  /// after its end, once. On the pipeline's executor, before the gate's first packet.
-  public func handOn(_ gaps: [RecordingGap]) {
-    lateGaps += gaps.filter { $0.concerns(track) }
-  }
-
   /// True while the history's packets are being handed on.
   public var hasPendingWork: Bool { caughtUp < backlog.count }
 
   /// Hands on the history's next packet.
   public func step(context: NodeContext<EncodedPacket>) throws {
-    let packet = backlog[caughtUp]
-    if !lateGaps.isEmpty { sendLateGaps(before: packet, context) }
-    context.emit(packet)
+    context.emit(backlog[caughtUp])
     caughtUp += 1
     if caughtUp == backlog.count {
       backlog = []
@@ -107,47 +89,17 @@ public final class KeyframeGate: SteppingNode {
   /// Drops the track's packets until the gate opens.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
     guard input.track == track else { return context.emit(input) }
-    if open {
-      if !lateGaps.isEmpty { sendLateGaps(before: input, context) }
-      return context.emit(input)
-    }
+    if open { return context.emit(input) }
     guard threshold.map({ input.time >= $0 }) ?? true, input.isKeyframe || input.track.kind == .audio else { return }
     open = true
-    if !lateGaps.isEmpty { sendLateGaps(before: input, context) }
     context.emit(input)
   }
 
-  /// Passes events on; a late gap's copy from upstream is dropped when it was handed on already, and
-  /// sent at once when it comes first (it is in order then).
-  public func handle(_ event: PipelineEvent, context: NodeContext<EncodedPacket>) throws {
-    if case .gap(let payload) = event, let gap = payload as? RecordingGap {
-      if let index = handedOn.firstIndex(of: gap) {
-        handedOn.remove(at: index)
-        return
-      }
-      lateGaps.removeAll { $0 == gap }
-    }
-    context.send(event)
-  }
-
-  /// Sends the late gaps that end at or before `packet` (of the gated track).
-  private func sendLateGaps(before packet: EncodedPacket, _ context: NodeContext<EncodedPacket>) {
-    // By presentation time: the detector's hole ends where the packet after it is presented.
-    while let gap = lateGaps.first, packet.time >= gap.range.end {
-      lateGaps.removeFirst()
-      handedOn.append(gap)
-      context.send(.gap(gap))
-    }
-  }
-
-  /// A flush closes the gate again; a seek's opens it at the next keyframe. Gaps found late belong to
-  /// what was flushed.
+  /// A flush closes the gate again; a seek's opens it at the next keyframe.
   public func flush(context: NodeContext<EncodedPacket>) {
     open = false
     backlog = []
     caughtUp = 0
-    lateGaps = []
-    handedOn = []
     threshold = context.seekTarget == nil ? opensAt : nil
   }
 }

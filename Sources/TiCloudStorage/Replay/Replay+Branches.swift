@@ -109,9 +109,8 @@ extension Replay {
       }
       guard let branch else { return false }
       if firstOfKind {
-        // Before the branch's first packet (the gate hands the history on as it starts, on this
-        // executor, after this command), with the gaps found among what the history holds in place.
-        branch.gate?.handOn(judge(output.track, from: start.presentFrom, in: graph))
+        // The gaps found among what the history holds come behind it: reported as the position reaches them.
+        state.rules.expect(late: judge(output.track, from: start.presentFrom, in: graph), of: output.id)
         if output.track.kind == .video {
           // The picture drives from its first frame on (the sound until then: at that frame the sound
           // follows it, `Joints.pictureCame(by:)`). The router goes on letting every picture through: a
@@ -195,7 +194,7 @@ extension Replay {
           joints.detector.unfollow(audio: track)
         }
         // Gaps found late reach the heir behind what its edges hold: reported as the position reaches them.
-        state.rules.expect(late: judge(heir.track, from: position, in: graph))
+        state.rules.expect(late: judge(heir.track, from: position, in: graph), of: heir.id)
         joints.timeline.retire(track, from: position, now: environment.clock.now)
       }
     case (_, .nobody)?:

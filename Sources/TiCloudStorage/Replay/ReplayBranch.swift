@@ -14,8 +14,6 @@ extension Replay {
     /// device that holds it, the play's clock following it) or alone (pacing the play), set when a first
     /// picture joins a play of audio alone or the last one leaves, as if built so. Nil for video.
     var soundRole: ((_ besidePicture: Bool) -> Void)? = nil
-    /// The gate of a branch that joined a running graph (it hands on what the history kept).
-    var gate: KeyframeGate? = nil
   }
 
   /// How an output's branch starts: with the graph, or joining it while it runs.
@@ -113,7 +111,6 @@ extension Replay {
       },
       onEnd: { [weak self] flushes in self?.drained(id, generation: generation + flushes) }, onFlush: flushed)
     var nodes: [any Node] = [decoder, pacer, sink]
-    var joiningGate: KeyframeGate?
     if let joining {
       // Joining a paused play, the branch shows the position at once from what the graph read already;
       // a running one starts at the next keyframe (O18) read already, or at the position for audio
@@ -126,15 +123,13 @@ extension Replay {
       pipeline.connect(history, to: gate, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       pipeline.connect(gate, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
       nodes.append(gate)
-      joiningGate = gate
     } else {
       pipeline.connect(history, to: decoder, limits: EdgeLimits(items: 64, bytes: 4 << 20))
     }
     // Few decoded pictures wait for their instant: memory stays small at any speed.
     pipeline.connect(decoder, to: pacer, limits: EdgeLimits(items: binding.isVideo ? 1 : 16))
     pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: binding.isVideo ? 2 : 4))
-    return Branch(
-      nodes: nodes, pacer: pacer, isVideo: binding.isVideo, soundRole: soundRole, gate: joiningGate)
+    return Branch(nodes: nodes, pacer: pacer, isVideo: binding.isVideo, soundRole: soundRole)
   }
 }
 

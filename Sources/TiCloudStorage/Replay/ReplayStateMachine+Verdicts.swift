@@ -105,19 +105,22 @@ extension ReplayStateMachine {
 }
 
 extension ReplayStateMachine {
-  /// `gaps`, found late of a track that takes the position over in another's stead (the first output of
-  /// its kind left: another channel), are reported as the position reaches each end — as a graph that
-  /// judged the track all along reports them, where the copy the heir's branch crosses comes behind
-  /// what its edges hold (that copy is then dropped, ``crossed(_:by:candidates:generation:)``).
-  mutating func expect(late gaps: [RecordingGap]) { lateGaps += gaps }
+  /// `gaps`, found late of the track of output `owner`, judged from now on (the first output of its kind
+  /// joins, or takes the position over in another's stead), are crossed by `owner` before its first
+  /// frame at or after each end — as in a graph that judged the track all along, where the copy the
+  /// output's branch crosses comes behind what its edges hold (that copy is then dropped,
+  /// ``crossed(_:by:candidates:generation:)``).
+  mutating func expect(late gaps: [RecordingGap], of owner: Replay.OutputID) {
+    lateGaps += gaps.map { ($0, owner) }
+  }
 
-  /// The driver presented a frame of `time`: the late gaps whose end it reached, to report now.
-  mutating func reached(_ time: MediaTime) -> [RecordingGap] {
-    let due = lateGaps.filter { $0.range.end <= time }
+  /// Output `id` is about to present a frame of `time`: its late gaps that end at or before it, crossed
+  /// now (those to report now).
+  mutating func reached(_ time: MediaTime, by id: Replay.OutputID, candidates: [Replay.OutputID]) -> [RecordingGap] {
+    let due = lateGaps.filter { $0.owner == id && $0.gap.range.end <= time }
     guard !due.isEmpty else { return [] }
-    lateGaps.removeAll { $0.range.end <= time }
-    // Not one the play reported already (another channel's gap over the same stretch).
-    return admit(due.filter { gap in !reportedRanges.contains { $0.covers(gap.range, passed: nil) } })
+    lateGaps.removeAll { $0.owner == id && $0.gap.range.end <= time }
+    return due.flatMap { crossed($0.gap, by: id, candidates: candidates, generation: generation) }
   }
 }
 

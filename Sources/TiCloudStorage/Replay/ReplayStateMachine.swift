@@ -54,8 +54,9 @@ struct ReplayStateMachine {
   /// Gaps a position candidate crossed while another one was the driver and it had presented nothing:
   /// reported if it takes over (the audio of a play whose video presents nothing).
   private var earlyGaps: [Replay.OutputID: [RecordingGap]] = [:]
-  /// Gaps found late of a track judged from a take-over on: reported as the position reaches each end.
-  var lateGaps: [RecordingGap] = []
+  /// Gaps found late of a track judged from now on, and the output whose track it is: each crossed by
+  /// that output before its first frame at or after the gap's end.
+  var lateGaps: [(gap: RecordingGap, owner: Replay.OutputID)] = []
   /// The ranges reported since the play or the seek (a take-over reports none twice).
   private(set) var reportedRanges: [MediaRange] = []
   /// The first and the latest frame each output presented since the play or the seek.
@@ -198,6 +199,9 @@ struct ReplayStateMachine {
       !failedOutputs.contains(id)
     else { return FrameVerdict() }
     var verdict = FrameVerdict(accepted: true)
+    // Its own gaps found late that this frame is past: crossed before it, where a graph that judged the
+    // track all along sends them.
+    if !lateGaps.isEmpty { verdict.gaps = reached(time, by: id, candidates: candidates) }
     if !presentingOutputs.contains(id) {
       presentingOutputs.insert(id)
       outputs[index].joinsAt = nil
@@ -209,15 +213,15 @@ struct ReplayStateMachine {
       // Media after a failed recording plays: its gaps are gaps (R73); so are those crossed before taking over.
       let reported = reportedRanges
       let early = (earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } && ahead(gap) }
-      verdict.gaps = heldGaps + early
-      reportedRanges = Array((reportedRanges + verdict.gaps.map(\.range)).suffix(64))
-      if !verdict.gaps.isEmpty { reportNext = true }
+      let now = heldGaps + early
+      verdict.gaps += now
+      reportedRanges = Array((reportedRanges + now.map(\.range)).suffix(64))
+      if !now.isEmpty { reportNext = true }
       heldGaps = []
       earlyGaps = [:]
     }
     if video { videoFrames += 1 } else { audioFrames += 1 }
     guard movesPosition else { return verdict }
-    if !lateGaps.isEmpty { verdict.gaps += reached(time) }
     verdict.movesPosition = true
     if !mismatches.isEmpty {
       let reached = mismatches.filter { $0.value <= time }
@@ -284,7 +288,7 @@ struct ReplayStateMachine {
     if heldGaps.contains(gap) || reportedRanges.contains(where: { $0.covers(gap.range, passed: position) }) {
       return []
     }
-    lateGaps.removeAll { $0 == gap }
+    lateGaps.removeAll { $0.gap == gap }
     return admit([gap])
   }
 
