@@ -61,8 +61,11 @@ public final class SegmentDemuxer: SteppingNode {
   private var tracks: [TrackID: TrackState] = [:]
   private var probes: [Codec: VideoParameterProbe] = [:]
   private var lastObjectEnd: MediaTime?
-  /// The object being demuxed and its next record.
-  private var current: (object: SegmentObject, next: Int)?
+  /// The records of the object being demuxed (kept apart from the object: a step copies none of it),
+  /// the next one, and where the object ends (nil: no object being demuxed).
+  private var records: [SegmentRecord] = []
+  private var nextRecord = 0
+  private var objectEnd: MediaTime?
   /// What is ready to leave, oldest first from `readyHead`.
   private var ready: [Held] = []
   private var readyHead = 0
@@ -80,23 +83,27 @@ public final class SegmentDemuxer: SteppingNode {
   public func process(_ input: SegmentObject, context: NodeContext<EncodedPacket>) throws {
     let range = input.parsed.header.range
     ready.append(.event(.rangeStart(range)))
-    current = (input, 0)
+    records = input.parsed.records
+    nextRecord = 0
+    objectEnd = range.end
   }
 
   /// True while packets or records of the last object are left.
-  public var hasPendingWork: Bool { readyHead < ready.count || current != nil }
+  public var hasPendingWork: Bool { readyHead < ready.count || objectEnd != nil }
 
   /// Sends the next packet or event that is ready, demuxing records until one is.
   public func step(context: NodeContext<EncodedPacket>) throws {
-    while readyHead == ready.count, let (object, next) = current {
-      let records = object.parsed.records
-      if next == records.count {
-        lastObjectEnd = object.parsed.header.range.end
-        current = nil
+    while readyHead == ready.count, let end = objectEnd {
+      if nextRecord == records.count {
+        lastObjectEnd = end
+        objectEnd = nil
+        records = []
         break
       }
-      current = (object, next + 1)
-      try demux(records[next], context: context)
+      nextRecord += 1
+      let record = records[nextRecord - 1]
+      // The track's state is changed in place (a copy would retain what it holds, each record).
+      try demux(record, state: &tracks[record.track, default: TrackState()], context: context)
     }
     guard readyHead < ready.count else { return }
     let entry = ready[readyHead]
@@ -111,10 +118,10 @@ public final class SegmentDemuxer: SteppingNode {
     }
   }
 
-  private func demux(_ record: SegmentRecord, context: NodeContext<EncodedPacket>) throws {
+  private func demux(
+    _ record: SegmentRecord, state: inout TrackState, context: NodeContext<EncodedPacket>
+  ) throws {
     let time = MediaTime(milliseconds: record.timestampMilliseconds)
-    var state = tracks[record.track] ?? TrackState()
-    defer { tracks[record.track] = state }
     switch record.track.kind {
     case .video:
       // Two frames cannot be shown at one instant: a frame not after the last one taken (a repeated
@@ -304,7 +311,9 @@ public final class SegmentDemuxer: SteppingNode {
   public func flush(context: NodeContext<EncodedPacket>) {
     tracks.removeAll()
     held.removeAll()
-    current = nil
+    records = []
+    nextRecord = 0
+    objectEnd = nil
     ready.removeAll()
     readyHead = 0
     startingAt = context.seekTarget ?? requestedStart

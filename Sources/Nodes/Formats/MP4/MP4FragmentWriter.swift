@@ -50,8 +50,8 @@ final class MP4FragmentWriter {
     var readyBytes = 0
     /// What the ready samples last: each lasts until the next is decoded, so up to the waiting one.
     var readyDuration: Int64 {
-      guard let first = ready.first, let waiting else { return 0 }
-      return waiting.decodeTime - first.decodeTime
+      guard let first = ready.first?.decodeTime, let last = waiting?.decodeTime else { return 0 }
+      return last - first
     }
   }
 
@@ -269,14 +269,16 @@ final class MP4FragmentWriter {
       header.append(UInt32(ready.count))
       let dataOffsetField = header.count
       header.append(UInt32(0))
-      for sample in ready {
-        guard let duration = UInt32(exactly: sample.duration) else {
-          throw MediaError(.writeFailed, "\(path): a sample lasting \(sample.duration) ticks (track \(trackID))")
+      // By index, field by field: a sample copied whole would retain its data and its pieces.
+      for sample in ready.indices {
+        guard let duration = UInt32(exactly: ready[sample].duration) else {
+          throw MediaError(
+            .writeFailed, "\(path): a sample lasting \(ready[sample].duration) ticks (track \(trackID))")
         }
         header.append(duration)
-        header.append(sample.size)
-        if !sameFlags { header.append(Self.flags(isSync: sample.isSync)) }
-        if offsets { header.append(UInt32(bitPattern: sample.compositionOffset)) }
+        header.append(ready[sample].size)
+        if !sameFlags { header.append(Self.flags(isSync: ready[sample].isSync)) }
+        if offsets { header.append(UInt32(bitPattern: ready[sample].compositionOffset)) }
       }
       header.set(UInt32(header.count - trafStart), at: trafStart)
       let moofSize = header.count - moofStart
@@ -295,10 +297,10 @@ final class MP4FragmentWriter {
       chunks.append((index, MP4SampleTable.Chunk(offset: position + UInt64(dataOffset), sampleCount: ready.count)))
       position += UInt64(dataOffset + payload)
       // The samples' bytes, each NAL unit behind its length (kept in the header buffer).
-      for entry in ready {
+      for entry in ready.indices {
         let sample = samples.count
-        samples.append(entry.data)
-        for range in entry.pieces {
+        samples.append(ready[entry].data)
+        for range in ready[entry].pieces {
           if lengthPrefixed {
             pieces.append(Piece(header: header.count..<header.count + 4))
             header.append(UInt32(range.count))
@@ -322,10 +324,11 @@ final class MP4FragmentWriter {
         let table = tables[track] ?? MP4SampleTable(spillingBeside: path)
         tables[track] = table
         table.chunks.append(chunk)
-        for sample in tracks[index].ready {
+        let ready = tracks[index].ready
+        for sample in ready.indices {
           try table.append(
-            size: sample.size, duration: UInt32(sample.duration), compositionOffset: sample.compositionOffset,
-            isSync: sample.isSync)
+            size: ready[sample].size, duration: UInt32(ready[sample].duration),
+            compositionOffset: ready[sample].compositionOffset, isSync: ready[sample].isSync)
         }
       }
     } catch let error as MediaError {
