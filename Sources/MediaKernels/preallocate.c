@@ -6,5 +6,8 @@
 #include <fcntl.h>
 
 int tipipe_preallocate(int descriptor, int64_t offset, int64_t length) {
-  return fallocate(descriptor, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length) == 0 ? 0 : errno;
+  while (fallocate(descriptor, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
 }

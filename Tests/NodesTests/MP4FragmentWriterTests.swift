@@ -48,30 +48,45 @@ struct MP4FragmentWriterTests {
     #expect(throws: MediaError.self) { try writer.flush() }
   }
 
-  @Test("blocks are allocated ahead of the writes without changing the size, and the close gives back the rest")
-  func blocksAreAllocatedAhead() throws {
+  @Test(
+    "an export's blocks are allocated ahead of its writes without changing its size, the index's room stays a hole, and the close gives back the rest; a recording's are not"
+  )
+  func anExportAllocatesAhead() throws {
     let directory = try TemporaryDirectory()
-    let path = directory.url.appendingPathComponent("f.mp4").path
-    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
-    var writer: MP4FragmentWriter? = try MP4FragmentWriter(path: path, tracks: [Self.audio])
-    // Two seconds of audio: the first second is a fragment written.
-    for frame in 0..<32 {
-      try writer?.append(
-        track: 0, Data(repeating: UInt8(frame), count: 1000), time: Int64(frame) * 1024,
-        decodeTime: Int64(frame) * 1024, duration: 1024, isSync: true)
+    for use in [MP4FragmentWriter.Use.export, .recording] {
+      let path = directory.url.appendingPathComponent("\(use).mp4").path
+      #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+      var writer: MP4FragmentWriter? = try MP4FragmentWriter(path: path, tracks: [Self.audio], use: use)
+      // Room for an index, as `MP4File` keeps it: a hole.
+      try writer?.reserve(4 << 20)
+      // Nine seconds of audio: an export's 8-second fragment, or a recording's one-second ones, written.
+      for frame in 0..<144 {
+        try writer?.append(
+          track: 0, Data(repeating: UInt8(frame), count: 1000), time: Int64(frame) * 1024,
+          decodeTime: Int64(frame) * 1024, duration: 1024, isSync: true)
+      }
+      let open = try Self.allocation(path)
+      let media = open.size - (4 << 20)
+      #expect(media > 100_000 && media < 160_000, "\(use): \(media) bytes of fragments")
+      if use == .export {
+        #expect(
+          open.allocated >= Int(MP4FragmentWriter.preallocationStep),
+          "\(open.allocated) bytes of blocks for \(media) bytes of fragments: nothing allocated ahead")
+        #expect(
+          open.allocated < Int(MP4FragmentWriter.preallocationStep) + (1 << 20),
+          "\(open.allocated) bytes of blocks: the index's room was allocated too")
+      } else {
+        #expect(open.allocated < media + (1 << 20), "a recording took \(open.allocated) bytes of blocks")
+      }
+      try writer?.flush()
+      let flushed = try Self.allocation(path).size
+      writer = nil
+      let closed = try Self.allocation(path)
+      #expect(closed.size == flushed, "the close keeps every byte written")
+      #expect(
+        closed.allocated < closed.size - (4 << 20) + (1 << 20), "\(use): \(closed.allocated) bytes of blocks kept")
+      #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == flushed)
     }
-    let open = try Self.allocation(path)
-    #expect(open.size > 15_000 && open.size < 40_000, "one fragment written: \(open.size) bytes")
-    #expect(
-      open.allocated >= open.size + Int(MP4FragmentWriter.preallocationStep) / 2,
-      "\(open.allocated) bytes of blocks for \(open.size) bytes: nothing allocated ahead")
-    try writer?.flush()
-    let flushed = try Self.allocation(path).size
-    writer = nil
-    let closed = try Self.allocation(path)
-    #expect(closed.size == flushed, "the close keeps every byte written")
-    #expect(closed.allocated < closed.size + 64 << 10, "\(closed.allocated) bytes of blocks kept for \(closed.size)")
-    #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == flushed)
   }
 
   /// A file's size and the bytes of the blocks it holds.

@@ -108,7 +108,7 @@ struct OutputChurnTests {
         segments.append(harness.log.entries.count)
         for view in views { marks[ObjectIdentifier(view), default: []].append(view.frames.count) }
         for speaker in speakers { marks[ObjectIdentifier(speaker), default: []].append(speaker.instants.count) }
-        // Once the play ended (it may have, at 4×), a seek is refused (R33).
+        // Once the play ended (it may have, at 4× or 8×), a seek is refused (R33).
         let code = harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + to))
         #expect(code == (harness.log.completions == 0 ? .ok : .notStarted))
       case .pause: _ = harness.replay.pause()

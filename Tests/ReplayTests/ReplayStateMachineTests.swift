@@ -71,6 +71,43 @@ import Testing
       rules.presented(time(9_000), by: v, video: true, candidates: [v, a], generation: rules.generation).gaps.isEmpty)
   }
 
+  @Test("a late gap's copy crossed before the output's first frame, then that frame past it: reported once")
+  func aLateGapsCopyFirst() throws {
+    var (rules, v, a) = playing()
+    let g = rules.generation
+    // The sound drives (the picture, joining, has presented nothing; the sound 0.6 s).
+    for offset in stride(from: Int64(0), through: 640, by: 64) {
+      _ = rules.presented(time(offset), by: a, video: false, candidates: [v, a], generation: g)
+    }
+    let hole = gap(1_000, 2_000, .noRecording)
+    rules.expect(late: [hole], of: v)
+    // The detector's copy reaches the picture's branch first (its gate forwards events while it hands
+    // on the history); then the picture's first frame, past the gap.
+    #expect(rules.crossed(hole, by: v, candidates: [v, a], generation: g).isEmpty)
+    let first = rules.presented(time(2_000), by: v, video: true, candidates: [v, a], generation: g)
+    #expect(first.gaps == [hole])
+  }
+
+  @Test("an output leaving hands its late gaps to a heir of its track, or nobody crosses them")
+  func lateGapsOfALeavingOutput() throws {
+    for handedOn in [true, false] {
+      var rules = ReplayStateMachine()
+      let (v, _) = rules.bind(video)
+      let (w, _) = rules.bind(video)
+      #expect(rules.play(span(start, start + 60_000), from: nil, token: "t") == (.ok, false))
+      let g = rules.generation
+      _ = rules.presented(time(0), by: v, video: true, candidates: [v], generation: g)
+      let hole = gap(1_000, 2_000, .noRecording)
+      rules.expect(late: [hole], of: v)
+      // `v` leaves before the gap's end; `w`, of the same track, drives on.
+      rules.handOnLateGaps(of: v, to: handedOn ? w : nil)
+      _ = rules.presented(time(960), by: w, video: true, candidates: [w], generation: g)
+      let past = rules.presented(time(2_000), by: w, video: true, candidates: [w], generation: g)
+      #expect(past.gaps == (handedOn ? [hole] : []))
+      #expect(rules.lateGaps.isEmpty)
+    }
+  }
+
   private func restart(_ rules: inout ReplayStateMachine) -> Bool { rules.restart() }
 
   @Test("a restart goes on after each output's own last frame, and reports no gap it reported or held before")

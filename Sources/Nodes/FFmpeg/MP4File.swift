@@ -35,7 +35,8 @@ final class MP4File {
   /// Creates `path` (fragmented MP4) with a video stream of `video` and an AAC stream of `audio` (at
   /// least one), reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).
   init(
-    path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20, fragmentSeconds: Int = 1
+    path: String, video: TrackFormat?, audio: TrackFormat?, reservedIndexBytes: Int = 1 << 20,
+    use: MP4FragmentWriter.Use = .recording
   ) throws {
     guard video != nil || audio != nil else { throw MediaError(.invalidArgument, "an MP4 needs a track") }
     if let audio, audio.codec != .aac {
@@ -106,7 +107,7 @@ final class MP4File {
         MP4FragmentWriter.Track(id: UInt32(tracks.count + 1), timescale: Int64(base.denominator), lengthPrefixed: false)
       )
     }
-    let fragments = try MP4FragmentWriter(path: path, tracks: tracks, fragmentSeconds: fragmentSeconds)
+    let fragments = try MP4FragmentWriter(path: path, tracks: tracks, use: use)
     // A `free` box right after the (empty) `moov`: the room the final index is written into.
     try fragments.reserve(min(max(8, reservedIndexBytes), Self.maximumReservedIndexBytes))
     self.fragments = fragments

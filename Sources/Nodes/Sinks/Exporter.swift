@@ -133,8 +133,8 @@ public final class Exporter: Node {
         ?? MP4File.indexBytes(
           forSeconds: configuration.range.duration.milliseconds / 1000 + 1,
           samplesPerSecond: (videoRate + audioRate) * 1.25),
-      // An export is kept only when complete: 8-second fragments (a tenth of an hour's fragment index).
-      fragmentSeconds: 8)
+      // Kept only when complete: 8-second fragments (a tenth of an hour's fragment index), blocks ahead.
+      use: .export)
     self.recording = recording
     timeline.fileHasAudio = audio != nil
     recording.begin(at: first.time)

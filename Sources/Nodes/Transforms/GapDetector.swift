@@ -258,7 +258,7 @@ public final class GapDetector: Node {
   /// ``missing(of:from:)`` (`missing`), each stretch also sent as a gap of `track` (clipped to the range,
   /// with its reasons; `gaps`) before the next packet or event: behind what of the track is on its way
   /// (a graph that followed the track all along would have sent them ahead of the packets after each:
-  /// the replay reports them as its position reaches each end).
+  /// the replay's rules have the joining output cross each before its first frame past the gap).
   /// On the pipeline's executor.
   public func announceMissing(
     of track: TrackID, from time: MediaTime

@@ -109,7 +109,8 @@ extension Replay {
       }
       guard let branch else { return false }
       if firstOfKind {
-        // The gaps found among what the history holds come behind it: reported as the position reaches them.
+        // The gaps found among what the history holds come behind it: the output crosses each before its
+        // first frame at or after the gap's end.
         state.rules.expect(late: judge(output.track, from: start.presentFrom, in: graph), of: output.id)
         if output.track.kind == .video {
           // The picture drives from its first frame on (the sound until then: at that frame the sound
@@ -182,6 +183,10 @@ extension Replay {
       return false
     }
     let position = state.rules.recordingStart ?? state.rules.target
+    // The gaps found late of the leaving output's track: crossed by its heir of the same track, or forgotten.
+    var sameTrackHeir: OutputID?
+    if case let (_, .heir(heir))? = handover, heir.track == track { sameTrackHeir = heir.id }
+    state.rules.handOnLateGaps(of: id, to: sameTrackHeir)
     switch handover {
     case let (place, .heir(heir))?:
       joints.candidates[place] = heir.id
@@ -193,7 +198,8 @@ extension Replay {
         } else {
           joints.detector.unfollow(audio: track)
         }
-        // Gaps found late reach the heir behind what its edges hold: reported as the position reaches them.
+        // Gaps found late reach the heir behind what its edges hold: it crosses each before its first frame
+        // at or after the gap's end.
         state.rules.expect(late: judge(heir.track, from: position, in: graph), of: heir.id)
         joints.timeline.retire(track, from: position, now: environment.clock.now)
       }

@@ -45,7 +45,8 @@ extension ReplayStateMachine {
     var firstFrame = false
     /// The output moves the position: its frame is the last frame shown, recorders advance to it.
     var movesPosition = false
-    /// Gaps to report now (held after a failed recording, or crossed before this output took over).
+    /// Gaps to report now, in the recording's order (held after a failed recording, crossed before this
+    /// output took over, or found late of its track and reached by this frame).
     var gaps: [RecordingGap] = []
     /// Outputs whose channel carried nothing, now failed (O40).
     var mismatched: [Replay.OutputID] = []
@@ -112,6 +113,16 @@ extension ReplayStateMachine {
   /// ``crossed(_:by:candidates:generation:)``).
   mutating func expect(late gaps: [RecordingGap], of owner: Replay.OutputID) {
     lateGaps += gaps.map { ($0, owner) }
+  }
+
+  /// The late gaps of output `id`, which leaves: crossed by `heir` from now on (of the same track), or
+  /// forgotten.
+  mutating func handOnLateGaps(of id: Replay.OutputID, to heir: Replay.OutputID?) {
+    if let heir {
+      for index in lateGaps.indices where lateGaps[index].owner == id { lateGaps[index].owner = heir }
+    } else {
+      lateGaps.removeAll { $0.owner == id }
+    }
   }
 
   /// Output `id` is about to present a frame of `time`: its late gaps that end at or before it, crossed

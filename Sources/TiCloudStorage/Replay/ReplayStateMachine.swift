@@ -214,7 +214,8 @@ struct ReplayStateMachine {
       let reported = reportedRanges
       let early = (earlyGaps[id] ?? []).filter { gap in !reported.contains { $0.overlaps(gap.range) } && ahead(gap) }
       let now = heldGaps + early
-      verdict.gaps += now
+      // In the order of the recording, with the late gaps this frame reached.
+      verdict.gaps = (now + verdict.gaps).sorted { $0.range.start < $1.range.start }
       reportedRanges = Array((reportedRanges + now.map(\.range)).suffix(64))
       if !now.isEmpty { reportNext = true }
       heldGaps = []
@@ -279,8 +280,12 @@ struct ReplayStateMachine {
     _ gap: RecordingGap, by id: Replay.OutputID, candidates: [Replay.OutputID], generation: Int
   ) -> [RecordingGap] {
     guard self.generation == generation, candidates.contains(id) else { return [] }
+    // Crossed now by the output it was expected of (its copy came first, or its frames reached it): once.
+    lateGaps.removeAll { $0.gap == gap && $0.owner == id }
     guard driver(of: candidates) == id else {
-      if !presentingOutputs.contains(id) { earlyGaps[id, default: []].append(gap) }
+      if !presentingOutputs.contains(id), earlyGaps[id]?.contains(gap) != true {
+        earlyGaps[id, default: []].append(gap)
+      }
       return []
     }
     // Reported (or held) already: since the play or the seek (a graph rebuilt at the position crosses it

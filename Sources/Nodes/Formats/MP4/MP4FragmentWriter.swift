@@ -15,7 +15,7 @@ import PipelineGraph
 /// its track is decoded (so a sample before a hole lasts until after it), the last one its own
 /// duration; composition offsets are signed. A sample's duration is known when the next one comes, so
 /// each track's newest sample waits for it. A fragment holds what is ready of every track once one
-/// track has a second of it (`fragmentSeconds`: 8 for an export) or ``maximumSamples`` a second, each
+/// track has a second of it (8 for an export, ``Use``) or ``maximumSamples`` a second, each
 /// track's samples in one `traf` and one run.
 final class MP4FragmentWriter {
   /// A track of the file.
@@ -64,17 +64,30 @@ final class MP4FragmentWriter {
   static let samplesPerWrite = 64
   /// `IOV_MAX` on Linux (the C macro does not reach Swift): the most vectors one `pwritev` takes.
   private static let vectorLimit = 1024
-  /// The file's blocks are allocated ahead of the writes, at least this much at a time, and what is left
-  /// past its end is given back when it closes: ext4 then finds each page written already mapped instead
-  /// of reserving a block for it (delayed allocation), about 6 % of a one-core export's CPU (an A/B of 7
-  /// interleaved runs of a 30-minute export, 2026-12-06). The file's size never includes them, so a file
-  /// cut short by a crash ends at its last fragment as before.
+  /// What a file is written for, which sets how.
+  enum Use {
+    /// A recording, which a crash must lose little of: one-second fragments, blocks taken as written.
+    case recording
+    /// An export, kept only when complete: 8-second fragments (fewer of them, a smaller index of them to
+    /// keep while writing), and the file's blocks allocated ahead of the writes, at least
+    /// ``preallocationStep`` at a time, what is left past its end given back when it closes. ext4 then
+    /// finds each page written already mapped instead of reserving a block for it (delayed allocation):
+    /// about 6 % of a one-core export's CPU (A/B, 2026-12-06, `Benchmarks/README.md`). The file's size
+    /// never includes them (a file cut short ends at its last fragment); the room reserved for the index
+    /// stays a hole; nothing is allocated ahead on a disk with less than ``preallocationFloor`` free.
+    case export
+
+    var fragmentSeconds: Int64 { self == .export ? 8 : 1 }
+  }
+
+  /// The least an export allocates ahead at a time.
   static let preallocationStep: UInt64 = 32 << 20
+  /// Below this much free space an export allocates nothing ahead: what it takes ahead is never what
+  /// another writer on a nearly full disk runs out of.
+  static let preallocationFloor: UInt64 = 1 << 30
 
   let path: String
   /// How much a fragment holds: this many seconds of a track (or this many times ``maximumSamples``).
-  /// One second where a crash must lose little (a recording); more where the file is only kept when
-  /// complete (an export: fewer fragments, a smaller index of them to keep while writing).
   private let fragmentSeconds: Int64
   private let descriptor: Int32
   private var tracks: [TrackState]
@@ -90,13 +103,16 @@ final class MP4FragmentWriter {
   private var failure: MediaError?
   /// Where the blocks allocated ahead end (0: none yet).
   private var allocatedEnd: UInt64 = 0
-  /// False once the file system refused to allocate ahead.
-  private var preallocates = true
+  /// True for an export until the file system refuses to allocate ahead (or the disk is nearly full).
+  private var preallocates: Bool
+  /// True once an allocation ahead was tried: the close gives back what is past the end.
+  private var preallocated = false
 
   /// Opens `path` for appending fragments after its last byte.
-  init(path: String, tracks: [Track], fragmentSeconds: Int = 1) throws {
+  init(path: String, tracks: [Track], use: Use = .recording) throws {
     self.path = path
-    self.fragmentSeconds = Int64(max(1, fragmentSeconds))
+    fragmentSeconds = use.fragmentSeconds
+    preallocates = use == .export
     let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
     guard descriptor >= 0 else {
       let failure = LibraryFailure.posix(errno)
@@ -116,7 +132,7 @@ final class MP4FragmentWriter {
   deinit {
     // A truncation to the file's own size frees the blocks allocated past its end (also those of an
     // allocation that failed part of the way).
-    if allocatedEnd > 0 || !preallocates {
+    if preallocated {
       var status = stat()
       if fstat(descriptor, &status) == 0 { _ = ftruncate(descriptor, status.st_size) }
     }
@@ -309,6 +325,8 @@ final class MP4FragmentWriter {
         }
       }
     }
+    // Not before: the room reserved for the index (written by `reserve`) stays a hole.
+    preallocate(through: position)
     do {
       try write(pieces, header: header, samples: samples)
     } catch let error as MediaError {
@@ -383,7 +401,6 @@ final class MP4FragmentWriter {
   }
 
   private func writeAll(_ vectors: UnsafeMutableBufferPointer<iovec>) throws {
-    preallocate(through: offset + UInt64(vectors.reduce(0) { $0 + $1.iov_len }))
     var first = 0
     while first < vectors.count {
       let count = min(vectors.count - first, Self.vectorLimit)
@@ -407,12 +424,22 @@ final class MP4FragmentWriter {
     }
   }
 
-  /// Allocates the file's blocks up to `end` at least (``preallocationStep`` ahead) unless they are; stops
-  /// trying once the file system refuses (a full disk then fails the write itself).
+  /// An export's file: allocates its blocks up to `end` at least (``preallocationStep`` ahead) unless they
+  /// are; stops for good once the file system refuses or has less than ``preallocationFloor`` free (the
+  /// writes then take blocks as they come, and a full disk fails the write itself).
   private func preallocate(through end: UInt64) {
     guard preallocates, end > allocatedEnd else { return }
+    var disk = statvfs()
+    guard fstatvfs(descriptor, &disk) == 0,
+      UInt64(disk.f_bavail).multipliedReportingOverflow(by: UInt64(disk.f_frsize)).partialValue
+        >= Self.preallocationFloor
+    else {
+      preallocates = false
+      return
+    }
     let from = max(allocatedEnd, offset)
     let length = max(end - from, Self.preallocationStep)
+    preallocated = true
     preallocates = tipipe_preallocate(descriptor, Int64(from), Int64(length)) == 0
     if preallocates { allocatedEnd = from + length }
   }

@@ -61,11 +61,10 @@ final class MP4Recording {
   /// Creates the working file with its tracks.
   init(
     workingPath: String, video: TrackFormat, audio: TrackFormat?, limit: MediaTime = MediaTime(microseconds: .max),
-    reservedIndexBytes: Int, fragmentSeconds: Int = 1
+    reservedIndexBytes: Int, use: MP4FragmentWriter.Use = .recording
   ) throws {
     file = try MP4File(
-      path: workingPath, video: video, audio: audio, reservedIndexBytes: reservedIndexBytes,
-      fragmentSeconds: fragmentSeconds)
+      path: workingPath, video: video, audio: audio, reservedIndexBytes: reservedIndexBytes, use: use)
     self.workingPath = workingPath
     self.video = video
     self.audio = audio
