@@ -45,10 +45,11 @@ package final class ReplayHarness {
 
   /// Writes `options`' library (``ReplayFixtures/options(seconds:)`` by default) with `gaps` (offset and
   /// length in seconds), lets `damage` change it before anything reads it, and binds the video output
-  /// to `videoChannel` and, with `audio`, the audio output to channel 1.
+  /// to `videoChannel` and, with `audio`, the audio output to channel 1. With `slewed`, the replay's clock
+  /// is a `SlewedClock` over ``clock`` (it follows a speaker that says how long it holds its sound).
   package init(
     seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false, videoChannel: UInt8 = 0,
-    options: LibrarySynthesizer.Options? = nil, damage: (URL) throws -> Void = { _ in }
+    options: LibrarySynthesizer.Options? = nil, slewed: Bool = false, damage: (URL) throws -> Void = { _ in }
   ) throws {
     var options = options ?? ReplayFixtures.options(seconds: seconds)
     if !gaps.isEmpty { options.gaps = gaps }
@@ -65,7 +66,13 @@ package final class ReplayHarness {
     self.audio = TimedAudioDevice(clock: clock)
     service = CountingService(
       LocalLibraryService(directory: library, workers: executor), origin: options.startMilliseconds)
-    replay = Replay(service: service, environment: .manual(executor: executor, clock: clock))
+    replay = Replay(
+      service: service,
+      environment: slewed
+        ? ReplayEnvironment(
+          executor: executor, clock: SlewedClock(base: clock), workers: executor,
+          deliver: { [executor] in executor.execute($0) })
+        : .manual(executor: executor, clock: clock))
     renderer = TimedRenderer(clock: clock)
     let (events, clock) = (self.events, self.clock)
     let note = { @Sendable (kind: String, event: Replay.OutputEvent) in

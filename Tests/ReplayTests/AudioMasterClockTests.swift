@@ -23,6 +23,8 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
   private var latestWait: Int64 = 0
   /// (media µs, duration µs, device µs when it starts to be heard) of each frame.
   private var heardFrames: [(media: Int64, duration: Int64, at: Int64)] = []
+  /// Every frame handed to it, in order, with the real time (µs) it came at: a flush forgets none.
+  private var handed: [(media: Int64, at: Int64)] = []
   /// The pauses: the device time each began at and how long it lasted (real µs).
   private var pauses: [(at: Int64, waited: Int64)] = []
   private var pausedTotal: Int64 = 0
@@ -45,8 +47,12 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
       playhead = start + Int64(Double(frame.duration.microseconds) / rate)
       latestWait = heard - now
       heardFrames.append((frame.time.microseconds, frame.duration.microseconds, heard))
+      handed.append((frame.time.microseconds, clock.now.microseconds))
     }
   }
+
+  /// Every frame handed to it (media µs, real µs), in order.
+  var frames: [(media: Int64, at: Int64)] { lock.withLock { handed } }
 
   var latency: MediaDuration? { lock.withLock { .microseconds(latestWait) } }
 

@@ -15,7 +15,9 @@ import TiCloudStorage
 /// or leaves in place and whatever rebuilds, the play ends once, without an error, at its end; the
 /// position never goes back but at a seek; no gap is reported twice between two seeks; no output fails
 /// or presents a frame twice; every recording is an MP4 as long as its task says. Any of the seven speeds.
-/// (60 seeds here; 900 were run when the speeds from 1/8× to 8× were added.)
+/// Again with speakers that say how long they hold their sound, on a clock that follows them (the sound
+/// handed ahead of the picture). (60 and 30 seeds here; 900 and 400 were run when the speeds from 1/8× to
+/// 8× and the speakers that hold their sound were added.)
 @Suite("Outputs coming and going at random")
 struct OutputChurnTests {
   /// 12 s: no picture from 5 s to 7 s, nothing from 9 s to 10 s; channel 2's sound missing from 3 s to
@@ -73,23 +75,39 @@ struct OutputChurnTests {
   }
 
   @Test("a play whose outputs come and go at random ends once, at its end, and reports sensibly", arguments: 0..<60)
-  func churn(seed: Int) throws {
+  func churn(seed: Int) throws { try churn(seed: seed, latency: false) }
+
+  @Test(
+    "the same with speakers that hold their sound (the sound handed ahead), on a clock that follows them",
+    arguments: 0..<30)
+  func churnWithSpeakersThatHoldTheirSound(seed: Int) throws { try churn(seed: seed, latency: true) }
+
+  private func churn(seed: Int, latency: Bool) throws {
     let actions = Self.actions(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1)
-    let harness = try ReplayHarness(audio: true, options: Self.options)
+    let harness = try ReplayHarness(audio: true, options: Self.options, slewed: latency)
     let failures = Locked<[String]>([])
+    let events = { @Sendable (event: Replay.OutputEvent) in
+      if case .failed(let error) = event { failures.withLock { $0.append("\(error.code.rawValue)") } }
+    }
+    let speaker = { () -> any HeardSpeaker in
+      latency ? DriftingSpeaker(clock: harness.clock, rate: 1) : TimedAudioDevice(clock: harness.clock)
+    }
+    var speakers: [any HeardSpeaker] = [harness.audio]
     var bound: [Replay.OutputID] = [harness.videoOutput, try #require(harness.audioOutput)]
+    if latency {
+      // The sound on a speaker that says how long it holds it.
+      harness.replay.unbind(bound.removeLast())
+      speakers = [speaker()]
+      bound.append(harness.replay.bindAudio(channel: 1, device: speakers[0], events: events))
+    }
     // One play in three starts with the sound alone.
     if seed % 3 == 2 { harness.replay.unbind(bound.removeFirst()) }
     var views: [TimedRenderer] = [harness.renderer]
-    var speakers: [TimedAudioDevice] = [harness.audio]
     var segments: [Int] = [0]
     var recorders: [ReplayRecorder] = []
     var finished: [(ReplayRecorder, Result<Int64, MediaError>)] = []
     /// How many frames each view and speaker had presented at each seek.
     var marks: [ObjectIdentifier: [Int]] = [:]
-    let events = { @Sendable (event: Replay.OutputEvent) in
-      if case .failed(let error) = event { failures.withLock { $0.append("\(error.code.rawValue)") } }
-    }
     #expect(harness.play(0, 12_000) == .ok)
     for action in actions {
       switch action {
@@ -98,16 +116,16 @@ struct OutputChurnTests {
         views.append(view)
         bound.append(harness.replay.bindVideo(channel: channel, renderer: view, events: events))
       case .bindAudio(let channel):
-        let speaker = TimedAudioDevice(clock: harness.clock)
-        speakers.append(speaker)
-        bound.append(harness.replay.bindAudio(channel: channel, device: speaker, events: events))
+        let device = speaker()
+        speakers.append(device)
+        bound.append(harness.replay.bindAudio(channel: channel, device: device, events: events))
       case .unbind(let index):
         guard !bound.isEmpty else { break }
         harness.replay.unbind(bound.remove(at: index % bound.count))
       case .seek(let to):
         segments.append(harness.log.entries.count)
         for view in views { marks[ObjectIdentifier(view), default: []].append(view.frames.count) }
-        for speaker in speakers { marks[ObjectIdentifier(speaker), default: []].append(speaker.instants.count) }
+        for speaker in speakers { marks[ObjectIdentifier(speaker), default: []].append(speaker.frames.count) }
         // Once the play ended (it may have, at 4× or 8×), a seek is refused (R33).
         let code = harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + to))
         #expect(code == (harness.log.completions == 0 ? .ok : .notStarted))
@@ -181,7 +199,7 @@ struct OutputChurnTests {
       }
     }
     for (index, speaker) in speakers.enumerated() {
-      for part in split(speaker.instants, speaker) {
+      for part in split(speaker.frames, speaker) {
         #expect(zip(part, part.dropFirst()).allSatisfy { $0.media < $1.media }, "\(context): speaker \(index)")
       }
     }
@@ -247,3 +265,15 @@ struct OutputChurnTests {
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 }
+
+/// A speaker whose frames the churn test reads back: every frame handed to it, in order.
+protocol HeardSpeaker: AudioDevice {
+  /// Each frame handed to the speaker: its media time and when it came (µs).
+  var frames: [(media: Int64, at: Int64)] { get }
+}
+
+extension TimedAudioDevice: HeardSpeaker {
+  var frames: [(media: Int64, at: Int64)] { instants }
+}
+
+extension DriftingSpeaker: HeardSpeaker {}
