@@ -108,6 +108,16 @@ struct OutputChurnTests {
     var finished: [(ReplayRecorder, Result<Int64, MediaError>)] = []
     /// How many frames each view and speaker had presented at each seek.
     var marks: [ObjectIdentifier: [Int]] = [:]
+    /// Each speaker's channel, and its frames split where a seek or a speed change cut its sound: how
+    /// many it had then, and whether the play ran at 1× from there.
+    var channels: [ObjectIdentifier: UInt8] = [ObjectIdentifier(speakers[0]): 1]
+    var cuts: [ObjectIdentifier: [(count: Int, normal: Bool)]] = [ObjectIdentifier(speakers[0]): [(0, true)]]
+    var speed = ReplaySpeed.x1
+    let cut = { (speakers: [any HeardSpeaker], speed: ReplaySpeed) in
+      for speaker in speakers {
+        cuts[ObjectIdentifier(speaker), default: []].append((speaker.frames.count, speed == .x1))
+      }
+    }
     #expect(harness.play(0, 12_000) == .ok)
     for action in actions {
       switch action {
@@ -118,6 +128,8 @@ struct OutputChurnTests {
       case .bindAudio(let channel):
         let device = speaker()
         speakers.append(device)
+        channels[ObjectIdentifier(device)] = channel
+        cuts[ObjectIdentifier(device)] = [(0, speed == .x1)]
         bound.append(harness.replay.bindAudio(channel: channel, device: device, events: events))
       case .unbind(let index):
         guard !bound.isEmpty else { break }
@@ -126,12 +138,16 @@ struct OutputChurnTests {
         segments.append(harness.log.entries.count)
         for view in views { marks[ObjectIdentifier(view), default: []].append(view.frames.count) }
         for speaker in speakers { marks[ObjectIdentifier(speaker), default: []].append(speaker.frames.count) }
+        cut(speakers, speed)
         // Once the play ended (it may have, at 4× or 8×), a seek is refused (R33).
         let code = harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + to))
         #expect(code == (harness.log.completions == 0 ? .ok : .notStarted))
       case .pause: _ = harness.replay.pause()
       case .resume: _ = harness.replay.resume()
-      case .speed(let speed): #expect(harness.replay.setSpeed(speed) == .ok)
+      case .speed(let new):
+        #expect(harness.replay.setSpeed(new) == .ok)
+        speed = new
+        cut(speakers, speed)
       case .record(let sound):
         guard let start = harness.replay.recordingStart else { break }
         let recorder = ReplayRecorder(
@@ -196,6 +212,32 @@ struct OutputChurnTests {
     for (index, view) in views.enumerated() {
       for part in split(view.frames, view) {
         #expect(zip(part, part.dropFirst()).allSatisfy { $0.media < $1.media }, "\(context): view \(index)")
+      }
+    }
+    // At 1×, between two cuts, a speaker's sound goes on frame after frame (64 ms), but across a stretch
+    // its channel has no sound: nothing is skipped when outputs join, leave or rebuild the graph. (Not
+    // yet with speakers that hold their sound: with 300 seeds run at once, 2 or 3 skipped 320 to 832 ms
+    // of sound — seeds 58, 64, 247, not the same ones from run to run — and seed 64 alone did not.)
+    let holes: [UInt8: [ClosedRange<Int64>]] = [
+      1: [harness.media(9_000)...harness.media(10_000)],
+      2: [harness.media(3_000)...harness.media(4_000), harness.media(9_000)...harness.media(10_000)],
+    ]
+    for (index, speaker) in speakers.enumerated() where !latency {
+      let id = ObjectIdentifier(speaker)
+      let frames = speaker.frames.map(\.media)
+      let bounds = (cuts[id] ?? []) + [(frames.count, false)]
+      for (from, to) in zip(bounds, bounds.dropFirst()) where from.normal {
+        let part = frames[min(from.count, frames.count)..<min(to.count, frames.count)]
+        for (earlier, later) in zip(part, part.dropFirst()) where later - earlier != 64_000 {
+          let skipped = earlier + 64_000...later
+          let inHole = (holes[channels[id] ?? 1] ?? []).contains {
+            $0.lowerBound - 64_000 <= skipped.lowerBound && skipped.upperBound <= $0.upperBound + 64_000
+          }
+          #expect(
+            inHole,
+            "\(context): speaker \(index) (channel \(channels[id] ?? 0)) skipped from \((earlier - harness.media(0)) / 1000) to \((later - harness.media(0)) / 1000) ms"
+          )
+        }
       }
     }
     for (index, speaker) in speakers.enumerated() {
