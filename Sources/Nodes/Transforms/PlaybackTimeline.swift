@@ -54,6 +54,13 @@ public final class PlaybackTimeline: Sendable {
     /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
     /// reset: each pacer says so as it arms).
     var pacers: [ObjectIdentifier: (wake: Completion<Void>, prerolls: Bool)] = [:]
+    /// The pacers in the order they registered: the order they are woken in. (A dictionary's order
+    /// follows the objects' addresses: which pacer presented first after a wake changed from run to run.)
+    var wakeOrder: [ObjectIdentifier] = []
+    /// Each registered pacer's wake, in ``wakeOrder``.
+    func wakes(except: ObjectIdentifier? = nil) -> [Completion<Void>] {
+      wakeOrder.compactMap { $0 == except ? nil : pacers[$0]?.wake }
+    }
     /// Before the anchor: the first time each pacer offered, the pacers excused, and when the first
     /// frame was offered.
     var offers: [ObjectIdentifier: MediaTime] = [:]
@@ -385,7 +392,7 @@ public final class PlaybackTimeline: Sendable {
     state.offers = [:]
     state.prerollSince = nil
     state.bump = true
-    return state.pacers.filter { $0.key != except }.map(\.value.wake)
+    return state.wakes(except: except)
   }
 
   /// A gap event reached a pacer: where every track that keeps time now has a gap, a hole is skipped
@@ -453,7 +460,7 @@ public final class PlaybackTimeline: Sendable {
     guard holes != state.skips.holes else { return [] }
     state.skips.holes = holes
     state.bump = true
-    return state.pacers.values.map(\.wake)
+    return state.wakes()
   }
 
   /// Presents `track` too from now on (an output of another kind joined the playback), whose gaps are
@@ -505,7 +512,14 @@ public final class PlaybackTimeline: Sendable {
   /// old; nil: the pacer stopped and is no longer awaited); the anchor waits for `pacer`'s first frame
   /// when it `prerolls`.
   public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?, prerolls: Bool = true) {
-    mutate { $0.pacers[pacer] = wake.map { ($0, prerolls) } }
+    mutate { state in
+      state.pacers[pacer] = wake.map { ($0, prerolls) }
+      if wake == nil {
+        state.wakeOrder.removeAll { $0 == pacer }
+      } else if !state.wakeOrder.contains(pacer) {
+        state.wakeOrder.append(pacer)
+      }
+    }
   }
 
   /// Forgets the anchor, the holes and the gaps (a flush of the pacers that share it, before any new frame).
