@@ -290,6 +290,22 @@ extension DispatchSemaphore {
   }
 }
 
+extension ReplayRecorder {
+  /// Finishes the recording (`playedToTheEnd`: its play ended, not stopped) and waits for its result until
+  /// ``testDeadline``.
+  public func finishWithinDeadline(playedToTheEnd: Bool) throws -> Result<Int64, MediaError> {
+    let result = Locked<Result<Int64, MediaError>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    finish(playedToTheEnd: playedToTheEnd) { outcome in
+      result.withLock { $0 = outcome }
+      done.signal()
+    }
+    try done.wait(for: "the recorder's result")
+    guard let outcome = result.withLock({ $0 }) else { throw WaitTimedOut("the recorder's result") }
+    return outcome
+  }
+}
+
 extension ExportJob {
   /// The export's result, waited for until ``testDeadline``.
   public func resultWithinDeadline() throws -> ExportResult {

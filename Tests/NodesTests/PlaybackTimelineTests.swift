@@ -128,6 +128,24 @@ import Testing
     #expect(timeline.instant(of: at(9000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
   }
 
+  @Test("before a followed track presents, a gap of one of them is no hole for another channel's frames")
+  func anotherChannelBeforeTheFollowedOnes() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let other = TrackID(.audio, channel: 2)
+    let timeline = PlaybackTimeline(tracks: [video, audio])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    // After a seek into the picture's gap, the sound of a channel the timeline does not follow comes first.
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(5000), end: at(7000)), tracks: [video], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(5400), track: other, now: .zero) == .zero)
+    #expect(timeline.instant(of: at(5464), track: other, now: .zero) == ClockInstant(microseconds: 64_000))
+    // Where every followed track has a gap, it is a hole for it too.
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(6000), end: at(6500)), tracks: [audio], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(6600), track: other, now: .zero) == ClockInstant(microseconds: 700_000))
+  }
+
   @Test("a retired track no longer holds holes back from its retirement on; before it nothing moves; it may return")
   func aTrackRetired() throws {
     let video = TrackID(.video, channel: 0)

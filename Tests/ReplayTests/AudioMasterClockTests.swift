@@ -98,9 +98,13 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
   /// Plays 90 s with a speaker at `rate` (with a 5 s pause and a seek when asked; the picture bound 5 s
   /// into a play of the sound alone when `pictureJoins`); returns each picture's offset from its sound
   /// (µs, sound later positive) after the first 10 s of media.
-  func offsets(rate: Double, slewed: Bool, pauseAndSeek: Bool = false, pictureJoins: Bool = false) throws -> [Int64] {
+  func offsets(
+    rate: Double, slewed: Bool, pauseAndSeek: Bool = false, pictureJoins: Bool = false, secondRate: Double? = nil
+  ) throws -> [Int64] {
     let library = try TemporaryDirectory("tipipe-master-clock")
-    try LibrarySynthesizer(options: ReplayFixtures.options(seconds: 90)).write(to: library.url)
+    var options = ReplayFixtures.options(seconds: 90)
+    if secondRate != nil { options.otherAudioChannels = [2] }
+    try LibrarySynthesizer(options: options).write(to: library.url)
     let executor = ManualExecutor()
     let real = VirtualClock()
     let clock: any PipelineClock = slewed ? SlewedClock(base: real) : real
@@ -112,6 +116,8 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
     let speaker = DriftingSpeaker(clock: real, rate: rate)
     if !pictureJoins { _ = replay.bindVideo(channel: 0, renderer: renderer) }
     _ = replay.bindAudio(channel: 1, device: speaker)
+    // Another camera's sound on a speaker of its own, bound after the first (whose sound the play follows).
+    if let secondRate { _ = replay.bindAudio(channel: 2, device: DriftingSpeaker(clock: real, rate: secondRate)) }
     let start = ReplayFixtures.recordingStart
     #expect(replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 90_000), token: "test") == .ok)
     if pictureJoins {
@@ -146,6 +152,14 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
   @Test("a speaker 1 % slow or fast: picture and sound within 20 ms after the first 10 s", arguments: [0.99, 1.01])
   func thePictureFollowsTheSound(rate: Double) throws {
     let offsets = try offsets(rate: rate, slewed: true)
+    #expect(offsets.count >= 2000)
+    let worst = offsets.map(abs).max() ?? .max
+    #expect(worst <= 20_000, "worst offset \(worst) µs (last \(offsets.last ?? 0) µs)")
+  }
+
+  @Test("another channel's speaker, 2 % faster, does not steer the clock: the picture follows the first one's sound")
+  func onlyTheFollowedSoundSteers() throws {
+    let offsets = try offsets(rate: 0.99, slewed: true, secondRate: 1.01)
     #expect(offsets.count >= 2000)
     let worst = offsets.map(abs).max() ?? .max
     #expect(worst <= 20_000, "worst offset \(worst) µs (last \(offsets.last ?? 0) µs)")

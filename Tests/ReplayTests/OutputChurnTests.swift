@@ -172,7 +172,7 @@ struct OutputChurnTests {
         guard !recorders.isEmpty else { break }
         let recorder = recorders.remove(at: index % recorders.count)
         harness.replay.removeRecorder(recorder)
-        finished.append((recorder, try finish(recorder, playedToTheEnd: false)))
+        finished.append((recorder, try recorder.finishWithinDeadline(playedToTheEnd: false)))
       case .wait(let ms): harness.run(for: .milliseconds(ms))
       }
     }
@@ -184,7 +184,7 @@ struct OutputChurnTests {
     }
     _ = harness.replay.resume()
     harness.runToEnd()
-    for recorder in recorders { finished.append((recorder, try finish(recorder, playedToTheEnd: true))) }
+    for recorder in recorders { finished.append((recorder, try recorder.finishWithinDeadline(playedToTheEnd: true))) }
     let context = "seed \(seed): \(actions.map(\.description).joined(separator: " "))"
     #expect(harness.log.errors.isEmpty && failures.withLock { $0 }.isEmpty, "\(context)")
     #expect(harness.log.completions == 1, "\(context)")
@@ -258,20 +258,6 @@ struct OutputChurnTests {
     }
     return harness.log.entries.map { "\($0)" } + views.map { "\($0.frames.map { [$0.media, $0.at] })" }
       + speakers.map { "\($0.frames.map { [$0.media, $0.at] })" }
-  }
-
-  /// Finishes `recorder` and waits for its result.
-  private func finish(_ recorder: ReplayRecorder, playedToTheEnd: Bool) throws -> Result<Int64, MediaError> {
-    let result = Locked<Result<Int64, MediaError>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    recorder.finish(playedToTheEnd: playedToTheEnd) { outcome in
-      result.withLock { $0 = outcome }
-      done.signal()
-    }
-    guard done.wait(timeout: .now() + 60) == .success, let outcome = result.withLock({ $0 }) else {
-      throw WaitTimedOut("the recorder's result")
-    }
-    return outcome
   }
 
   @Test("a graph rebuilt while the sound is a frame ahead of the picture: no sound is played twice or lost (seed 227)")

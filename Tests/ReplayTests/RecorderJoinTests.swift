@@ -13,20 +13,6 @@ import TiCloudStorage
 /// after the start); the graph is rebuilt only when the tap cannot serve them.
 @Suite("Recorders joining a running play")
 struct RecorderJoinTests {
-  /// Finishes `recorder` and waits for its result.
-  private func finish(_ recorder: ReplayRecorder) throws -> Result<Int64, MediaError> {
-    let result = Locked<Result<Int64, MediaError>?>(nil)
-    let finished = DispatchSemaphore(value: 0)
-    recorder.finish(playedToTheEnd: true) { outcome in
-      result.withLock { $0 = outcome }
-      finished.signal()
-    }
-    guard finished.wait(timeout: .now() + 60) == .success, let outcome = result.withLock({ $0 }) else {
-      throw WaitTimedOut("the recorder's result")
-    }
-    return outcome
-  }
-
   @Test(
     "a recorder added while the play runs joins in place: nothing is read again, its file starts at the next keyframe")
   func aRecorderJoinsTheRunningGraph() throws {
@@ -49,7 +35,7 @@ struct RecorderJoinTests {
     // Three 3-second objects, each fetched once: the recorder took what the graph had read already.
     #expect(harness.service.fetchedStarts.count == 3, "fetched \(harness.service.fetchedStarts)")
     #expect(harness.renderer.frames.count == 225)
-    guard case .success(let milliseconds) = try finish(recorder) else {
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
       Issue.record("the recording failed")
       return
     }
@@ -93,7 +79,7 @@ struct RecorderJoinTests {
     harness.runToEnd()
     #expect(harness.log.completions == 1)
     for recorder in [early, withSound, second] {
-      guard case .success = try finish(recorder) else {
+      guard case .success = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
         Issue.record("\(recorder.destination.lastPathComponent) failed")
         continue
       }
@@ -125,7 +111,7 @@ struct RecorderJoinTests {
     #expect(harness.replay.activeGraph !== graph)
     harness.runToEnd()
     #expect(harness.log.completions == 1)
-    guard case .success(let milliseconds) = try finish(recorder) else {
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
       Issue.record("the recording failed")
       return
     }
@@ -149,7 +135,7 @@ struct RecorderJoinTests {
     #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
     #expect(harness.replay.activeGraph === graph)
     harness.runToEnd()
-    guard case .success(let milliseconds) = try finish(recorder) else {
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
       Issue.record("the recording failed")
       return
     }

@@ -44,15 +44,9 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
     #expect(harness.renderer.frames.count == 225)
     disk.resume()
-    let result = Locked<Result<Int64, MediaError>?>(nil)
-    let finished = DispatchSemaphore(value: 0)
-    recorder.finish(playedToTheEnd: false) { outcome in
-      result.withLock { $0 = outcome }
-      finished.signal()
-    }
-    #expect(finished.wait(timeout: .now() + 60) == .success)
-    guard case .failure(let error) = result.withLock({ $0 }) else {
-      Issue.record("the recording did not fail: \(String(describing: result.withLock { $0 }))")
+    let result = try recorder.finishWithinDeadline(playedToTheEnd: false)
+    guard case .failure(let error) = result else {
+      Issue.record("the recording did not fail: \(result)")
       return
     }
     #expect(error.kind == .fellBehind)

@@ -40,13 +40,18 @@ extension AudioDevice {
   public func align(nextFrameIn delay: MediaDuration) {}
 
   /// Plays `frame` at `volume` as the sound an audio master clock follows: when `timeline` means it to
-  /// be heard on `clock`, the device (if it holds nothing) starts it then (``align(nextFrameIn:)``), and
-  /// `clock` follows when the device says it will be heard (``latency``).
-  public func play(_ frame: DecodedFrame, volume: Int, in timeline: PlaybackTimeline, following clock: SlewedClock) {
+  /// be heard on `clock`, the device (if it holds nothing) starts it then (``align(nextFrameIn:)``), and,
+  /// if it `steers`, `clock` follows when the device says it will be heard (``latency``). One device
+  /// steers a clock: another one beside it (another channel's sound) is started in step and goes on at
+  /// its own pace.
+  public func play(
+    _ frame: DecodedFrame, volume: Int, in timeline: PlaybackTimeline, following clock: SlewedClock,
+    steers: Bool = true
+  ) {
     let meant = clock.delay(until: timeline.instant(of: frame.time, track: frame.track, now: clock.now))
     align(nextFrameIn: meant)
     play(frame, volume: volume)
-    if let latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
+    if steers, let latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
   }
 }
 

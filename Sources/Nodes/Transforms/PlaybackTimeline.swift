@@ -51,15 +51,14 @@ public final class PlaybackTimeline: Sendable {
     var retiredFrom: [TrackID: MediaTime] = [:]
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
-    /// The pacers: how to wake each, and whether the anchor waits for its first frame (kept across a
-    /// reset: each pacer says so as it arms).
-    var pacers: [ObjectIdentifier: (wake: Completion<Void>, prerolls: Bool)] = [:]
-    /// The pacers in the order they registered: the order they are woken in. (A dictionary's order
-    /// follows the objects' addresses: which pacer presented first after a wake changed from run to run.)
-    var wakeOrder: [ObjectIdentifier] = []
-    /// Each registered pacer's wake, in ``wakeOrder``.
+    /// The pacers, in the order they registered (the order they are woken in: a dictionary's order
+    /// followed the objects' addresses, and which pacer presented first after a wake changed from run to
+    /// run): how to wake each, and whether the anchor waits for its first frame (kept across a reset:
+    /// each pacer says so as it arms).
+    var pacers: [(id: ObjectIdentifier, wake: Completion<Void>, prerolls: Bool)] = []
+    /// Each registered pacer's wake but `except`'s, in order.
     func wakes(except: ObjectIdentifier? = nil) -> [Completion<Void>] {
-      wakeOrder.compactMap { $0 == except ? nil : pacers[$0]?.wake }
+      pacers.compactMap { $0.id == except ? nil : $0.wake }
     }
     /// Before the anchor: the first time each pacer offered, the pacers excused, and when the first
     /// frame was offered.
@@ -375,8 +374,8 @@ public final class PlaybackTimeline: Sendable {
 
   /// Every pacer that prerolls has offered a frame or been excused.
   private static func prerolled(_ state: State) -> Bool {
-    state.pacers.allSatisfy { pacer, entry in
-      !entry.prerolls || state.offers[pacer] != nil || state.excused.contains(pacer)
+    state.pacers.allSatisfy { pacer in
+      !pacer.prerolls || state.offers[pacer.id] != nil || state.excused.contains(pacer.id)
     }
   }
 
@@ -438,14 +437,16 @@ public final class PlaybackTimeline: Sendable {
     state.skips.holes.removeAll { $0.end <= cut }
   }
 
-  /// Recomputes the holes: the gaps of every track that keeps time (of any track while none does yet),
-  /// and the gaps of all tracks at once. Returns the pacers to wake when they changed.
+  /// Recomputes the holes: the gaps of every track that keeps time (of every track the playback
+  /// presents while none does yet), and the gaps of all tracks at once. Returns the pacers to wake when
+  /// they changed. (Before a followed track presents, only a frame of another channel asks for an
+  /// instant: a gap of one followed track is no hole for it — it was, and a channel's sound that came
+  /// first after a seek into the picture's gap was handed all at once.)
   private func updateHoles(_ state: inout State) -> [Completion<Void>] {
-    let counted = state.tracks.intersection(state.active)
-    var pieces: [MediaRange]
-    if counted.isEmpty {
-      pieces = state.gaps.values.flatMap { $0 }
-    } else {
+    let keeping = state.tracks.intersection(state.active)
+    let counted = keeping.isEmpty ? state.tracks : keeping
+    var pieces: [MediaRange] = []
+    if !counted.isEmpty {
       pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
       for track in counted {
         var gaps = (state.gaps[track] ?? []) + (state.unjudged[track] ?? [])
@@ -513,11 +514,11 @@ public final class PlaybackTimeline: Sendable {
   /// when it `prerolls`.
   public func register(_ pacer: ObjectIdentifier, wake: Completion<Void>?, prerolls: Bool = true) {
     mutate { state in
-      state.pacers[pacer] = wake.map { ($0, prerolls) }
-      if wake == nil {
-        state.wakeOrder.removeAll { $0 == pacer }
-      } else if !state.wakeOrder.contains(pacer) {
-        state.wakeOrder.append(pacer)
+      let entry = wake.map { (pacer, $0, prerolls) }
+      if let place = state.pacers.firstIndex(where: { $0.id == pacer }) {
+        if let entry { state.pacers[place] = entry } else { state.pacers.remove(at: place) }
+      } else if let entry {
+        state.pacers.append(entry)
       }
     }
   }

@@ -46,8 +46,9 @@ extension Replay {
     let joining = binding.joinsAt
     let presentFrom = joining ?? start.resumesAfter[id] ?? start.presentFrom
     let pacer: Pacer
-    /// Shows or plays a frame the rules accepted.
-    let present: @Sendable (DecodedFrame) -> Void
+    /// Shows or plays a frame the rules accepted; whether the output is a candidate (its sound, the one
+    /// the play's clock follows).
+    let present: @Sendable (DecodedFrame, _ candidate: Bool) -> Void
     /// What a flush of the branch does beside the Replay's rules (an audio device drops what it holds).
     var flushed: @Sendable () -> Void = {}
     var soundRole: ((Bool) -> Void)?
@@ -62,7 +63,7 @@ extension Replay {
         name: "\(name)Pacer", rate: start.speed.rate, paused: start.paused, presentFrom: presentFrom,
         showsFirstFrameWhilePaused: start.showsFirstFrameWhilePaused,
         showsFirstFrameAfterSeek: true, timeline: timeline, prerolls: joining == nil, prerollsAfterSeek: true)
-      present = { renderer.render($0) }
+      present = { frame, _ in renderer.render(frame) }
     case .audio(let device):
       // With video, audio is muted and not presented off 1×; alone it paces the position.
       let audioOnly = !joints.hasVideo
@@ -85,11 +86,13 @@ extension Replay {
       // On the executor, in order with the frames: nothing the device holds from before a seek is heard
       // after it (the seek's caller flushed it at once too; a frame may have been under way).
       flushed = { device.flush() }
-      present = { frame in
+      present = { frame, candidate in
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
         guard let slewed, follows.value else { return device.play(frame, volume: volume) }
-        device.play(frame, volume: volume, in: timeline, following: slewed)
+        // One sound steers the clock: the one the timeline follows. Another channel's speaker steering
+        // it too pulled the picture off both.
+        device.play(frame, volume: volume, in: timeline, following: slewed, steers: candidate)
       }
     }
     let video = binding.isVideo
@@ -102,7 +105,7 @@ extension Replay {
           self.presented(frame, by: id, video: video, candidates: candidates, generation: generation + flushes)
         else { return }
         if video { joints?.pictureCame(by: id) }
-        present(frame)
+        present(frame, candidates.contains(id))
       },
       onEvent: { [weak self, weak joints] event, flushes in
         if case .gap(let gap) = event, gap.concerns(binding.track), let candidates = joints?.candidates {

@@ -88,7 +88,7 @@ final class MP4FragmentWriter {
 
   let path: String
   /// How much a fragment holds: this many seconds of a track (or this many times ``maximumSamples``).
-  private let fragmentSeconds: Int64
+  private let use: Use
   private let descriptor: Int32
   private var tracks: [TrackState]
   /// Where the next fragment goes: the end of the file.
@@ -105,13 +105,11 @@ final class MP4FragmentWriter {
   private var allocatedEnd: UInt64 = 0
   /// True for an export until the file system refuses to allocate ahead (or the disk is nearly full).
   private var preallocates: Bool
-  /// True once an allocation ahead was tried: the close gives back what is past the end.
-  private var preallocated = false
 
   /// Opens `path` for appending fragments after its last byte.
   init(path: String, tracks: [Track], use: Use = .recording) throws {
     self.path = path
-    fragmentSeconds = use.fragmentSeconds
+    self.use = use
     preallocates = use == .export
     let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
     guard descriptor >= 0 else {
@@ -130,9 +128,9 @@ final class MP4FragmentWriter {
   }
 
   deinit {
-    // A truncation to the file's own size frees the blocks allocated past its end (also those of an
-    // allocation that failed part of the way).
-    if preallocated {
+    // An export's: a truncation to the file's own size frees the blocks allocated past its end (also
+    // those of an allocation that failed part of the way; one call, whether any was made).
+    if use == .export {
       var status = stat()
       if fstat(descriptor, &status) == 0 { _ = ftruncate(descriptor, status.st_size) }
     }
@@ -207,8 +205,8 @@ final class MP4FragmentWriter {
     tracks[index].waiting = Sample(
       data: data, pieces: pieces, size: size, decodeTime: stored, compositionOffset: offset, isSync: isSync,
       duration: min(max(1, duration), Int64(UInt32.max)))
-    if tracks[index].readyDuration >= tracks[index].track.timescale * fragmentSeconds
-      || tracks[index].ready.count >= Self.maximumSamples * Int(fragmentSeconds)
+    if tracks[index].readyDuration >= tracks[index].track.timescale * use.fragmentSeconds
+      || tracks[index].ready.count >= Self.maximumSamples * Int(use.fragmentSeconds)
       || tracks[index].readyBytes >= Self.maximumFragmentBytes
     {
       try writeFragment()
@@ -439,7 +437,6 @@ final class MP4FragmentWriter {
     }
     let from = max(allocatedEnd, offset)
     let length = max(end - from, Self.preallocationStep)
-    preallocated = true
     preallocates = tipipe_preallocate(descriptor, Int64(from), Int64(length)) == 0
     if preallocates { allocatedEnd = from + length }
   }
