@@ -18,6 +18,38 @@ struct CryptoTests {
     #expect(value == 0xCBF4_3926)
   }
 
+  @Test(
+    "AES-128-CBC decrypts in place what it alone holds, a shared buffer after a copy, at any offset and length",
+    arguments: [0, 1, 15, 16, 17, 1_000, 65_536])
+  func decryptInPlace(length: Int) throws {
+    let cipher = try AES128CBC()
+    let key = (0..<16).map { UInt8($0 &* 7) }
+    let iv = (0..<16).map { UInt8(255 - $0) }
+    let plaintext = Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 5) })
+    let header = Data(repeating: 0xEE, count: 64)
+    let object = header + (try cipher.encrypt(plaintext, key: key, iv: iv))
+    // Held alone: the same bytes are decrypted (no second buffer).
+    var alone = Data(object)
+    let before = alone.withUnsafeBytes { $0.baseAddress }
+    let count = try cipher.decrypt(inPlace: &alone, from: alone.startIndex + 64, key: key, iv: iv)
+    #expect(alone.withUnsafeBytes { $0.baseAddress } == before)
+    #expect(count == length && alone[64..<64 + count] == plaintext && alone.prefix(64) == header)
+    // Shared: the other holder keeps the ciphertext.
+    let shared = object
+    var mine = object
+    #expect(try cipher.decrypt(inPlace: &mine, from: mine.startIndex + 64, key: key, iv: iv) == length)
+    #expect(shared == object && mine[64..<64 + length] == plaintext)
+    // A wrong key fails on the padding (with probability 255/256: this key does) or the block count.
+    var wrong = Data(object)
+    #expect(throws: MediaError.self) {
+      _ = try cipher.decrypt(inPlace: &wrong, from: wrong.startIndex + 64, key: iv, iv: iv)
+    }
+    var ragged = Data(object.dropLast())
+    #expect(throws: MediaError.self) {
+      _ = try cipher.decrypt(inPlace: &ragged, from: ragged.startIndex + 64, key: key, iv: iv)
+    }
+  }
+
   @Test("the FFmpeg and curl libraries are linked and report their versions")
   func libraryVersions() {
     #expect(LibraryVersions.summary.hasPrefix("libavcodec 59."))

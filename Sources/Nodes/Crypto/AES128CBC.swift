@@ -28,21 +28,53 @@ public final class AES128CBC {
     try run(ciphertext, key: key, iv: iv, encrypt: false)
   }
 
+  /// Decrypts the bytes of `data` from index `start` on in place with `key` and `iv` (16 bytes each);
+  /// returns the plaintext's length (the padding removed; what follows it in `data` is left over).
+  /// In place when `data` holds the only reference to its bytes (a shared buffer is copied first).
+  /// - Throws: as ``decrypt(_:key:iv:)``.
+  public func decrypt(inPlace data: inout Data, from start: Data.Index, key: [UInt8], iv: [UInt8]) throws -> Int {
+    let count = data.endIndex - start
+    try begin(count: count, key: key, iv: iv, encrypt: false)
+    let offset = start - data.startIndex
+    // One update over the whole ciphertext, then the final block: OpenSSL decrypts CBC in place when its
+    // input and output are the same pointer (it keeps the last block back for the padding check).
+    let length = data.withUnsafeMutableBytes { bytes -> Int? in
+      let text = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + offset
+      var written: Int32 = 0
+      var finalWritten: Int32 = 0
+      guard EVP_CipherUpdate(context, text, &written, text, Int32(count)) == 1,
+        EVP_CipherFinal_ex(context, text + Int(written), &finalWritten) == 1
+      else { return nil }
+      return Int(written + finalWritten)
+    }
+    guard let length else { throw MediaError.gap(.decryptionFailed, "bad padding after decryption (wrong key?)") }
+    return length
+  }
+
   /// Encrypts `plaintext` with `key` and `iv` (16 bytes each), adding PKCS#7 padding.
   public func encrypt(_ plaintext: Data, key: [UInt8], iv: [UInt8]) throws -> Data {
     try run(plaintext, key: key, iv: iv, encrypt: true)
   }
 
-  private func run(_ input: Data, key: [UInt8], iv: [UInt8], encrypt: Bool) throws -> Data {
+  /// Checks the key, the IV and (decrypting) that `count` bytes are whole blocks, and sets the context up.
+  private func begin(count: Int, key: [UInt8], iv: [UInt8], encrypt: Bool) throws {
     guard key.count == 16, iv.count == 16 else {
       throw MediaError.gap(.decryptionFailed, "AES-128 needs a 16-byte key and IV (got \(key.count) and \(iv.count))")
     }
-    if !encrypt && (input.isEmpty || input.count % 16 != 0) {
-      throw MediaError.gap(.decryptionFailed, "ciphertext of \(input.count) bytes is not a whole number of blocks")
+    if !encrypt && (count <= 0 || count % 16 != 0) {
+      throw MediaError.gap(.decryptionFailed, "ciphertext of \(max(count, 0)) bytes is not a whole number of blocks")
+    }
+    // OpenSSL counts in Int32 (and encrypting adds a block of padding).
+    guard count <= Int(Int32.max) - 16 else {
+      throw MediaError.gap(.decryptionFailed, "\(count) bytes are more than one call of OpenSSL takes")
     }
     guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1 else {
       throw MediaError.gap(.decryptionFailed, "OpenSSL refused the key")
     }
+  }
+
+  private func run(_ input: Data, key: [UInt8], iv: [UInt8], encrypt: Bool) throws -> Data {
+    try begin(count: input.count, key: key, iv: iv, encrypt: encrypt)
     // The output goes into a pooled buffer: objects are megabytes, and fresh memory for each would
     // cost a zero-filled page fault per 4 KB (and let glibc's heap grow with the recording's length).
     var failed = false

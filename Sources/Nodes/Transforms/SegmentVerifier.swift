@@ -22,7 +22,7 @@ public final class SegmentVerifier: Node {
 
   private enum Slot {
     case waiting
-    case done(Result<SegmentObject, MediaError>, FetchedObject)
+    case done(Result<SegmentObject, MediaError>, RecordingIndex.Segment)
     case event(PipelineEvent)
   }
 
@@ -50,10 +50,14 @@ public final class SegmentVerifier: Node {
     inFlight += 1
     if inFlight >= parallelism { context.suspendInput() }
     context.holdEndOfStream()
+    let segment = input.segment
+    // The worker takes the bytes over (the engine lets go of its copy once this returns): decrypted in
+    // place, unless something else keeps the object too.
+    let handover = Handover(input)
     context.runOnWorker {
-      Result { try SegmentObject(segment: input.segment, parsed: Self.verify(input)) }.mapError { $0 as! MediaError }
+      Result { try SegmentObject(segment: segment, parsed: Self.verify(handover.take())) }.mapError { $0 as! MediaError }
     } then: { [unowned self] result in
-      slots[sequence] = .done(result, input)
+      slots[sequence] = .done(result, segment)
       inFlight -= 1
       emitReady(context: context)
       if inFlight < parallelism { context.resumeInput() }
@@ -76,11 +80,10 @@ public final class SegmentVerifier: Node {
         context.send(event)
       case .done(.success(let object), _):
         context.emit(object)
-      case .done(.failure(let error), let input):
+      case .done(.failure(let error), let segment):
         let reason = error.gapReason ?? .unknown
         failures[reason, default: 0] += 1
-        context.send(
-          .gap(RecordingGap(range: input.segment.range, tracks: input.segment.trackIDs, reasons: [reason])))
+        context.send(.gap(RecordingGap(range: segment.range, tracks: segment.trackIDs, reasons: [reason])))
       }
       slots[nextToEmit] = nil
       nextToEmit += 1
@@ -88,18 +91,19 @@ public final class SegmentVerifier: Node {
     if inFlight == 0 { context.releaseEndOfStream() }
   }
 
-  private static func verify(_ input: FetchedObject) throws -> ParsedSegment {
+  private static func verify(_ input: consuming FetchedObject) throws -> ParsedSegment {
     do {
-      let bytes = try input.result.get()
       let segment = input.segment
+      let digestVerified = input.digestVerified
+      let bytes = try (consume input).result.get()
       guard bytes.count == segment.size else {
         throw MediaError.gap(
           .integrityFailed, "object \(segment.id) has \(bytes.count) bytes, the index says \(segment.size)")
       }
-      guard input.digestVerified || SHA256Digest.hexHash(bytes) == segment.sha256.lowercased() else {
+      guard digestVerified || SHA256Digest.hexHash(bytes) == segment.sha256.lowercased() else {
         throw MediaError.gap(.integrityFailed, "object \(segment.id) does not match its SHA-256")
       }
-      let parsed = try SegmentReader.parse(bytes, key: try segment.keyBytes(), cipher: try AES128CBC())
+      let parsed = try SegmentReader.parse(consume bytes, key: try segment.keyBytes(), cipher: try AES128CBC())
       guard parsed.header.range.overlaps(segment.range) else {
         throw MediaError.gap(
           .mediaUnreadable, "object \(segment.id) covers \(parsed.header.range), not \(segment.range)")
@@ -118,5 +122,20 @@ public final class SegmentVerifier: Node {
     nextSequence = 0
     nextToEmit = 0
     inFlight = 0
+  }
+}
+
+/// An object handed from the executor to the one worker that verifies it: taken once, so that the worker
+/// holds the only reference to its bytes.
+private final class Handover: @unchecked Sendable {
+  private var object: FetchedObject?
+
+  init(_ object: FetchedObject) { self.object = object }
+
+  /// The object; called once, by the worker (the executor made it before the worker was started).
+  func take() -> FetchedObject {
+    guard let object else { preconditionFailure("an object is verified once") }
+    self.object = nil
+    return object
   }
 }

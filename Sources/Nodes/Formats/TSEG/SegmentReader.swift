@@ -144,13 +144,17 @@ extension SegmentReader {
   ///
   /// - Throws: `mediaUnreadable`/`unsupportedMedia` per the spec, `decryptionFailed` when the object is
   ///   encrypted and `key` is missing or wrong.
-  public static func parse(_ object: Data, key: [UInt8]?, cipher: AES128CBC) throws -> ParsedSegment {
+  ///
+  /// An encrypted object is decrypted in place when `object` holds the only reference to its bytes (the
+  /// caller handed them over): no second buffer of its size is written.
+  public static func parse(_ object: consuming Data, key: [UInt8]?, cipher: AES128CBC) throws -> ParsedSegment {
     let header = try header(of: object)
-    var body = object.dropFirst(SegmentHeader.size)
-    if header.isEncrypted {
-      guard let key else { throw MediaError.gap(.decryptionFailed, "the object is encrypted and no key was given") }
-      body = try cipher.decrypt(body, key: key, iv: header.iv)
+    guard header.isEncrypted else {
+      return ParsedSegment(header: header, records: try records(in: object.dropFirst(SegmentHeader.size), header: header))
     }
-    return ParsedSegment(header: header, records: try records(in: body, header: header))
+    guard let key else { throw MediaError.gap(.decryptionFailed, "the object is encrypted and no key was given") }
+    let start = object.startIndex + SegmentHeader.size
+    let plaintext = try cipher.decrypt(inPlace: &object, from: start, key: key, iv: header.iv)
+    return ParsedSegment(header: header, records: try records(in: object[start..<start + plaintext], header: header))
   }
 }
