@@ -55,7 +55,9 @@ public final class SegmentVerifier: Node {
     // place, unless something else keeps the object too.
     let handover = Handover(input)
     context.runOnWorker {
-      Result { try SegmentObject(segment: segment, parsed: Self.verify(handover.take())) }.mapError { $0 as! MediaError }
+      Result { try SegmentObject(segment: segment, parsed: Self.verify(handover.take())) }.mapError {
+        $0 as! MediaError
+      }
     } then: { [unowned self] result in
       slots[sequence] = .done(result, segment)
       inFlight -= 1

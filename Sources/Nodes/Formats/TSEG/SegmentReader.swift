@@ -150,7 +150,8 @@ extension SegmentReader {
   public static func parse(_ object: consuming Data, key: [UInt8]?, cipher: AES128CBC) throws -> ParsedSegment {
     let header = try header(of: object)
     guard header.isEncrypted else {
-      return ParsedSegment(header: header, records: try records(in: object.dropFirst(SegmentHeader.size), header: header))
+      return ParsedSegment(
+        header: header, records: try records(in: object.dropFirst(SegmentHeader.size), header: header))
     }
     guard let key else { throw MediaError.gap(.decryptionFailed, "the object is encrypted and no key was given") }
     let start = object.startIndex + SegmentHeader.size
