@@ -542,6 +542,36 @@ struct OutputJoinTests {
     #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
+  @Test(
+    "a picture bound after the last one left joins in place, as in a play of audio alone: from the next keyframe on it paces the play, the sound goes on"
+  )
+  func aPictureComesBack() throws {
+    let harness = try ReplayHarness(seconds: 12, audio: true)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    harness.replay.unbind(harness.videoOutput)
+    harness.run(for: .milliseconds(1_000))
+    let position = try #require(harness.replay.currentTime?.milliseconds)
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 0, renderer: view)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // The picture from the first keyframe after the position (4 s: groups of 2 s) to the end, in order.
+    let frames = view.frames
+    #expect(frames.first?.media == harness.media(4_000), "\(position) \(frames.prefix(1))")
+    #expect(frames.last?.media == harness.media(11_960) && increasing(frames))
+    // Each picture at its sound's instant: the picture paces the play, the sound beside it.
+    let heard = Dictionary(harness.audio.instants.map { ($0.media, $0.at) }, uniquingKeysWith: { first, _ in first })
+    let apart = frames.compactMap { frame in heard[frame.media].map { abs($0 - frame.at) } }
+    #expect(apart.count > 20 && apart.allSatisfy { $0 <= 1_000 }, "\(apart.max() ?? -1)")
+    // The sound went on frame after frame throughout.
+    let sound = harness.audio.played.map(\.time)
+    #expect(zip(sound, sound.dropFirst()).allSatisfy { $1 - $0 == 64_000 } && sound.count > 180)
+    #expect(harness.log.times.last == harness.recordingStart + 12_000)
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("the last picture leaving after a sound joined at a hole of its own: that hole, behind, is not reported")
   func theLastPictureLeavesAfterASoundHole() throws {
     // Channel 2's sound is missing from 3 s to 5 s; the picture plays on.

@@ -47,6 +47,37 @@ struct RecorderJoinTests {
     #expect(probed.kinds == ["video"])
   }
 
+  @Test(
+    "a recorder of a picture the router began to pass when the last picture left rebuilds the graph: it starts at the first keyframe after its start"
+  )
+  func aRecorderOfAPicturePassedLate() throws {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.otherVideoChannels = [2]
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    // The last picture leaves: the sound drives on, and every picture passes from now on.
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    let start = try #require(harness.replay.recordingStart)
+    let output = harness.library.appendingPathComponent("other-lens.mp4")
+    let recorder = ReplayRecorder(
+      destination: output, videoTrack: TrackID(.video, channel: 2), audioTrack: nil, startsAt: start)
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    // The tap has nothing of channel 2 from before: what was read ahead of the position is read again.
+    #expect(harness.replay.activeGraph !== graph)
+    harness.runToEnd()
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
+      Issue.record("the recording failed")
+      return
+    }
+    // From the keyframe at 2 s (the first at or after 1.5 s) to the end: 10 s, 250 pictures.
+    #expect(milliseconds == 10_000)
+    let probed = try probeRecording(output.path)
+    #expect(probed.frames == 250 && abs(probed.duration - 10.0) < 0.05, "\(probed)")
+  }
+
   @Test("a recorder whose start the tap let go of, and one of audio without a transcoder, rebuild the graph")
   func recordersTheTapCannotServeRebuild() throws {
     let harness = try ReplayHarness(seconds: 9, audio: true)

@@ -18,7 +18,7 @@ public final class TrackRouter: Node {
   /// The tracks let through.
   public private(set) var tracks: Set<TrackID>
   /// The kinds whose every track is let through, selected or not.
-  public let kinds: Set<TrackKind>
+  public private(set) var kinds: Set<TrackKind>
 
   /// Creates a router for `tracks`, and for every track of `kinds`.
   public init(name: String = "TrackRouter", tracks: Set<TrackID>, kinds: Set<TrackKind> = []) {
@@ -32,6 +32,10 @@ public final class TrackRouter: Node {
 
   /// Lets `tracks` through from the next packet on (on the pipeline's executor).
   public func select(_ tracks: Set<TrackID>) { self.tracks = tracks }
+
+  /// Lets every track of `kind` through from the next packet on, selected or not (on the pipeline's
+  /// executor).
+  public func passWhole(_ kind: TrackKind) { kinds.insert(kind) }
 
   /// Passes the packet when its track is selected or of a kind passed whole.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {

@@ -34,6 +34,9 @@ extension Replay {
     /// The tracks the router began to let through while the graph ran, with the flush generation then:
     /// the tap has nothing of them from before, so a recorder of one cannot join in that generation.
     var routedLate: [TrackID: Int] = [:]
+    /// The kinds the router began to let through whole while the graph ran (the last picture left), with
+    /// the flush generation then: the tap has nothing from before of a track it did not select already.
+    var passedWholeLate: [TrackKind: Int] = [:]
     /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
     var departed: Set<ObjectIdentifier> = []
     /// A first picture joined a play of audio alone and has not shown a frame yet: the sound paces the
@@ -166,9 +169,9 @@ extension Replay {
   /// one's stead (the gap detector follows it, the timeline counts it for holes); with none, the sound
   /// leaves the play (neither judges its track any more, as in a graph built without it); the last
   /// picture hands the play to the sound beside it (unmuted, pacing the play alone, the picture's track
-  /// no longer judged: as in a play of audio alone). Otherwise the graph is rebuilt. (The router stops
-  /// letting the left picture's channel through unless a recorder keeps it, or the graph was built for
-  /// audio alone: a picture of it bound later rebuilds the graph.)
+  /// no longer judged: as in a play of audio alone, whose router lets every picture through). Otherwise
+  /// the graph is rebuilt. (While a picture presents, the router stops letting a left picture's channel
+  /// through unless a recorder keeps it: a picture of it bound later rebuilds the graph.)
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
     guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
     let joints = graph.joints
@@ -215,6 +218,10 @@ extension Replay {
       joints.detector.unfollow(video: track)
       joints.timeline.retire(track, from: position, now: environment.clock.now)
       for branch in joints.branches.values { branch.soundRole?(false) }
+      // From here on as a graph built for audio alone: every picture passes, and one bound later joins
+      // at the next keyframe the history keeps (it rebuilt the graph, reading again what was read).
+      joints.router.passWhole(.video)
+      joints.passedWholeLate[.video] = state.rules.generation - graph.base
     case nil:
       break
     }
@@ -293,8 +300,11 @@ extension Replay {
     let joints = graph.joints
     // The pipeline generation the graph is in once the flushes of the seeks made so far have run.
     let generation = state.rules.generation - graph.base
-    guard recorder.tracks.allSatisfy(joints.router.passes),
-      !recorder.tracks.contains(where: { joints.routedLate[$0] == generation }),
+    let late = { (track: TrackID) in
+      joints.routedLate[track] == generation
+        || (!joints.router.tracks.contains(track) && joints.passedWholeLate[track.kind] == generation)
+    }
+    guard recorder.tracks.allSatisfy(joints.router.passes), !recorder.tracks.contains(where: late),
       recorder.audioTrack == nil || joints.transcodesAudio
     else { return false }
     return joints.tap.join(recorder, generation: generation)
