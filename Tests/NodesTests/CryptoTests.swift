@@ -34,11 +34,16 @@ struct CryptoTests {
     let count = try cipher.decrypt(inPlace: &alone, from: alone.startIndex + 64, key: key, iv: iv)
     #expect(alone.withUnsafeBytes { $0.baseAddress } == before)
     #expect(count == length && alone[64..<64 + count] == plaintext && alone.prefix(64) == header)
-    // Shared: the other holder keeps the ciphertext.
+    // Shared: the other holder keeps the ciphertext (compared with a copy of its own).
+    let pristine = Data(object)
     let shared = object
     var mine = object
     #expect(try cipher.decrypt(inPlace: &mine, from: mine.startIndex + 64, key: key, iv: iv) == length)
-    #expect(shared == object && mine[64..<64 + length] == plaintext)
+    #expect(shared == pristine && mine[64..<64 + length] == plaintext)
+    // A slice whose indices do not start at 0.
+    var slice = (Data([1, 2, 3]) + object).dropFirst(3)
+    let sliced = try cipher.decrypt(inPlace: &slice, from: slice.startIndex + 64, key: key, iv: iv)
+    #expect(sliced == length && slice[slice.startIndex + 64..<slice.startIndex + 64 + sliced] == plaintext)
     // A wrong key fails on the padding (with probability 255/256: this key does) or the block count.
     var wrong = Data(object)
     #expect(throws: MediaError.self) {

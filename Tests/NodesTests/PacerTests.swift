@@ -100,6 +100,41 @@ struct PacerTests {
     executor.runUntilIdle()
   }
 
+  @Test("a clock set ahead at once while a frame waits (the sound found sooner than meant): the frame is shown then")
+  func aClockSetAheadWakesTheWaitingFrame() throws {
+    let executor = ManualExecutor()
+    let base = VirtualClock()
+    let clock = SlewedClock(base: base)
+    let timeline = PlaybackTimeline()
+    let pipeline = Pipeline(executor: executor, clock: clock)
+    let source = ScriptedSource<DecodedFrame>(name: "frames", [.item(frame(0)), .item(frame(40)), .item(frame(80))])
+    let pacer = Pacer(timeline: timeline)
+    let sink = InstantSink()
+    pipeline.connect(source, to: pacer, limits: EdgeLimits(items: 4))
+    pipeline.connect(pacer, to: sink, limits: EdgeLimits(items: 2))
+    try pipeline.start()
+    executor.runUntilIdle()
+    // The sound is found 60 ms behind: the clock stands, and the frame of 40 ms waits until 100 ms of the
+    // base clock.
+    clock.follow(latency: .microseconds(60_000), meant: .zero, frame: .microseconds(64_000))
+    base.advance(to: ClockInstant(microseconds: 45_000))
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0])
+    // At 45 ms the speaker says the sound meant for 100 ms from now is heard in 40: the clock is set 60 ms
+    // ahead at once, and the frame of 40 ms is due; it is shown now, not at its timer's 100 ms.
+    let speaker = LatencySpeaker(latency: .microseconds(40_000))
+    let sound = DecodedFrame(
+      track: TrackID(.audio, channel: 1), time: MediaTime(milliseconds: 85), duration: .microseconds(64_000),
+      frame: picture.frame)
+    speaker.play(sound, volume: 100, in: timeline, following: clock)
+    #expect(clock.correction == .zero)
+    executor.runUntilIdle()
+    #expect(sink.frames.map(\.media) == [0, 40_000])
+    #expect(sink.frames.last?.at == 45_000)
+    pipeline.stop()
+    executor.runUntilIdle()
+  }
+
   @Test func lateFramesAtFastSpeedsAreDroppedCountedAndAskUpstreamForKeyframesOnlyUntilCaughtUp() throws {
     let pacer = Pacer(rate: PlaybackRate(numerator: 8, denominator: 1)!)
     let harness = try NodeHarness(pacer)
@@ -277,4 +312,13 @@ struct PacerTests {
     pipeline.stop()
     executor.runUntilIdle()
   }
+}
+
+/// A speaker that plays nothing and says it holds `latency` of sound.
+final class LatencySpeaker: AudioDevice {
+  let latency: MediaDuration?
+
+  init(latency: MediaDuration) { self.latency = latency }
+
+  func play(_ frame: DecodedFrame, volume: Int) {}
 }

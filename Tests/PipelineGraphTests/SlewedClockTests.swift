@@ -32,7 +32,8 @@ import Testing
     base.advance(to: ClockInstant(microseconds: 200_000))
     #expect(clock.now == ClockInstant(microseconds: 200_000))
     // A frame meant 30 ms ago, heard in 60 ms: 90 ms late; the clock stands until the sound is there.
-    clock.follow(latency: .microseconds(60_000), meant: .microseconds(-30_000), frame: frame)
+    // (Set back: the timers scheduled before fire early, and their waiters wait again; no need to wake them.)
+    #expect(!clock.follow(latency: .microseconds(60_000), meant: .microseconds(-30_000), frame: frame))
     #expect(clock.correction == .microseconds(90_000))
     #expect(clock.now == ClockInstant(microseconds: 200_000))
     base.advance(to: ClockInstant(microseconds: 290_000))
@@ -40,9 +41,10 @@ import Testing
     base.advance(to: ClockInstant(microseconds: 300_000))
     #expect(clock.now == ClockInstant(microseconds: 210_000))
     // Exactly 40 ms off is still slewed; a sound 50 ms early moves the clock 50 ms on.
-    clock.follow(latency: .microseconds(140_000), meant: meant, frame: frame)
+    #expect(!clock.follow(latency: .microseconds(140_000), meant: meant, frame: frame))
     #expect(clock.correction == .microseconds(91_000))
-    clock.follow(latency: .microseconds(50_000), meant: meant, frame: frame)
+    // Set ahead at once: the timers scheduled before would fire 50 ms late (the caller wakes their waiters).
+    #expect(clock.follow(latency: .microseconds(50_000), meant: meant, frame: frame))
     #expect(clock.correction == .microseconds(41_000))
     #expect(clock.now == ClockInstant(microseconds: 259_000))
   }

@@ -572,6 +572,41 @@ struct OutputJoinTests {
     #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
+  @Test(
+    "a picture of another channel bound after the last one left rebuilds the graph (its channel was not read before): it shows from the next keyframe, no gap is reported"
+  )
+  func anotherPictureComesBack() throws {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.otherVideoChannels = [2]
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    harness.replay.unbind(harness.videoOutput)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.replay.activeGraph === graph)
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 2, renderer: view)
+    #expect(harness.replay.activeGraph !== graph)
+    let output = harness.library.appendingPathComponent("other-lens.mp4")
+    let recorder = ReplayRecorder(
+      destination: output, videoTrack: TrackID(.video, channel: 2), audioTrack: nil,
+      startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    harness.runToEnd()
+    #expect(harness.log.gaps.isEmpty, "\(harness.log.gaps)")
+    #expect(view.frames.last?.media == harness.media(11_960) && increasing(view.frames))
+    // From the first keyframe after the position (O18), as any output bound while the play runs.
+    #expect(view.frames.first?.media == harness.media(4_000))
+    // The recording from the first keyframe after its start (4 s) to the end.
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
+      Issue.record("the recording failed")
+      return
+    }
+    #expect(milliseconds == 8_000)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("the last picture leaving after a sound joined at a hole of its own: that hole, behind, is not reported")
   func theLastPictureLeavesAfterASoundHole() throws {
     // Channel 2's sound is missing from 3 s to 5 s; the picture plays on.

@@ -31,21 +31,27 @@ public final class AES128CBC {
   /// Decrypts the bytes of `data` from index `start` on in place with `key` and `iv` (16 bytes each);
   /// returns the plaintext's length (the padding removed; what follows it in `data` is left over).
   /// In place when `data` holds the only reference to its bytes (a shared buffer is copied first).
+  /// - Precondition: `start` lies within `data`'s indices (or at its end).
   /// - Throws: as ``decrypt(_:key:iv:)``.
   public func decrypt(inPlace data: inout Data, from start: Data.Index, key: [UInt8], iv: [UInt8]) throws -> Int {
+    precondition(data.startIndex <= start && start <= data.endIndex, "the ciphertext starts outside the data")
     let count = data.endIndex - start
-    try begin(count: count, key: key, iv: iv, encrypt: false)
+    try begin(count: count, key: key, iv: iv, encrypt: false, padding: false)
     let offset = start - data.startIndex
-    // One update over the whole ciphertext, then the final block: OpenSSL decrypts CBC in place when its
-    // input and output are the same pointer (it keeps the last block back for the padding check).
+    // Whole blocks, without OpenSSL's padding: it decrypts in place (input and output the same pointer,
+    // the context fresh) and writes exactly what it reads, and the padding is checked here.
     let length = data.withUnsafeMutableBytes { bytes -> Int? in
       let text = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + offset
       var written: Int32 = 0
-      var finalWritten: Int32 = 0
-      guard EVP_CipherUpdate(context, text, &written, text, Int32(count)) == 1,
-        EVP_CipherFinal_ex(context, text + Int(written), &finalWritten) == 1
-      else { return nil }
-      return Int(written + finalWritten)
+      guard EVP_CipherUpdate(context, text, &written, text, Int32(count)) == 1, Int(written) == count else {
+        return nil
+      }
+      // PKCS#7: the last byte says how many bytes of padding there are (1 to 16), each of that value.
+      let padding = Int(text[count - 1])
+      guard (1...16).contains(padding), (count - padding..<count).allSatisfy({ Int(text[$0]) == padding }) else {
+        return nil
+      }
+      return count - padding
     }
     guard let length else { throw MediaError.gap(.decryptionFailed, "bad padding after decryption (wrong key?)") }
     return length
@@ -57,7 +63,7 @@ public final class AES128CBC {
   }
 
   /// Checks the key, the IV and (decrypting) that `count` bytes are whole blocks, and sets the context up.
-  private func begin(count: Int, key: [UInt8], iv: [UInt8], encrypt: Bool) throws {
+  private func begin(count: Int, key: [UInt8], iv: [UInt8], encrypt: Bool, padding: Bool = true) throws {
     guard key.count == 16, iv.count == 16 else {
       throw MediaError.gap(.decryptionFailed, "AES-128 needs a 16-byte key and IV (got \(key.count) and \(iv.count))")
     }
@@ -68,7 +74,9 @@ public final class AES128CBC {
     guard count <= Int(Int32.max) - 16 else {
       throw MediaError.gap(.decryptionFailed, "\(count) bytes are more than one call of OpenSSL takes")
     }
-    guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1 else {
+    guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
+      EVP_CIPHER_CTX_set_padding(context, padding ? 1 : 0) == 1
+    else {
       throw MediaError.gap(.decryptionFailed, "OpenSSL refused the key")
     }
   }

@@ -51,7 +51,10 @@ extension AudioDevice {
     let meant = clock.delay(until: timeline.instant(of: frame.time, track: frame.track, now: clock.now))
     align(nextFrameIn: meant)
     play(frame, volume: volume)
-    if steers, let latency { clock.follow(latency: latency, meant: meant, frame: frame.duration) }
+    // Set ahead at once, the clock leaves the pacers' timers late: they schedule their frames again.
+    if steers, let latency, clock.follow(latency: latency, meant: meant, frame: frame.duration) {
+      timeline.wakePacers()
+    }
   }
 }
 

@@ -10,8 +10,9 @@ import Synchronization
 /// instant. A *hole* is a stretch where every track the playback presents has a gap (the
 /// ``GapDetector`` sends one gap event per track): it is skipped, not waited through. A gap of some
 /// tracks only skips nothing: the others keep the time, and the track that resumes after its gap is
-/// presented in step with them. A track that has presented nothing yet (a channel without media) keeps
-/// no time: it does not count. (A track whose media stops has a gap only once the detector knows its
+/// presented in step with them. Once one of them has presented, a track that has presented nothing yet
+/// (a channel without media) keeps no time: it does not count; before, every one counts (a frame of a
+/// channel the playback does not follow is not rushed through a gap of one of them). (A track whose media stops has a gap only once the detector knows its
 /// end; a hole of the other tracks inside it is waited through until then — at most what the edges
 /// before the pacers hold.)
 ///
@@ -521,6 +522,16 @@ public final class PlaybackTimeline: Sendable {
         state.pacers.append(entry)
       }
     }
+  }
+
+  /// Wakes every pacer to schedule its waiting frame again (the clock they wait on was set ahead: their
+  /// timers would fire late).
+  public func wakePacers() {
+    let wakes = mutate { state -> [Completion<Void>] in
+      state.bump = true
+      return state.wakes()
+    }
+    for wake in wakes { wake(()) }
   }
 
   /// Forgets the anchor, the holes and the gaps (a flush of the pacers that share it, before any new frame).

@@ -51,8 +51,9 @@ public final class SegmentVerifier: Node {
     if inFlight >= parallelism { context.suspendInput() }
     context.holdEndOfStream()
     let segment = input.segment
-    // The worker takes the bytes over (the engine lets go of its copy once this returns): decrypted in
-    // place, unless something else keeps the object too.
+    // The worker takes the bytes over: decrypted in place when nothing else keeps them by then (the
+    // engine lets go of its copy once this returns, most often before the worker gets to it; Replay's
+    // recent objects keep theirs), else copied first.
     let handover = Handover(input)
     context.runOnWorker {
       Result { try SegmentObject(segment: segment, parsed: Self.verify(handover.take())) }.mapError {

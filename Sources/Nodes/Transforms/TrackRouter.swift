@@ -34,8 +34,9 @@ public final class TrackRouter: Node {
   public func select(_ tracks: Set<TrackID>) { self.tracks = tracks }
 
   /// Lets every track of `kind` through from the next packet on, selected or not (on the pipeline's
-  /// executor).
-  public func passWhole(_ kind: TrackKind) { kinds.insert(kind) }
+  /// executor); false when it did already.
+  @discardableResult
+  public func passWhole(_ kind: TrackKind) -> Bool { kinds.insert(kind).inserted }
 
   /// Passes the packet when its track is selected or of a kind passed whole.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {

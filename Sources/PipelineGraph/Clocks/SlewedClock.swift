@@ -84,17 +84,21 @@ public final class SlewedClock: PipelineClock {
   /// the whole difference at once (the clock stands while the sound catches up, or jumps to it);
   /// otherwise it moves by an eighth of it, at most ``maximumStep`` per 64 ms of sound (about 1.5 %).
   /// Later than meant slows the clock down, sooner hurries it. A latency or a difference of
-  /// ``ignoredLatency`` or more is not followed.
-  public func follow(latency: MediaDuration, meant: MediaDuration, frame: MediaDuration) {
+  /// ``ignoredLatency`` or more is not followed. Returns true when the clock was set ahead at once: the
+  /// timers scheduled before fire late by that much (they keep the correction they were scheduled with),
+  /// and whatever waits on one should schedule again.
+  @discardableResult
+  public func follow(latency: MediaDuration, meant: MediaDuration, frame: MediaDuration) -> Bool {
     let bound = Self.ignoredLatency.microseconds
-    guard latency.microseconds < bound, abs(meant.microseconds) < 10 * bound else { return }
+    guard latency.microseconds < bound, abs(meant.microseconds) < 10 * bound else { return false }
     let error = latency.microseconds - meant.microseconds
-    guard abs(error) < bound else { return }
+    guard abs(error) < bound else { return false }
     guard abs(error) <= Self.alignmentThreshold.microseconds else {
       offset.add(error, ordering: .releasing)
-      return
+      return error < 0
     }
     let limit = max(1, Self.maximumStep.microseconds * min(max(frame.microseconds, 0), 1_000_000) / 64_000)
     offset.add(max(-limit, min(limit, error / 8)), ordering: .releasing)
+    return false
   }
 }

@@ -35,8 +35,18 @@ extension Replay {
     /// the tap has nothing of them from before, so a recorder of one cannot join in that generation.
     var routedLate: [TrackID: Int] = [:]
     /// The kinds the router began to let through whole while the graph ran (the last picture left), with
-    /// the flush generation then: the tap has nothing from before of a track it did not select already.
-    var passedWholeLate: [TrackKind: Int] = [:]
+    /// the flush generation then and the tracks it let through before: of the others, neither the tap nor
+    /// the gap detector has anything from before.
+    var passedWholeLate: [TrackKind: (generation: Int, before: Set<TrackID>)] = [:]
+
+    /// Whether the router began to let `track` through in flush generation `generation` (a recorder of it
+    /// cannot join: the tap has nothing of it from before; nor a first picture of it: the detector would
+    /// take what was read before for missing).
+    func cameLate(_ track: TrackID, generation: Int) -> Bool {
+      if routedLate[track] == generation { return true }
+      guard let whole = passedWholeLate[track.kind] else { return false }
+      return whole.generation == generation && !whole.before.contains(track)
+    }
     /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
     var departed: Set<ObjectIdentifier> = []
     /// A first picture joined a play of audio alone and has not shown a frame yet: the sound paces the
@@ -45,7 +55,8 @@ extension Replay {
 
     /// Output `id`'s picture showed a frame: when it is the picture that joined a play of audio alone
     /// (the first candidate), the audio branches become the sound beside it (muted off 1×, handed ahead
-    /// to a device that holds it, the play's clock following that device), as if built with it. Until
+    /// to a device that holds it, the play's clock following the sound the timeline follows), as if built
+    /// with it. Until
     /// then the sound drove the position, as before.
     func pictureCame(by id: OutputID) {
       guard soundYields, candidates.first == id else { return }
@@ -91,7 +102,11 @@ extension Replay {
     let firstOfKind = !joints.timedKinds.contains(output.track.kind)
     // A first picture joins a play of audio alone whose graph lets all video through (its history holds
     // the next keyframe); a first sound, a play of video.
-    let joinsAsFirst = output.track.kind == .audio ? joints.hasVideo : joints.router.passes(output.track)
+    let joinsAsFirst =
+      output.track.kind == .audio
+      ? joints.hasVideo
+      : joints.router.passes(output.track)
+        && !joints.cameLate(output.track, generation: state.rules.generation - graph.base)
     guard !firstOfKind || joinsAsFirst else { return false }
     let start = BranchStart(
       speed: state.rules.speed, paused: state.rules.paused, presentFrom: output.joinsAt ?? state.rules.target,
@@ -171,7 +186,8 @@ extension Replay {
   /// picture hands the play to the sound beside it (unmuted, pacing the play alone, the picture's track
   /// no longer judged: as in a play of audio alone, whose router lets every picture through). Otherwise
   /// the graph is rebuilt. (While a picture presents, the router stops letting a left picture's channel
-  /// through unless a recorder keeps it: a picture of it bound later rebuilds the graph.)
+  /// through unless a recorder keeps it: a picture of it bound later joins at the next keyframe read
+  /// after it is let through again.)
   func cut(_ id: OutputID, track: TrackID, _ state: inout Control) -> Bool {
     guard let graph = state.graph, let branch = graph.joints.branches[id] else { return false }
     let joints = graph.joints
@@ -220,8 +236,10 @@ extension Replay {
       for branch in joints.branches.values { branch.soundRole?(false) }
       // From here on as a graph built for audio alone: every picture passes, and one bound later joins
       // at the next keyframe the history keeps (it rebuilt the graph, reading again what was read).
-      joints.router.passWhole(.video)
-      joints.passedWholeLate[.video] = state.rules.generation - graph.base
+      let before = joints.router.tracks
+      if joints.router.passWhole(.video) {
+        joints.passedWholeLate[.video] = (state.rules.generation - graph.base, before)
+      }
     case nil:
       break
     }
@@ -300,11 +318,8 @@ extension Replay {
     let joints = graph.joints
     // The pipeline generation the graph is in once the flushes of the seeks made so far have run.
     let generation = state.rules.generation - graph.base
-    let late = { (track: TrackID) in
-      joints.routedLate[track] == generation
-        || (!joints.router.tracks.contains(track) && joints.passedWholeLate[track.kind] == generation)
-    }
-    guard recorder.tracks.allSatisfy(joints.router.passes), !recorder.tracks.contains(where: late),
+    guard recorder.tracks.allSatisfy(joints.router.passes),
+      !recorder.tracks.contains(where: { joints.cameLate($0, generation: generation) }),
       recorder.audioTrack == nil || joints.transcodesAudio
     else { return false }
     return joints.tap.join(recorder, generation: generation)

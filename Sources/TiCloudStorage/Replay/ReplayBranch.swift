@@ -11,7 +11,8 @@ extension Replay {
     let pacer: Pacer
     let isVideo: Bool
     /// An audio branch's role: the sound beside a picture (`true`: muted off 1×, handed ahead to a
-    /// device that holds it, the play's clock following it) or alone (pacing the play), set when a first
+    /// device that holds it, the play's clock following it if it is the candidate) or alone (pacing the
+    /// play), set when a first
     /// picture joins a play of audio alone or the last one leaves, as if built so. Nil for video.
     var soundRole: ((_ besidePicture: Bool) -> Void)? = nil
   }

@@ -87,7 +87,8 @@ final class MP4FragmentWriter {
   static let preallocationFloor: UInt64 = 1 << 30
 
   let path: String
-  /// How much a fragment holds: this many seconds of a track (or this many times ``maximumSamples``).
+  /// What the file is for: how much a fragment holds (``Use/fragmentSeconds`` of a track, or that many
+  /// times ``maximumSamples``), and whether blocks are allocated ahead (and given back at the close).
   private let use: Use
   private let descriptor: Int32
   private var tracks: [TrackState]
