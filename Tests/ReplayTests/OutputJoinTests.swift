@@ -576,13 +576,7 @@ struct OutputJoinTests {
     "a picture of another channel bound after the last one left rebuilds the graph (its channel was not read before): it shows from the next keyframe, no gap is reported"
   )
   func anotherPictureComesBack() throws {
-    var options = ReplayFixtures.options(seconds: 12)
-    options.otherVideoChannels = [2]
-    let harness = try ReplayHarness(audio: true, options: options)
-    #expect(harness.play(0, 12_000) == .ok)
-    harness.run(for: .milliseconds(1_500))
-    let graph = try #require(harness.replay.activeGraph)
-    harness.replay.unbind(harness.videoOutput)
+    let (harness, graph) = try ReplayHarness.lastPictureLeft()
     harness.run(for: .milliseconds(1_000))
     #expect(harness.replay.activeGraph === graph)
     let view = TimedRenderer(clock: harness.clock)
@@ -976,5 +970,21 @@ struct OutputJoinTests {
     #expect(steps.allSatisfy { abs($0) <= 4 }, "\(steps.sorted().prefix(5))")
     #expect(try #require(frames.last).media == harness.media(29_960))
     #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+}
+
+extension ReplayHarness {
+  /// A play of 12 s with sound and a second camera lens (channel 2), whose last picture (channel 0's) left
+  /// 1.5 s in, in place: the sound drives on alone. Returns the harness and the play's graph.
+  static func lastPictureLeft() throws -> (ReplayHarness, Pipeline) {
+    var options = ReplayFixtures.options(seconds: 12)
+    options.otherVideoChannels = [2]
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    return (harness, graph)
   }
 }

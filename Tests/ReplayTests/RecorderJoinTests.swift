@@ -51,15 +51,8 @@ struct RecorderJoinTests {
     "a recorder of a picture the router began to pass when the last picture left rebuilds the graph: it starts at the first keyframe after its start"
   )
   func aRecorderOfAPicturePassedLate() throws {
-    var options = ReplayFixtures.options(seconds: 12)
-    options.otherVideoChannels = [2]
-    let harness = try ReplayHarness(audio: true, options: options)
-    #expect(harness.play(0, 12_000) == .ok)
-    harness.run(for: .milliseconds(1_500))
-    let graph = try #require(harness.replay.activeGraph)
     // The last picture leaves: the sound drives on, and every picture passes from now on.
-    harness.replay.unbind(harness.videoOutput)
-    #expect(harness.replay.activeGraph === graph)
+    let (harness, graph) = try ReplayHarness.lastPictureLeft()
     let start = try #require(harness.replay.recordingStart)
     let output = harness.library.appendingPathComponent("other-lens.mp4")
     let recorder = ReplayRecorder(
