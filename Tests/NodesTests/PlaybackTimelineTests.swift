@@ -146,6 +146,28 @@ import Testing
     #expect(timeline.instant(of: at(6600), track: other, now: .zero) == ClockInstant(microseconds: 700_000))
   }
 
+  @Test("the first followed track presenting after another channel's frames: what played before keeps its instants")
+  func theFirstFollowedTrackAfterAnotherChannel() throws {
+    let video = TrackID(.video, channel: 0)
+    let audio = TrackID(.audio, channel: 1)
+    let other = TrackID(.audio, channel: 2)
+    let timeline = PlaybackTimeline(tracks: [video, audio])
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    let clock = { (ms: Int64) in ClockInstant(microseconds: ms * 1000) }
+    // The followed sound misses 5.0–5.3 s; the picture has media there but has not presented yet.
+    timeline.note(
+      RecordingGap(range: MediaRange(start: at(5000), end: at(5300)), tracks: [audio], reasons: [.notFound]))
+    #expect(timeline.instant(of: at(5000), track: other, now: clock(0)) == clock(0))
+    #expect(timeline.instant(of: at(5192), track: other, now: clock(192)) == clock(192))
+    // At 200 ms the followed sound presents its first frame (5.3 s): 5.0–5.2 s played already and stays
+    // where it was; only what is left of its gap (5.2–5.3 s) is skipped.
+    #expect(timeline.instant(of: at(5300), track: audio, now: clock(200)) == clock(200))
+    #expect(timeline.instant(of: at(5192), track: other, now: clock(200)) == clock(192))
+    #expect(timeline.instant(of: at(5364), track: audio, now: clock(200)) == clock(264))
+    // Once the picture presents too, its media (5.0–5.3 s) closes what was left of the hole.
+    #expect(timeline.instant(of: at(5320), track: video, now: clock(210)) == clock(320))
+  }
+
   @Test("a retired track no longer holds holes back from its retirement on; before it nothing moves; it may return")
   func aTrackRetired() throws {
     let video = TrackID(.video, channel: 0)

@@ -50,6 +50,10 @@ public final class PlaybackTimeline: Sendable {
     var unjudged: [TrackID: [MediaRange]] = [:]
     /// Where retired tracks count as missing from, to the end (until they return).
     var retiredFrom: [TrackID: MediaTime] = [:]
+    /// Tracks the playback presents that had presented nothing when the first of them did, after a frame
+    /// of another channel: they count up to what played then (as every one did until then: the holes
+    /// behind it stay what they were), as missing after, until their own first frame.
+    var countedUntil: [TrackID: MediaTime] = [:]
     /// The tracks that have presented a frame.
     var active: Set<TrackID> = []
     /// The pacers, in the order they registered (the order they are woken in: a dictionary's order
@@ -284,6 +288,15 @@ public final class PlaybackTimeline: Sendable {
       // A track added while playing counts as missing up to what plays now: its first frame may come
       // after the others went on into a hole, and that hole stays skipped (nothing shown moves back).
       if state.unjudged[track] != nil { Self.missingUntilPlaying(track, now: now, &state) }
+      state.countedUntil[track] = nil
+      // The first followed track to present, after frames of another channel did: until then every
+      // followed track counted; those that have presented nothing go on counting up to what plays now.
+      if state.tracks.contains(track), state.tracks.intersection(state.active) == [track],
+        state.active.count > 1, let anchor = state.anchor
+      {
+        let playing = Self.playing(at: state.pausedAt ?? now, anchor: anchor, state)
+        for other in state.tracks where other != track { state.countedUntil[other] = playing }
+      }
       // A track that starts keeping time may close holes the others had.
       wakes = updateHoles(&state)
     }
@@ -445,7 +458,7 @@ public final class PlaybackTimeline: Sendable {
   /// first after a seek into the picture's gap was handed all at once.)
   private func updateHoles(_ state: inout State) -> [Completion<Void>] {
     let keeping = state.tracks.intersection(state.active)
-    let counted = keeping.isEmpty ? state.tracks : keeping
+    let counted = keeping.isEmpty ? state.tracks : keeping.union(state.countedUntil.keys)
     var pieces: [MediaRange] = []
     if !counted.isEmpty {
       pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
@@ -453,6 +466,9 @@ public final class PlaybackTimeline: Sendable {
         var gaps = (state.gaps[track] ?? []) + (state.unjudged[track] ?? [])
         if let retired = state.retiredFrom[track] {
           gaps.append(MediaRange(start: retired, end: MediaTime(microseconds: .max)))
+        }
+        if let until = state.countedUntil[track] {
+          gaps.append(MediaRange(start: until, end: MediaTime(microseconds: .max)))
         }
         pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }
       }
@@ -544,6 +560,7 @@ public final class PlaybackTimeline: Sendable {
       // A retired track is gone; one added late is judged from the flush on, as every other.
       state.tracks.subtract(state.retiredFrom.keys)
       state.retiredFrom = [:]
+      state.countedUntil = [:]
       state.unjudged = [:]
       state.active = []
       state.offers = [:]
