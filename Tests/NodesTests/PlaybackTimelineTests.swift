@@ -128,12 +128,17 @@ import Testing
     #expect(timeline.instant(of: at(9000), track: video, now: .zero) == ClockInstant(microseconds: 6_000_000))
   }
 
-  @Test("before a followed track presents, a gap of one of them is no hole for another channel's frames")
-  func anotherChannelBeforeTheFollowedOnes() throws {
+  /// A timeline that follows a picture (channel 0) and a sound (channel 1), and the sound of channel 2,
+  /// which it does not follow.
+  static func followingPictureAndSound() -> (PlaybackTimeline, video: TrackID, audio: TrackID, other: TrackID) {
     let video = TrackID(.video, channel: 0)
     let audio = TrackID(.audio, channel: 1)
-    let other = TrackID(.audio, channel: 2)
-    let timeline = PlaybackTimeline(tracks: [video, audio])
+    return (PlaybackTimeline(tracks: [video, audio]), video, audio, TrackID(.audio, channel: 2))
+  }
+
+  @Test("before a followed track presents, a gap of one of them is no hole for another channel's frames")
+  func anotherChannelBeforeTheFollowedOnes() throws {
+    let (timeline, video, audio, other) = Self.followingPictureAndSound()
     let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
     // After a seek into the picture's gap, the sound of a channel the timeline does not follow comes first.
     timeline.note(
@@ -148,10 +153,7 @@ import Testing
 
   @Test("the first followed track presenting after another channel's frames: what played before keeps its instants")
   func theFirstFollowedTrackAfterAnotherChannel() throws {
-    let video = TrackID(.video, channel: 0)
-    let audio = TrackID(.audio, channel: 1)
-    let other = TrackID(.audio, channel: 2)
-    let timeline = PlaybackTimeline(tracks: [video, audio])
+    let (timeline, video, audio, other) = Self.followingPictureAndSound()
     let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
     let clock = { (ms: Int64) in ClockInstant(microseconds: ms * 1000) }
     // The followed sound misses 5.0–5.3 s; the picture has media there but has not presented yet.

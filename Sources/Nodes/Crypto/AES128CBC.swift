@@ -25,7 +25,9 @@ public final class AES128CBC {
   /// - Throws: `decryptionFailed` for a wrong key size, a ciphertext that is not whole blocks, or bad
   ///   padding (what a wrong key produces, with probability 255/256).
   public func decrypt(_ ciphertext: Data, key: [UInt8], iv: [UInt8]) throws -> Data {
-    try run(ciphertext, key: key, iv: iv, encrypt: false)
+    var text = ciphertext
+    let length = try decrypt(inPlace: &text, from: text.startIndex, key: key, iv: iv)
+    return text.prefix(length)
   }
 
   /// Decrypts the bytes of `data` from index `start` on in place with `key` and `iv` (16 bytes each);
@@ -36,7 +38,7 @@ public final class AES128CBC {
   public func decrypt(inPlace data: inout Data, from start: Data.Index, key: [UInt8], iv: [UInt8]) throws -> Int {
     precondition(data.startIndex <= start && start <= data.endIndex, "the ciphertext starts outside the data")
     let count = data.endIndex - start
-    try begin(count: count, key: key, iv: iv, encrypt: false, padding: false)
+    try begin(count: count, key: key, iv: iv, encrypt: false)
     let offset = start - data.startIndex
     // Whole blocks, without OpenSSL's padding: it decrypts in place (input and output the same pointer,
     // the context fresh) and writes exactly what it reads, and the padding is checked here.
@@ -57,13 +59,9 @@ public final class AES128CBC {
     return length
   }
 
-  /// Encrypts `plaintext` with `key` and `iv` (16 bytes each), adding PKCS#7 padding.
-  public func encrypt(_ plaintext: Data, key: [UInt8], iv: [UInt8]) throws -> Data {
-    try run(plaintext, key: key, iv: iv, encrypt: true)
-  }
-
-  /// Checks the key, the IV and (decrypting) that `count` bytes are whole blocks, and sets the context up.
-  private func begin(count: Int, key: [UInt8], iv: [UInt8], encrypt: Bool, padding: Bool = true) throws {
+  /// Checks the key, the IV and (decrypting) that `count` bytes are whole blocks, and sets the context up
+  /// (with OpenSSL's padding to encrypt; decryption checks the padding itself, in place).
+  private func begin(count: Int, key: [UInt8], iv: [UInt8], encrypt: Bool) throws {
     guard key.count == 16, iv.count == 16 else {
       throw MediaError.gap(.decryptionFailed, "AES-128 needs a 16-byte key and IV (got \(key.count) and \(iv.count))")
     }
@@ -75,22 +73,23 @@ public final class AES128CBC {
       throw MediaError.gap(.decryptionFailed, "\(count) bytes are more than one call of OpenSSL takes")
     }
     guard EVP_CipherInit_ex(context, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
-      EVP_CIPHER_CTX_set_padding(context, padding ? 1 : 0) == 1
+      EVP_CIPHER_CTX_set_padding(context, encrypt ? 1 : 0) == 1
     else {
       throw MediaError.gap(.decryptionFailed, "OpenSSL refused the key")
     }
   }
 
-  private func run(_ input: Data, key: [UInt8], iv: [UInt8], encrypt: Bool) throws -> Data {
-    try begin(count: input.count, key: key, iv: iv, encrypt: encrypt)
+  /// Encrypts `plaintext` with `key` and `iv` (16 bytes each), adding PKCS#7 padding.
+  public func encrypt(_ plaintext: Data, key: [UInt8], iv: [UInt8]) throws -> Data {
+    try begin(count: plaintext.count, key: key, iv: iv, encrypt: true)
     // The output goes into a pooled buffer: objects are megabytes, and fresh memory for each would
     // cost a zero-filled page fault per 4 KB (and let glibc's heap grow with the recording's length).
     var failed = false
-    let output = BufferPool.shared.data(capacity: input.count + 16) { buffer -> Int in
+    let output = BufferPool.shared.data(capacity: plaintext.count + 16) { buffer -> Int in
       let out = buffer.assumingMemoryBound(to: UInt8.self)
       var written: Int32 = 0
       var finalWritten: Int32 = 0
-      let updated = input.withUnsafeBytes { inBytes -> Int32 in
+      let updated = plaintext.withUnsafeBytes { inBytes -> Int32 in
         EVP_CipherUpdate(
           context, out, &written, inBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(inBytes.count))
       }
@@ -100,10 +99,7 @@ public final class AES128CBC {
       }
       return Int(written + finalWritten)
     }
-    guard !failed else {
-      throw MediaError.gap(
-        .decryptionFailed, encrypt ? "encryption failed" : "bad padding after decryption (wrong key?)")
-    }
+    guard !failed else { throw MediaError.gap(.decryptionFailed, "encryption failed") }
     return output
   }
 }
