@@ -139,6 +139,8 @@ let package = Package(
       name: "NodesTests",
       dependencies: [
         "MediaSynthesis", "Nodes", "PipelineGraph", "PipelineTestKit", "MediaTestSupport", "DesktopOutputs",
+        // libavcodec's own parser, the judge of the H.264 parameter sets read without it.
+        "CFFmpeg",
       ],
       swiftSettings: strict
     ),

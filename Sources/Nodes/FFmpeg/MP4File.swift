@@ -5,8 +5,9 @@ import PipelineGraph
 /// An MP4 being written (stream copy): H.264 (`avc1`) or H.265 (`hvc1`) video and AAC audio, Annex B
 /// and ADTS in, ISO BMFF out.
 ///
-/// libavformat writes the file's header (`ftyp` and an empty `moov` with the codecs' configuration);
-/// room for the final index follows as a `free` box; then the media is appended as fragments by
+/// The file's header (`ftyp` and an empty `moov` with the codecs' configuration) is ``MP4Header``'s for
+/// H.264 and AAC, libavformat's for H.265 (the same bytes: H.264 loads no FFmpeg library); room for the
+/// final index follows as a `free` box; then the media is appended as fragments by
 /// ``MP4FragmentWriter`` (a `moof`+`mdat` about every second — every 8 seconds or 4 MB for an export,
 /// which is kept only when complete — written from the packets' own buffers), so a crash keeps
 /// everything up to the last fragment. ``finalize(to:)`` turns it into an ordinary MP4
@@ -43,6 +44,67 @@ final class MP4File {
       throw MediaError(.unsupportedFormat, "MP4 carries AAC; \(audio.codec) must be transcoded first")
     }
     self.path = path
+    let bases: [TimeBase]
+    if let header = MP4Header.make(video: video, audio: audio) {
+      try Self.create(path, with: header)
+      let rates = [video.map { _ in MP4Header.videoTimescale }, audio?.sampleRate].compactMap { $0 }
+      bases = try rates.map { rate in
+        guard let base = TimeBase(numerator: 1, denominator: Int32(clamping: rate)) else {
+          throw MediaError(.writeFailed, "\(path): no time base of \(rate) Hz")
+        }
+        return base
+      }
+    } else {
+      bases = try Self.writeHeaderWithLibavformat(path: path, video: video, audio: audio)
+    }
+    videoTrack = video == nil ? nil : (0, bases[0])
+    audioTrack = audio == nil ? nil : (bases.count - 1, bases[bases.count - 1])
+    var tracks: [MP4FragmentWriter.Track] = []
+    if let video, let base = videoTrack?.base {
+      // As the muxer did: Annex B parameter sets mean Annex B samples (an `avcC`/`hvcC` one would not).
+      let sets = video.parameterSets
+      let annexB =
+        video.codec == .h265
+        ? sets.count > 6 && (sets.starts(with: [0, 0, 1]) || sets.starts(with: [0, 0, 0, 1]))
+        : !sets.isEmpty && sets.first != 1
+      tracks.append(MP4FragmentWriter.Track(id: 1, timescale: Int64(base.denominator), lengthPrefixed: annexB))
+    }
+    if let base = audioTrack?.base {
+      tracks.append(
+        MP4FragmentWriter.Track(id: UInt32(tracks.count + 1), timescale: Int64(base.denominator), lengthPrefixed: false)
+      )
+    }
+    let fragments = try MP4FragmentWriter(path: path, tracks: tracks, use: use)
+    // A `free` box right after the (empty) `moov`: the room the final index is written into.
+    try fragments.reserve(min(max(8, reservedIndexBytes), Self.maximumReservedIndexBytes))
+    self.fragments = fragments
+  }
+
+  /// Creates `path` holding `header` (what libavformat's `avio_open` and header would have made).
+  private static func create(_ path: String, with header: Data) throws {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0o666)
+    guard descriptor >= 0 else {
+      let failure = LibraryFailure.posix(errno)
+      throw MediaError(.writeFailed, "cannot create \(path): \(failure.text)", cause: failure)
+    }
+    defer { Glibc.close(descriptor) }
+    var done = 0
+    while done < header.count {
+      let written = header[(header.startIndex + done)...].withUnsafeBytes {
+        Glibc.write(descriptor, $0.baseAddress, $0.count)
+      }
+      if written < 0, errno == EINTR { continue }
+      guard written > 0 else {
+        let failure = LibraryFailure.posix(written < 0 ? errno : EIO)
+        throw MediaError(.writeFailed, "cannot write \(path): \(failure.text)", cause: failure)
+      }
+      done += written
+    }
+  }
+
+  /// Creates `path` with the header libavformat writes for `video` and `audio` (H.265, or what
+  /// ``MP4Header`` leaves to it) and returns the tracks' time bases, in that order.
+  static func writeHeaderWithLibavformat(path: String, video: TrackFormat?, audio: TrackFormat?) throws -> [TimeBase] {
     var context: UnsafeMutablePointer<AVFormatContext>?
     try FFmpeg.check(
       avformat_alloc_output_context2(&context, nil, "mp4", path), "creating an MP4 muxer", kind: .writeFailed)
@@ -84,33 +146,11 @@ final class MP4File {
     defer { av_dict_free(&options) }
     try FFmpeg.check(avformat_write_header(context, &options), "writing the MP4 header", kind: .writeFailed)
     // The muxer may have changed the streams' time bases; its track ids follow the streams (1, 2).
-    let bases = try streams.map { stream in
+    return try streams.map { stream in
       guard let base = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den)
       else { throw MediaError(.writeFailed, "\(path): the muxer chose no time base") }
       return base
     }
-    avio_closep(&context.pointee.pb)
-    videoTrack = video == nil ? nil : (0, bases[0])
-    audioTrack = audio == nil ? nil : (streams.count - 1, bases[streams.count - 1])
-    var tracks: [MP4FragmentWriter.Track] = []
-    if let video, let base = videoTrack?.base {
-      // As the muxer did: Annex B parameter sets mean Annex B samples (an `avcC`/`hvcC` one would not).
-      let sets = video.parameterSets
-      let annexB =
-        video.codec == .h265
-        ? sets.count > 6 && (sets.starts(with: [0, 0, 1]) || sets.starts(with: [0, 0, 0, 1]))
-        : !sets.isEmpty && sets.first != 1
-      tracks.append(MP4FragmentWriter.Track(id: 1, timescale: Int64(base.denominator), lengthPrefixed: annexB))
-    }
-    if let base = audioTrack?.base {
-      tracks.append(
-        MP4FragmentWriter.Track(id: UInt32(tracks.count + 1), timescale: Int64(base.denominator), lengthPrefixed: false)
-      )
-    }
-    let fragments = try MP4FragmentWriter(path: path, tracks: tracks, use: use)
-    // A `free` box right after the (empty) `moov`: the room the final index is written into.
-    try fragments.reserve(min(max(8, reservedIndexBytes), Self.maximumReservedIndexBytes))
-    self.fragments = fragments
   }
 
   /// Room for the index of `seconds` of media with `samplesPerSecond` samples (video frames plus audio

@@ -2,25 +2,37 @@ internal import CFFmpeg
 import Foundation
 import PipelineGraph
 
-/// Reads a keyframe's parameter sets and picture size: NAL units are split here, the size comes from
-/// libavcodec's own parser (which decodes the SPS, cropping included).
+/// Reads a keyframe's parameter sets and picture size: NAL units are split here; an H.264 size comes
+/// from its sequence parameter set read here (``H264SequenceParameterSet``: a stream copy of H.264 loads
+/// no FFmpeg library), an H.265 one from libavcodec's parser (which decodes the SPS, cropping included).
+///
+/// As libavcodec's parser, it remembers the parameter sets it saw: a keyframe that repeats none is
+/// given the size of the sets its slices refer to, and one whose sets cannot be read keeps the last size.
 final class VideoParameterProbe {
-  private let parser: UnsafeMutablePointer<AVCodecParserContext>
-  private let context: CodecContext
+  private let parser: UnsafeMutablePointer<AVCodecParserContext>?
+  private let context: CodecContext?
   let codec: Codec
+  /// H.264: each sequence parameter set's picture size by its id, the SPS each picture parameter set
+  /// refers to, and the size last found.
+  private var sizes: [Int: (width: Int, height: Int)] = [:]
+  private var sequenceOfPicture: [Int: Int] = [:]
+  private var size = (width: 0, height: 0)
 
   init(codec: Codec) throws {
-    let id = codec == .h265 ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
-    guard let parser = av_parser_init(Int32(id.rawValue)) else {
+    self.codec = codec
+    guard codec == .h265 else {
+      (parser, context) = (nil, nil)
+      return
+    }
+    guard let parser = av_parser_init(Int32(AV_CODEC_ID_HEVC.rawValue)) else {
       throw MediaError.gap(.unsupportedMedia, "libavcodec has no parser for \(codec)")
     }
     parser.pointee.flags |= PARSER_FLAG_COMPLETE_FRAMES
     self.parser = parser
-    self.codec = codec
     context = try CodecContext(codec: try CodecContext.decoder(for: codec))
   }
 
-  deinit { av_parser_close(parser) }
+  deinit { if let parser { av_parser_close(parser) } }
 
   /// The format a keyframe announces: its parameter sets and picture size.
   ///
@@ -28,17 +40,47 @@ final class VideoParameterProbe {
   /// does not depend on the picture's size.
   func format(ofKeyframe accessUnit: Data) -> TrackFormat {
     let head = Self.head(of: accessUnit, codec: codec)
-    var size = (width: 0, height: 0)
-    head.withUnsafeBytes { raw in
-      guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-      var output: UnsafeMutablePointer<UInt8>?
-      var outputSize: Int32 = 0
-      _ = av_parser_parse2(
-        parser, context.pointer, &output, &outputSize, base, Int32(raw.count), cff_nopts_value(), cff_nopts_value(), 0)
-      size = (Int(parser.pointee.width), Int(parser.pointee.height))
+    if let parser, let context {
+      head.withUnsafeBytes { raw in
+        guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        var output: UnsafeMutablePointer<UInt8>?
+        var outputSize: Int32 = 0
+        _ = av_parser_parse2(
+          parser, context.pointer, &output, &outputSize, base, Int32(raw.count), cff_nopts_value(), cff_nopts_value(),
+          0)
+        size = (Int(parser.pointee.width), Int(parser.pointee.height))
+      }
+    } else {
+      readH264Size(head)
     }
     return TrackFormat(
       codec: codec, width: size.width, height: size.height, parameterSets: Self.parameterSets(in: head, codec: codec))
+  }
+
+  /// Takes in the head's parameter sets, then the size of the sets its first slice refers to (its
+  /// `pic_parameter_set_id`, after `first_mb_in_slice` and `slice_type`).
+  private func readH264Size(_ head: Data) {
+    for unit in Self.nalUnits(in: head) {
+      guard let first = unit.first else { continue }
+      switch first & 0x1F {
+      case 7:
+        if let set = H264SequenceParameterSet(unit) { sizes[set.id] = (set.width, set.height) }
+      case 8:
+        var bits = ExpGolombReader(rbsp: unit.dropFirst())
+        if let id = bits.unsignedExpGolomb(), id < 256, let sequence = bits.unsignedExpGolomb(), sequence < 32 {
+          sequenceOfPicture[id] = sequence
+        }
+      case 1...5:
+        var bits = ExpGolombReader(rbsp: unit.dropFirst())
+        if bits.unsignedExpGolomb() != nil, bits.unsignedExpGolomb() != nil, let picture = bits.unsignedExpGolomb(),
+          let sequence = sequenceOfPicture[picture], let found = sizes[sequence]
+        {
+          size = found
+        }
+        return
+      default: continue
+      }
+    }
   }
 
   /// The access unit up to and including the first 64 bytes of its first slice (enough for the slice
@@ -196,5 +238,11 @@ struct ExpGolombReader {
       value = value << 1 | next
     }
     return (1 << zeros) - 1 + value
+  }
+
+  /// One `se(v)`: 1, −1, 2, −2, … for the codes 1, 2, 3, 4, …; nil past the end.
+  mutating func signedExpGolomb() -> Int? {
+    guard let code = unsignedExpGolomb() else { return nil }
+    return code & 1 == 1 ? (code + 1) / 2 : -(code / 2)
   }
 }
