@@ -49,8 +49,12 @@ for transfers in 4 1; do
     curl "curl -s --fail --parallel --parallel-max $transfers -K $out/curl-urls.cfg"
 done
 echo "export of $minutes min 720p, from the server against from the library:"
-python3 Benchmarks/compare.py --runs "$runs" --before sync --versus tipipe-file \
-  tipipe-http "$tipipe export --endpoint $endpoint --token $token --start $start --end $end --video-channel 0 --audio-channel 1 --out $out/cloud-export.mp4 --quiet" \
-  tipipe-file "$tipipe export --endpoint file://$library --start $start --end $end --video-channel 0 --audio-channel 1 --out $out/local-export.mp4 --quiet"
+# Each run writes a new file (as in export-vs-ffmpeg.sh: replacing one makes ext4 write it back at once).
+http_export="$tipipe export --endpoint $endpoint --token $token --start $start --end $end --video-channel 0 --audio-channel 1 --out $out/cloud-export.mp4 --quiet"
+file_export="$tipipe export --endpoint file://$library --start $start --end $end --video-channel 0 --audio-channel 1 --out $out/local-export.mp4 --quiet"
+python3 Benchmarks/compare.py --runs "$runs" --before "rm -f $out/cloud-export.mp4 $out/local-export.mp4; sync" \
+  --versus tipipe-file tipipe-http "$http_export" tipipe-file "$file_export"
+$http_export
+$file_export
 cmp "$out/cloud-export.mp4" "$out/local-export.mp4" && echo "the two exports are byte-identical"
 rm -f "$out/cloud-export.mp4" "$out/local-export.mp4"

@@ -4,6 +4,7 @@ import MediaTestSupport
 import Nodes
 import PipelineGraph
 import ReplayTestKit
+import Synchronization
 import Testing
 import TiCloudStorage
 
@@ -99,7 +100,8 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
   /// into a play of the sound alone when `pictureJoins`); returns each picture's offset from its sound
   /// (µs, sound later positive) after the first 10 s of media.
   func offsets(
-    rate: Double, slewed: Bool, pauseAndSeek: Bool = false, pictureJoins: Bool = false, secondRate: Double? = nil
+    rate: Double, slewed: Bool, pauseAndSeek: Bool = false, pictureJoins: Bool = false, secondRate: Double? = nil,
+    silentFirst: Bool = false
   ) throws -> [Int64] {
     let library = try TemporaryDirectory("tipipe-master-clock")
     var options = ReplayFixtures.options(seconds: 90)
@@ -115,6 +117,14 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
     let renderer = TimedRenderer(clock: real)
     let speaker = DriftingSpeaker(clock: real, rate: rate)
     if !pictureJoins { _ = replay.bindVideo(channel: 0, renderer: renderer) }
+    // A first sound bound to a channel the recording does not have: it fails (6130, O40) and the one
+    // bound after it is the sound heard.
+    let failures = Mutex<[Int32]>([])
+    if silentFirst {
+      _ = replay.bindAudio(channel: 5, device: DriftingSpeaker(clock: real, rate: 1)) { event in
+        if case .failed(let error) = event { failures.withLock { $0.append(error.code.rawValue) } }
+      }
+    }
     _ = replay.bindAudio(channel: 1, device: speaker)
     // Another camera's sound on a speaker of its own, bound after the first (whose sound the play follows).
     if let secondRate { _ = replay.bindAudio(channel: 2, device: DriftingSpeaker(clock: real, rate: secondRate)) }
@@ -142,6 +152,7 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
       #expect(replay.seek(to: MediaTime(milliseconds: start + 60_000)) == .ok)
     }
     executor.runUntilIdle(firingTimersOf: real, through: real.now + .seconds(120))
+    if silentFirst { #expect(failures.withLock { $0 } == [6130]) }
     let frames = renderer.frames
     #expect(frames.count >= (pauseAndSeek ? 1700 : pictureJoins ? 2000 : 2200), "\(frames.count) pictures")
     return frames.filter { $0.media >= (start + 10_000) * 1000 }.compactMap { frame in
@@ -160,6 +171,14 @@ final class DriftingSpeaker: AudioDevice, @unchecked Sendable {
   @Test("another channel's speaker, 2 % faster, does not steer the clock: the picture follows the first one's sound")
   func onlyTheFollowedSoundSteers() throws {
     let offsets = try offsets(rate: 0.99, slewed: true, secondRate: 1.01)
+    #expect(offsets.count >= 2000)
+    let worst = offsets.map(abs).max() ?? .max
+    #expect(worst <= 20_000, "worst offset \(worst) µs (last \(offsets.last ?? 0) µs)")
+  }
+
+  @Test("the first sound's channel carries nothing (6130): the sound heard steers the clock, within 20 ms")
+  func theSoundHeardSteersWhenTheFirstFails() throws {
+    let offsets = try offsets(rate: 0.99, slewed: true, silentFirst: true)
     #expect(offsets.count >= 2000)
     let worst = offsets.map(abs).max() ?? .max
     #expect(worst <= 20_000, "worst offset \(worst) µs (last \(offsets.last ?? 0) µs)")

@@ -326,6 +326,39 @@ import Testing
     #expect(!rules.presented(time(700), by: v, video: true, candidates: [v, a], generation: g).accepted)
   }
 
+  @Test("one sound steers the clock: the audio candidate, or once it failed the first other sound that presents")
+  func theSoundThatSteers() throws {
+    var rules = ReplayStateMachine()
+    let (v, _) = rules.bind(video)
+    // The first sound is of a channel without media; a second one, and a third, of channel 2.
+    let (a1, _) = rules.bind(TrackID(.audio, channel: 5))
+    let (a2, _) = rules.bind(TrackID(.audio, channel: 2))
+    let (a3, _) = rules.bind(TrackID(.audio, channel: 2))
+    #expect(rules.play(span(start, start + 60_000), from: nil, token: "t") == (.ok, false))
+    let g = rules.generation
+    let candidates = [v, a1]
+    _ = rules.presented(time(0), by: v, video: true, candidates: candidates, generation: g)
+    // Before the candidate fails, it steers (another sound does not; nor does a picture).
+    #expect(rules.steeringSound(of: candidates) == a1)
+    #expect(!rules.presented(time(0), by: a2, video: false, candidates: candidates, generation: g).steersClock)
+    #expect(!rules.presented(time(20), by: v, video: true, candidates: candidates, generation: g).steersClock)
+    // Its channel carries nothing: it fails once the position reaches where that was noticed.
+    rules.channelMissing(TrackID(.audio, channel: 5), noticedAt: time(40), generation: g)
+    #expect(rules.presented(time(40), by: v, video: true, candidates: candidates, generation: g).mismatched == [a1])
+    // The first other sound that presents steers in its stead; the one after it does not.
+    #expect(rules.steeringSound(of: candidates) == a2)
+    #expect(rules.presented(time(40), by: a2, video: false, candidates: candidates, generation: g).steersClock)
+    #expect(!rules.presented(time(40), by: a3, video: false, candidates: candidates, generation: g).steersClock)
+    // After a seek (the failed sound stays failed in the play) nothing has presented yet: the first sound
+    // that does steers.
+    _ = rules.seek(to: time(30_000))
+    let sought = rules.generation
+    #expect(rules.steeringSound(of: candidates) == nil)
+    #expect(rules.presented(time(30_000), by: a3, video: false, candidates: candidates, generation: sought).steersClock)
+    // No sound among the candidates (a picture alone): none steers.
+    #expect(rules.steeringSound(of: [v]) == nil)
+  }
+
   @Test func O8_R63_R66_outputsThatDrainedCompleteWithThePlay() throws {
     var (rules, v, a) = playing()
     let g = rules.generation

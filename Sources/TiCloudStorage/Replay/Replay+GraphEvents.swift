@@ -9,7 +9,7 @@ extension Replay {
   /// Notes a presented frame; false when it belongs to a replaced graph or a removed output.
   func presented(
     _ frame: DecodedFrame, by id: OutputID, video: Bool, candidates: [OutputID], generation: Int
-  ) -> Bool {
+  ) -> (accepted: Bool, steersClock: Bool) {
     typealias Told = (
       first: (@Sendable (OutputEvent) -> Void)?, mismatched: [@Sendable (OutputEvent) -> Void],
       gaps: (@Sendable (RecordingGap) -> Void, [RecordingGap])?, report: (@Sendable (MediaTime) -> Void, MediaTime)?,
@@ -38,7 +38,7 @@ extension Replay {
     if let (handler, gaps) = told.gaps { deliver(play: told.play) { for gap in gaps { handler(gap) } } }
     if let (handler, position) = told.report { deliver(play: told.play) { handler(position) } }
     for events in told.mismatched { events(.failed(Self.channelMismatch)) }
-    return verdict.accepted
+    return (verdict.accepted, verdict.steersClock)
   }
 
   /// O40's error.

@@ -47,9 +47,9 @@ extension Replay {
     let joining = binding.joinsAt
     let presentFrom = joining ?? start.resumesAfter[id] ?? start.presentFrom
     let pacer: Pacer
-    /// Shows or plays a frame the rules accepted; whether the output is a candidate (its sound, the one
-    /// the play's clock follows).
-    let present: @Sendable (DecodedFrame, _ candidate: Bool) -> Void
+    /// Shows or plays a frame the rules accepted; whether its sound steers the play's clock
+    /// (``ReplayStateMachine/steeringSound(of:)``).
+    let present: @Sendable (DecodedFrame, _ steersClock: Bool) -> Void
     /// What a flush of the branch does beside the Replay's rules (an audio device drops what it holds).
     var flushed: @Sendable () -> Void = {}
     var soundRole: ((Bool) -> Void)?
@@ -87,13 +87,13 @@ extension Replay {
       // On the executor, in order with the frames: nothing the device holds from before a seek is heard
       // after it (the seek's caller flushed it at once too; a frame may have been under way).
       flushed = { device.flush() }
-      present = { frame, candidate in
+      present = { frame, steersClock in
         let current = levels.current
         guard current.normalSpeed, let volume = current.volumes[id] else { return }
         guard let slewed, follows.value else { return device.play(frame, volume: volume) }
-        // One sound steers the clock: the one the timeline follows. Another channel's speaker steering
-        // it too pulled the picture off both.
-        device.play(frame, volume: volume, in: timeline, following: slewed, steers: candidate)
+        // One sound steers the clock: the one the timeline follows, or the one heard in its stead when
+        // that failed. Another channel's speaker steering it too pulled the picture off both.
+        device.play(frame, volume: volume, in: timeline, following: slewed, steers: steersClock)
       }
     }
     let video = binding.isVideo
@@ -102,11 +102,12 @@ extension Replay {
       // The candidates as they are now (a driver that left handed its place on): read on the executor,
       // where `cut` changes them.
       onFrame: { [weak self, weak joints] frame, flushes in
-        guard let self, let candidates = joints?.candidates,
-          self.presented(frame, by: id, video: video, candidates: candidates, generation: generation + flushes)
-        else { return }
+        guard let self, let candidates = joints?.candidates else { return }
+        let verdict = self.presented(
+          frame, by: id, video: video, candidates: candidates, generation: generation + flushes)
+        guard verdict.accepted else { return }
         if video { joints?.pictureCame(by: id) }
-        present(frame, candidates.contains(id))
+        present(frame, verdict.steersClock)
       },
       onEvent: { [weak self, weak joints] event, flushes in
         if case .gap(let gap) = event, gap.concerns(binding.track), let candidates = joints?.candidates {

@@ -45,6 +45,8 @@ extension ReplayStateMachine {
     var firstFrame = false
     /// The output moves the position: its frame is the last frame shown, recorders advance to it.
     var movesPosition = false
+    /// The output is the sound whose device steers the play's clock (``ReplayStateMachine/steeringSound(of:)``).
+    var steersClock = false
     /// Gaps to report now, in the recording's order (held after a failed recording, crossed before this
     /// output took over, or found late of its track and reached by this frame).
     var gaps: [RecordingGap] = []
@@ -95,6 +97,19 @@ extension ReplayStateMachine {
       }
     }
     return nil
+  }
+}
+
+extension ReplayStateMachine {
+  /// The sound whose device steers the play's clock — one sound steers, the one heard: the audio
+  /// candidate, or once it failed (its channel carried nothing, O40, or its device failed) the first audio
+  /// output that presents in its stead (a graph built again would still judge the failed one's track);
+  /// nil when no sound is a candidate.
+  func steeringSound(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
+    let sounds = outputs.lazy.filter { $0.track.kind == .audio }.map(\.id)
+    guard let candidate = candidates.first(where: { sounds.contains($0) }) else { return nil }
+    guard failed(candidate) else { return candidate }
+    return sounds.first(where: presents)
   }
 }
 

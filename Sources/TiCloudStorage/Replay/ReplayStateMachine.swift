@@ -208,6 +208,7 @@ struct ReplayStateMachine {
       verdict.firstFrame = true
     }
     presentedSpan[id] = (presentedSpan[id]?.first ?? time, time)
+    if !video { verdict.steersClock = steeringSound(of: candidates) == id }
     let movesPosition = driver(of: candidates) == id
     if movesPosition && (!heldGaps.isEmpty || earlyGaps[id] != nil) {
       // Media after a failed recording plays: its gaps are gaps (R73); so are those crossed before taking over.
