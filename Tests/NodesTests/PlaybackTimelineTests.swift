@@ -170,6 +170,33 @@ import Testing
     #expect(timeline.instant(of: at(5320), track: video, now: clock(210)) == clock(320))
   }
 
+  @Test(
+    "the only track that kept time retired before another followed one presented: that one keeps time from then on, nothing before moves"
+  )
+  func theOnlyKeeperRetires() throws {
+    let (timeline, video, audio, other) = Self.followingPictureAndSound()
+    let at = { (ms: Int64) in MediaTime(microseconds: ms * 1000) }
+    let clock = { (ms: Int64) in ClockInstant(microseconds: ms * 1000) }
+    let gap = { (from: Int64, to: Int64, track: TrackID) in
+      timeline.note(
+        RecordingGap(range: MediaRange(start: at(from), end: at(to)), tracks: [track], reasons: [.notFound]))
+    }
+    // The picture plays alone (the sound has not presented): its gap is a hole.
+    #expect(timeline.instant(of: at(0), track: video, now: .zero) == .zero)
+    gap(1000, 2000, video)
+    #expect(timeline.instant(of: at(3000), track: video, now: .zero) == clock(2000))
+    gap(4000, 5000, audio)
+    // The picture leaves at 3 s, before a sound frame played: after that only the sound's gap is a hole
+    // (before, everything after the picture's retirement was one: the sound's frames came all at once).
+    timeline.retire(video, from: at(3000), now: clock(2000))
+    #expect(timeline.instant(of: at(3000), track: audio, now: clock(2000)) == clock(2000))
+    #expect(timeline.instant(of: at(4000), track: audio, now: clock(2000)) == clock(3000))
+    #expect(timeline.instant(of: at(6000), track: audio, now: clock(3000)) == clock(4000))
+    // Nothing before the handover moved (the picture's hole stays skipped); another channel's frame there
+    // keeps its instant.
+    #expect(timeline.instant(of: at(2500), track: other, now: clock(4000)) == clock(1500))
+  }
+
   @Test("a retired track no longer holds holes back from its retirement on; before it nothing moves; it may return")
   func aTrackRetired() throws {
     let video = TrackID(.video, channel: 0)

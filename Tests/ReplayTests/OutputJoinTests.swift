@@ -601,6 +601,43 @@ struct OutputJoinTests {
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
+  @Test(
+    "the last picture leaving right after a sound joined, before it played: in place, the sound drives on alone from the position"
+  )
+  func theLastPictureLeavesASoundNotYetPlaying() throws {
+    // The reference: a play of audio alone.
+    let reference = try ReplayHarness(seconds: 12, audio: true)
+    reference.replay.unbind(reference.videoOutput)
+    #expect(reference.play(0, 12_000) == .ok)
+    reference.runToEnd()
+    let harness = try ReplayHarness(seconds: 12)
+    #expect(harness.play(0, 12_000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    let position = try #require(harness.replay.currentTime?.milliseconds)
+    let speaker = TimedAudioDevice(clock: harness.clock)
+    harness.replay.bindAudio(channel: 1, device: speaker)
+    #expect(harness.replay.activeGraph === graph)
+    // At once, before a sound frame played: the picture leaves.
+    #expect(speaker.played.isEmpty)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // The sound from the position on, every frame once, in order, to the end.
+    let sound = speaker.played.map(\.time)
+    let first = try #require(sound.first)
+    #expect(sound == reference.audio.played.map(\.time).filter { $0 >= first } && sound.count > 100)
+    #expect(first <= (position + 200) * 1000, "the sound began at \(first) µs, the position was \(position) ms")
+    // Each frame at the distance from the one before that it has in the play of audio alone: the sound
+    // paces the play, nothing came at once.
+    let steps = { (instants: [(media: Int64, at: Int64)]) in zip(instants, instants.dropFirst()).map { $1.at - $0.at } }
+    let late = speaker.instants.filter { $0.media >= harness.media(3_000) }
+    let alone = reference.audio.instants.filter { $0.media >= harness.media(3_000) }
+    #expect(steps(late) == steps(alone) && late.count > 50)
+    #expect(harness.log.times.last == harness.recordingStart + 12_000)
+    #expect(fetchedOnce(harness) && harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
   @Test("the last picture leaving after a sound joined at a hole of its own: that hole, behind, is not reported")
   func theLastPictureLeavesAfterASoundHole() throws {
     // Channel 2's sound is missing from 3 s to 5 s; the picture plays on.

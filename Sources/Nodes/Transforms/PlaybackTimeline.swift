@@ -284,10 +284,15 @@ public final class PlaybackTimeline: Sendable {
     -> (ClockInstant, [Completion<Void>])
   {
     var wakes: [Completion<Void>] = []
+    let keepers = state.tracks.intersection(state.active)
     if state.active.insert(track).inserted {
       // A track added while playing counts as missing up to what plays now: its first frame may come
-      // after the others went on into a hole, and that hole stays skipped (nothing shown moves back).
-      if state.unjudged[track] != nil { Self.missingUntilPlaying(track, now: now, &state) }
+      // after the others went on into a hole, and that hole stays skipped (nothing shown moves back). So
+      // does a followed track presenting first after every track that kept time retired (it took over).
+      let tookOver = !keepers.isEmpty && keepers.allSatisfy { state.retiredFrom[$0] != nil }
+      if state.unjudged[track] != nil || (tookOver && state.tracks.contains(track)) {
+        Self.missingUntilPlaying(track, now: now, &state)
+      }
       state.countedUntil[track] = nil
       // The first followed track to present, after frames of another channel did: until then every
       // followed track counted; those that have presented nothing go on counting up to what plays now.
@@ -458,7 +463,14 @@ public final class PlaybackTimeline: Sendable {
   /// first after a seek into the picture's gap was handed all at once.)
   private func updateHoles(_ state: inout State) -> [Completion<Void>] {
     let keeping = state.tracks.intersection(state.active)
-    let counted = keeping.isEmpty ? state.tracks : keeping.union(state.countedUntil.keys)
+    // Every track that kept time retired (the last picture left before the sound beside it played): from
+    // the last retirement on the others keep time, as the only tracks followed; before it nothing changes
+    // (they count as they did until then, and as missing after that up to the handover).
+    var handedOver: MediaTime?
+    if !keeping.isEmpty, keeping.allSatisfy({ state.retiredFrom[$0] != nil }) {
+      handedOver = keeping.compactMap { state.retiredFrom[$0] }.max()
+    }
+    let counted = keeping.isEmpty || handedOver != nil ? state.tracks : keeping.union(state.countedUntil.keys)
     var pieces: [MediaRange] = []
     if !counted.isEmpty {
       pieces = [MediaRange(start: MediaTime(microseconds: .min), end: MediaTime(microseconds: .max))]
@@ -467,7 +479,10 @@ public final class PlaybackTimeline: Sendable {
         if let retired = state.retiredFrom[track] {
           gaps.append(MediaRange(start: retired, end: MediaTime(microseconds: .max)))
         }
-        if let until = state.countedUntil[track] {
+        if let handedOver, !keeping.contains(track) {
+          let missingFrom = state.countedUntil[track] ?? MediaTime(microseconds: .min)
+          if missingFrom < handedOver { gaps.append(MediaRange(start: missingFrom, end: handedOver)) }
+        } else if let until = state.countedUntil[track] {
           gaps.append(MediaRange(start: until, end: MediaTime(microseconds: .max)))
         }
         pieces = pieces.flatMap { piece in gaps.compactMap { piece.clamped(to: $0) } }

@@ -269,7 +269,8 @@ extension Replay {
   /// timeline, frames at the same instants: the position goes on from the heir's next frame); without
   /// one, the first output of its kind left when it presents (another channel's: a camera's other lens,
   /// or another microphone driving a play of audio alone, judged from the position on in its stead), or,
-  /// for a picture, the sound when no picture is left and an audio candidate presents.
+  /// for a picture, the sound when no picture is left and an audio candidate's branch is in the graph and
+  /// has not failed (it may not have played yet: it takes the time over from its first frame).
   private static func succession(
     of id: OutputID, track: TrackID, _ joints: Joints, _ state: Control
   ) -> Succession? {
@@ -287,9 +288,9 @@ extension Replay {
     if let heir { return .heir(heir) }
     guard let other = state.rules.outputs.first(where: { $0.track.kind == track.kind }) else {
       guard track.kind == .video else { return nil }
-      // The last picture: the sound beside it that presents drives on alone.
+      // The last picture: the sound beside it drives on alone (from its first frame, if it has not played).
       let sound = joints.candidates.first { candidate in
-        candidate != id && state.rules.presents(candidate)
+        candidate != id && joints.branches[candidate] != nil && !state.rules.failed(candidate)
           && state.rules.outputs.first(where: { $0.id == candidate })?.track.kind == .audio
       }
       return sound == nil ? nil : .sound
