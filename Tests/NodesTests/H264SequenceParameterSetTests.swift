@@ -41,7 +41,7 @@ struct H264SequenceParameterSetTests {
     arguments: [
       "bit depths differ", "16-bit samples", "frame numbers of 17 bits", "picture order type 3",
       "17 reference frames", "a crop of the whole width", "separate colour planes", "a scaling delta of 128",
-      "a picture order cycle of 256",
+      "a picture order cycle of 256", "8,192 macroblocks across",
     ])
   func refusedAsLibavcodecRefuses(_ name: String) throws {
     var fields = RandomSPS.plain
@@ -55,6 +55,7 @@ struct H264SequenceParameterSetTests {
     case "a crop of the whole width": fields.crop = [fields.widthInMacroblocks * 8, 0, 0, 0]
     case "separate colour planes": (fields.chromaFormat, fields.separatePlanes) = (3, true)
     case "a scaling delta of 128": fields.scalingDeltas = [[128]]
+    case "8,192 macroblocks across": (fields.widthInMacroblocks, fields.mapUnits) = (8_192, 1)
     default: (fields.orderType, fields.orderOffsets) = (1, Array(repeating: 1, count: 258))
     }
     let unit = fields.unit()
@@ -176,11 +177,15 @@ struct RandomSPS: CustomStringConvertible {
     }
     frameNumberBits = Int.random(in: 4...16, using: &g)
     orderType = Int.random(in: 0...2, using: &g)
-    orderLSBBits = Int.random(in: 4...16, using: &g)
+    orderLSBBits = Int.random(in: 4...17, using: &g)
     orderOffsets = (0..<Int.random(in: 2...12, using: &g)).map { _ in Int.random(in: -5_000...5_000, using: &g) }
     references = Int.random(in: 0...16, using: &g)
     widthInMacroblocks = Int.random(in: 1...130, using: &g)
     mapUnits = Int.random(in: 1...70, using: &g)
+    if Int.random(in: 0..<20, using: &g) == 0 {
+      // A picture 8,192 macroblocks wide, or about, and low: libavcodec reads at most 12 leading zeros.
+      (widthInMacroblocks, mapUnits) = (Int.random(in: 8_100...8_300, using: &g), Int.random(in: 1...3, using: &g))
+    }
     framesOnly = Int.random(in: 0..<4, using: &g) != 0
     if Bool.random(using: &g) {
       // Up to a little past the picture: both must refuse a crop of the whole of it.

@@ -32,6 +32,25 @@ struct MP4HeaderTests {
     #expect(ours == (try Self.libavformat(video: video, audio: audio)), "\(options)")
   }
 
+  @Test(
+    "an SPS whose first bytes carry an emulation prevention byte: libavformat's bytes; a picture too wide: left to libavformat, which refuses it"
+  )
+  func unusualSets() throws {
+    // Profile 0, no constraint flags, level 1: `00 00 01` is written `00 00 03 01`; libavformat copies the
+    // escaped bytes into the avcC.
+    var odd = RandomSPS.plain
+    (odd.profile, odd.compatibility, odd.level) = (0, 0, 1)
+    let sets = Data(odd.annexB(pictureID: 0))
+    #expect(sets.starts(with: [0, 0, 0, 1, 0x67, 0, 0, 3, 1]))
+    let video = TrackFormat(codec: .h264, width: 320, height: 240, parameterSets: sets)
+    #expect(try #require(MP4Header.make(video: video, audio: nil)) == (try Self.libavformat(video: video, audio: nil)))
+    // 70,000 pixels across (libavcodec decodes up to 131,056): libavformat refuses it, and so the export
+    // as before.
+    let wide = TrackFormat(codec: .h264, width: 70_000, height: 16, parameterSets: sets)
+    #expect(MP4Header.make(video: wide, audio: nil) == nil)
+    #expect(throws: MediaError.self) { try Self.libavformat(video: wide, audio: nil) }
+  }
+
   @Test("sound alone, at 8, 16, 48 and 96 kHz: libavformat's bytes")
   func soundAlone() throws {
     for audio in [Self.mono8k, Self.mono16k, Self.stereo48k, Self.stereo96k] {

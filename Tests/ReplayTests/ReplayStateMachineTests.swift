@@ -345,9 +345,10 @@ import Testing
     // Its channel carries nothing: it fails once the position reaches where that was noticed.
     rules.channelMissing(TrackID(.audio, channel: 5), noticedAt: time(40), generation: g)
     #expect(rules.presented(time(40), by: v, video: true, candidates: candidates, generation: g).mismatched == [a1])
-    // The first other sound that presents steers in its stead; the one after it does not.
-    #expect(rules.steeringSound(of: candidates) == a2)
+    // None steers until another sound presents; the first that does steers in its stead, the next not.
+    #expect(rules.steeringSound(of: candidates) == nil)
     #expect(rules.presented(time(40), by: a2, video: false, candidates: candidates, generation: g).steersClock)
+    #expect(rules.steeringSound(of: candidates) == a2)
     #expect(!rules.presented(time(40), by: a3, video: false, candidates: candidates, generation: g).steersClock)
     // After a seek (the failed sound stays failed in the play) nothing has presented yet: the first sound
     // that does steers.
@@ -355,6 +356,14 @@ import Testing
     let sought = rules.generation
     #expect(rules.steeringSound(of: candidates) == nil)
     #expect(rules.presented(time(30_000), by: a3, video: false, candidates: candidates, generation: sought).steersClock)
+    // It goes on steering when the sound bound before it presents too (one device steers, not each in turn).
+    let second = rules.presented(time(30_000), by: a2, video: false, candidates: candidates, generation: sought)
+    #expect(!second.steersClock)
+    #expect(rules.presented(time(30_020), by: a3, video: false, candidates: candidates, generation: sought).steersClock)
+    // It leaves: the next sound to present steers.
+    _ = rules.unbind(a3)
+    #expect(rules.steeringSound(of: candidates) == nil)
+    #expect(rules.presented(time(30_040), by: a2, video: false, candidates: candidates, generation: sought).steersClock)
     // No sound among the candidates (a picture alone): none steers.
     #expect(rules.steeringSound(of: [v]) == nil)
   }

@@ -6,7 +6,8 @@ import PipelineGraph
 /// and ADTS in, ISO BMFF out.
 ///
 /// The file's header (`ftyp` and an empty `moov` with the codecs' configuration) is ``MP4Header``'s for
-/// H.264 and AAC, libavformat's for H.265 (the same bytes: H.264 loads no FFmpeg library); room for the
+/// H.264 and AAC (libavformat's bytes but its `udta`: H.264 loads no FFmpeg library), libavformat's for
+/// H.265 and what ``MP4Header`` leaves to it; room for the
 /// final index follows as a `free` box; then the media is appended as fragments by
 /// ``MP4FragmentWriter`` (a `moof`+`mdat` about every second — every 8 seconds or 4 MB for an export,
 /// which is kept only when complete — written from the packets' own buffers), so a crash keeps

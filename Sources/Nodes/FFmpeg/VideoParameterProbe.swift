@@ -6,8 +6,10 @@ import PipelineGraph
 /// from its sequence parameter set read here (``H264SequenceParameterSet``: a stream copy of H.264 loads
 /// no FFmpeg library), an H.265 one from libavcodec's parser (which decodes the SPS, cropping included).
 ///
-/// As libavcodec's parser, it remembers the parameter sets it saw: a keyframe that repeats none is
-/// given the size of the sets its slices refer to, and one whose sets cannot be read keeps the last size.
+/// Like libavcodec's parser, it remembers the parameter sets it saw: a keyframe that repeats none is given
+/// the size of the sets its slices refer to, and one whose sets cannot be read keeps the last size. (Unlike
+/// it, a picture parameter set stays tied to its SPS id when that SPS changes, and 11- and 13-bit streams,
+/// whose picture parameter sets libavcodec refuses, get their size.)
 final class VideoParameterProbe {
   private let parser: UnsafeMutablePointer<AVCodecParserContext>?
   private let context: CodecContext?
@@ -223,14 +225,14 @@ struct ExpGolombReader {
     return true
   }
 
-  /// One `ue(v)`; nil past the end or beyond 31 leading zeros.
-  mutating func unsignedExpGolomb() -> Int? {
+  /// One `ue(v)`; nil past the end or beyond `maximumLeadingZeros` leading zeros (at most 31).
+  mutating func unsignedExpGolomb(maximumLeadingZeros: Int = 31) -> Int? {
     var zeros = 0
     while true {
       guard let next = bit() else { return nil }
       if next == 1 { break }
       zeros += 1
-      guard zeros < 32 else { return nil }
+      guard zeros <= min(maximumLeadingZeros, 31) else { return nil }
     }
     var value = 0
     for _ in 0..<zeros {

@@ -284,13 +284,17 @@ public final class PlaybackTimeline: Sendable {
     -> (ClockInstant, [Completion<Void>])
   {
     var wakes: [Completion<Void>] = []
-    let keepers = state.tracks.intersection(state.active)
+    let handover = Self.handover(state)
     if state.active.insert(track).inserted {
-      // A track added while playing counts as missing up to what plays now: its first frame may come
-      // after the others went on into a hole, and that hole stays skipped (nothing shown moves back). So
-      // does a followed track presenting first after every track that kept time retired (it took over).
-      let tookOver = !keepers.isEmpty && keepers.allSatisfy { state.retiredFrom[$0] != nil }
-      if state.unjudged[track] != nil || (tookOver && state.tracks.contains(track)) {
+      if let handover, state.tracks.contains(track) {
+        // A followed track presenting first after every track that kept time retired: it kept time from
+        // the last retirement on already, and keeps it (nothing moves); before it, it counts as missing
+        // from where it stopped counting (or from the start), as it did while it had not presented.
+        let from = state.countedUntil[track] ?? MediaTime(microseconds: .min)
+        if from < handover { state.unjudged[track, default: []].append(MediaRange(start: from, end: handover)) }
+      } else if state.unjudged[track] != nil {
+        // A track added while playing counts as missing up to what plays now: its first frame may come
+        // after the others went on into a hole, and that hole stays skipped (nothing shown moves back).
         Self.missingUntilPlaying(track, now: now, &state)
       }
       state.countedUntil[track] = nil
@@ -456,6 +460,20 @@ public final class PlaybackTimeline: Sendable {
     state.skips.holes.removeAll { $0.end <= cut }
   }
 
+  /// Where the last of the tracks that kept time retired, when all of them did (the last picture left
+  /// before the sound beside it played): from there on the other followed tracks keep time. Nil while one
+  /// that presented still follows, or none presented.
+  private static func handover(_ state: State) -> MediaTime? {
+    let keeping = state.tracks.intersection(state.active)
+    guard !keeping.isEmpty else { return nil }
+    var last = MediaTime(microseconds: .min)
+    for track in keeping {
+      guard let retired = state.retiredFrom[track] else { return nil }
+      last = max(last, retired)
+    }
+    return last
+  }
+
   /// Recomputes the holes: the gaps of every track that keeps time (of every track the playback
   /// presents while none does yet), and the gaps of all tracks at once. Returns the pacers to wake when
   /// they changed. (Before a followed track presents, only a frame of another channel asks for an
@@ -463,13 +481,10 @@ public final class PlaybackTimeline: Sendable {
   /// first after a seek into the picture's gap was handed all at once.)
   private func updateHoles(_ state: inout State) -> [Completion<Void>] {
     let keeping = state.tracks.intersection(state.active)
-    // Every track that kept time retired (the last picture left before the sound beside it played): from
-    // the last retirement on the others keep time, as the only tracks followed; before it nothing changes
-    // (they count as they did until then, and as missing after that up to the handover).
-    var handedOver: MediaTime?
-    if !keeping.isEmpty, keeping.allSatisfy({ state.retiredFrom[$0] != nil }) {
-      handedOver = keeping.compactMap { state.retiredFrom[$0] }.max()
-    }
+    // Every track that kept time retired (``handover(_:)``): from the last retirement on the others keep
+    // time, as the only tracks followed; before it nothing changes (they count as they did until then,
+    // and as missing after that up to the handover).
+    let handedOver = Self.handover(state)
     let counted = keeping.isEmpty || handedOver != nil ? state.tracks : keeping.union(state.countedUntil.keys)
     var pieces: [MediaRange] = []
     if !counted.isEmpty {

@@ -50,8 +50,9 @@ extension Replay {
 
   /// Removes an output. The play goes on for the others (its branch leaves the running graph; an output
   /// that drove the position hands its place to another output of its track that presents, the sound
-  /// beside a picture that drives goes to the first audio output left or leaves with the last, and only
-  /// otherwise is the graph rebuilt); when none is left the replay stops reading
+  /// beside a picture that drives goes to the first audio output left or leaves with the last, the last
+  /// picture hands the play to the sound beside it — played yet or not —, and only otherwise is the graph
+  /// rebuilt); when none is left the replay stops reading
   /// (no completion, the position frozen) until an output is bound again.
   package func unbind(_ id: OutputID) {
     // The output's renderer or device is let go here, after the command: its deinit (a window that

@@ -188,7 +188,8 @@ package final class Replay: @unchecked Sendable {
   /// The graph of the active play (nil without one), for its shape and statistics
   /// (`Pipeline.statistics()`, read while it is idle). A seek flushes it in place; an output's branch
   /// joins or leaves it in place, unless the output would drive the position (the first of its kind; one
-  /// that leaves hands its place to another output of its track that presents), nothing presented yet,
+  /// that leaves hands its place to another output of its track that presents, the last picture to the
+  /// sound beside it), nothing presented yet,
   /// or the play is paused and its history no longer holds the position; a recorder joins its tap in
   /// place, unless the tap let go of
   /// what the recorder starts with or the recorder needs a track or a transcoder the graph lacks.

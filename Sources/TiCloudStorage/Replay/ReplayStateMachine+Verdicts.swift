@@ -103,13 +103,13 @@ extension ReplayStateMachine {
 extension ReplayStateMachine {
   /// The sound whose device steers the play's clock — one sound steers, the one heard: the audio
   /// candidate, or once it failed (its channel carried nothing, O40, or its device failed) the first audio
-  /// output that presents in its stead (a graph built again would still judge the failed one's track);
-  /// nil when no sound is a candidate.
+  /// output that presented after that (``soundInStead``; a graph built again would still judge the failed
+  /// one's track); nil when no sound is a candidate, or none presents in the failed one's stead.
   func steeringSound(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
-    let sounds = outputs.lazy.filter { $0.track.kind == .audio }.map(\.id)
-    guard let candidate = candidates.first(where: { sounds.contains($0) }) else { return nil }
+    let candidate = candidates.first { id in outputs.contains { $0.id == id && $0.track.kind == .audio } }
+    guard let candidate else { return nil }
     guard failed(candidate) else { return candidate }
-    return sounds.first(where: presents)
+    return soundInStead.flatMap { presents($0) ? $0 : nil }
   }
 }
 

@@ -45,6 +45,9 @@ struct ReplayStateMachine {
   private var presentingOutputs: Set<Replay.OutputID> = []
   /// Outputs that failed in this play: nothing more is presented to them (O9), until a new play.
   private var failedOutputs: Set<Replay.OutputID> = []
+  /// The sound that steers the clock in a failed audio candidate's stead: the first to present after the
+  /// failure (since the play or the seek), until it fails or leaves (one device steers, not each in turn).
+  private(set) var soundInStead: Replay.OutputID?
   /// Outputs whose branch has presented all its media: completed with the play (O8), not before, as
   /// the play may still end with an error (R73).
   private var drainedOutputs: Set<Replay.OutputID> = []
@@ -155,6 +158,7 @@ struct ReplayStateMachine {
     reportNext = true
     mismatches = [:]
     presentingOutputs = []
+    soundInStead = nil
     presentedSpan = [:]
     drainedOutputs = []
     for index in outputs.indices { outputs[index].joinsAt = nil }
@@ -208,7 +212,11 @@ struct ReplayStateMachine {
       verdict.firstFrame = true
     }
     presentedSpan[id] = (presentedSpan[id]?.first ?? time, time)
-    if !video { verdict.steersClock = steeringSound(of: candidates) == id }
+    if !video {
+      let candidate = candidates.first { id in outputs.contains { $0.id == id && $0.track.kind == .audio } }
+      if let candidate, failed(candidate), soundInStead.map({ !presents($0) }) ?? true { soundInStead = id }
+      verdict.steersClock = steeringSound(of: candidates) == id
+    }
     let movesPosition = driver(of: candidates) == id
     if movesPosition && (!heldGaps.isEmpty || earlyGaps[id] != nil) {
       // Media after a failed recording plays: its gaps are gaps (R73); so are those crossed before taking over.

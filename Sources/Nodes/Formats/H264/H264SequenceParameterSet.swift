@@ -7,10 +7,12 @@ import Foundation
 /// Read here, not by libavcodec's parser, so that a stream copy (an export) of H.264 needs no FFmpeg
 /// library at all (loading them costs ~25 ms a process). Up to the cropping it accepts what libavcodec's
 /// SPS decoder accepts and refuses what it refuses (`ff_h264_decode_seq_parameter_set`: identifiers, bit
-/// depths, frame-number and POC limits, scaling deltas, the picture size, crop values larger than the
-/// picture); the VUI after it is not read (a malformed one that libavcodec refuses is taken here: a
-/// stream copy does not need it). `H264SequenceParameterSetTests` compares the two over random parameter
-/// sets and over libx264's.
+/// depths, frame-number and POC limits, scaling deltas, the picture size — `get_ue_golomb` takes at most
+/// 12 leading zeros, so 8,192 macroblocks across or down are refused —, crop values larger than the
+/// picture), with two exceptions: the VUI after the cropping is not read (a malformed one that libavcodec
+/// refuses is taken here: a stream copy does not need it), and SPS ids 32 to 34, which libavcodec's
+/// 9-bit table reads as 31, are refused. `H264SequenceParameterSetTests` compares the two over random
+/// parameter sets and over libx264's.
 struct H264SequenceParameterSet: Equatable {
   /// `profile_idc`.
   var profile: Int
@@ -63,19 +65,18 @@ struct H264SequenceParameterSet: Equatable {
     case 0:
       guard let lsb = bits.unsignedExpGolomb(), lsb <= 12 else { return nil }
     case 1:
-      guard bits.skip(1), let nonReference = bits.signedExpGolomb(), let topToBottom = bits.signedExpGolomb(),
-        nonReference != Int(Int32.min), topToBottom != Int(Int32.min),
+      guard bits.skip(1), bits.signedExpGolomb() != nil, bits.signedExpGolomb() != nil,
         let cycle = bits.unsignedExpGolomb(), cycle < 256
       else { return nil }
       for _ in 0..<cycle {
-        guard let offset = bits.signedExpGolomb(), offset != Int(Int32.min) else { return nil }
+        guard bits.signedExpGolomb() != nil else { return nil }
       }
     case 2: break
     default: return nil
     }
     guard let references = bits.unsignedExpGolomb(), references <= 16, bits.skip(1),
-      let widthInMacroblocks = bits.unsignedExpGolomb().map({ $0 + 1 }),
-      let mapUnits = bits.unsignedExpGolomb().map({ $0 + 1 }),
+      let widthInMacroblocks = bits.unsignedExpGolomb(maximumLeadingZeros: 12).map({ $0 + 1 }),
+      let mapUnits = bits.unsignedExpGolomb(maximumLeadingZeros: 12).map({ $0 + 1 }),
       let framesOnly = bits.bit()
     else { return nil }
     let heightInMacroblocks = mapUnits * (2 - framesOnly)
@@ -87,8 +88,10 @@ struct H264SequenceParameterSet: Equatable {
     var (width, height) = (codedWidth, codedHeight)
     guard let cropped = bits.bit() else { return nil }
     if cropped == 1 {
-      guard let left = bits.unsignedExpGolomb(), let right = bits.unsignedExpGolomb(),
-        let top = bits.unsignedExpGolomb(), let bottom = bits.unsignedExpGolomb()
+      guard let left = bits.unsignedExpGolomb(maximumLeadingZeros: 12),
+        let right = bits.unsignedExpGolomb(maximumLeadingZeros: 12),
+        let top = bits.unsignedExpGolomb(maximumLeadingZeros: 12),
+        let bottom = bits.unsignedExpGolomb(maximumLeadingZeros: 12)
       else { return nil }
       // Crop units (Table 6-1): chroma samples across, and frame rows down for field coding.
       let stepX = chromaFormat == 1 || chromaFormat == 2 ? 2 : 1

@@ -19,11 +19,14 @@ enum MP4Header {
     guard video != nil || audio != nil else { return nil }
     var tracks: [MP4Box] = []
     if let video {
-      guard video.codec == .h264, let entry = avc1(video) else { return nil }
+      // libavformat refuses a picture wider or higher than 65,535: left to it, the export fails as before.
+      guard video.codec == .h264, (0...0xFFFF).contains(video.width), (0...0xFFFF).contains(video.height),
+        let entry = avc1(video)
+      else { return nil }
       tracks.append(trak(id: 1, handler: "vide", timescale: videoTimescale, video: video, entry: entry))
     }
     if let audio {
-      guard audio.codec == .aac, audio.sampleRate > 0 else { return nil }
+      guard audio.codec == .aac, (1...Int(Int32.max)).contains(audio.sampleRate) else { return nil }
       let id = UInt32(tracks.count + 1)
       tracks.append(trak(id: id, handler: "soun", timescale: audio.sampleRate, video: nil, entry: mp4a(audio, id: id)))
     }
@@ -55,7 +58,8 @@ enum MP4Header {
       data.appendWords(0, 0, id, 0, 0, 0, 0)  // times, id, reserved, duration, reserved ×2
       data.appendHalfWords(0, video == nil ? 1 : 0, video == nil ? 0x0100 : 0, 0)
       data.appendMatrix()
-      data.appendWords(UInt32(clamping: (video?.width ?? 0) << 16), UInt32(clamping: (video?.height ?? 0) << 16))
+      // In 16.16 fixed point (``make(video:audio:)`` took sizes up to 65,535 only).
+      data.appendWords(UInt32(video?.width ?? 0) << 16, UInt32(video?.height ?? 0) << 16)
     }
     let mdhd = fullBox("mdhd") { data in
       data.appendWords(0, 0, UInt32(timescale), 0)
@@ -100,7 +104,8 @@ enum MP4Header {
     for range in sets.withUnsafeBytes({ AnnexB.nalUnits(in: $0) }) {
       let unit = sets[(sets.startIndex + range.lowerBound)..<(sets.startIndex + range.upperBound)]
       guard unit.count <= Int(UInt16.max) else { return nil }
-      switch unit.first! & 0x1F {
+      guard let header = unit.first else { continue }
+      switch header & 0x1F {
       case 7: sequences.append(unit)
       case 8: pictures.append(unit)
       case 13: extensions.append(unit)
@@ -112,7 +117,9 @@ enum MP4Header {
     else { return nil }
     // libavformat reads the chroma format and bit depths with another list of profiles than its decoder.
     guard ![134, 135, 139, 144].contains(first.profile) else { return nil }
-    var avcC = Data([1, UInt8(first.profile), UInt8(first.compatibility), UInt8(first.level), 0xFF])
+    // The SPS's bytes after its header, as they are (emulation prevention included), as libavformat copies them.
+    let head = sequences[0].dropFirst().prefix(3)
+    var avcC = Data([1]) + head + Data([0xFF])
     avcC.append(0xE0 | UInt8(sequences.count))
     for unit in sequences { avcC.appendBigEndian(UInt16(unit.count)); avcC.append(unit) }
     avcC.append(UInt8(pictures.count))
