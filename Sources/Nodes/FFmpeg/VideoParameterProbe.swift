@@ -68,8 +68,7 @@ final class VideoParameterProbe {
       case 7:
         if let set = H264SequenceParameterSet(unit) { sizes[set.id] = (set.width, set.height) }
       case 8:
-        var bits = ExpGolombReader(rbsp: unit.dropFirst())
-        if let id = bits.unsignedExpGolomb(), id < 256, let sequence = bits.unsignedExpGolomb(), sequence < 32 {
+        if let (id, sequence) = Self.pictureParameterSetIDs(unit), id < 256, sequence < 32 {
           sequenceOfPicture[id] = sequence
         }
       case 1...5:
@@ -130,20 +129,27 @@ final class VideoParameterProbe {
     var ids = Set<Int>()
     for unit in nalUnits(in: sets) {
       guard let first = unit.first else { continue }
-      var bits = ExpGolombReader(rbsp: unit.dropFirst())
       switch first & 0x1F {
       case 7:
         // profile_idc, constraint flags, level_idc, then seq_parameter_set_id.
+        var bits = ExpGolombReader(rbsp: unit.dropFirst())
         guard bits.skip(24), let id = bits.unsignedExpGolomb() else { continue }
         ids.insert(id)
       case 8:
-        // pic_parameter_set_id, then seq_parameter_set_id.
-        guard let id = bits.unsignedExpGolomb(), let sps = bits.unsignedExpGolomb() else { continue }
+        guard let (id, sps) = pictureParameterSetIDs(unit) else { continue }
         ids.formUnion([id, sps])
       default: continue
       }
     }
     return ids
+  }
+
+  /// A picture parameter set NAL unit's `pic_parameter_set_id` and the `seq_parameter_set_id` it
+  /// refers to (its first two fields); nil when it is cut short.
+  static func pictureParameterSetIDs(_ unit: Data) -> (picture: Int, sequence: Int)? {
+    var bits = ExpGolombReader(rbsp: unit.dropFirst())
+    guard let picture = bits.unsignedExpGolomb(), let sequence = bits.unsignedExpGolomb() else { return nil }
+    return (picture, sequence)
   }
 
   /// The NAL units of an Annex B stream, without their start codes.

@@ -106,11 +106,15 @@ extension ReplayStateMachine {
   /// output that presented after that (``soundInStead``; a graph built again would still judge the failed
   /// one's track); nil when no sound is a candidate, or none presents in the failed one's stead.
   func steeringSound(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
-    let candidate = candidates.first { id in outputs.contains { $0.id == id && $0.track.kind == .audio } }
-    guard let candidate else { return nil }
+    guard let candidate = audioCandidate(of: candidates) else { return nil }
     guard failed(candidate) else { return candidate }
     return soundInStead.flatMap { presents($0) ? $0 : nil }
   }
+  /// The sound among `candidates` (the first audio output, whose track the play judges).
+  func audioCandidate(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
+    candidates.first { id in outputs.contains { $0.id == id && $0.track.kind == .audio } }
+  }
+
 }
 
 extension ReplayStateMachine {

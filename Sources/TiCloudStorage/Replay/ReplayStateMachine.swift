@@ -213,8 +213,9 @@ struct ReplayStateMachine {
     }
     presentedSpan[id] = (presentedSpan[id]?.first ?? time, time)
     if !video {
-      let candidate = candidates.first { id in outputs.contains { $0.id == id && $0.track.kind == .audio } }
-      if let candidate, failed(candidate), soundInStead.map({ !presents($0) }) ?? true { soundInStead = id }
+      if let candidate = audioCandidate(of: candidates), failed(candidate), !(soundInStead.map(presents) ?? false) {
+        soundInStead = id
+      }
       verdict.steersClock = steeringSound(of: candidates) == id
     }
     let movesPosition = driver(of: candidates) == id
