@@ -101,6 +101,9 @@ final class BufferPool: @unchecked Sendable {
     return data
   }
 
+  /// The size of a transparent huge page on x86-64 and arm64 with 4 KB pages.
+  private static let largePage = 2 << 20
+
   private static func capacity(for size: Int) -> Int {
     var capacity = 64 * 1024
     while capacity < size { capacity <<= 1 }
@@ -121,6 +124,10 @@ final class BufferPool: @unchecked Sendable {
     guard let buffer = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
       buffer != MAP_FAILED
     else { fatalError("out of memory: cannot map \(capacity) bytes") }
+    // Large pages where the kernel has them (capacities are powers of two from 64 KB, and the kernel
+    // places mappings of 2 MB multiples on 2 MB boundaries): a 40 MB object's first read takes 20 faults
+    // instead of 10,000. Advice only: refused, the buffer simply keeps small pages.
+    if capacity >= Self.largePage { _ = madvise(buffer, capacity, MADV_HUGEPAGE) }
     return buffer
   }
 

@@ -53,7 +53,7 @@ public final class SegmentVerifier: Node {
     let segment = input.segment
     // The worker takes the bytes over: decrypted in place when nothing else keeps them by then (the
     // engine lets go of its copy once this returns, most often before the worker gets to it; Replay's
-    // recent objects keep theirs), else copied first.
+    // objects fetched over the network are kept for its next graphs), else copied first.
     let handover = Handover(input)
     context.runOnWorker {
       Result { try SegmentObject(segment: segment, parsed: Self.verify(handover.take())) }.mapError {

@@ -51,7 +51,8 @@ extension Replay {
     /// when either changes).
     let levels = Published(AudioLevels())
     var graph: Graph?
-    /// What the active play fetched last: its graphs read it again from there (a new one per play).
+    /// What the active play fetched last over the network: its graphs read it again from there (a new one
+    /// per play; none for a local library).
     var objects: RecentObjects?
     var lastFrame: DecodedFrame?
     var droppedBefore = 0
