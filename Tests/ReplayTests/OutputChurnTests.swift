@@ -269,9 +269,11 @@ struct OutputChurnTests {
     #expect(harness.replay.currentTime?.milliseconds == harness.recordingStart + 2_160)
     #expect(harness.audio.played.last?.time == harness.media(2_176))
     let graph = try #require(harness.replay.activeGraph)
-    // The picture that drives leaves while the other waits for its keyframe: the graph is rebuilt.
-    harness.replay.bindVideo(channel: 0, renderer: TimedRenderer(clock: harness.clock))
-    harness.replay.unbind(harness.videoOutput)
+    // A recorder of sound, which the graph has no transcoder for: the graph is rebuilt at the position.
+    let recorder = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("sound.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: TrackID(.audio, channel: 1), startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
     #expect(harness.replay.activeGraph !== graph)
     harness.runToEnd()
     let sound = harness.audio.played.map(\.time)

@@ -171,20 +171,61 @@ struct OutputJoinTests {
     #expect(zip(after, after.dropFirst()).allSatisfy { $0 <= $1 })
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
     #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
-    // With no heir presenting (it joined and waits for its keyframe), the driver's leaving rebuilds.
+    // With no heir presenting (it joined and waits for its keyframe), the driver's leaving hangs the heir's
+    // branch on again: it shows the frame after the driver's last at once, decoded from the history.
     #expect(harness.play(0, 9000) == .ok)
-    harness.run(for: .milliseconds(1_000))
+    harness.run(for: .milliseconds(1_300))
     let replayed = try #require(harness.replay.activeGraph)
     let third = TimedRenderer(clock: harness.clock)
     _ = harness.replay.bindVideo(channel: 0, renderer: third)
+    harness.run(for: .milliseconds(300))
+    #expect(third.frames.isEmpty)
+    let last = try #require(second.frames.last)
+    let left = harness.log.times.count
     harness.replay.unbind(heir)
-    #expect(third.frames.isEmpty && harness.replay.activeGraph !== replayed)
+    #expect(harness.replay.activeGraph === replayed)
     harness.runToEnd()
-    #expect(third.frames.last?.media == harness.media(8960))
-    #expect(harness.log.completions == 2)
-    // The new play fetched its objects again (its token may differ, D5); the rebuilt graph took what the
-    // play had fetched from memory (RecentObjects): three objects per play.
+    // Frame for frame where the first would have shown them: 1640 ms on, not the 2 s keyframe.
+    #expect(third.frames.first?.media == last.media + 40_000 && third.frames.first?.at == last.at + 40_000)
+    #expect(third.frames.count == (9_000 - 1_640) / 40 && increasing(third.frames))
+    #expect(Set(third.frames.map { $0.media - $0.at }).count == 1)
+    let reportedAfter = harness.log.times.dropFirst(left)
+    #expect(try #require(reportedAfter.first) - harness.recordingStart <= 1_740)
+    #expect(reportedAfter.last == harness.recordingStart + 9000)
+    #expect(zip(reportedAfter, reportedAfter.dropFirst()).allSatisfy { $1 - $0 <= 120 }, "\(Array(reportedAfter))")
+    #expect(harness.log.completions == 2 && harness.log.errors.isEmpty)
+    // The new play fetched its objects again (its token may differ, D5), once each.
     #expect(harness.service.fetchedStarts.count == 6, "\(harness.service.fetchedStarts)")
+  }
+
+  @Test("the driver leaving while paused, its heir waiting for its keyframe: the heir shows the position at once")
+  func theDriverLeavesAWaitingHeirWhilePaused() throws {
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(2_500))
+    let heir = TimedRenderer(clock: harness.clock)
+    let heard = Mutex<[String]>([])
+    _ = harness.replay.bindVideo(channel: 0, renderer: heir) { event in heard.withLock { $0.append("\(event)") } }
+    harness.run(for: .milliseconds(300))
+    #expect(harness.replay.pause() == .ok)
+    harness.run(for: .milliseconds(500))
+    #expect(heir.frames.isEmpty)
+    let graph = try #require(harness.replay.activeGraph)
+    let shown = try #require(harness.renderer.frames.last)
+    let position = harness.replay.currentTime
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    harness.run(for: .milliseconds(500))
+    // Paused, the heir shows the picture the driver showed (not the next keyframe's), once.
+    #expect(heir.frames.map(\.media) == [shown.media])
+    #expect(heard.withLock { $0 }.first == "presenting")
+    #expect(harness.replay.currentTime == position)
+    #expect(harness.replay.resume() == .ok)
+    harness.runToEnd()
+    #expect(heir.frames.count == 1 + (9_000 - 2_840) / 40 && increasing(heir.frames))
+    #expect(heir.frames.last?.media == harness.media(8960))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+    #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
   }
 
   @Test("an output bound while paused joins in place: it shows the position's frame at once, from what was read")

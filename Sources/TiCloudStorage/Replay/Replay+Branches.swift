@@ -196,15 +196,20 @@ extension Replay {
       guard let successor = Self.succession(of: id, track: track, joints, state) else { return false }
       handover = (place, successor)
     }
+    let position = state.rules.recordingStart ?? state.rules.target
+    if case let (_, .waitingHeir(heir))? = handover, !regate(heir, at: position, in: graph, state) { return false }
     do {
       try graph.pipeline.detach(branch.nodes)
     } catch {
       return false
     }
-    let position = state.rules.recordingStart ?? state.rules.target
     // The gaps found late of the leaving output's track: crossed by its heir of the same track, or forgotten.
     var sameTrackHeir: OutputID?
-    if case let (_, .heir(heir))? = handover, heir.track == track { sameTrackHeir = heir.id }
+    switch handover {
+    case let (_, .heir(heir))? where heir.track == track: sameTrackHeir = heir.id
+    case let (_, .waitingHeir(heir))?: sameTrackHeir = heir.id
+    default: break
+    }
     state.rules.handOnLateGaps(of: id, to: sameTrackHeir)
     switch handover {
     case let (place, .heir(heir))?:
@@ -222,6 +227,8 @@ extension Replay {
         state.rules.expect(late: judge(heir.track, from: position, in: graph), of: heir.id)
         joints.timeline.retire(track, from: position, now: environment.clock.now)
       }
+    case let (place, .waitingHeir(heir))?:
+      joints.candidates[place] = heir.id
     case (_, .nobody)?:
       joints.candidates.removeAll { $0 == id }
       joints.timedKinds.remove(.audio)
@@ -259,6 +266,9 @@ extension Replay {
     /// The sound: the last picture left a play with sound, which drives on alone (as in a play of audio
     /// alone).
     case sound
+    /// This picture of the same track, whose branch waits for its first keyframe: hung on again to show
+    /// the position from the history (``regate(_:at:in:_:)``).
+    case waitingHeir(ReplayStateMachine.Output)
   }
 
   /// Who takes candidate `id`'s place (its output just unbound), nil when the graph must be rebuilt.
@@ -266,8 +276,9 @@ extension Replay {
   /// a rebuild as well: nothing else changes hands): the first audio output left — the one a graph built
   /// again would judge — when its branch is in the graph and has not failed, nobody when none is left.
   /// Otherwise another output of its track whose branch presents already (same gap detector, same
-  /// timeline, frames at the same instants: the position goes on from the heir's next frame); without
-  /// one, the first output of its kind left when it presents (another channel's: a camera's other lens,
+  /// timeline, frames at the same instants: the position goes on from the heir's next frame), or, for a
+  /// picture, one whose branch waits for its first keyframe (hung on again to show the position);
+  /// without one, the first output of its kind left when it presents (another channel's: a camera's other lens,
   /// or another microphone driving a play of audio alone, judged from the position on in its stead), or,
   /// for a picture, the sound when no picture is left and an audio candidate's branch is in the graph and
   /// has not failed (it may not have played yet: it takes the time over from its first frame).
@@ -281,11 +292,12 @@ extension Replay {
       guard joints.branches[heir.id] != nil, !state.rules.failed(heir.id) else { return nil }
       return .heir(heir)
     }
-    let heir = state.rules.outputs.first {
+    let sameTrack = state.rules.outputs.filter {
       $0.track == track && !joints.candidates.contains($0.id) && joints.branches[$0.id] != nil
-        && state.rules.presents($0.id)
+        && !state.rules.failed($0.id)
     }
-    if let heir { return .heir(heir) }
+    if let heir = sameTrack.first(where: { state.rules.presents($0.id) }) { return .heir(heir) }
+    if let heir = sameTrack.first, track.kind == .video { return .waitingHeir(heir) }
     guard let other = state.rules.outputs.first(where: { $0.track.kind == track.kind }) else {
       guard track.kind == .video else { return nil }
       // The last picture: the sound beside it drives on alone (from its first frame, if it has not played).
@@ -297,6 +309,47 @@ extension Replay {
     }
     guard joints.branches[other.id] != nil, state.rules.presents(other.id) else { return nil }
     return .heir(other)
+  }
+
+  /// Hangs picture `heir`'s branch, which waits for its first keyframe, on `graph` again to show the
+  /// position (inside a command, the position's driver of its track leaving at `position`): decoded from
+  /// the history's keyframe at or before it, from the frame after it on — or, paused, its own frame, as
+  /// a picture bound while paused shows it. The branch that waited is cut (what its edges held goes with
+  /// it). False when the history no longer holds what shows the position, or the branch cannot be built
+  /// (the graph is rebuilt then). Left waiting, the heir showed nothing until its keyframe came: the
+  /// position stood still up to a group of pictures (a graph built again jumped to that keyframe).
+  private func regate(
+    _ heir: ReplayStateMachine.Output, at position: MediaTime, in graph: Graph, _ state: Control
+  ) -> Bool {
+    guard let waiting = graph.joints.branches[heir.id], let attachment = state.attachments[heir.id],
+      let play = state.rules.play
+    else { return false }
+    let paused = state.rules.paused
+    let from = paused ? position : position.advanced(by: .microseconds(1), notAfter: play.end)
+    let generation = state.rules.generation - graph.base
+    guard graph.joints.history?.holds(heir.track, decodableAt: from, generation: generation) == true else {
+      return false
+    }
+    var output = heir
+    output.joinsAt = from
+    let start = BranchStart(
+      speed: state.rules.speed, paused: paused, presentFrom: from, showsPosition: true,
+      showsFirstFrameWhilePaused: paused, levels: state.levels)
+    do {
+      try graph.pipeline.detach(waiting.nodes)
+      graph.left(heir.id)
+      graph.joints.departed.formUnion(waiting.nodes.map { ObjectIdentifier($0) })
+      var branch: Branch?
+      try graph.pipeline.attach { pipeline in
+        branch = try connectBranch(
+          for: Binding(output: output, attachment: attachment), of: graph, start: start, in: pipeline)
+      }
+      guard let branch else { return false }
+      graph.joined(heir.id, branch)
+    } catch {
+      return false
+    }
+    return true
   }
 
   /// Lets `tracks` through `graph`'s router, noting those it did not let through before (inside a

@@ -49,7 +49,8 @@ extension Replay {
   }
 
   /// Removes an output. The play goes on for the others (its branch leaves the running graph; an output
-  /// that drove the position hands its place to another output of its track that presents, the sound
+  /// that drove the position hands its place to another output of its track that presents — or, a
+  /// picture, to one that waits for its first keyframe, shown from the position at once —, the sound
   /// beside a picture that drives goes to the first audio output left or leaves with the last, the last
   /// picture hands the play to the sound beside it — played yet or not —, and only otherwise is the graph
   /// rebuilt); when none is left the replay stops reading

@@ -23,6 +23,9 @@ extension Replay {
     var paused: Bool
     /// Nothing earlier is presented (a branch that joins starts at its output's `joinsAt`).
     var presentFrom: MediaTime
+    /// A picture that joins shows its `joinsAt` decoded from the history, not the next keyframe: it
+    /// takes the position over from a driver that left (as one joining a paused play does).
+    var showsPosition = false
     /// Outputs that go on from later than ``presentFrom`` (just after their own last frame).
     var resumesAfter: [OutputID: MediaTime] = [:]
     var showsFirstFrameWhilePaused: Bool
@@ -121,7 +124,7 @@ extension Replay {
       // a running one starts at the next keyframe (O18) read already, or at the position for audio
       // (each of its packets decodes alone: what the history kept from there on is what a new graph
       // would play).
-      let showing = start.paused || !binding.isVideo
+      let showing = start.paused || start.showsPosition || !binding.isVideo
       let gate = KeyframeGate(
         name: "\(name)Gate", track: binding.track, opensAt: joining, history: history,
         start: showing ? .showing : .nextKeyframe)
