@@ -15,11 +15,16 @@ package final class CountingService: RecordingService {
 
   /// The instant (UTC ms) object starts are counted from.
   package let origin: Int64
+  /// Whether it says it reads local files (a replay then keeps nothing it fetched); by default it stands
+  /// for a service of the network, whatever it wraps.
+  package let readsLocalFiles: Bool
 
-  /// Forwards to `wrapped`, naming objects by their start after `origin` (UTC ms).
-  package init(_ wrapped: any RecordingService, origin: Int64 = 0) {
+  /// Forwards to `wrapped`, naming objects by their start after `origin` (UTC ms); `readsLocalFiles` is
+  /// what it says of itself.
+  package init(_ wrapped: any RecordingService, origin: Int64 = 0, readsLocalFiles: Bool = false) {
     self.wrapped = wrapped
     self.origin = origin
+    self.readsLocalFiles = readsLocalFiles
   }
 
   /// Holds the next fetch of the object starting `start` ms after ``origin`` until ``fail(with:)``.

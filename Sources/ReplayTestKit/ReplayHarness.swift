@@ -46,10 +46,12 @@ package final class ReplayHarness {
   /// Writes `options`' library (``ReplayFixtures/options(seconds:)`` by default) with `gaps` (offset and
   /// length in seconds), lets `damage` change it before anything reads it, and binds the video output
   /// to `videoChannel` and, with `audio`, the audio output to channel 1. With `slewed`, the replay's clock
-  /// is a `SlewedClock` over ``clock`` (it follows a speaker that says how long it holds its sound).
+  /// is a `SlewedClock` over ``clock`` (it follows a speaker that says how long it holds its sound). The
+  /// service stands for one of the network (the replay keeps what it fetched) unless `readsLocalFiles`.
   package init(
     seconds: Int = 9, gaps: [(offset: Int, length: Int)] = [], audio: Bool = false, videoChannel: UInt8 = 0,
-    options: LibrarySynthesizer.Options? = nil, slewed: Bool = false, damage: (URL) throws -> Void = { _ in }
+    options: LibrarySynthesizer.Options? = nil, slewed: Bool = false, readsLocalFiles: Bool = false,
+    damage: (URL) throws -> Void = { _ in }
   ) throws {
     var options = options ?? ReplayFixtures.options(seconds: seconds)
     if !gaps.isEmpty { options.gaps = gaps }
@@ -65,7 +67,8 @@ package final class ReplayHarness {
     recordingStart = options.startMilliseconds
     self.audio = TimedAudioDevice(clock: clock)
     service = CountingService(
-      LocalLibraryService(directory: library, workers: executor), origin: options.startMilliseconds)
+      LocalLibraryService(directory: library, workers: executor), origin: options.startMilliseconds,
+      readsLocalFiles: readsLocalFiles)
     replay = Replay(
       service: service,
       environment: slewed

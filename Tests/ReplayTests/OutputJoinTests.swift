@@ -221,11 +221,85 @@ struct OutputJoinTests {
     #expect(heard.withLock { $0 }.first == "presenting")
     #expect(harness.replay.currentTime == position)
     #expect(harness.replay.resume() == .ok)
+    harness.run(for: .milliseconds(1_000))
+    // The position goes on with the heir.
+    let paused = try #require(position?.milliseconds)
+    #expect(try #require(harness.replay.currentTime?.milliseconds) >= paused + 900)
     harness.runToEnd()
     #expect(heir.frames.count == 1 + (9_000 - 2_840) / 40 && increasing(heir.frames))
     #expect(heir.frames.last?.media == harness.media(8960))
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
     #expect(fetchedOnce(harness) && harness.service.fetchedStarts.count == 3)
+  }
+
+  @Test("a waiting heir takes over before a hole: it reports the hole once and skips it, as the driver would")
+  func aWaitingHeirBeforeAHole() throws {
+    // What the driver alone shows and reports.
+    let control = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 1)])
+    #expect(control.play(0, 9000) == .ok)
+    control.runToEnd()
+    let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 1)])
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(2_100))
+    let heir = TimedRenderer(clock: harness.clock)
+    _ = harness.replay.bindVideo(channel: 0, renderer: heir)
+    harness.run(for: .milliseconds(400))
+    #expect(heir.frames.isEmpty)
+    let graph = try #require(harness.replay.activeGraph)
+    // The hole's gap event was sent already: it waits in the edges of the branches that are cut.
+    let last = try #require(harness.renderer.frames.last)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    #expect(heir.frames.first?.media == last.media + 40_000)
+    let shown = Dictionary(control.renderer.frames.map { ($0.media, $0.at) }, uniquingKeysWith: min)
+    #expect(heir.frames.allSatisfy { shown[$0.media] == $0.at }, "\(heir.frames.prefix(14))")
+    #expect(heir.frames.last?.media == harness.media(8960))
+    #expect(harness.log.gaps.map(\.range) == control.log.gaps.map(\.range) && harness.log.gaps.count == 1)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("a heir bound right after a seek, waiting for its keyframe: it goes on from the seek's first frame")
+  func aWaitingHeirAfterASeek() throws {
+    let control = try ReplayHarness(seconds: 9)
+    #expect(control.play(0, 9000) == .ok)
+    control.run(for: .milliseconds(1_000))
+    #expect(control.replay.seek(to: MediaTime(milliseconds: control.recordingStart + 5_010)) == .ok)
+    let seen = control.renderer.frames.count
+    control.runToEnd()
+    let shown = Array(control.renderer.frames.dropFirst(seen))
+    let harness = try ReplayHarness(seconds: 9)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(1_000))
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 5_010)) == .ok)
+    let before = harness.renderer.frames.count
+    // Bound before the seek's first frame: it joins at the target and waits for the keyframe after it.
+    let heir = TimedRenderer(clock: harness.clock)
+    _ = harness.replay.bindVideo(channel: 0, renderer: heir)
+    harness.run(for: .milliseconds(1))
+    #expect(heir.frames.isEmpty)
+    let graph = try #require(harness.replay.activeGraph)
+    harness.replay.unbind(harness.videoOutput)
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    // Between them, the driver and its heir show what the driver alone shows after the seek, when it does.
+    let both = Array(harness.renderer.frames.dropFirst(before)) + heir.frames
+    #expect(both.map(\.media) == shown.map(\.media), "\(both.prefix(3)) against \(shown.prefix(3))")
+    #expect(both.map(\.at) == shown.map(\.at))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test("a replay of local files keeps none of their objects: a seek back reads the file again, and plays on")
+  func localFilesAreReadAgain() throws {
+    let harness = try ReplayHarness(seconds: 9, readsLocalFiles: true)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(4_000))
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 1_010)) == .ok)
+    harness.runToEnd()
+    // The first object was fetched again, from the file (a service of the network would hand it from memory).
+    #expect(harness.service.fetchedStarts.filter { $0 == 0 }.count == 2, "\(harness.service.fetchedStarts)")
+    #expect(harness.renderer.frames.last?.media == harness.media(8960))
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 
   @Test("an output bound while paused joins in place: it shows the position's frame at once, from what was read")

@@ -59,6 +59,9 @@ public final class LocalLibraryService: RecordingService {
     return loaded
   }
 
+  /// True: objects are files of the library.
+  public var readsLocalFiles: Bool { true }
+
   /// Reads one object of a listing.
   @discardableResult
   public func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)

@@ -23,6 +23,17 @@ public protocol RecordingService: AnyObject, Sendable {
   @discardableResult
   func fetchObject(_ segment: RecordingIndex.Segment, completion: @escaping @Sendable (ObjectFetch) -> Void)
     -> ServiceRequest
+
+  /// Whether objects are read from local files, which the page cache gives again for the price of a
+  /// read: a replay keeps none of them in memory to read again (kept, an encrypted object is copied whole
+  /// before its decryption, which is done in place only in bytes nothing else holds). False unless the
+  /// service says so.
+  var readsLocalFiles: Bool { get }
+}
+
+extension RecordingService {
+  /// Objects come over the network (see the requirement).
+  public var readsLocalFiles: Bool { false }
 }
 
 /// What fetching an object gave.

@@ -121,13 +121,27 @@ final class BufferPool: @unchecked Sendable {
     // Mapped directly rather than malloc'd: glibc would serve megabyte blocks from per-thread arenas
     // once its dynamic mmap threshold has risen, and keep them, so the heap would grow with the number
     // of objects read instead of staying at what is in flight.
-    guard let buffer = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+    guard capacity >= Self.largePage else { return Self.map(capacity) }
+    // Large pages where the kernel has them: a 40 MB object's first read takes 20 faults instead of
+    // 10,000. A large page needs a 2 MB boundary, which kernels before 6.7 do not give a mapping of
+    // their own: a large page more is mapped and what lies outside the aligned buffer unmapped again
+    // (`give` and `deinit` unmap exactly the buffer). Advice only: refused (no transparent huge pages),
+    // the buffer keeps small pages.
+    let mapped = Self.map(capacity + Self.largePage)
+    let address = UInt(bitPattern: mapped)
+    let aligned = (address + UInt(Self.largePage - 1)) & ~UInt(Self.largePage - 1)
+    let head = Int(aligned - address)
+    if head > 0 { munmap(mapped, head) }
+    if Self.largePage - head > 0 { munmap(mapped + head + capacity, Self.largePage - head) }
+    let buffer = mapped + head
+    _ = madvise(buffer, capacity, MADV_HUGEPAGE)
+    return buffer
+  }
+
+  private static func map(_ bytes: Int) -> UnsafeMutableRawPointer {
+    guard let buffer = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
       buffer != MAP_FAILED
-    else { fatalError("out of memory: cannot map \(capacity) bytes") }
-    // Large pages where the kernel has them (capacities are powers of two from 64 KB, and the kernel
-    // places mappings of 2 MB multiples on 2 MB boundaries): a 40 MB object's first read takes 20 faults
-    // instead of 10,000. Advice only: refused, the buffer simply keeps small pages.
-    if capacity >= Self.largePage { _ = madvise(buffer, capacity, MADV_HUGEPAGE) }
+    else { fatalError("out of memory: cannot map \(bytes) bytes") }
     return buffer
   }
 

@@ -111,6 +111,8 @@ public final class GapDetector: Node {
   private var horizon: MediaTime
   /// The gaps sent, in order (for statistics and tests).
   public private(set) var gaps: [RecordingGap] = []
+  /// Where the current flush generation's gaps start in ``gaps``.
+  private var generationStart = 0
   /// The tracks whose packets passed unaccounted for, in this flush generation: a track followed late
   /// (``follow(audio:)``, ``follow(video:)``) is accounted for from where they end, judged before by the
   /// stretches missing among them (``missing(of:from:)``). One entry a track: one hash lookup per such
@@ -575,6 +577,13 @@ public final class GapDetector: Node {
     facts.removeAll()
     unaccounted = [:]
     announced = []
+    generationStart = gaps.count
+  }
+
+  /// The gaps of `track` sent since the last flush that end after `time` (on the pipeline's executor):
+  /// what a branch hung on downstream after the others' edges took them still has to cross.
+  public func sent(of track: TrackID, endingAfter time: MediaTime) -> [RecordingGap] {
+    gaps[generationStart...].filter { $0.concerns(track) && $0.range.end > time }
   }
 
   // MARK: Helpers

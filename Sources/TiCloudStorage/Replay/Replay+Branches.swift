@@ -2,89 +2,8 @@ import Nodes
 import PipelineGraph
 
 /// Outputs joining and leaving a running graph, as branches on a GStreamer `tee`'s request pads
-/// (`Pipeline.attach(_:)`, `Pipeline.detach(_:)`): what they hang on, and the commands' part of it.
+/// (`Pipeline.attach(_:)`, `Pipeline.detach(_:)`): the commands' part of it (what they hang on: `Joints`).
 extension Replay {
-  /// What the outputs' branches of one graph hang on and share, and the branches themselves: confined to
-  /// the executor (the commands that join or cut a branch, and the graph's error handler, run there).
-  final class Joints: @unchecked Sendable {
-    let router: TrackRouter
-    /// Turns missing media of the timed kinds' tracks into gaps.
-    let detector: GapDetector
-    /// What the branches hang on: it keeps what a branch joining a paused play starts from (none in a
-    /// graph built without outputs).
-    let history: PacketHistory?
-    let watch: ChannelWatch
-    /// The recorders' tap, and whether an audio transcoder feeds it (a recorder of audio needs one).
-    let tap: RecorderTap
-    let transcodesAudio: Bool
-    /// One clock anchor for every output.
-    let timeline: PlaybackTimeline
-    /// The outputs whose frames may move the position (the first video output, else the first audio);
-    /// a driver that leaves hands its place to another output of its track, and the audio one beside
-    /// a picture that drives to the first audio output left, or leaves the list with the last; the last
-    /// picture leaves it to the sound (``Replay/cut(_:track:_:)``).
-    var candidates: [OutputID]
-    /// The kinds of the candidates, whose tracks the gap detector and the timeline follow: audio joins
-    /// and leaves them while video plays; video joins a play of audio alone (and takes the position
-    /// over), and leaves a play with sound (which drives on alone).
-    var timedKinds: Set<TrackKind>
-    /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
-    var hasVideo: Bool { timedKinds.contains(.video) }
-    var branches: [OutputID: Branch] = [:]
-    /// The tracks the router began to let through while the graph ran, with the flush generation then:
-    /// the tap has nothing of them from before, so a recorder of one cannot join in that generation.
-    var routedLate: [TrackID: Int] = [:]
-    /// The kinds the router began to let through whole while the graph ran (the last picture left), with
-    /// the flush generation then and the tracks it let through before: of the others, neither the tap nor
-    /// the gap detector has anything from before.
-    var passedWholeLate: [TrackKind: (generation: Int, before: Set<TrackID>)] = [:]
-
-    /// Whether the router began to let `track` through in flush generation `generation` (a recorder of it
-    /// cannot join: the tap has nothing of it from before; nor a first picture of it: the detector would
-    /// take what was read before for missing).
-    func cameLate(_ track: TrackID, generation: Int) -> Bool {
-      if routedLate[track] == generation { return true }
-      guard let whole = passedWholeLate[track.kind] else { return false }
-      return whole.generation == generation && !whole.before.contains(track)
-    }
-    /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
-    var departed: Set<ObjectIdentifier> = []
-    /// A first picture joined a play of audio alone and has not shown a frame yet: the sound paces the
-    /// play until it does.
-    var soundYields = false
-
-    /// Output `id`'s picture showed a frame: when it is the picture that joined a play of audio alone
-    /// (the first candidate), the audio branches become the sound beside it (muted off 1×, handed ahead
-    /// to a device that holds it, the play's clock following the sound the timeline follows), as if built
-    /// with it. Until
-    /// then the sound drove the position, as before.
-    func pictureCame(by id: OutputID) {
-      guard soundYields, candidates.first == id else { return }
-      soundYields = false
-      for branch in branches.values { branch.soundRole?(true) }
-    }
-
-    init(
-      router: TrackRouter, detector: GapDetector, history: PacketHistory?, watch: ChannelWatch, tap: RecorderTap,
-      transcodesAudio: Bool, timeline: PlaybackTimeline, candidates: [OutputID], timedKinds: Set<TrackKind>
-    ) {
-      self.router = router
-      self.detector = detector
-      self.history = history
-      self.watch = watch
-      self.tap = tap
-      self.transcodesAudio = transcodesAudio
-      self.timeline = timeline
-      self.candidates = candidates
-      self.timedKinds = timedKinds
-    }
-
-    /// The output whose branch holds the node with `id`.
-    func owner(of id: ObjectIdentifier) -> OutputID? {
-      branches.first { $0.value.nodes.contains { ObjectIdentifier($0) == id } }?.key
-    }
-  }
-
   /// Hangs output `output`'s branch on the running graph (inside a command): true when it joined, false
   /// when the graph cannot take it without being rebuilt — nothing presents yet, or the play is paused
   /// and the graph's history no longer holds what shows the position. A video branch presents from the
@@ -197,7 +116,7 @@ extension Replay {
       handover = (place, successor)
     }
     let position = state.rules.recordingStart ?? state.rules.target
-    if case let (_, .waitingHeir(heir))? = handover, !regate(heir, at: position, in: graph, state) { return false }
+    if case let (_, .waitingHeir(heir))? = handover, !regate(heir, at: position, in: graph, &state) { return false }
     do {
       try graph.pipeline.detach(branch.nodes)
     } catch {
@@ -276,9 +195,9 @@ extension Replay {
   /// a rebuild as well: nothing else changes hands): the first audio output left — the one a graph built
   /// again would judge — when its branch is in the graph and has not failed, nobody when none is left.
   /// Otherwise another output of its track whose branch presents already (same gap detector, same
-  /// timeline, frames at the same instants: the position goes on from the heir's next frame), or, for a
-  /// picture, one whose branch waits for its first keyframe (hung on again to show the position);
-  /// without one, the first output of its kind left when it presents (another channel's: a camera's other lens,
+  /// timeline, frames at the same instants: the position goes on from the heir's next frame); without
+  /// one, the first output of its kind left: a picture of its track whose branch waits for its first
+  /// keyframe is hung on again to show the position; otherwise the first output of its kind left when it presents (another channel's: a camera's other lens,
   /// or another microphone driving a play of audio alone, judged from the position on in its stead), or,
   /// for a picture, the sound when no picture is left and an audio candidate's branch is in the graph and
   /// has not failed (it may not have played yet: it takes the time over from its first frame).
@@ -297,7 +216,6 @@ extension Replay {
         && !state.rules.failed($0.id)
     }
     if let heir = sameTrack.first(where: { state.rules.presents($0.id) }) { return .heir(heir) }
-    if let heir = sameTrack.first, track.kind == .video { return .waitingHeir(heir) }
     guard let other = state.rules.outputs.first(where: { $0.track.kind == track.kind }) else {
       guard track.kind == .video else { return nil }
       // The last picture: the sound beside it drives on alone (from its first frame, if it has not played).
@@ -306,6 +224,12 @@ extension Replay {
           && state.rules.outputs.first(where: { $0.id == candidate })?.track.kind == .audio
       }
       return sound == nil ? nil : .sound
+    }
+    // The first picture left — the one a graph built again would make the driver — joined on the same
+    // track and waits for its first keyframe (a seek or its first frame clears `joinsAt`; after a seek every
+    // branch starts afresh from the keyframe before the target, as one that presents).
+    if track.kind == .video, other.joinsAt != nil, sameTrack.contains(where: { $0.id == other.id }) {
+      return .waitingHeir(other)
     }
     guard joints.branches[other.id] != nil, state.rules.presents(other.id) else { return nil }
     return .heir(other)
@@ -319,13 +243,16 @@ extension Replay {
   /// (the graph is rebuilt then). Left waiting, the heir showed nothing until its keyframe came: the
   /// position stood still up to a group of pictures (a graph built again jumped to that keyframe).
   private func regate(
-    _ heir: ReplayStateMachine.Output, at position: MediaTime, in graph: Graph, _ state: Control
+    _ heir: ReplayStateMachine.Output, at position: MediaTime, in graph: Graph, _ state: inout Control
   ) -> Bool {
     guard let waiting = graph.joints.branches[heir.id], let attachment = state.attachments[heir.id],
       let play = state.rules.play
     else { return false }
     let paused = state.rules.paused
-    let from = paused ? position : position.advanced(by: .microseconds(1), notAfter: play.end)
+    // After the frame presented last; the target itself when nothing presented it yet (a play's or a
+    // seek's first frame to come), as a graph built again would start.
+    let presented = state.rules.positionFollowsTarget && state.rules.position != nil
+    let from = paused || !presented ? position : position.advanced(by: .microseconds(1), notAfter: play.end)
     let generation = state.rules.generation - graph.base
     guard graph.joints.history?.holds(heir.track, decodableAt: from, generation: generation) == true else {
       return false
@@ -349,6 +276,12 @@ extension Replay {
     } catch {
       return false
     }
+    // The gaps ahead that the cut branches' edges held go with them: the heir crosses each before its first
+    // frame at or after the gap's end (the timeline skips the holes among them), as a joining output does.
+    let ahead = graph.joints.detector.sent(of: heir.track, endingAfter: position)
+    for gap in ahead { graph.joints.timeline.note(gap) }
+    state.rules.expect(late: ahead, of: heir.id)
+    state.rules.takeOver(heir.id)
     return true
   }
 

@@ -234,7 +234,7 @@ package final class Replay: @unchecked Sendable {
       // A local library's objects are read again from the page cache for about what keeping them costs,
       // and kept, an encrypted one would be copied whole before its decryption (the verifier decrypts in
       // place only bytes nothing else holds): only objects fetched over the network are kept.
-      state.objects = service is LocalLibraryService ? nil : RecentObjects(service: service) { executor.execute($0) }
+      state.objects = service.readsLocalFiles ? nil : RecentObjects(service: service) { executor.execute($0) }
       for device in state.audioDevices {
         device.flush()
         device.setPaused(false)

@@ -229,12 +229,14 @@ extension Replay {
       guard self.perform({ $0.rules.generation == failedIn }) else { return .endBranch }
       // A branch's own failure (decoding, presentation) fails that output only; anything upstream ends
       // the play. (On the executor, where the branches are joined and cut.)
-      // A branch on its way out (cut, its nodes not stopped yet) ends without a word.
-      if joints?.departed.contains(failure.nodeID) == true { return .endBranch }
+      // A branch on its way out (cut, its nodes not stopped yet) ends without a word. (The branches in the
+      // graph are asked first: a node of a branch that left may be gone, and its address taken by one
+      // that joined since.)
       if let owner = joints?.owner(of: failure.nodeID) {
         self.outputFailed(owner, TiError(failure), generation: failedIn)
         return .endBranch
       }
+      if joints?.departed.contains(failure.nodeID) == true { return .endBranch }
       self.failed(TiError(failure), generation: failedIn)
       return .stopPipeline
     }

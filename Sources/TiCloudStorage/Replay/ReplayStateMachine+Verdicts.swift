@@ -134,6 +134,22 @@ extension ReplayStateMachine {
     lateGaps += gaps.map { ($0, owner) }
   }
 
+  /// Which of `candidates` (the first video output, the first audio output) moves the position and
+  /// reports the gaps: the first that has not failed, unless it has presented nothing since the play or
+  /// the seek while a later one has presented for ``PlaybackTimeline/prerollLimit`` of media — then that
+  /// one (O40: the video's channel may carry nothing, and the audio goes on). So the audio's first
+  /// frames before the video's do not take the position, nor a hole's report, from the video.
+  func driver(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
+    let alive = candidates.filter { !failed($0) }
+    guard let first = alive.first else { return nil }
+    if presents(first) { return first }
+    for other in alive.dropFirst() {
+      guard let span = presentedSpan[other], let played = try? span.latest - span.first else { continue }
+      if played >= PlaybackTimeline.prerollLimit { return other }
+    }
+    return first
+  }
+
   /// The late gaps of output `id`, which leaves: crossed by `heir` from now on (of the same track), or
   /// forgotten.
   mutating func handOnLateGaps(of id: Replay.OutputID, to heir: Replay.OutputID?) {

@@ -268,20 +268,10 @@ struct ReplayStateMachine {
   /// Whether output `id` failed in the current play (its branch presents nothing more).
   func failed(_ id: Replay.OutputID) -> Bool { failedOutputs.contains(id) }
 
-  /// Which of `candidates` (the first video output, the first audio output) moves the position and
-  /// reports the gaps: the first that has not failed, unless it has presented nothing since the play or
-  /// the seek while a later one has presented for ``PlaybackTimeline/prerollLimit`` of media — then that
-  /// one (O40: the video's channel may carry nothing, and the audio goes on). So the audio's first
-  /// frames before the video's do not take the position, nor a hole's report, from the video.
-  func driver(of candidates: [Replay.OutputID]) -> Replay.OutputID? {
-    let alive = candidates.filter { !failedOutputs.contains($0) }
-    guard let first = alive.first else { return nil }
-    if presentingOutputs.contains(first) { return first }
-    for other in alive.dropFirst() {
-      guard let span = presentedSpan[other], let played = try? span.latest - span.first else { continue }
-      if played >= PlaybackTimeline.prerollLimit { return other }
-    }
-    return first
+  /// Output `id`, which joined and had not presented, takes the position over from a driver that left,
+  /// shown from the position: a graph built again starts it there, not at the next keyframe.
+  mutating func takeOver(_ id: Replay.OutputID) {
+    if let index = outputs.firstIndex(where: { $0.id == id }) { outputs[index].joinsAt = nil }
   }
 
   /// Output `id` crossed `gap` in `generation`: the gaps to report now (none while it does not move
