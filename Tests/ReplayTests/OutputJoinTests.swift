@@ -1,4 +1,5 @@
 import MediaSynthesis
+import MediaTestSupport
 import Nodes
 import PipelineGraph
 import ReplayTestKit
@@ -713,6 +714,44 @@ struct OutputJoinTests {
       return
     }
     #expect(milliseconds == 8_000)
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test(
+    "a picture of another channel bound once the position passed what the router dropped of it joins in place, and so does its recorder"
+  )
+  func anotherPictureComesBackLater() throws {
+    var options = ReplayFixtures.options(seconds: 30)
+    options.otherVideoChannels = [2]
+    let harness = try ReplayHarness(audio: true, options: options)
+    #expect(harness.play(0, 30_000) == .ok)
+    harness.run(for: .milliseconds(1_500))
+    let graph = try #require(harness.replay.activeGraph)
+    // The last picture leaves: the sound drives on, and the router lets every picture through from the
+    // packets it reads next (channel 2's before were dropped, a few seconds ahead of the position).
+    harness.replay.unbind(harness.videoOutput)
+    harness.run(for: .milliseconds(13_500))
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 2, renderer: view)
+    let recorder = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("later.mp4"), videoTrack: TrackID(.video, channel: 2),
+      audioTrack: nil, startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    // Nothing was dropped of channel 2 from the position on: both join the running graph.
+    #expect(harness.replay.activeGraph === graph)
+    harness.runToEnd()
+    #expect(harness.log.gaps.isEmpty, "\(harness.log.gaps)")
+    // From the first keyframe after the position (16 s) to the end, nothing read again.
+    #expect(view.frames.first?.media == harness.media(16_000))
+    #expect(view.frames.last?.media == harness.media(29_960) && increasing(view.frames))
+    #expect(fetchedOnce(harness))
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
+      Issue.record("the recording failed")
+      return
+    }
+    #expect(milliseconds == 14_000)
+    let probed = try probeRecording(recorder.destination.path)
+    #expect(probed.frames == 350 && abs(probed.duration - 14.0) < 0.05, "\(probed)")
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 

@@ -19,6 +19,10 @@ public final class TrackRouter: Node {
   public private(set) var tracks: Set<TrackID>
   /// The kinds whose every track is let through, selected or not.
   public private(set) var kinds: Set<TrackKind>
+  /// The latest presentation time of a dropped packet, per track, in the current flush generation.
+  private var droppedUntil: [TrackID: MediaTime] = [:]
+  /// The flush generation `droppedUntil` belongs to.
+  private var generation = 0
 
   /// Creates a router for `tracks`, and for every track of `kinds`.
   public init(name: String = "TrackRouter", tracks: Set<TrackID>, kinds: Set<TrackKind> = []) {
@@ -38,8 +42,27 @@ public final class TrackRouter: Node {
   @discardableResult
   public func passWhole(_ kind: TrackKind) -> Bool { kinds.insert(kind).inserted }
 
+  /// Whether every packet of `track` from `time` on passes in flush generation `generation`: it passes
+  /// now and none of its packets at or after `time` was dropped (what a branch or a recorder joining
+  /// there needs downstream: the packets that came before it was let through are nowhere). True for a
+  /// generation whose flush has not reached the router yet (it drops nothing of a track it passes then).
+  public func passesAll(_ track: TrackID, from time: MediaTime, generation: Int) -> Bool {
+    guard passes(track) else { return false }
+    guard generation == self.generation else { return generation > self.generation }
+    return droppedUntil[track].map { $0 < time } ?? true
+  }
+
   /// Passes the packet when its track is selected or of a kind passed whole.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
-    if passes(input.track) { context.emit(input) }
+    if passes(input.track) { return context.emit(input) }
+    // In decode order: once a track passes, every packet after it does, so the latest time dropped is
+    // where what passed begins (a B-frame shown before a later dropped one was dropped before it).
+    droppedUntil[input.track] = max(droppedUntil[input.track] ?? input.time, input.time)
+  }
+
+  /// A flush starts the accounting of what was dropped afresh.
+  public func flush(context: NodeContext<EncodedPacket>) {
+    droppedUntil = [:]
+    generation = context.generation
   }
 }

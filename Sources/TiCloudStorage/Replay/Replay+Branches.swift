@@ -21,14 +21,16 @@ extension Replay {
     let firstOfKind = !joints.timedKinds.contains(output.track.kind)
     // A first picture joins a play of audio alone whose graph lets all video through (its history holds
     // the next keyframe); a first sound, a play of video.
+    // (A picture's track the router dropped packets of from the position on — let through only since the
+    // last picture left — cannot: neither the history nor the gap detector has what came before.)
+    let presentFrom = output.joinsAt ?? state.rules.target
     let joinsAsFirst =
       output.track.kind == .audio
       ? joints.hasVideo
-      : joints.router.passes(output.track)
-        && !joints.cameLate(output.track, generation: state.rules.generation - graph.base)
+      : joints.router.passesAll(output.track, from: presentFrom, generation: state.rules.generation - graph.base)
     guard !firstOfKind || joinsAsFirst else { return false }
     let start = BranchStart(
-      speed: state.rules.speed, paused: state.rules.paused, presentFrom: output.joinsAt ?? state.rules.target,
+      speed: state.rules.speed, paused: state.rules.paused, presentFrom: presentFrom,
       showsFirstFrameWhilePaused: state.rules.paused, levels: state.levels)
     // While paused nothing flows (the pacers hold the edges full): the branch shows the position only
     // from the history, read again when the branch starts (on the executor, before the next packet).
@@ -65,7 +67,7 @@ extension Replay {
       // A branch that cannot be built here (its decoder, a stopped graph) is built with a new graph.
       return false
     }
-    Self.route(Self.routedTracks(state), in: graph, state)
+    joints.router.select(Self.routedTracks(state))
     // The watch judges the stretch read ahead of the position from what it noted (O40: 5 s of playback).
     if let missing = joints.watch.watch(output.track, since: start.presentFrom) {
       state.rules.channelMissing(output.track, noticedAt: missing.time, generation: graph.base + missing.generation)
@@ -162,17 +164,14 @@ extension Replay {
       for branch in joints.branches.values { branch.soundRole?(false) }
       // From here on as a graph built for audio alone: every picture passes, and one bound later joins
       // at the next keyframe the history keeps (it rebuilt the graph, reading again what was read).
-      let before = joints.router.tracks
-      if joints.router.passWhole(.video) {
-        joints.passedWholeLate[.video] = (state.rules.generation - graph.base, before)
-      }
+      joints.router.passWhole(.video)
     case nil:
       break
     }
     graph.left(id)
     graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
-    Self.route(Self.routedTracks(state), in: graph, state)
+    joints.router.select(Self.routedTracks(state))
     return true
   }
 
@@ -285,28 +284,17 @@ extension Replay {
     return true
   }
 
-  /// Lets `tracks` through `graph`'s router, noting those it did not let through before (inside a
-  /// command).
-  private static func route(_ tracks: Set<TrackID>, in graph: Graph, _ state: Control) {
-    let joints = graph.joints
-    for track in tracks where !joints.router.passes(track) {
-      joints.routedLate[track] = state.rules.generation - graph.base
-    }
-    joints.router.select(tracks)
-  }
-
   /// Hands `recorder` (just added to the recorders, inside the command) to the running graph's tap: true
-  /// when it joined — the tap kept every packet from its start on, its tracks were routed since the
-  /// current flush generation began, and a recorder of audio finds the transcoder in place; false when
-  /// the graph must be rebuilt for it (T16: it starts at the first keyframe at or after its start, which a
-  /// rebuilt graph reads again).
+  /// when it joined — the tap kept every packet from its start on, the router let every packet of its
+  /// tracks from its start on through (``TrackRouter/passesAll(_:from:generation:)``), and a recorder of
+  /// audio finds the transcoder in place; false when the graph must be rebuilt for it (T16: it starts at
+  /// the first keyframe at or after its start, which a rebuilt graph reads again).
   func join(_ recorder: ReplayRecorder, _ state: Control) -> Bool {
     guard let graph = state.graph else { return false }
     let joints = graph.joints
     // The pipeline generation the graph is in once the flushes of the seeks made so far have run.
     let generation = state.rules.generation - graph.base
-    guard recorder.tracks.allSatisfy(joints.router.passes),
-      !recorder.tracks.contains(where: { joints.cameLate($0, generation: generation) }),
+    guard recorder.tracks.allSatisfy({ joints.router.passesAll($0, from: recorder.startsAt, generation: generation) }),
       recorder.audioTrack == nil || joints.transcodesAudio
     else { return false }
     return joints.tap.join(recorder, generation: generation)

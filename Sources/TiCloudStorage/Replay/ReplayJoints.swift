@@ -30,22 +30,6 @@ extension Replay {
     /// The graph's outputs include a video one: audio is muted off 1× and the picture paces the play.
     var hasVideo: Bool { timedKinds.contains(.video) }
     var branches: [OutputID: Branch] = [:]
-    /// The tracks the router began to let through while the graph ran, with the flush generation then:
-    /// the tap has nothing of them from before, so a recorder of one cannot join in that generation.
-    var routedLate: [TrackID: Int] = [:]
-    /// The kinds the router began to let through whole while the graph ran (the last picture left), with
-    /// the flush generation then and the tracks it let through before: of the others, neither the tap nor
-    /// the gap detector has anything from before.
-    var passedWholeLate: [TrackKind: (generation: Int, before: Set<TrackID>)] = [:]
-
-    /// Whether the router began to let `track` through in flush generation `generation` (a recorder of it
-    /// cannot join: the tap has nothing of it from before; nor a first picture of it: the detector would
-    /// take what was read before for missing).
-    func cameLate(_ track: TrackID, generation: Int) -> Bool {
-      if routedLate[track] == generation { return true }
-      guard let whole = passedWholeLate[track.kind] else { return false }
-      return whole.generation == generation && !whole.before.contains(track)
-    }
     /// The nodes of branches cut from the graph: a failure of theirs before they stop ends them quietly.
     var departed: Set<ObjectIdentifier> = []
     /// A first picture joined a play of audio alone and has not shown a frame yet: the sound paces the
