@@ -689,7 +689,7 @@ struct OutputJoinTests {
   }
 
   @Test(
-    "a picture of another channel bound after the last one left rebuilds the graph (its channel was not read before): it shows from the next keyframe, no gap is reported"
+    "a picture of another channel bound right after the last one left rebuilds the graph (the router dropped its packets from the position on): it shows from the next keyframe, no gap is reported"
   )
   func anotherPictureComesBack() throws {
     let (harness, graph) = try ReplayHarness.lastPictureLeft()
@@ -752,6 +752,27 @@ struct OutputJoinTests {
     #expect(milliseconds == 14_000)
     let probed = try probeRecording(recorder.destination.path)
     #expect(probed.frames == 350 && abs(probed.duration - 14.0) < 0.05, "\(probed)")
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+  }
+
+  @Test(
+    "a picture of another channel bound at any time after the last one left: no gap, from the next keyframe, in place once its channel passed whole",
+    arguments: Array(stride(from: 2_000, through: 9_500, by: 250))
+  )
+  func anotherPictureComesBackAt(milliseconds: Int) throws {
+    let (harness, graph) = try ReplayHarness.lastPictureLeft()
+    harness.run(for: .milliseconds(milliseconds - 1_500))
+    let position = try #require(harness.replay.currentTime?.milliseconds) - harness.recordingStart
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 2, renderer: view)
+    let joined = harness.replay.activeGraph === graph
+    harness.runToEnd()
+    // In place or rebuilt, the same: the channel's first keyframe after the position, no gap (a join whose
+    // channel passed only from inside a group of pictures took the pictures before its keyframe for missing).
+    #expect(harness.log.gaps.isEmpty, "joined \(joined) at \(position) ms: \(harness.log.gaps)")
+    let keyframe = (position + 1_999) / 2_000 * 2_000
+    #expect(view.frames.first?.media == harness.media(keyframe), "joined \(joined) at \(position) ms")
+    #expect(view.frames.last?.media == harness.media(11_960) && increasing(view.frames))
     #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
   }
 

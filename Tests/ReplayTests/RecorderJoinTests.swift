@@ -48,7 +48,7 @@ struct RecorderJoinTests {
   }
 
   @Test(
-    "a recorder of a picture the router began to pass when the last picture left rebuilds the graph: it starts at the first keyframe after its start"
+    "a recorder of a picture bound right after the last picture left rebuilds the graph (the router dropped its packets from the start on): it starts at the first keyframe after its start"
   )
   func aRecorderOfAPicturePassedLate() throws {
     // The last picture leaves: the sound drives on, and every picture passes from now on.
@@ -114,7 +114,9 @@ struct RecorderJoinTests {
     #expect(probed.frames > 0)
   }
 
-  @Test("a recorder of a channel the router began to route while the graph ran rebuilds it, and misses nothing")
+  @Test(
+    "a recorder of a channel whose packets from its start on the router dropped (routed just now) rebuilds the graph, and misses nothing"
+  )
   func aRecorderOfALateRoutedChannelRebuilds() throws {
     let harness = try ReplayHarness(seconds: 9) { library in
       try addSecondVideoChannel(to: library, options: ReplayFixtures.options(seconds: 9))

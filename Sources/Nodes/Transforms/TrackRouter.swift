@@ -19,10 +19,23 @@ public final class TrackRouter: Node {
   public private(set) var tracks: Set<TrackID>
   /// The kinds whose every track is let through, selected or not.
   public private(set) var kinds: Set<TrackKind>
-  /// The latest presentation time of a dropped packet, per track, in the current flush generation.
-  private var droppedUntil: [TrackID: MediaTime] = [:]
-  /// The flush generation `droppedUntil` belongs to.
+  /// What was dropped of each track in the current flush generation.
+  private var dropped: [TrackID: Dropped] = [:]
+  /// The tracks let through again since they were dropped whose first decodable packet has not passed
+  /// yet (empty unless a selection changed while packets of them were dropped: nothing to look up per
+  /// packet otherwise).
+  private var resuming: Set<TrackID> = []
+  /// The flush generation `dropped` belongs to.
   private var generation = 0
+
+  /// What was dropped of one track.
+  private struct Dropped {
+    /// The latest presentation time of a packet dropped.
+    var until: MediaTime
+    /// The presentation time of the first decodable packet (a keyframe; any audio packet) that passed
+    /// after the last one dropped.
+    var resumedAt: MediaTime?
+  }
 
   /// Creates a router for `tracks`, and for every track of `kinds`.
   public init(name: String = "TrackRouter", tracks: Set<TrackID>, kinds: Set<TrackKind> = []) {
@@ -35,34 +48,56 @@ public final class TrackRouter: Node {
   public func passes(_ track: TrackID) -> Bool { tracks.contains(track) || kinds.contains(track.kind) }
 
   /// Lets `tracks` through from the next packet on (on the pipeline's executor).
-  public func select(_ tracks: Set<TrackID>) { self.tracks = tracks }
+  public func select(_ tracks: Set<TrackID>) {
+    self.tracks = tracks
+    noteResuming()
+  }
 
   /// Lets every track of `kind` through from the next packet on, selected or not (on the pipeline's
   /// executor); false when it did already.
   @discardableResult
-  public func passWhole(_ kind: TrackKind) -> Bool { kinds.insert(kind).inserted }
+  public func passWhole(_ kind: TrackKind) -> Bool {
+    defer { noteResuming() }
+    return kinds.insert(kind).inserted
+  }
 
-  /// Whether every packet of `track` from `time` on passes in flush generation `generation`: it passes
-  /// now and none of its packets at or after `time` was dropped (what a branch or a recorder joining
-  /// there needs downstream: the packets that came before it was let through are nowhere). True for a
-  /// generation whose flush has not reached the router yet (it drops nothing of a track it passes then).
+  /// The tracks dropped before that pass now and wait for their first decodable packet.
+  private func noteResuming() {
+    resuming = Set(dropped.lazy.filter { $0.value.resumedAt == nil && self.passes($0.key) }.map(\.key))
+  }
+
+  /// Whether what passed of `track` in flush generation `generation` is whole from `time` on: it passes
+  /// now, none of its packets at or after `time` was dropped, and, if some were before, a decodable
+  /// packet at or before `time` passed after them — what a branch or a recorder joining at `time` needs
+  /// downstream (the packets dropped are nowhere; a picture's packets after them that come before a
+  /// keyframe decode to nothing, and the gap detector counts them missing). True for a generation whose
+  /// flush has not reached the router yet (it drops nothing of a track it passes then).
   public func passesAll(_ track: TrackID, from time: MediaTime, generation: Int) -> Bool {
     guard passes(track) else { return false }
     guard generation == self.generation else { return generation > self.generation }
-    return droppedUntil[track].map { $0 < time } ?? true
+    guard let dropped = dropped[track] else { return true }
+    return dropped.until < time && dropped.resumedAt.map { $0 <= time } == true
   }
 
   /// Passes the packet when its track is selected or of a kind passed whole.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
-    if passes(input.track) { return context.emit(input) }
-    // In decode order: once a track passes, every packet after it does, so the latest time dropped is
-    // where what passed begins (a B-frame shown before a later dropped one was dropped before it).
-    droppedUntil[input.track] = max(droppedUntil[input.track] ?? input.time, input.time)
+    let track = input.track
+    guard passes(track) else {
+      // The latest time dropped, whatever the order (a track may be dropped, let through and dropped
+      // again; B-frames come in decode order).
+      dropped[track] = Dropped(until: max(dropped[track]?.until ?? input.time, input.time))
+      return
+    }
+    if !resuming.isEmpty, input.isKeyframe || track.kind == .audio, resuming.remove(track) != nil {
+      dropped[track]?.resumedAt = input.time
+    }
+    context.emit(input)
   }
 
   /// A flush starts the accounting of what was dropped afresh.
   public func flush(context: NodeContext<EncodedPacket>) {
-    droppedUntil = [:]
+    dropped = [:]
+    resuming = []
     generation = context.generation
   }
 }

@@ -163,7 +163,8 @@ extension Replay {
       joints.timeline.retire(track, from: position, now: environment.clock.now)
       for branch in joints.branches.values { branch.soundRole?(false) }
       // From here on as a graph built for audio alone: every picture passes, and one bound later joins
-      // at the next keyframe the history keeps (it rebuilt the graph, reading again what was read).
+      // at the next keyframe the history keeps — once the router let all of its channel through from a
+      // keyframe before the position on (`TrackRouter.passesAll`; until then the graph is rebuilt).
       joints.router.passWhole(.video)
     case nil:
       break

@@ -81,8 +81,9 @@ extension Replay {
   /// Hands what the active play plays from now on to `recorder` (which starts at its next keyframe),
   /// even while no output is bound. The running graph's tap hands it what it kept from the position on
   /// (``RecorderTap/join(_:generation:)``), so nothing is read again; the graph is rebuilt from the
-  /// position when the tap let some of that go, a track of the recorder is not routed or began to be
-  /// routed in this flush generation, it records audio and no transcoder feeds the tap, or no output
+  /// position when the tap let some of that go, the router did not let a track of the recorder through
+  /// whole from its start on (``TrackRouter/passesAll(_:from:generation:)``), it records audio and no
+  /// transcoder feeds the tap, or no output
   /// presents (a tap that is not paced would write what it kept at once). `onEnd` is called once when the play ends (with true for a natural completion),
   /// the recorder falls behind (`ReplayRecorder.whenOverrun(_:)`) or ``removeRecorder(_:)`` is called,
   /// directly rather than through `deliver`: on the environment's executor when the graph completes or
