@@ -10,8 +10,10 @@ import Synchronization
 /// It keeps the most recent objects up to ``budget`` bytes, and at least ``minimumKept`` of them
 /// whatever their size (the object of the position, and the one before it whose keyframe a GOP may start
 /// in, are among the last few the source fetched). Only objects fetched whole are kept; listings, URL
-/// refusals and failures pass through. Keeping a `Data` costs no copy: the bytes are those the graph
-/// holds while it reads them, kept a little longer.
+/// refusals and failures pass through. Keeping a `Data` costs no copy of a plaintext object: the bytes
+/// are those the graph holds while it reads them, kept a little longer (an encrypted one is copied once
+/// before its decryption, which is in place only in bytes nothing else holds: services of local files
+/// are not wrapped, `RecordingService.readsLocalFiles`).
 ///
 /// One per play: a play's objects are fetched with its token (D5), so a new play takes a new one. A hit
 /// is handed over through `deliver` (a completion is never called inside the call that started it);

@@ -170,7 +170,6 @@ extension Replay {
       break
     }
     graph.left(id)
-    graph.joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
     if !state.rules.outputs.contains(where: { $0.track == track }) { graph.joints.watch.unwatch(track) }
     joints.router.select(Self.routedTracks(state))
     return true
@@ -265,7 +264,6 @@ extension Replay {
     do {
       try graph.pipeline.detach(waiting.nodes)
       graph.left(heir.id)
-      graph.joints.departed.formUnion(waiting.nodes.map { ObjectIdentifier($0) })
       var branch: Branch?
       try graph.pipeline.attach { pipeline in
         branch = try connectBranch(

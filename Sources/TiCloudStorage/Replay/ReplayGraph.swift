@@ -51,9 +51,11 @@ extension Replay {
       pacerBook.withLock { $0.pacers[id] = (branch.pacer, branch.isVideo) }
     }
 
-    /// Forgets a branch that left (on the executor), keeping what its pacer counted.
+    /// Forgets a branch that left (on the executor), keeping what its pacer counted; a failure of its
+    /// nodes before they stop ends them quietly (`Joints.departed`).
     func left(_ id: OutputID) {
       guard let branch = joints.branches.removeValue(forKey: id) else { return }
+      joints.departed.formUnion(branch.nodes.map { ObjectIdentifier($0) })
       pacerBook.withLock { book in
         book.pacers[id] = nil
         guard branch.isVideo else { return }
