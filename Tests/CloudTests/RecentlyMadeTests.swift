@@ -25,7 +25,8 @@ import Testing
     DispatchQueue.global().async {
       _ = cache.value(for: 1) { () throws(NotServed) in
         started.signal()
-        release.wait()
+        // Bounded: a test that failed before releasing it does not leave the thread blocked for good.
+        _ = release.wait(timeout: .now() + Double(testDeadline.components.seconds))
         return "one"
       }
       finished.signal()
@@ -42,7 +43,7 @@ import Testing
     DispatchQueue.global().async {
       _ = single.value(for: 1) { () throws(NotServed) in
         began.signal()
-        go.wait()
+        _ = go.wait(timeout: .now() + Double(testDeadline.components.seconds))
         return "one"
       }
       done.signal()

@@ -282,6 +282,26 @@ public struct WaitTimedOut: Error, CustomStringConvertible {
   public var description: String { "waited \(testDeadline) for \(what)" }
 }
 
+/// Polls `condition` (every millisecond) until it holds; throws ``WaitTimedOut`` naming `what` once
+/// ``testDeadline`` has passed. For a state another thread changes, where no signal exists to wait for.
+public func waitUntil(_ what: String, _ condition: () -> Bool) throws {
+  let deadline = ContinuousClock.now + testDeadline
+  while !condition() {
+    guard ContinuousClock.now < deadline else { throw WaitTimedOut(what) }
+    usleep(1_000)
+  }
+}
+
+/// Yields to other tasks until `condition` holds; throws ``WaitTimedOut`` naming `what` once
+/// ``testDeadline`` has passed.
+public func yieldUntil(_ what: String, _ condition: () -> Bool) async throws {
+  let deadline = ContinuousClock.now + testDeadline
+  while !condition() {
+    guard ContinuousClock.now < deadline else { throw WaitTimedOut(what) }
+    await Task.yield()
+  }
+}
+
 extension DispatchSemaphore {
   /// Waits for a signal until ``testDeadline``; throws ``WaitTimedOut`` naming `what` after it.
   public func wait(for what: String) throws {

@@ -218,6 +218,13 @@ extension RecorderSettingsTests {
         #expect(error.code == -1)
       }
       try await recorder.wait(until: .idle)
+      // The watcher's stream ends its loop at `.idle`: waited for with a deadline (a stream that lost it
+      // fails the test instead of hanging it).
+      let deadline = ContinuousClock.now + testDeadline
+      while seen.last != .idle {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut("the watcher to see the recorder idle") }
+        await Task.yield()
+      }
       _ = await watcher.value
       let info = try #require(completed ?? nil)
       #expect(info == recorder.lastFinishedFile)

@@ -89,7 +89,7 @@ import TiCloudStorage
     let stopped = Task {
       try await replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 9000), token: "test")
     }
-    while !replay.isActive { await Task.yield() }
+    try await yieldUntil("the awaited play to start") { replay.isActive }
     harness.run(for: .milliseconds(500))
     replay.stop()
     harness.executor.runUntilIdle()
@@ -98,7 +98,7 @@ import TiCloudStorage
     let replaced = Task {
       try await replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 9000), token: "test")
     }
-    while !replay.isActive { await Task.yield() }
+    try await yieldUntil("the awaited play to start") { replay.isActive }
     harness.run(for: .milliseconds(500))
     #expect(harness.play(3000, 6000) == .ok)
     harness.runToEnd()
@@ -108,10 +108,10 @@ import TiCloudStorage
     let cancelled = Task {
       try await replay.play(MediaRange(startMilliseconds: start, endMilliseconds: start + 9000), token: "test")
     }
-    while !replay.isActive { await Task.yield() }
+    try await yieldUntil("the awaited play to start") { replay.isActive }
     harness.run(for: .milliseconds(500))
     cancelled.cancel()
-    while replay.isActive { await Task.yield() }
+    try await yieldUntil("the cancelled play to stop") { !replay.isActive }
     harness.executor.runUntilIdle()
     #expect(try await cancelled.value == .stopped)
     #expect(harness.log.completions == 1)

@@ -21,6 +21,9 @@ final class ServedReplay: @unchecked Sendable {
   /// What the video output heard ("presenting", "completed", "failed <code>").
   let outputEvents = Locked<[String]>([])
 
+  /// The queue the replay delivers its callbacks on (a test may suspend it: callbacks wait there).
+  let callbacks = DispatchQueue(label: "test.replay")
+
   init(faults: ServerFaults = ServerFaults(), endpoint: URL? = nil) throws {
     directory = try TemporaryDirectory("tipipe-served-replay")
     try LibrarySynthesizer(options: smallOptions(seconds: 6)).write(to: directory.url)
@@ -33,7 +36,7 @@ final class ServedReplay: @unchecked Sendable {
     policy.backoff = .milliseconds(5)
     policy.maximumBackoff = .milliseconds(20)
     let service = CloudService(endpoint: endpoint ?? URL(string: server.endpoint)!, policy: policy)
-    replay = Replay(service: service, environment: .freeRunning(callbacks: DispatchQueue(label: "test.replay")))
+    replay = Replay(service: service, environment: .freeRunning(callbacks: callbacks))
     let outputEvents = self.outputEvents
     replay.bindVideo(channel: 0, renderer: NullRenderer()) { event in
       let name =
@@ -182,20 +185,33 @@ final class ServedReplay: @unchecked Sendable {
   }
 
   @Test func R56_noErrorForAStoppedOrReplacedPlayOverAFailedRecording() throws {
-    let served = try ServedReplay()
-    try FileManager.default.removeItem(at: try objects(served)[1])
-    // Stopped before the end: no error (and no completion) however the recording fails.
-    #expect(
-      served.replay.play(
-        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: served.token())
-        == .ok)
-    served.replay.stop()
-    #expect(
-      served.replay.play(
-        MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000), token: served.token())
-        == .ok)
-    try served.finished.wait(for: "the play's end")
-    #expect(served.log.errors.isEmpty && served.log.completions == 1)
+    for replaced in [false, true] {
+      let served = try ServedReplay()
+      try FileManager.default.removeItem(at: try objects(served)[1])
+      // The play fails (its last object is gone) while its callbacks wait on the suspended queue: its
+      // error is pending when it is stopped or replaced, and is never delivered.
+      served.callbacks.suspend()
+      #expect(
+        served.replay.play(
+          MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: served.token())
+          == .ok)
+      try waitUntil("the play over a missing object to fail") { !served.replay.isActive }
+      if replaced {
+        #expect(
+          served.replay.play(
+            MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 3000),
+            token: served.token()) == .ok)
+        served.callbacks.resume()
+        try served.finished.wait(for: "the new play's end")
+      } else {
+        #expect(served.replay.stop() == .ok)
+        served.callbacks.resume()
+      }
+      served.callbacks.sync {}
+      #expect(served.log.errors.isEmpty, "replaced: \(replaced)")
+      #expect(served.log.completions == (replaced ? 1 : 0), "replaced: \(replaced)")
+      #expect(served.log.gaps.isEmpty)
+    }
   }
 }
 

@@ -185,6 +185,35 @@ import TiCloudStorage
     #expect(harness.renderer.frames.last?.media == media(59960))
   }
 
+  @Test("R47, R48: the last output leaving stops reading the source; one bound again reads from the position")
+  func R47_R48_theLastOutputLeavingStopsReading() throws {
+    // 60 s in 3 s objects: paused at once, the play has read only what its edges hold (as above).
+    let harness = try ReplayHarness(seconds: 60)
+    harness.play(0, 60000)
+    harness.replay.pause()
+    harness.run(for: .seconds(1))
+    let fetched = harness.service.fetchedStarts
+    #expect(fetched.count < 12, "fetched \(fetched)")
+    #expect(harness.replay.activeGraph != nil)
+    harness.replay.unbind(harness.videoOutput)
+    harness.executor.runUntilIdle()
+    #expect(harness.replay.activeGraph == nil, "the graph stays without outputs")
+    // Resumed without outputs, nothing is read however long it runs, and nothing completes.
+    harness.replay.resume()
+    harness.run(for: .seconds(90))
+    #expect(harness.service.fetchedStarts == fetched)
+    #expect(harness.replay.activeGraph == nil)
+    #expect(harness.log.completions == 0 && harness.log.errors.isEmpty)
+    #expect(harness.replay.isActive)
+    // Bound again, it reads from the position (the frozen first frame) on and completes once.
+    let view = TimedRenderer(clock: harness.clock)
+    harness.replay.bindVideo(channel: 0, renderer: view) { _ in }
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    #expect(view.frames.last?.media == media(59960))
+    #expect((view.frames.first?.media ?? 0) >= media(0) && (view.frames.first?.media ?? .max) <= media(2000))
+  }
+
   @Test func R32_ofSeveralSeeksTheLastWinsAndTheSupersededOneIsReported() throws {
     let harness = try ReplayHarness(seconds: 9)
     let superseded = Locked<[[Int64]]>([])

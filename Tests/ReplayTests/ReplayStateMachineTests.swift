@@ -165,6 +165,15 @@ import Testing
       #expect(after == before, "R14: \(from) \(to) \(initial as Any)")
     }
     #expect(rules.active)
+    // R13 with a play going on: every output unbound (the play stays, frozen: R47), a play is refused
+    // with notBound and leaves it as it was.
+    let stillActive = rules.unbind(v)
+    #expect(stillActive)
+    let unbound = (rules.generation, rules.playNumber, rules.position, rules.play, rules.paused, rules.speed)
+    #expect(rules.play(span(start, start + 1000), token: "u") == (.notBound, false))
+    let after = (rules.generation, rules.playNumber, rules.position, rules.play, rules.paused, rules.speed)
+    #expect(after == unbound, "R13, R14: notBound after a play")
+    #expect(rules.active && rules.play?.token == "t")
   }
 
   @Test func R19_R20_aNewPlayKeepsOutputsAndSpeedAndStartsUnpausedWithoutAPosition() throws {

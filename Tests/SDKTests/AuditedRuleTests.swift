@@ -216,7 +216,7 @@ extension SDKRules {
       #expect(started.code == ok)
       #expect(TiCloudStorage.shutdown() == TiCloudStorageErrorCode.inUse)
       #expect(storage.dispose() == TiCloudStorageErrorCode.inUse)
-      while !finished { await session.run(for: .milliseconds(100)) }
+      try await session.run(until: "the export's completion") { finished }
       #expect(storage.dispose() == ok)
       #expect(session.close() == ok)
     }
@@ -287,22 +287,37 @@ extension SDKRules {
       let request = TiCloudStorageExportRequest(
         startTimeMs: recordingStart, endTimeMs: recordingStart + 9000, videoChannelId: 0, audioChannelId: 1)
       var detailed: TiCloudStorageExportResult?
-      let started = storage.exportRecording(
-        request, progress: nil, progressDetail: nil, onRecordingGap: nil, callbackThread: .main
+      // What `task.report` held at each progress before the end (E45: nil while the export runs).
+      var reportsWhileRunning: [(Double, TiCloudStorageExportReport?)] = []
+      var started: TiCloudStorageExportTaskStartResult?
+      started = storage.exportRecording(
+        request, progress: { value in reportsWhileRunning.append((value, started?.task?.report)) },
+        progressDetail: nil, onRecordingGap: nil, callbackThread: .main
       ) { detailed = $0 }
-      let task = try #require(started.task)
+      let task = try #require(started?.task)
       #expect(task.report == nil)
-      while detailed == nil { await session.run(for: .milliseconds(100)) }
+      try await session.run(until: "the detailed export's result") { detailed != nil }
       let result = try #require(detailed)
       let report = try #require(task.report)
       let final = try #require(result.report)
-      #expect(report.coveredDurationMs == final.coveredDurationMs && report.segments.count == final.segments.count)
-      #expect(report.gaps.count == final.gaps.count && report.termination == final.termination)
+      // The same report as the completion's, in every part (as `tipipe export --report` writes it).
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = .sortedKeys
+      let json = try encoder.encode(final)
+      #expect(try encoder.encode(report) == json)
+      // Seen from the progress callbacks: nil, or (a progress delivered after the export ended) that same
+      // report: never one of a running export.
+      #expect(reportsWhileRunning.contains { $0.0 < 1 }, "no progress below 1.0 was delivered")
+      for (value, seen) in reportsWhileRunning {
+        if let seen { #expect(try encoder.encode(seen) == json, "a report at progress \(value)") }
+      }
+      #expect(report.coveredDurationMs == final.coveredDurationMs && report.termination == .exhausted)
+      #expect(!final.segments.isEmpty && !final.gaps.isEmpty)  // the fixture's hole: both lists say something
       // A file exactly when ok (E19), and the simple overload reports the same outcome (E10).
       #expect((result.code == ok) == (result.file != nil))
       var simple: TiCloudStorageRecordingResult?
       _ = storage.exportRecording(request, progress: nil) { simple = $0 }
-      while simple == nil { await session.run(for: .milliseconds(100)) }
+      try await session.run(until: "the simple export's result") { simple != nil }
       #expect(simple?.code == result.code && (simple?.file != nil) == (result.file != nil))
       #expect(simple?.file?.durationMs == result.file?.durationMs)
       #expect(storage.dispose() == ok)

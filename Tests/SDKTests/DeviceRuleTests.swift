@@ -93,6 +93,8 @@ extension SDKRules {
       #expect(storage.updateToken("") == TiCloudStorageErrorCode.invalidArgument)
       #expect(
         try await session.pump { await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok)
+      // D6: the empty token was not stored: the listing went out with "b".
+      #expect(session.service.tokens.withLock { $0.last } == "b")
       #expect(storage.dispose() == ok)
       #expect(storage.updateToken("c") == TiCloudStorageErrorCode.notInitialized)
       #expect(

@@ -148,13 +148,11 @@ extension SDKRules {
       rig.replay.startRawDump(options: TiCloudStorageRawDumpOptions(videoChannelIds: [0])) {
         starts.append(($0, onMainQueue))
       }
-      while starts.isEmpty { await session.drainMain() }
-      await session.drainMain()
+      await session.drainMain { !starts.isEmpty }
       #expect(starts.count == 1 && starts[0].1 && starts[0].0.code == ok)
       var stops: [(TiRawDumpStopResult, Bool)] = []
       starts[0].0.dump?.stop { stops.append(($0, onMainQueue)) }
-      while stops.isEmpty { await session.drainMain() }
-      await session.drainMain()
+      await session.drainMain { !stops.isEmpty }
       #expect(stops.count == 1 && stops[0].1 && stops[0].0.code == ok)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)

@@ -194,7 +194,7 @@ extension SDKRules {
       var simple: TiCloudStorageRecordingResult?
       let second = storage.exportRecording(request(), progress: nil) { simple = $0 }
       #expect(second.code == ok)
-      while simple == nil { await session.drainMain() }
+      await session.drainMain { simple != nil }
       #expect(simple?.code == result.code)
       #expect(simple?.file?.path != file.path)
       #expect(simple?.file.map { FileManager.default.fileExists(atPath: $0.path) } == true)
@@ -293,7 +293,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func E32_E33_E34_E35_E36_E38_cancelAndStopLeaveNoFile() async throws {
+    @Test func E14_E32_E33_E34_E35_E36_E38_cancelAndStopLeaveNoFile() async throws {
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "t")
       for (stop, code) in [(false, TiCloudStorageErrorCode.cancelled), (true, TiCloudStorageErrorCode.stopped)] {
@@ -307,9 +307,42 @@ extension SDKRules {
         #expect(result.file == nil)
         #expect(result.report?.termination == .cancelled)
         #expect(log.completions == 1)
+        // E14: the range was not scanned to its end, so neither the callbacks nor the task say 1.0.
+        #expect(log.progress.allSatisfy { $0 < 1 } && task.progress < 1 && task.progressDetail.fraction < 1)
       }
       let leftovers = try FileManager.default.contentsOfDirectory(atPath: session.media.path)
       #expect(leftovers.isEmpty)
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func E41_endingOneExportLeavesAnotherAsItWas() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "t")
+      var files: [String] = []
+      for stop in [false, true] {
+        // Two exports of the same range at once; one is ended before either has run.
+        let (ended, endedLog) = session.startExport(storage, request())
+        let (other, otherLog) = session.startExport(storage, request())
+        #expect(ended.code == ok && other.code == ok)
+        let task = try #require(ended.task)
+        #expect(stop ? task.stop() == ok : task.cancel() == ok)
+        await session.finish(endedLog)
+        await session.finish(otherLog)
+        #expect(endedLog.result?.file == nil && endedLog.result?.report?.termination == .cancelled)
+        let result = try #require(otherLog.result)
+        #expect(result.code == ok && result.report?.termination == .exhausted)
+        #expect(otherLog.progress.last == 1.0 && other.task?.progress == 1.0)
+        let file = try #require(result.file)
+        #expect(file.durationMs == 8000)  // 9 s with the fixture's 1 s hole
+        let probe = try run(
+          "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file.path])
+        #expect(probe.split(separator: "\n").sorted() == ["aac", "h264"])
+        files.append(URL(fileURLWithPath: file.path).lastPathComponent)
+      }
+      // Each its own file in the cache's media folder, and nothing of the ended ones.
+      #expect(Set(files).count == 2)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).sorted() == files.sorted())
       #expect(storage.dispose() == ok)
       #expect(session.close() == ok)
     }
@@ -327,7 +360,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func E42_D11_aTokenThatExpiresDuringAnExportIsItsCauseOrItsCode() async throws {
+    @Test func E14_E42_D11_aTokenThatExpiresDuringAnExportIsItsCauseOrItsCode() async throws {
       // After media was written: the export ends with what it wrote, the expiry as the report's cause.
       let session = try SDKSession()
       let storage = TiCloudStorage(token: "first")
@@ -344,6 +377,9 @@ extension SDKRules {
       let report = try #require(result.report)
       #expect(report.termination == .interrupted && report.cause == TiCloudStorageErrorCode.tokenExpired)
       #expect(!report.complete)
+      // E14: interrupted before the end of its range, it never reported 1.0 (it did report some progress).
+      #expect(!log.progress.isEmpty && log.progress.allSatisfy { $0 < 1 })
+      #expect(try #require(start.task).progress < 1)
       #expect(report.unprocessedRanges.last?.endTimeMs == recordingStart + 9000)
       #expect(report.coveredDurationMs > 0 && report.coveredDurationMs <= 3000)
       // Listed with the token it started with: twice with success, then again for the refused objects.

@@ -302,28 +302,53 @@ extension SDKRules {
       let session = try SDKSession()
       let first = ReplayRig(callbackThread: .background)
       let second = ReplayRig(callbackThread: .background)
+      // The shared queue is marked: a callback that runs on any other queue (one of its own) is seen.
+      let sharedQueue = DispatchSpecificKey<Bool>()
+      Runtime.shared.background.setSpecific(key: sharedQueue, value: true)
+      defer { Runtime.shared.background.setSpecific(key: sharedQueue, value: nil) }
       let running = Locked(0)
       let overlapped = Locked(false)
-      let threads = Locked<[Bool]>([])
-      for rig in [first, second] {
-        rig.replay.onTimeChanged = { _ in
-          let now = running.withLock {
-            $0 += 1; return $0
-          }
-          if now > 1 { overlapped.withLock { $0 = true } }
-          threads.withLock { $0.append(onMainQueue) }
-          usleep(200)
-          running.withLock { $0 -= 1 }
+      /// Each callback: from whom, on the main queue, on the shared queue.
+      let calls = Locked<[(String, Bool, Bool)]>([])
+      let callback = { @Sendable (from: String) in
+        let now = running.withLock {
+          $0 += 1; return $0
         }
+        if now > 1 { overlapped.withLock { $0 = true } }
+        calls.withLock { $0.append((from, onMainQueue, DispatchQueue.getSpecific(key: sharedQueue) == true)) }
+        usleep(200)
+        running.withLock { $0 -= 1 }
       }
+      for (name, rig) in [("first", first), ("second", second)] {
+        rig.replay.onTimeChanged = { _ in callback(name) }
+      }
+      // An ExportTask that chose the background queue shares it with the Replays.
+      let exported = Locked(false)
+      let export = first.storage.exportRecording(
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 9000, videoChannelId: 0, audioChannelId: 1),
+        progress: { _ in callback("export") }, progressDetail: { _ in callback("export") },
+        onRecordingGap: { _ in callback("export") }, callbackThread: .background,
+        completion: { _ in
+          callback("export")
+          exported.withLock { $0 = true }
+        })
+      #expect(export.code == ok)
       #expect(first.play() == ok)
       #expect(second.play() == ok)
       await session.run(for: .seconds(2))
+      try await session.run(until: "the background export's completion") {
+        Runtime.shared.background.sync {}
+        return exported.withLock { $0 }
+      }
       // Wait for the background queue to run what was queued.
       Runtime.shared.background.sync {}
       #expect(!overlapped.withLock { $0 })
-      #expect(threads.withLock { $0.count } > 4)
-      #expect(threads.withLock { $0.allSatisfy { !$0 } })
+      let delivered = calls.withLock { $0 }
+      for name in ["first", "second", "export"] {
+        #expect(delivered.count { $0.0 == name } > 2, "\(name): \(delivered.count { $0.0 == name }) callbacks")
+      }
+      #expect(delivered.allSatisfy { !$0.1 && $0.2 }, "a background callback off the shared queue")
       // The Outputs' delegates ran on the main queue.
       #expect(first.log.videoStates.contains(.rendering))
       #expect(first.log.delegatesOnMain)

@@ -163,6 +163,34 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func R13_R14_aPlayWithEveryOutputDetachedIsRefusedAndTheFrozenPlayGoesOn() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(1500))
+      #expect(rig.video.detach() == ok)
+      #expect(rig.audio.detach() == ok)
+      await session.run(for: .milliseconds(50))
+      let frozen = try #require(rig.replay.currentTimeMs)
+      // No Output bound: refused (R13), and the frozen play stays as it was (R14): not replaced by the
+      // refused 3 s play, not stopped.
+      #expect(rig.play(0, 3000) == TiCloudStorageErrorCode.notBound)
+      await session.run(for: .seconds(2))
+      #expect(rig.replay.currentTimeMs == frozen)
+      let before = rig.view.renderedTimes.count
+      #expect(rig.video.attach(replay: rig.replay, channelId: 0) == ok)
+      #expect(rig.audio.attach(replay: rig.replay, channelId: 1) == ok)
+      await session.run(for: .seconds(12))
+      // It goes on from its position to its own end (9 s), once, without an error.
+      let resumed = try #require(rig.view.renderedTimes.dropFirst(before).first)
+      #expect(resumed >= frozen * 1000)
+      #expect(rig.replay.currentTimeMs == recordingStart + 9000)
+      #expect(rig.log.entries.filter { $0 == .completed }.count == 1)
+      #expect(!rig.log.entries.contains { if case .error = $0 { true } else { false } })
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func O19_O20_O36_O38_detachAndDetachViewAreIndependentAndIdempotent() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
@@ -273,7 +301,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func O34_O35_O37_O39_theViewIsBorrowedOnlyBetweenAttachAndDetach() async throws {
+    @Test func O34_O35_O36_O37_O39_theViewIsBorrowedOnlyBetweenAttachAndDetach() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       let other = FrameCaptureRenderer()

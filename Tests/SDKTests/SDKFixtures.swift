@@ -94,6 +94,16 @@ final class SDKSession {
     await drainMain()
   }
 
+  /// Runs the clock in steps of `step` until `done` holds; fails with what it waited for (`what`) once
+  /// ``testDeadline`` of real time has passed (a lost completion fails the test instead of hanging it).
+  func run(until what: String, step: Duration = .milliseconds(100), _ done: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + testDeadline
+    while !done() {
+      guard ContinuousClock.now < deadline else { throw WaitTimedOut(what) }
+      await run(for: step)
+    }
+  }
+
   /// Awaits `body` while cranking the graphs' executor (the library is read on it).
   func pump<Value: Sendable>(_ body: @escaping @MainActor () async -> Value) async throws -> Value {
     let result = Locked<Value?>(nil)

@@ -20,8 +20,7 @@ extension SDKRules {
       let first = await rig.video.takeSnapshot()
       var completions: [(Int32, String?, Bool)] = []
       rig.video.takeSnapshot { result in completions.append((result.code, result.file?.path, onMainQueue)) }
-      while completions.isEmpty { await session.drainMain() }
-      await session.drainMain()
+      await session.drainMain { !completions.isEmpty }
       #expect(completions.count == 1)
       #expect(completions[0].0 == ok && completions[0].2)
       let paths = [try #require(first.file?.path), try #require(completions[0].1)]
@@ -182,7 +181,7 @@ extension SDKRules {
       var code: Int32?
       deleted.delete { code = $0 }
       #expect(session.close() == ok)
-      while code == nil { await session.drainMain() }
+      await session.drainMain { code != nil }
       #expect(code == ok)
       #expect(!FileManager.default.fileExists(atPath: deleted.path))
       #expect(await deleted.delete() == ok)
