@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -171,6 +172,112 @@ extension SDKRules {
       #expect(async.code == ok)
       #expect(async.days.count == 3)
       #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func Q24_theDefaultTimeZoneIsShanghaiInBothForms() async throws {
+      // A minute at 2026-11-30T17:00Z: 2026-12-01T01:00 in Shanghai, still 2026-11-30 in UTC.
+      let library = try TemporaryDirectory("tipipe-sdk-shanghai")
+      var options = smallOptions(seconds: 2)
+      options.startMilliseconds = 1_796_058_000_000
+      try LibrarySynthesizer(options: options).write(to: library.url)
+      let session = try SDKSession(library: library.url)
+      let storage = TiCloudStorage(token: "a")
+      let byDefault = try await session.pump {
+        await storage.listRecordingDays(startDate: "2026-11-30", endDate: "2026-12-01")
+      }
+      #expect(byDefault.code == ok && byDefault.days.map(\.hasRecording) == [false, true])
+      var completed: TiCloudStorageRecordingDaysResult?
+      storage.listRecordingDays(startDate: "2026-11-30", endDate: "2026-12-01") { completed = $0 }
+      await session.drainMain { completed != nil }
+      #expect(completed?.code == ok && completed?.days.map(\.hasRecording) == [false, true])
+      let utc = try await session.pump {
+        await storage.listRecordingDays(startDate: "2026-11-30", endDate: "2026-12-01", timeZoneId: "UTC")
+      }
+      #expect(utc.code == ok && utc.days.map(\.hasRecording) == [true, false])
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
+    @Test func Q13_Q19_D11_D16_everyOutcomeOfTheCompletionFormsAndWhatFailedListsHold() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "a")
+      final class Box: @unchecked Sendable {
+        var returned = false
+        /// Each delivery: code, count of recordings or days, on main, after the call returned.
+        var results: [(Int32, Int, Bool, Bool)] = []
+      }
+      /// Both completion forms once, then both async forms; the codes and what the lists held.
+      func listAll() async throws -> [(Int32, Int, Bool, Bool)] {
+        let box = Box()
+        storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) { result in
+          box.results.append((result.code, result.recordings.count, onMainQueue, box.returned))
+        }
+        storage.listRecordingDays(startDate: "2026-11-29", endDate: "2026-12-01", timeZoneId: "UTC") { result in
+          box.results.append((result.code, result.days.count, onMainQueue, box.returned))
+        }
+        box.returned = true
+        #expect(box.results.isEmpty, "a completion inside the call")
+        await session.drainMain { box.results.count >= 2 }
+        let ranges = try await session.pump { await storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }
+        let days = try await session.pump {
+          await storage.listRecordingDays(startDate: "2026-11-29", endDate: "2026-12-01", timeZoneId: "UTC")
+        }
+        #expect(box.results.count == 2, "each completion once")
+        #expect(box.results.allSatisfy { $0.2 && $0.3 }, "on the main queue, after the call")
+        return box.results + [
+          (ranges.code, ranges.recordings.count, true, true), (days.code, days.days.count, true, true),
+        ]
+      }
+      // A failure of the service: its code, and empty lists (Q19).
+      session.service.failListings(with: .serviceUnavailable)
+      let failed = try await listAll()
+      #expect(failed.allSatisfy { $0.0 != ok && $0.1 == 0 }, "\(failed)")
+      // An expired token: 6014 in the result; known from then on, lists fail without asking the service
+      // (D11) — though the service would answer now — and the same token installed again changes nothing.
+      session.service.failListings(with: .credentialsExpired)
+      let expired = try await listAll()
+      #expect(expired.allSatisfy { $0.0 == TiCloudStorageErrorCode.tokenExpired && $0.1 == 0 }, "\(expired)")
+      session.service.failListings(with: nil)
+      let asked = session.service.tokens.withLock { $0.count }
+      #expect(try await listAll().allSatisfy { $0.0 == TiCloudStorageErrorCode.tokenExpired && $0.1 == 0 })
+      #expect(storage.updateToken("a") == ok)
+      #expect(try await listAll().allSatisfy { $0.0 == TiCloudStorageErrorCode.tokenExpired })
+      #expect(session.service.tokens.withLock { $0.count } == asked, "the service was asked with a known-expired token")
+      // Another token: asked again, with it.
+      #expect(storage.updateToken("b") == ok)
+      let listed = try await listAll()
+      #expect(listed.allSatisfy { $0.0 == ok && $0.1 > 0 }, "\(listed)")
+      #expect(session.service.tokens.withLock { $0.count > asked && $0.dropFirst(asked).allSatisfy { $0 == "b" } })
+      // Disposed: notInitialized through every form (D16), still never inside the call (Q13).
+      #expect(storage.dispose() == ok)
+      let disposed = try await listAll()
+      #expect(disposed.allSatisfy { $0.0 == TiCloudStorageErrorCode.notInitialized && $0.1 == 0 }, "\(disposed)")
+      #expect(session.close() == ok)
+    }
+
+    @Test func D4_aNewTokenIsUsedByEveryListPlayAndExportStartedAfterIt() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .seconds(2))
+      #expect(rig.storage.updateToken("fresh") == ok)
+      let before = session.service.tokens.withLock { $0.count }
+      #expect(rig.play(0, 1000) == ok)
+      await session.run(for: .seconds(2))
+      let (export, log) = session.startExport(
+        rig.storage,
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 2000, videoChannelId: 0, audioChannelId: 1))
+      #expect(export.code == ok)
+      await session.finish(log)
+      #expect(log.result?.code == ok)
+      #expect(
+        try await session.pump { await rig.storage.listRecordings(startTimeMs: whole.0, endTimeMs: whole.1) }.code == ok
+      )
+      let after = session.service.tokens.withLock { Array($0.dropFirst(before)) }
+      #expect(after.count >= 3 && after.allSatisfy { $0 == "fresh" }, "\(after)")
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
 

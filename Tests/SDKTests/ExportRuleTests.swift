@@ -465,6 +465,12 @@ extension SDKRules {
       #expect(none.code == ok)
       await session.finish(noneLog)
       #expect(noneLog.result?.code == TiCloudStorageErrorCode.noRecordableMedia && noneLog.result?.file == nil)
+      // A range inside the recording's hole (3 s to 4 s) holds nothing either.
+      let (hole, holeLog) = session.startExport(storage, request(3100, 3900))
+      #expect(hole.code == ok)
+      await session.finish(holeLog)
+      #expect(holeLog.result?.code == TiCloudStorageErrorCode.noRecordableMedia && holeLog.result?.file == nil)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
       let (large, largeLog) = session.startExport(
         storage,
         TiCloudStorageExportRequest(
