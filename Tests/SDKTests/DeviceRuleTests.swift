@@ -281,6 +281,43 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func L5_aTaskDroppedByItsCallerStillDeliversItsCompletion() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      // An export whose task and start result the caller lets go of at once.
+      let exported = Locked<[Int32]>([])
+      var export: TiCloudStorageExportTaskStartResult? = rig.storage.exportRecording(
+        TiCloudStorageExportRequest(
+          startTimeMs: recordingStart, endTimeMs: recordingStart + 2000, videoChannelId: 0, audioChannelId: 1),
+        progress: nil
+      ) { result in exported.withLock { $0.append(result.code) } }
+      weak var exportTask = export?.task
+      export = nil
+      // A recording task let go of right after its stop was asked for.
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(300))
+      var recording: TiCloudStorageRecordingTask? = rig.replay.startRecording(videoChannelId: 0).task
+      await session.run(for: .milliseconds(2500))
+      let recorded = Locked<[Int32]>([])
+      recording?.stop { result in recorded.withLock { $0.append(result.code) } }
+      weak var recordingTask = recording
+      recording = nil
+      try await session.run(until: "the dropped tasks' completions") {
+        exported.withLock { !$0.isEmpty } && recorded.withLock { !$0.isEmpty }
+      }
+      await session.drainMain()
+      #expect(exported.withLock { $0 } == [ok] && recorded.withLock { $0 } == [ok])
+      // Delivered, they are let go of in turn (an ended recording task once another starts or its Replay
+      // is disposed).
+      #expect(exportTask == nil && recordingTask != nil)
+      #expect(rig.play() == ok)
+      let next = rig.replay.startRecording(videoChannelId: 0)
+      #expect(next.code == ok && recordingTask == nil)
+      _ = await next.task?.stop()
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func L5_completionsAreKeptAliveUntilDelivered() async throws {
       let session = try SDKSession()
       final class Witness: Sendable {}

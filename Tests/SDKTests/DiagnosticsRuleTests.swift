@@ -222,6 +222,22 @@ extension SDKRules.Diagnostics {
     #expect(session.close() == ok)
   }
 
+  @Test func X8_zeroMeansStartedAndAFailureComesThroughTheCompletion() async throws {
+    let session = try SDKSession()
+    // Where the package is made is a file: the upload cannot be packaged (ioFailed, C17).
+    #expect(
+      FileManager.default.createFile(
+        atPath: session.cache.url.appendingPathComponent("upload").path, contents: Data("x".utf8)))
+    let upload = Upload()
+    #expect(upload.code == ok)
+    #expect(upload.delivered.isEmpty, "the outcome came inside the call")
+    let result = try await upload.wait()
+    for _ in 0..<3 { await session.drainMain() }
+    #expect(upload.delivered.count == 1 && upload.delivered[0].onMain)
+    #expect(result.code == TiCloudStorageErrorCode.ioFailed && !result.succeeded && result.logId == nil)
+    #expect(session.close() == ok)
+  }
+
   @Test func X8_X9_X10_anAwaitedUploadReturnsItsOutcomeAndARefusalAtOnce() async throws {
     #expect(TiCloudStorage.shutdown() == ok)
     #expect(await TiRtcLogging.upload().code == TiCloudStorageErrorCode.notInitialized)

@@ -357,6 +357,39 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func L28_completionFormsComeOnTheMainQueueFromABackgroundReplay() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig(callbackThread: .background)
+      #expect(rig.play() == ok)
+      await session.run(for: .milliseconds(500))
+      /// Each completion form's code and whether it ran on the main queue.
+      var delivered: [String: (Int32, Bool)] = [:]
+      var snapshot: TiCloudStorageSnapshotFile?
+      rig.video.takeSnapshot { result in
+        delivered["snapshot"] = (result.code, onMainQueue)
+        snapshot = result.file
+      }
+      await session.drainMain { delivered["snapshot"] != nil }
+      rig.replay.startRawDump(options: TiCloudStorageRawDumpOptions(videoChannelIds: [0])) { result in
+        delivered["dump start"] = (result.code, onMainQueue)
+        result.dump?.stop { delivered["dump stop"] = ($0.code, onMainQueue) }
+      }
+      let recording = try #require(rig.replay.startRecording(videoChannelId: 0).task)
+      await session.run(for: .seconds(2))  // past the keyframe at 2 s it starts with
+      recording.stop { delivered["recording stop"] = ($0.code, onMainQueue) }
+      try await session.run(until: "the recording's and the dump's results") {
+        delivered["recording stop"] != nil && delivered["dump stop"] != nil
+      }
+      try #require(snapshot).delete { delivered["delete"] = ($0, onMainQueue) }
+      await session.drainMain { delivered["delete"] != nil }
+      #expect(delivered.keys.sorted() == ["delete", "dump start", "dump stop", "recording stop", "snapshot"])
+      for (form, (code, onMain)) in delivered {
+        #expect(code == ok && onMain, "\(form): code \(code), on the main queue: \(onMain)")
+      }
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func L30_L31_L32_L33_L35_disposeIsCheckedRetryableAndFinal() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()

@@ -102,6 +102,61 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func O16_aSecondOutputOnABoundChannelIsRefusedAndBothBindingsStay() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.audio.setVolume(30) == ok)
+      // Another Output of each kind on the channels the rig's Outputs hold: refused, both unbound.
+      let secondDevice = CaptureAudioDevice()
+      let secondAudio = TiCloudStorageAudioOutput(device: secondDevice)
+      #expect(secondAudio.attach(replay: rig.replay, channelId: 1) == inUse)
+      let secondView = FrameCaptureRenderer()
+      let secondVideo = TiCloudStorageVideoOutput()
+      #expect(secondVideo.attachView(secondView) == ok)
+      #expect(secondVideo.attach(replay: rig.replay, channelId: 0) == inUse)
+      #expect(secondAudio.core.binding == nil && secondVideo.core.binding == nil)
+      // The holders' bindings are as they were: they present, the refused ones nothing.
+      #expect(rig.audio.core.binding?.replay === rig.replay && rig.audio.core.binding?.channel == 1)
+      #expect(rig.video.core.binding?.replay === rig.replay && rig.video.core.binding?.channel == 0)
+      // O31: the refused Output's volume is its own, and the holder keeps its 30.
+      #expect(secondAudio.setVolume(90) == ok)
+      #expect(rig.play() == ok)
+      await session.run(for: .seconds(1))
+      #expect(!rig.device.played.isEmpty && rig.device.played.allSatisfy { $0.volume == 30 })
+      #expect(!rig.view.renderedTimes.isEmpty)
+      #expect(secondDevice.played.isEmpty && secondView.renderedTimes.isEmpty)
+      #expect(secondVideo.detachView() == ok && secondVideo.dispose() == ok && secondAudio.dispose() == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
+    @Test func O31_setVolumeChangesOnlyItsOwnOutputOnTheSameReplay() async throws {
+      // Sound on channels 1 and 2: two Audio Outputs of one Replay play at once.
+      let library = try TemporaryDirectory("tipipe-sdk-two-sounds")
+      var options = smallOptions(seconds: 3)
+      options.otherAudioChannels = [2]
+      try LibrarySynthesizer(options: options).write(to: library.url)
+      let session = try SDKSession(library: library.url)
+      let rig = ReplayRig()
+      let otherDevice = CaptureAudioDevice()
+      let other = TiCloudStorageAudioOutput(device: otherDevice)
+      #expect(other.attach(replay: rig.replay, channelId: 2) == ok)
+      #expect(rig.audio.setVolume(30) == ok)
+      #expect(other.setVolume(80) == ok)
+      #expect(rig.play(0, 3000) == ok)
+      await session.run(for: .seconds(1))
+      #expect(rig.audio.setVolume(10) == ok)
+      let (first, second) = (rig.device.played.count, otherDevice.played.count)
+      await session.run(for: .seconds(1))
+      #expect(first > 0 && second > 0)
+      #expect(rig.device.played.prefix(first).allSatisfy { $0.volume == 30 })
+      #expect(rig.device.played.count > first && rig.device.played.dropFirst(first + 2).allSatisfy { $0.volume == 10 })
+      #expect(otherDevice.played.count > second && otherDevice.played.allSatisfy { $0.volume == 80 })
+      #expect(other.detach() == ok && other.dispose() == ok)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func O13_O14_O15_O16_O17_bindingRules() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()

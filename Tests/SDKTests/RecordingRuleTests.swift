@@ -64,12 +64,23 @@ extension SDKRules {
       await session.run(for: .milliseconds(2500))
       var completions: [TiCloudStorageRecordingResult] = []
       first.stop { completions.append($0) }
+      // Two awaited stops at once, besides the completion form's.
+      let concurrent = try await session.pump {
+        async let one = first.stop()
+        async let two = first.stop()
+        return await [one, two]
+      }
       let a = try await stop(first, session)
       let b = try await stop(first, session)
-      await session.drainMain { !completions.isEmpty }
+      // A completion form after the result is known, too.
+      first.stop { completions.append($0) }
+      await session.drainMain { completions.count == 2 }
       #expect(a.code == ok)
       let file = try #require(a.file)
-      #expect(b.file?.path == file.path && completions[0].file?.path == file.path)
+      // Every caller, whatever the form or the time, the same code and path (T6).
+      let all = concurrent + [a, b] + completions
+      #expect(all.count == 6)
+      #expect(all.allSatisfy { $0.code == a.code && $0.file?.path == file.path }, "\(all.map(\.code))")
       // From the keyframe at 2 s (the first after the start at ~0.3 s) to where the play was.
       let probed = try probeRecording(file.path)
       #expect(probed.codecs == ["h264", "aac"])

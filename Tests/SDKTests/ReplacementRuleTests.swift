@@ -59,5 +59,26 @@ extension SDKRules {
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }
+
+    @Test func R70_eventsOfAStoppedPlayNotYetDeliveredAreDropped() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 3000) == ok)
+      await session.run(for: .milliseconds(2900))
+      // The graph runs past the play's end without the main queue delivering: its last times and its
+      // completion are on their way when it is stopped.
+      let past = session.clock.now + .milliseconds(400)
+      session.executor.runUntilIdle(firingTimersOf: session.clock, through: past)
+      session.clock.advance(to: past)
+      let mark = rig.log.entries.count
+      #expect(rig.replay.stop() == ok)
+      await session.run(for: .seconds(2))
+      let after = rig.log.entries[mark...]
+      #expect(!after.contains(.completed), "\(Array(after))")
+      #expect(!after.contains { if case .time = $0 { true } else { false } }, "\(Array(after))")
+      #expect(!after.contains { if case .error = $0 { true } else { false } })
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
   }
 }

@@ -139,6 +139,8 @@ extension TiCloudStorageReplay {
     let task = TiCloudStorageRecordingTask(recorder: recorder, engine: engine)
     runtime.withLock {
       runtime.beginOperation()
+      // The ended ones go as another starts (and at dispose): a long-lived Replay does not keep them all.
+      recordingTasks.removeAll { !$0.isActive }
       recordingTasks.append(task)
     }
     guard engine.addRecorder(recorder, onEnd: { [weak task] naturally in task?.ended(naturally: naturally) }) == .ok
