@@ -347,9 +347,33 @@ extension SDKRules {
       #expect(rig.log.entries.isEmpty)
       #expect(rig.video.state == .idle && rig.audio.state == .idle && rig.replay.currentTimeMs == nil)
       #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).isEmpty)
-      #expect(rig.play(0, 1000) == ok)
+      #expect(rig.play(0, 9000) == ok)
       await session.run(for: .milliseconds(500))
       #expect(Set(rig.device.played.map(\.volume)) == [40])
+      // The same refusals while the play renders: it goes on as it was (its frame, bindings, volume, and
+      // position), and no task, file or callback comes of them.
+      let playing = try #require(rig.replay.currentTimeMs)
+      let entries = rig.log.entries.count
+      #expect(rig.play(5, 5) == TiCloudStorageErrorCode.invalidArgument)
+      #expect(rig.video.attach(replay: other, channelId: 0) == TiCloudStorageErrorCode.inUse)
+      #expect(rig.audio.setVolume(150) == TiCloudStorageErrorCode.invalidArgument)
+      #expect(rig.replay.seek(toTimeMs: recordingStart + 9000) == TiCloudStorageErrorCode.invalidArgument)
+      #expect(rig.replay.startRecording(videoChannelId: 256).task == nil)
+      #expect(await rig.replay.startRawDump(options: TiCloudStorageRawDumpOptions()).dump == nil)
+      #expect(
+        rig.storage.exportRecording(
+          TiCloudStorageExportRequest(startTimeMs: 5, endTimeMs: 5, videoChannelId: 0), progress: nil
+        ) { _ in Issue.record("a refused export called back") }.task == nil)
+      #expect(rig.replay.currentTimeMs == playing)
+      #expect(await rig.video.takeSnapshot().code == ok)  // the frame shown is still there
+      #expect(rig.video.state == .rendering && rig.audio.state == .playing)
+      #expect(rig.video.core.binding?.replay === rig.replay && rig.video.core.binding?.channel == 0)
+      await session.run(for: .milliseconds(500))
+      #expect(try #require(rig.replay.currentTimeMs) > playing)
+      #expect(Set(rig.device.played.map(\.volume)) == [40])
+      let later = rig.log.entries.dropFirst(entries)
+      #expect(later.allSatisfy { if case .time = $0 { true } else { false } }, "\(Array(later))")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: session.media.path).count == 1)  // the snapshot
       #expect(other.dispose() == ok)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)

@@ -439,6 +439,21 @@ extension SDKRules {
       #expect(TiCloudStorage.errorToString(6026) == "inUse")
       #expect(TiCloudStorage.errorToString(6044) == "workDirectoryUnavailable")
       #expect(TiCloudStorage.errorToString(4242).contains("4242"))
+      // C1: every named constant equals the number rules.md lists (C2–C30); 6044, 6045 and 6130 have none
+      // and are returned as their numbers (the C13, C14 and O40 tests produce them).
+      typealias Code = TiCloudStorageErrorCode
+      let table: [(Int32, Int32)] = [
+        (Code.ok, 0), (Code.invalidArgument, 6000), (Code.notInitialized, 6001), (Code.tokenExpired, 6014),
+        (Code.alreadyInitialized, 6022), (Code.permissionDenied, 6024), (Code.inUse, 6026), (Code.notStarted, 6027),
+        (Code.notBound, 6029), (Code.notConfigured, 6030), (Code.resourceExhausted, 6043),
+        (Code.fileWriteFailed, 6046), (Code.unsupportedFormat, 6113), (Code.ioFailed, 6114), (Code.cancelled, 6115),
+        (Code.rangeTooLarge, 6117), (Code.noFrame, 6118), (Code.noRecordableMedia, 6119),
+        (Code.recordingOverrun, 6120), (Code.recordingUnreadable, 6122), (Code.cloudStorageUnavailable, 6123),
+        (Code.stopped, 6124), (Code.recordingNotFound, 6134), (Code.recordingDownloadFailed, 6135),
+        (Code.networkUnavailable, 6136), (Code.endpointDnsResolutionFailed, 6137),
+      ]
+      for (constant, number) in table { #expect(constant == number) }
+      #expect(Set(table.map(\.1)).union([6044, 6045, 6130]) == Set(codes))
     }
 
     @Test func L38_theDocumentedTeardownSucceedsAtEveryStep() async throws {

@@ -24,6 +24,42 @@ extension SDKRules {
         ])
     }
 
+    @Test func R5_aReplayHasNoPublicInitializerAndPlaysWithItsOwnInstancesToken() async throws {
+      // No public initializer in any declaration of the type (read from the sources, as F9's test does).
+      let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/TiCloudStorage/SDK")
+      let files = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter {
+        $0.hasPrefix("TiCloudStorageReplay") && $0.hasSuffix(".swift")
+      }
+      #expect(files.count >= 2)
+      for file in files {
+        let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+        let initializers = text.split(separator: "\n").filter {
+          $0.range(of: #"^\s*(public|open)\s+((convenience|required)\s+)?init\b"#, options: .regularExpression) != nil
+        }
+        #expect(initializers.isEmpty, "\(file): \(initializers)")
+      }
+      // Made by one instance, it plays with that instance's token, whatever other instances come and go.
+      let session = try SDKSession()
+      let owner = TiCloudStorage(token: "owner-token")
+      let replay = owner.createReplay()
+      let view = FrameCaptureRenderer()
+      let video = TiCloudStorageVideoOutput()
+      #expect(video.attachView(view) == ok && video.attach(replay: replay, channelId: 0) == ok)
+      let other = TiCloudStorage(token: "other-token")
+      #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 1000) == ok)
+      await session.run(for: .seconds(2))
+      #expect(other.dispose() == ok)
+      #expect(replay.play(startTimeMs: recordingStart, endTimeMs: recordingStart + 1000) == ok)
+      await session.run(for: .seconds(2))
+      let tokens = session.service.tokens.withLock { $0 }
+      #expect(tokens.count >= 2 && tokens.allSatisfy { $0 == "owner-token" }, "\(tokens)")
+      #expect(!view.renderedTimes.isEmpty)
+      #expect(replay.stop() == ok && video.detach() == ok && video.detachView() == ok && video.dispose() == ok)
+      #expect(replay.dispose() == ok && owner.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
     @Test func R5_R6_R7_R8_R9_aReplayBelongsToItsInstanceAndCallsBackOnItsQueue() async throws {
       let session = try SDKSession()
       let main = ReplayRig()
