@@ -291,7 +291,7 @@ extension SDKRules {
           startTimeMs: recordingStart, endTimeMs: recordingStart + 2000, videoChannelId: 0, audioChannelId: 1),
         progress: nil
       ) { result in exported.withLock { $0.append(result.code) } }
-      weak var exportTask = export?.task
+      weak let exportTask = export?.task
       export = nil
       // A recording task let go of right after its stop was asked for.
       #expect(rig.play() == ok)
@@ -300,7 +300,7 @@ extension SDKRules {
       await session.run(for: .milliseconds(2500))
       let recorded = Locked<[Int32]>([])
       recording?.stop { result in recorded.withLock { $0.append(result.code) } }
-      weak var recordingTask = recording
+      weak let recordingTask = recording
       recording = nil
       try await session.run(until: "the dropped tasks' completions") {
         exported.withLock { !$0.isEmpty } && recorded.withLock { !$0.isEmpty }
