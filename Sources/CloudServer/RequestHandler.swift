@@ -417,7 +417,7 @@ final class RequestHandler: Sendable {
     let truncate = attempt <= faults.truncateFirst || chance(faults.truncateRate)
     return .file(
       descriptor: descriptor, offset: offset, length: length, size: size, partial: partial,
-      cutAt: truncate ? length / 2 : nil)
+      cutAt: truncate ? length / 2 : nil, stallsAt: faults.stalledObjects.contains(id) ? ServerFaults.stallBytes : nil)
   }
 
   /// Why an object is not served.
@@ -491,7 +491,7 @@ final class RequestHandler: Sendable {
   enum Answer {
     case error(Int, String, String)
     case body(Int, String, Data, headers: [String: String] = [:])
-    case file(descriptor: Int32, offset: Int64, length: Int64, size: Int64, partial: Bool, cutAt: Int64?)
+    case file(descriptor: Int32, offset: Int64, length: Int64, size: Int64, partial: Bool, cutAt: Int64?, stallsAt: Int64?)
     case unsatisfiable(Int64)
     case reset
   }
@@ -518,12 +518,12 @@ final class RequestHandler: Sendable {
       response = Self.buffer(
         Data("{\"error\":\"range_not_satisfiable\",\"message\":\"bad Range\"}".utf8), type: "application/json")
       if let response { MHD_add_response_header(response, "Content-Range", "bytes */\(size)") }
-    case .file(let descriptor, let offset, let length, let size, let partial, let cutAt):
+    case .file(let descriptor, let offset, let length, let size, let partial, let cutAt, let stallsAt):
       status = partial ? 206 : 200
-      bytes = cutAt ?? length
-      if cutAt != nil || configuration.faults.bytesPerSecond > 0 {
+      bytes = stallsAt.map { min($0, length) } ?? cutAt ?? length
+      if cutAt != nil || stallsAt != nil || configuration.faults.bytesPerSecond > 0 {
         let body = ShapedBody(
-          descriptor: descriptor, offset: offset, length: length, cutAt: cutAt,
+          descriptor: descriptor, offset: offset, length: length, cutAt: cutAt, stallsAt: stallsAt,
           bytesPerSecond: configuration.faults.bytesPerSecond)
         response = MHD_create_response_from_callback(
           UInt64(length), 64 * 1024,
@@ -561,24 +561,32 @@ final class RequestHandler: Sendable {
   }
 }
 
-/// A body sent through a callback: cut short (a truncation fault) or paced (a bandwidth limit).
+/// A body sent through a callback: cut short (a truncation fault), stalled (nothing more after some
+/// bytes, for a while, then closed) or paced (a bandwidth limit).
 private final class ShapedBody: Sendable {
   let descriptor: Int32
   let offset: Int64
   let length: Int64
   let cutAt: Int64?
+  let stallsAt: Int64?
   let bytesPerSecond: Int
 
-  init(descriptor: Int32, offset: Int64, length: Int64, cutAt: Int64?, bytesPerSecond: Int) {
+  init(descriptor: Int32, offset: Int64, length: Int64, cutAt: Int64?, stallsAt: Int64?, bytesPerSecond: Int) {
     self.descriptor = descriptor
     self.offset = offset
     self.length = length
     self.cutAt = cutAt
+    self.stallsAt = stallsAt
     self.bytesPerSecond = bytesPerSecond
   }
 
   func read(at position: Int64, into buffer: UnsafeMutablePointer<CChar>, maximum: Int) -> Int {
-    let end = cutAt ?? length
+    if let stallsAt, position >= stallsAt {
+      // Silent on a connection of its own (a stall fault serves each on a thread), then closed unfinished.
+      sleep(UInt32(ServerFaults.stallSeconds))
+      return cmhd_reader_end_with_error
+    }
+    let end = min(cutAt ?? length, stallsAt ?? length)
     if position >= end { return cutAt == nil ? cmhd_reader_end_of_stream : cmhd_reader_end_with_error }
     var count = Int(min(Int64(maximum), end - position))
     if bytesPerSecond > 0 {

@@ -27,6 +27,13 @@ public struct ServerFaults: Sendable, Hashable {
   public var listingStatus: Int?
   /// Every listing answers 200 with a body that is not JSON.
   public var malformedListing = false
+  /// Objects (by id) whose every request sends its first ``stallBytes`` bytes, then nothing for
+  /// ``stallSeconds``, then closes without the rest: one object that stalls while the others are served.
+  public var stalledObjects: Set<String> = []
+  /// What a stalled object's request sends before it stalls.
+  public static let stallBytes: Int64 = 1000
+  /// How long a stalled object's request stays silent before it closes.
+  public static let stallSeconds = 10
   /// The seed of the random faults.
   public var seed: UInt64 = 1
 
@@ -34,5 +41,5 @@ public struct ServerFaults: Sendable, Hashable {
   public init() {}
 
   /// True when a fault needs a thread per connection (its sleeps must not hold other connections).
-  var sleeps: Bool { latencyMilliseconds > 0 || bytesPerSecond > 0 }
+  var sleeps: Bool { latencyMilliseconds > 0 || bytesPerSecond > 0 || !stalledObjects.isEmpty }
 }

@@ -1,5 +1,6 @@
 import CloudServer
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -57,7 +58,9 @@ import TiCloudStorage
       CloudSegmentSource(
         service: dripping.service, range: span(0, 36_000), token: dripping.token, stallBudget: .seconds(2)),
       range: span(0, 36_000), to: output)
-    #expect(stalled.code == .networkUnavailable, "\(stalled.message ?? "")")
+    // The objects in flight at the first stall are gaps; the second stall, nothing received between,
+    // ends it: the cloud does not answer (6123), which says nothing of the local network.
+    #expect(stalled.code == .cloudStorageUnavailable, "\(stalled.message ?? "")")
     #expect(stalled.message?.contains("bytes in") == true, "\(stalled.message ?? "")")
     #expect(stalled.report.termination == .failed && stalled.file == nil)
     #expect(!FileManager.default.fileExists(atPath: output.path))
@@ -68,6 +71,31 @@ import TiCloudStorage
       CloudSegmentSource(service: slow.service, range: span(0, 6000), token: slow.token, stallBudget: .seconds(2)),
       range: span(0, 6000), to: scratch.url.appendingPathComponent("slow.mp4"))
     #expect(moving.code == .ok && moving.report.complete, "\(moving.message ?? "")")
+  }
+
+  @Test("one object that stalls while the others are served is a downloadFailed gap: the export goes on")
+  func oneStalledObjectIsAGap() throws {
+    let scratch = try TemporaryDirectory()
+    let directory = try TemporaryDirectory("tipipe-cloud")
+    try LibrarySynthesizer(options: smallOptions(seconds: 12)).write(to: directory.url)
+    let stored = try RecordingIndex.load(library: directory.url).segments.sorted { $0.startMs < $1.startMs }
+    var faults = ServerFaults()
+    faults.stalledObjects = [stored[1].id]  // 3 s to 6 s: a thousand bytes, then nothing
+    let served = try ServedLibrary(directory: directory, faults: faults)
+    let result = try export(
+      CloudSegmentSource(
+        service: served.service, range: span(0, 12_000), token: served.token, prefetchBytes: 8 << 20,
+        stallBudget: .seconds(2)),
+      range: span(0, 12_000), to: scratch.url.appendingPathComponent("stalled.mp4"))
+    #expect(result.code == .ok && result.report.termination == .exhausted, "\(result.message ?? "")")
+    let gaps = result.report.gaps.filter { $0.reasons.contains(.downloadFailed) }
+    let lost = ExportReport.Range(startMs: recordingStart + 3000, endMs: recordingStart + 6000)
+    #expect(gaps.map(\.range) == [lost], "\(result.report.gaps)")
+    #expect(result.report.coveredDurationMs >= 8_900 && result.report.coveredDurationMs <= 9_000)
+    let file = try #require(result.file)
+    let duration = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", file.path])
+    #expect(abs((Double(duration.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - 9) < 0.1, "\(duration)")
   }
 
   /// A renderer that only counts what it is given.
@@ -105,7 +133,7 @@ import TiCloudStorage
     // A deadline, not a measure: the budget is 2 s; a lost callback fails here instead of hanging.
     #expect(ended.wait(timeout: .now() + 120) == .success)
     callbacks.sync {}
-    #expect(outcomes.withLock { $0 } == ["\(TiErrorCode.networkUnavailable)"])
+    #expect(outcomes.withLock { $0 } == ["\(TiErrorCode.cloudStorageUnavailable)"])
     #expect(pictures.presented == 0)
     replay.stop()
   }

@@ -57,6 +57,8 @@ enum ServeCommand {
       --expire-signatures-first N  the first N requests of each object answer 403 signature_expired
       --latency-ms MS              wait MS before every answer
       --bandwidth BYTES            send object bodies at most BYTES per second
+      --stall-object ID            every request of object ID sends 1000 bytes, then nothing for 10 s,
+                                   then closes (repeatable)
       --token-requests N           after N listing requests, every token counts as expired (401)
       --listing-status CODE        every listing answers CODE (e.g. 429, 500, 503)
       --malformed-listing          every listing answers 200 with a body that is not JSON
@@ -83,7 +85,7 @@ enum ServeCommand {
         "--threads": .value, "--object-host": .repeated, "--quiet": .boolean, "--fail-first": .value,
         "--fail-rate": .value,
         "--fail-status": .value, "--truncate-first": .value, "--truncate-rate": .value, "--reset-first": .value,
-        "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value,
+        "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value, "--stall-object": .repeated,
         "--token-requests": .value, "--listing-status": .value, "--malformed-listing": .boolean, "--seed": .value,
       ])
     let root = try flags.required("--root")
@@ -127,6 +129,7 @@ enum ServeCommand {
     faults.expireSignaturesFirst = try flags.integer("--expire-signatures-first", default: 0, range: 0...1_000_000)
     faults.latencyMilliseconds = try flags.integer("--latency-ms", default: 0, range: 0...60_000)
     faults.bytesPerSecond = try flags.integer("--bandwidth", default: 0, range: 0...(1 << 40))
+    faults.stalledObjects = Set(flags.all("--stall-object"))
     if flags.string("--token-requests") != nil {
       faults.tokenRequests = try flags.integer("--token-requests", default: 0, range: 0...1_000_000_000)
     }

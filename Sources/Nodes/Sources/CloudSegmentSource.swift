@@ -14,9 +14,12 @@ import PipelineGraph
 ///   network failure fails the source when the stream reaches it: what was fetched before it still goes
 ///   downstream, and the operation ends there.
 /// - A stall budget bounds the operation as a whole: when its transfers and listings together receive
-///   fewer than ``minimumProgress`` bytes over `stallBudget` (30 s by default, wall-clock), everything in
-///   flight is cancelled and the source fails with `networkUnavailable` (an export then ends with what it
-///   wrote); each transfer's own retries and deadline still apply within it.
+///   fewer than ``minimumProgress`` bytes over `stallBudget` (30 s by default, wall-clock), the objects
+///   then in flight become `downloadFailed` gaps and the operation goes on (one object that stalls while
+///   the cloud serves the others costs its own stretch, not the rest); a listing that stalls, or a second
+///   stall with nothing received in between, means the cloud as a whole does not answer: everything in
+///   flight is cancelled and the source fails with `serviceUnavailable` (an export then ends with what it
+///   wrote). Each transfer's own retries and deadline still apply within it.
 /// - Flushing or stopping cancels every listing and transfer in flight at once.
 /// - ``readsAhead`` off, it fetches only the object it emits next (a player's first frame gets the disk,
 ///   the network and the CPU to itself); on, up to `prefetchBytes` ahead.
@@ -62,6 +65,10 @@ public final class CloudSegmentSource: SourceNode {
   private var stallWatch: StallWatch?
   /// The stall that ended the operation, thrown at the next produce.
   private var stall: MediaError?
+  /// A stall cost the objects then in flight, and nothing arrived since: another one ends the operation.
+  private var stalledSinceArrival = false
+  /// Positions whose transfer a stall gave up: what their cancelled requests still report is dropped.
+  private var givenUp: Set<Int> = []
   /// The fewest bytes the operation must receive over its stall budget.
   public static let minimumProgress = 1024
   private var relisted: Set<Int> = []
@@ -142,11 +149,25 @@ public final class CloudSegmentSource: SourceNode {
     guard let stallBudget else { return }
     let stalled = context.makeCompletion { [unowned self] (bytes: Int) in
       guard stall == nil else { return }
-      stall = MediaError(
-        .networkUnavailable,
-        "the cloud sent \(bytes) bytes in \(stallBudget) (at least \(Self.minimumProgress) are needed): "
-          + "the operation gives up")
-      cancelAll()
+      let what = "the cloud sent \(bytes) bytes in \(stallBudget) (at least \(Self.minimumProgress) are needed)"
+      guard listing == nil, !transfers.isEmpty, !stalledSinceArrival else {
+        stall = MediaError(.serviceUnavailable, "\(what): the operation gives up")
+        cancelAll()
+        context.wake()
+        return
+      }
+      // The objects in flight are given up as gaps; the next ones are fetched under a new watch.
+      stalledSinceArrival = true
+      for (position, request) in transfers {
+        givenUp.insert(position)
+        request.cancel()
+        guard case .object(let segment) = plan[position] else { continue }
+        arrived[position] = FetchedObject(
+          segment: segment, result: .failure(MediaError.gap(.downloadFailed, "\(what): the object is given up")))
+      }
+      transfers.removeAll()
+      armStallWatch(context)
+      requestAhead(context: context)
       context.wake()
     }
     stallWatch = StallWatch(budget: stallBudget, minimumBytes: Self.minimumProgress) { stalled($0) }
@@ -286,9 +307,11 @@ public final class CloudSegmentSource: SourceNode {
 
   private func fetch(_ segment: RecordingIndex.Segment, at position: Int, context: NodeContext<FetchedObject>) {
     let completion = context.makeCompletion { [unowned self] (fetch: ObjectFetch) in
+      guard givenUp.remove(position) == nil else { return }
       transfers[position] = nil
       switch fetch {
       case .fetched(let data, let verified):
+        stalledSinceArrival = false
         arrived[position] = FetchedObject(segment: segment, result: .success(data), digestVerified: verified)
       case .urlRefused(let error):
         if relisted.contains(position) {
@@ -317,6 +340,7 @@ public final class CloudSegmentSource: SourceNode {
   private func relist(_ segment: RecordingIndex.Segment, at position: Int, context: NodeContext<FetchedObject>) {
     relisted.insert(position)
     let completion = context.makeCompletion { [unowned self] (result: Result<RecordingIndex, MediaError>) in
+      guard givenUp.remove(position) == nil else { return }
       transfers[position] = nil
       switch result {
       case .failure(let error):
@@ -354,6 +378,8 @@ public final class CloudSegmentSource: SourceNode {
     arrived.removeAll()
     listingFailure = nil
     stall = nil
+    stalledSinceArrival = false
+    givenUp.removeAll()
     transferFailures.removeAll()
     covered = range.start
     listedUntil = range.start

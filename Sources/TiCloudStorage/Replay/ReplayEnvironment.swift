@@ -24,8 +24,9 @@ package struct ReplayEnvironment: Sendable {
   /// Delivers one callback (on the main queue, the shared background queue, or as a test wishes);
   /// never called inside a Replay method's own call stack.
   package var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
-  /// How long a play may receive (almost) nothing from the cloud before it fails with
-  /// `networkUnavailable` (`CloudSegmentSource`'s stall budget, wall-clock); nil: no budget. A paused
+  /// How long a play may receive (almost) nothing from the cloud before the objects in flight become
+  /// gaps, and a second time before it fails with `cloudStorageUnavailable` (`CloudSegmentSource`'s stall
+  /// budget, wall-clock); nil: no budget. A paused
   /// play whose read-ahead is full waits on nothing, and is not stalled.
   package var stallBudget: Duration? = .seconds(30)
 
