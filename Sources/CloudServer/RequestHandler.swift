@@ -491,7 +491,8 @@ final class RequestHandler: Sendable {
   enum Answer {
     case error(Int, String, String)
     case body(Int, String, Data, headers: [String: String] = [:])
-    case file(descriptor: Int32, offset: Int64, length: Int64, size: Int64, partial: Bool, cutAt: Int64?, stallsAt: Int64?)
+    case file(
+      descriptor: Int32, offset: Int64, length: Int64, size: Int64, partial: Bool, cutAt: Int64?, stallsAt: Int64?)
     case unsatisfiable(Int64)
     case reset
   }
