@@ -34,6 +34,33 @@ struct ExportTests {
     #expect(left == ["lib", "out.mp4"])
   }
 
+  @Test("sound that starts seconds after the picture is kept: the file's audio begins there, and only its absence before is a gap")
+  func lateSound() throws {
+    let directory = try TemporaryDirectory()
+    // Channel 2's sound starts 4 s in (channel 1's from the start, not exported).
+    var options = smallOptions(seconds: 12)
+    options.otherAudioChannels = [2]
+    options.otherAudioGaps = [(offset: 0, length: 4)]
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: options).write(to: library)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let (result, _) = try export(library: library, range: range(0, 12_000), to: output, audioChannel: 2)
+    #expect(result.code == .ok && result.report.termination == .exhausted)
+    #expect(result.report.coveredDurationMs == 12_000)
+    let probe = try expectPlayable(result)
+    #expect(probe.audio?.codec_name == "aac")
+    // The sound from 4 s to the end: 8 s of AAC frames (16 kHz, 1024 samples each: 125).
+    let frames = Int(probe.audio?.nb_read_frames ?? "") ?? 0
+    #expect(abs(frames - 125) <= 2, "\(frames) AAC frames")
+    // The only gap is the sound's absence before 4 s.
+    let audioGaps = result.report.gaps.filter { $0.tracks.contains { $0.kind == "audio" } }
+    // (It ends where the first AAC frame after 4 s starts: frames last 64 ms.)
+    #expect(audioGaps.count == 1, "\(result.report.gaps)")
+    #expect(audioGaps.first?.range.startMs == recordingStart)
+    #expect(audioGaps.first.map { (4000..<4064).contains($0.range.endMs - recordingStart) } == true)
+    #expect(!result.report.complete)
+  }
+
   @Test("(a) a range starting exactly on a keyframe starts there, not a GOP earlier, and ends at its end")
   func startOnKeyframe() throws {
     let directory = try TemporaryDirectory()

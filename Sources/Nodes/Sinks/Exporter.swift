@@ -9,7 +9,9 @@ import Synchronization
 /// gap and drops what a file cannot hold; the exporter only follows. A gap event of the video track
 /// ends the stretch being written (at the gap's start) and the next video packet, a keyframe, begins
 /// the next one; every gap event goes to the timeline. The file's streams are declared up front, so
-/// the first packets wait until the audio format is known (or 2 s of video passed without audio).
+/// the first packets wait until the audio format is known (or ``MP4Writer/audioWait`` of video, or
+/// ``MP4Writer/audioWaitBytes`` of it, passed without audio: a recording whose sound starts a few seconds
+/// in keeps it).
 /// Writing goes through `MP4Recording`, the path it shares with ``MP4Writer``.
 ///
 /// Progress is the scanned fraction of the range, monotonic; `onProgress` gets coalesced values.
@@ -60,6 +62,7 @@ public final class Exporter: Node {
   private var timeline: ExportTimeline
   /// Until the file exists: video from its first keyframe, and audio.
   private var startVideo: [EncodedPacket] = []
+  private var startVideoBytes = 0
   private var startAudio: [EncodedPacket] = []
   private var audioFormat: TrackFormat?
   private var reportedProgress = 0.0
@@ -98,6 +101,7 @@ public final class Exporter: Node {
       // Decoded before the end: a frame shown after it may be the reference of B-frames before it.
       guard packet.decodeTime < rangeEnd, packet.isKeyframe || !startVideo.isEmpty else { return }
       startVideo.append(packet)
+      startVideoBytes += packet.data.count
       return try openFile(force: false)
     }
     if !recording.isRecording {
@@ -117,12 +121,15 @@ public final class Exporter: Node {
     try recording.writeAudio(packet)
   }
 
-  /// Creates the file once the audio format is known, or 2 s of video went by without audio, or `force`.
+  /// Creates the file once the audio format is known, or the video waiting for it reached
+  /// ``MP4Writer/audioWait`` or ``MP4Writer/audioWaitBytes``, or `force`.
   private func openFile(force: Bool) throws {
     guard recording == nil, let first = startVideo.first else { return }
     let span = (try? (startVideo.last?.time ?? first.time) - first.time) ?? .zero
     let audioKnown = configuration.audioTrack == nil || audioFormat != nil
-    guard force || audioKnown || span >= .microseconds(2_000_000) else { return }
+    guard force || audioKnown || span >= MP4Writer.audioWait || startVideoBytes >= MP4Writer.audioWaitBytes else {
+      return
+    }
     let audio = configuration.audioTrack == nil ? nil : audioFormat
     // The first frame's duration (the demuxer's look-ahead) gives the frame rate; AAC has 1024-sample frames.
     let videoRate = 1_000_000 / Double(max(1_000, first.duration.microseconds))
@@ -140,6 +147,7 @@ public final class Exporter: Node {
     recording.begin(at: first.time)
     let (video, sound) = (startVideo, startAudio)
     startVideo = []
+    startVideoBytes = 0
     startAudio = []
     // In arrival order is not needed: audio waits for the video to reach it.
     for packet in video { try recording.writeVideo(packet) }

@@ -36,11 +36,16 @@ public final class MP4Writer: Node {
   private var audioFormat: TrackFormat?
   /// Until the file exists: video from its first keyframe, and audio.
   private var waitingVideo: [EncodedPacket] = []
+  private var waitingVideoBytes = 0
   private var waitingAudio: [EncodedPacket] = []
   /// The declared audio track the file was made without, why, and from when.
   private var missingAudio: (TrackID, GapReason, MediaTime)?
-  /// How long the file waits for the declared audio track's first packet (2 s of video).
-  public static let audioWait = MediaDuration.microseconds(2_000_000)
+  /// How long the file waits for the declared audio track's first packet: 10 s of video (a camera's or a
+  /// file's sound may start seconds after its picture; the file's tracks are declared before any sample).
+  public static let audioWait = MediaDuration.microseconds(10_000_000)
+  /// The most video bytes held while waiting for it (what ``audioWait`` of a high-rate picture comes to
+  /// first).
+  public static let audioWaitBytes = 16 << 20
   /// What the file lacks, once it is finished: the declared audio track when none came within
   /// ``audioWait`` (`trackUnavailable`) or it was not AAC (`unsupportedMedia`), over the whole recording.
   public private(set) var gaps: [RecordingGap] = []
@@ -79,6 +84,7 @@ public final class MP4Writer: Node {
     guard let recording else {
       guard input.isKeyframe || !waitingVideo.isEmpty else { return skippedPackets += 1 }
       waitingVideo.append(input)
+      waitingVideoBytes += input.data.count
       return try openWhenReady(force: false)
     }
     guard GapDetector.sameVideo(input.format, recording.video) else { return skippedPackets += 1 }
@@ -90,7 +96,10 @@ public final class MP4Writer: Node {
   private func openWhenReady(force: Bool) throws {
     guard recording == nil, let first = waitingVideo.first else { return }
     let span = (try? (waitingVideo.last?.time ?? first.time) - first.time) ?? .zero
-    guard force || audioTrack == nil || audioFormat != nil || span >= Self.audioWait else { return }
+    guard
+      force || audioTrack == nil || audioFormat != nil || span >= Self.audioWait
+        || waitingVideoBytes >= Self.audioWaitBytes
+    else { return }
     try OutputFile.validate(destination)
     let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
     let recording = try MP4Recording(
@@ -104,6 +113,7 @@ public final class MP4Writer: Node {
     }
     let (video, sound) = (waitingVideo, waitingAudio)
     waitingVideo = []
+    waitingVideoBytes = 0
     waitingAudio = []
     for packet in video {
       if GapDetector.sameVideo(packet.format, recording.video) {
