@@ -34,7 +34,7 @@ struct ExportTests {
     #expect(left == ["lib", "out.mp4"])
   }
 
-  @Test("sound that starts seconds after the picture is kept: the file's audio begins there, and only its absence before is a gap")
+  @Test("sound that starts seconds after the picture is kept: its audio begins there, its absence before is a gap")
   func lateSound() throws {
     let directory = try TemporaryDirectory()
     // Channel 2's sound starts 4 s in (channel 1's from the start, not exported).
