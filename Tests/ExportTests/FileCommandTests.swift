@@ -30,9 +30,16 @@ struct FileCommandTests {
       var end_ms: Int64
     }
     struct Segment: Decodable { var source_range: Range }
+    struct Track: Decodable { var kind: String }
+    struct Gap: Decodable {
+      var range: Range
+      var tracks: [Track]
+      var reasons: [String]
+    }
     struct Report: Decodable {
       var requested_range: Range
       var segments: [Segment]
+      var gaps: [Gap]
       var complete: Bool
     }
     var code: Int32
@@ -102,6 +109,33 @@ struct FileCommandTests {
     let whole = try tipipe(["export", "--input", file.path, "--start", "0", "--out", out.path, "--report", "-"])
     let output = try JSONDecoder().decode(ReportOutput.self, from: Data(whole.stdout.utf8))
     #expect(output.report.requested_range.end_ms == 6_000 && output.report.complete)
+  }
+
+  @Test("export --input of a file whose sound is MP3: the picture is written, the sound's absence reported")
+  func exportInputWithSoundItCannotCarry() throws {
+    let directory = try TemporaryDirectory()
+    let file = directory.url.appendingPathComponent("mp3.mov")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=6", "-f", "lavfi", "-i",
+        "sine=sample_rate=44100:duration=6", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "libmp3lame",
+        file.path,
+      ])
+    let out = directory.url.appendingPathComponent("cut.mp4")
+    let finished = try tipipe(["export", "--input", file.path, "--start", "1", "--out", out.path, "--report", "-"])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(finished.stderr.contains("mp3"), "\(finished.stderr)")
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+    // Not complete: the sound is one gap over the range, unsupportedMedia; the picture all there.
+    #expect(!output.report.complete)
+    #expect(output.report.gaps.count == 1)
+    let gap = try #require(output.report.gaps.first)
+    #expect(gap.tracks.map(\.kind) == ["audio"] && gap.reasons == ["unsupportedMedia"])
+    #expect(gap.range.start_ms == 1_000 && gap.range.end_ms == 6_000)
+    let streams = try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", out.path])
+    #expect(streams.split(separator: "\n") == ["h264"])
   }
 
   @Test("export --input refuses bad times, a bad cut and writing over its input (usage errors, nothing written)")

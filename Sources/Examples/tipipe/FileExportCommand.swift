@@ -76,10 +76,20 @@ enum FileExportCommand {
     guard start < end else {
       throw UsageError(message: "--start is at or after the end of the file's video (\(info.duration))")
     }
+    // Sound in a codec the export does not carry (MP3, Opus, AC-3, PCM…) is still asked for: the file is
+    // written without it, and the report says so (an audio gap over the range, not complete), instead of a
+    // silent video-only file reported complete.
+    let unreadSound = info.audio == nil ? info.tracks.first { $0.kind == .audio } : nil
     let request = ExportJob.Request(
       range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
-      audioTrack: info.audio == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
+      audioTrack: info.audio == nil && unreadSound == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
     let quiet = flags.has("--quiet")
+    if let unreadSound, !quiet {
+      StandardError.write(
+        Data(
+          ("warning: the sound (\(unreadSound.codecName.oneLine)) is not AAC or G.711: "
+            + "the file is written without it, and the report says so\n").utf8))
+    }
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
     let progressLines = flags.has("--progress-lines")
     let job = try ExportJob(

@@ -51,6 +51,10 @@ public final class MediaFileSource: SourceNode {
   private var reader: MediaFileReader?
   /// Why the file could not be opened again after a flush (thrown by the next read).
   private var reopenFailure: (any Error)?
+  /// The file has sound in a codec the source does not read (MP3, Opus, AC-3, PCM…): said once, at the
+  /// first read, as an `unsupportedMedia` fact of the audio track over the file, so that what waits for
+  /// sound reports why there is none.
+  private var unreadSound: String?
   private var tracks: [Int32: Track] = [:]
   /// The file's time that maps to `startTime`.
   private var anchor = MediaDuration.zero
@@ -108,6 +112,7 @@ public final class MediaFileSource: SourceNode {
         lastDuration: .microseconds(20_000))
     }
     anchor = reader.start
+    unreadSound = reader.audio == nil ? reader.described.first { $0.kind == .audio }?.codecName : nil
   }
 
   /// Reads packets until one is ready to leave (its successor gave its duration), or the file ends.
@@ -117,6 +122,16 @@ public final class MediaFileSource: SourceNode {
       throw reopenFailure
     }
     guard let reader else { return .finished }
+    if unreadSound != nil {
+      unreadSound = nil
+      // From the file's start (the recording time it is placed at) on.
+      let start = startTime ?? MediaTime(microseconds: anchor.microseconds)
+      context.send(
+        .gap(
+          RecordingGap(
+            range: MediaRange(start: start, end: MediaTime(microseconds: .max)), tracks: [audioTrack],
+            reasons: [.unsupportedMedia])))
+    }
     while let raw = try reader.read() {
       guard var track = tracks[raw.stream] else { continue }
       // Before the file's start: encoder priming that an edit list hides from players. Skip it.
