@@ -464,16 +464,27 @@ final class RequestHandler: Sendable {
     return .error(500, "internal", "the library's entry for this object cannot be served")
   }
 
-  /// `bytes=N-` or `bytes=N-M` inside a body of `size` bytes, as (first, last) inclusive; nil when the
-  /// header is malformed, names several ranges or starts past the end (416).
+  /// `bytes=N-`, `bytes=N-M` or `bytes=-N` (the last N bytes) inside a body of `size` bytes, as (first,
+  /// last) inclusive; nil when the header is malformed, names several ranges, starts past the end or
+  /// asks for no byte (416).
   static func byteRange(_ header: String, size: Int64) -> (first: Int64, last: Int64)? {
-    guard header.hasPrefix("bytes=") else { return nil }
+    guard header.hasPrefix("bytes="), size > 0 else { return nil }
     let spec = header.dropFirst("bytes=".count)
     let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-    guard parts.count == 2, parts[0].allSatisfy(\.isASCII), let first = Int64(parts[0]), first >= 0, first < size
-    else { return nil }
+    guard parts.count == 2, parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }) else { return nil }
+    // Positions past what an Int64 holds are past any file's end (RFC 7233: the last position is clamped).
+    let number = { (digits: Substring) -> Int64 in Int64(digits) ?? .max }
+    if parts[0].isEmpty {
+      // `bytes=-N`: the last N bytes, the whole file when N exceeds it; `bytes=-0` and `bytes=-` none.
+      guard !parts[1].isEmpty else { return nil }
+      let count = number(parts[1])
+      guard count > 0 else { return nil }
+      return (size - min(count, size), size - 1)
+    }
+    guard let first = Int64(parts[0]), first < size else { return nil }
     if parts[1].isEmpty { return (first, size - 1) }
-    guard let last = Int64(parts[1]), last >= first else { return nil }
+    let last = number(parts[1])
+    guard last >= first else { return nil }
     return (first, min(last, size - 1))
   }
 

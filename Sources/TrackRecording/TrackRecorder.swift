@@ -364,8 +364,10 @@ public final class TrackRecorder {
 
 /// What a recording's name may be: one plain path component (not `.` or `..`), short enough to take
 /// `.mp4`.
-enum RecordingName {
-  static func isValid(_ name: String) -> Bool {
+/// What a recording may be named: one file name of at most 251 bytes (with `.mp4`, 255), not `.` or `..`.
+package enum RecordingName {
+  /// True when `name` names a file in the recordings folder and nothing else.
+  package static func isValid(_ name: String) -> Bool {
     !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0")
       && name.utf8.count <= 251
   }

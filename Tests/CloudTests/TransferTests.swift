@@ -230,7 +230,17 @@ import TiCloudStorage
     #expect(contentRange == "bytes 100-\(whole.count - 1)/\(whole.count)")
     let (middle, slice, _) = try await get("bytes=10-19")
     #expect(middle == 206 && slice == whole[10..<20])
-    for bad in ["bytes=\(whole.count)-", "bytes=5-2", "bytes=x-", "items=0-"] {
+    // RFC 7233: a suffix is the last N bytes (all of them when N is larger), a last position past the end
+    // (even past what 64 bits hold) is the end.
+    for (range, expected) in [
+      ("bytes=-1", whole.suffix(1)), ("bytes=-100", whole.suffix(100)),
+      ("bytes=-\(whole.count + 5)", whole[...]), ("bytes=0-\(whole.count + 5)", whole[...]),
+      ("bytes=2-99999999999999999999", whole.dropFirst(2)),
+    ] {
+      let (code, bytes, _) = try await get(range)
+      #expect(code == 206 && bytes == Data(expected), "\(range): \(code), \(bytes.count) bytes")
+    }
+    for bad in ["bytes=\(whole.count)-", "bytes=5-2", "bytes=x-", "items=0-", "bytes=-0", "bytes=-", "bytes=+1-2"] {
       let (refused, _, unsatisfied) = try await get(bad)
       #expect(refused == 416, "\(bad)")
       #expect(unsatisfied == "bytes */\(whole.count)")

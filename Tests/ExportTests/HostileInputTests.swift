@@ -349,6 +349,33 @@ struct HostileInputTests {
     _ = try expectPlayable(result)
   }
 
+  @Test("an object whose G.711 records are all empty costs its own stretch of sound, not the sound after it")
+  func emptyAudioRecordsFirst() throws {
+    let directory = try TemporaryDirectory()
+    let library = try g711Library(in: directory.url)
+    // Every audio record of the first object (0–3 s) holds no byte.
+    try LibraryFaults.rewriteRecords(segment: 0, in: library) { records in
+      records.map { record in
+        var record = record
+        if record.track.kind == .audio { record.payload = Data() }
+        return record
+      }
+    }
+    let output = directory.url.appendingPathComponent("a.mp4")
+    let (result, _) = try export(library: library, range: range(0, 9000), to: output)
+    #expect(result.code == .ok && result.report.termination == .exhausted, "\(result.message ?? "")")
+    #expect(result.report.coveredDurationMs == 9000)
+    let probe = try expectPlayable(result)
+    #expect(probe.audio?.codec_name == "aac")
+    // The sound from 3 s on, transcoded (the encoder's first 128 ms frame starts a frame early, its
+    // priming hidden by the edit list): about 6 s of it.
+    let times = try audioPacketTimes(output)
+    #expect((times.first ?? 0) >= 2.8 && (times.first ?? 0) <= 3.1, "\(times.prefix(3))")
+    #expect((times.last ?? 0) >= 8.8, "\(times.suffix(3))")
+    let audioGaps = result.report.gaps.filter { $0.tracks == [ExportReport.Track(TrackID(.audio, channel: 1))] }
+    #expect(audioGaps.count == 1 && audioGaps.first?.range.startMs == recordingStart, "\(result.report.gaps)")
+  }
+
   @Test("an AAC record relabelled G.711 is an audio gap, not the end of the export")
   func relabelledAudio() throws {
     let directory = try TemporaryDirectory()

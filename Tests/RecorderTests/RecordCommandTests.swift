@@ -99,12 +99,17 @@ import Testing
       #expect(done.status == 2, "\(extra): \(done.stderr)")
       #expect(done.stderr.split(separator: "\n").count == 1, "\(extra): \(done.stderr)")
     }
-    // Not media, not a plain name: exit 1, and nothing written outside the folder.
+    // Not media: exit 1. A name that is not a plain file name is a bad value (cli.md: exit 2, one line), and
+    // nothing is written inside or outside the folder.
     #expect(try tipipe(["record", "--input", "/dev/zero", "--name", "z", "--data-root", root]).status == 1)
-    let escape = try tipipe(["record", "--input", source.path, "--name", "../escape", "--data-root", root])
-    #expect(escape.status == 1)
-    #expect(escape.stderr.hasPrefix("error: writerFailed (-3): "), "\(escape.stderr)")
+    for name in ["../escape", "", ".", "..", "a/b", String(repeating: "n", count: 300)] {
+      let refused = try tipipe(["record", "--input", source.path, "--name", name, "--data-root", root])
+      #expect(refused.status == 2, "\(name.prefix(20)): \(refused.stderr)")
+      #expect(refused.stderr.hasPrefix("tipipe: --name must be a file name"), "\(refused.stderr)")
+      #expect(refused.stderr.split(separator: "\n").count == 1)
+    }
     #expect(!FileManager.default.fileExists(atPath: root + "/escape.mp4"))
+    #expect(!FileManager.default.fileExists(atPath: root + "/Recordings"))
     // A data root that is a file: the folder cannot be made, and the line says where and why.
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     let plain = root + "/plain-file"

@@ -1,4 +1,5 @@
 import Foundation
+import MediaSynthesis
 import MediaTestSupport
 import Nodes
 import PipelineGraph
@@ -31,6 +32,33 @@ import TiCloudStorage
     let frames = harness.renderer.frames
     #expect(frames.count == 25)
     for (earlier, later) in zip(frames, frames.dropFirst()) { #expect(later.at - earlier.at == 320_000) }
+  }
+
+  /// The seven speeds and their rates (R1).
+  private static let speeds: [(ReplaySpeed, Double)] = [
+    (.x0_125, 0.125), (.x0_25, 0.25), (.x0_5, 0.5), (.x1, 1), (.x2, 2), (.x4, 4), (.x8, 8),
+  ]
+
+  @Test(
+    "R39: at each of the seven speeds, s ms of media per ms of clock from frame to frame and to the end",
+    arguments: 0..<7)
+  func R39_eachSpeedSetsTheRate(index: Int) throws {
+    let (speed, rate) = Self.speeds[index]
+    let harness = try ReplayHarness(seconds: 3)
+    harness.replay.setSpeed(speed)
+    harness.play(0, 2000)
+    harness.runToEnd()
+    let frames = harness.renderer.frames
+    #expect(frames.count + harness.replay.statistics.droppedFrames == 50, "\(speed)")
+    #expect(harness.log.completions == 1)
+    // From the second frame on (the first is shown at once, and a fast play's clock starts its start
+    // latency later), media ÷ s of clock between frames, and to the end after the last one.
+    #expect(frames.count >= 10, "\(speed)")
+    for (earlier, later) in zip(frames.dropFirst(), frames.dropFirst(2)) {
+      #expect(Double(later.at - earlier.at) == Double(later.media - earlier.media) / rate, "\(speed)")
+    }
+    let last = try #require(frames.last)
+    #expect(Double(harness.clock.now.microseconds - last.at) == Double(media(2000) - last.media) / rate, "\(speed)")
   }
 
   @Test func R39_R43_atEightTimesFramesAreInOrderAndTheEndComesOnTime() throws {
@@ -212,6 +240,28 @@ import TiCloudStorage
     #expect(harness.log.completions == 1)
     #expect(view.frames.last?.media == media(59960))
     #expect((view.frames.first?.media ?? 0) >= media(0) && (view.frames.first?.media ?? .max) <= media(2000))
+  }
+
+  @Test("an empty G.711 record at the start of the sound is skipped: the audio output plays the rest")
+  func anEmptyFirstSoundRecordIsSkipped() throws {
+    var options = ReplayFixtures.options(seconds: 6)
+    options.audioCodec = .g711a
+    options.audioSampleRate = 8000
+    let harness = try ReplayHarness(audio: true, options: options) { library in
+      // The first audio record holds no byte (an empty packet is a decoder's end of stream).
+      try LibraryFaults.rewriteRecords(segment: 0, in: library) { records in
+        var records = records
+        if let first = records.firstIndex(where: { $0.track.kind == .audio }) { records[first].payload = Data() }
+        return records
+      }
+    }
+    harness.play(0, 6000)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1 && harness.log.errors.isEmpty)
+    #expect(!harness.outputEvents.contains { $0.event.hasPrefix("audio failed") }, "\(harness.outputEvents)")
+    // About 6 s of 8 kHz sound, but for the one empty record.
+    let samples = harness.audio.played.reduce(0) { $0 + $1.samples }
+    #expect(samples > 8000 * 5, "\(samples) samples")
   }
 
   @Test func R32_ofSeveralSeeksTheLastWinsAndTheSupersededOneIsReported() throws {

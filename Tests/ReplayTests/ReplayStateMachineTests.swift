@@ -274,6 +274,27 @@ import Testing
     #expect(rules.presented(time(1140), by: v, video: true, candidates: [v, a], generation: g).report == time(1140))
   }
 
+  @Test func R53_aShortGapAndABackwardSeekAreReportedAtOnce() throws {
+    var (rules, v, a) = playing()
+    var g = rules.generation
+    for frame in 0..<10 {
+      _ = rules.presented(time(Int64(frame) * 40), by: v, video: true, candidates: [v, a], generation: g)
+    }
+    // Reported last at 360: a 40 ms hole crossed 20 ms later, its end reported though only 60 ms after.
+    #expect(rules.crossed(gap(380, 420, .noRecording), by: v, candidates: [v, a], generation: g).count == 1)
+    #expect(rules.presented(time(420), by: v, video: true, candidates: [v, a], generation: g).report == time(420))
+    #expect(rules.presented(time(460), by: v, video: true, candidates: [v, a], generation: g).report == nil)
+    // A seek back: the target's frame is reported at once though it lies before the last report.
+    #expect(seekCode(&rules, start + 100) == .ok)
+    g = rules.generation
+    #expect(rules.presented(time(100), by: v, video: true, candidates: [v, a], generation: g).report == time(100))
+    #expect(rules.presented(time(140), by: v, video: true, candidates: [v, a], generation: g).report == nil)
+    // And a seek forward by less than 100 ms of media, too.
+    #expect(seekCode(&rules, start + 180) == .ok)
+    g = rules.generation
+    #expect(rules.presented(time(180), by: v, video: true, candidates: [v, a], generation: g).report == time(180))
+  }
+
   @Test func R73_aFailedRecordingIsAGapOnlyWhenMediaAfterItPlays() throws {
     let cases: [(GapReason, TiErrorCode)] = [
       (.notFound, .recordingNotFound), (.downloadFailed, .recordingDownloadFailed),

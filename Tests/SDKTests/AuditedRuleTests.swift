@@ -260,6 +260,14 @@ extension SDKRules {
       #expect(!positions.isEmpty)
       let range = (recordingStart + 1000)...(recordingStart + 2500)
       #expect(positions.allSatisfy { range.contains($0) } && rig.log.times.allSatisfy { range.contains($0) })
+      // Without an initial time, between keyframes: from the start, not from the keyframe before it.
+      let before = rig.view.renderedTimes.count
+      let timesBefore = rig.log.times.count
+      #expect(rig.play(1010, 3000) == ok)
+      await session.run(for: .seconds(3))
+      #expect(rig.view.renderedTimes.dropFirst(before).first == (recordingStart + 1040) * 1000)
+      let times = rig.log.times.dropFirst(timesBefore)
+      #expect(!times.isEmpty && times.allSatisfy { (recordingStart + 1010...recordingStart + 3000).contains($0) })
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
     }

@@ -256,6 +256,21 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func Q14_aQueryKeepsTheTokenItStartedWith() async throws {
+      let session = try SDKSession()
+      let storage = TiCloudStorage(token: "a")
+      // A month of days: four listings one after the other; the token changes right after the call.
+      var result: TiCloudStorageRecordingDaysResult?
+      storage.listRecordingDays(startDate: "2026-11-01", endDate: "2026-12-01", timeZoneId: "UTC") { result = $0 }
+      #expect(storage.updateToken("b") == ok)
+      await session.drainMain { result != nil }
+      #expect(result?.code == ok && result?.days.count == 31)
+      let tokens = session.service.tokens.withLock { $0 }
+      #expect(tokens.count >= 4 && tokens.allSatisfy { $0 == "a" }, "\(tokens)")
+      #expect(storage.dispose() == ok)
+      #expect(session.close() == ok)
+    }
+
     @Test func D4_aNewTokenIsUsedByEveryListPlayAndExportStartedAfterIt() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()

@@ -130,6 +130,35 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func T7_aNaturalCompletionFinishesEveryTaskAndALaterStopAnswersAtOnce() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig()
+      #expect(rig.play(0, 4000) == ok)
+      await session.run(for: .milliseconds(40))
+      let tasks = try [
+        #require(rig.replay.startRecording(videoChannelId: 0, audioChannelId: 1).task),
+        #require(rig.replay.startRecording(videoChannelId: 0).task),
+      ]
+      await session.run(for: .seconds(6))
+      #expect(rig.log.entries.contains(.completed))
+      // Both finished by themselves, without a stop.
+      try await session.run(until: "both tasks to finish with the play") { tasks.allSatisfy { !$0.isActive } }
+      // A stop now answers from what is kept: on the main queue's next turn, nothing else run.
+      var answers: [TiCloudStorageRecordingResult] = []
+      for task in tasks { task.stop { answers.append($0) } }
+      await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume() } }
+      #expect(answers.count == 2)
+      #expect(answers.allSatisfy { $0.code == ok && $0.file != nil })
+      #expect(Set(answers.compactMap { $0.file?.path }).count == 2)
+      for answer in answers {
+        let probed = try probeRecording(try #require(answer.file).path)
+        // The keyframe at 2 s to the recording's hole at 3 s (the play goes on to 4 s through it).
+        #expect(abs(probed.duration - 1) <= 0.1, "\(probed)")
+      }
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     /// The video streams of an MP4 as `width,height` lines, and its audio stream count.
     private func streams(_ path: String) throws -> (video: [String], audio: Int) {
       let video = try run(

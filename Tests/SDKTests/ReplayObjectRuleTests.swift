@@ -60,6 +60,36 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
+    @Test func R7_gapsAndErrorsOfABackgroundReplayComeOnTheSharedBackgroundQueue() async throws {
+      let session = try SDKSession()
+      let rig = ReplayRig(callbackThread: .background)
+      let sharedQueue = DispatchSpecificKey<Bool>()
+      Runtime.shared.background.setSpecific(key: sharedQueue, value: true)
+      defer { Runtime.shared.background.setSpecific(key: sharedQueue, value: nil) }
+      /// Each callback: which, on the main queue, on the shared background queue.
+      let seen = Locked<[(String, Bool, Bool)]>([])
+      let note = { @Sendable (name: String) in
+        seen.withLock { $0.append((name, onMainQueue, DispatchQueue.getSpecific(key: sharedQueue) == true)) }
+      }
+      rig.replay.onRecordingGap = { _ in note("gap") }
+      rig.replay.onError = { _ in note("error") }
+      rig.replay.onCompleted = { note("completed") }
+      // Across the recording's hole (3 s to 4 s), to its end; then a play whose listing fails.
+      #expect(rig.play(2000, 5000) == ok)
+      await session.run(for: .seconds(5))
+      Runtime.shared.background.sync {}
+      session.service.failListings(with: .serviceUnavailable)
+      #expect(rig.play(0, 2000) == ok)
+      await session.run(for: .seconds(1))
+      Runtime.shared.background.sync {}
+      let calls = seen.withLock { $0 }
+      #expect(calls.map(\.0) == ["gap", "completed", "error"], "\(calls.map(\.0))")
+      #expect(calls.allSatisfy { !$0.1 && $0.2 }, "a callback off the shared background queue")
+      session.service.failListings(with: nil)
+      #expect(rig.tearDown().allSatisfy { $0 == ok })
+      #expect(session.close() == ok)
+    }
+
     @Test func R5_R6_R7_R8_R9_aReplayBelongsToItsInstanceAndCallsBackOnItsQueue() async throws {
       let session = try SDKSession()
       let main = ReplayRig()

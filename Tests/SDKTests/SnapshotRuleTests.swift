@@ -169,7 +169,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func F4_F5_F6_F7_F8_F11_F12_deleteIsRestrictedIdempotentAndOutlivesTheSDK() async throws {
+    @Test func F4_F5_F6_F7_F8_F11_F12_L3_deleteIsRestrictedIdempotentAndOutlivesTheSDK() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.play() == ok)
@@ -178,11 +178,12 @@ extension SDKRules {
       let deleted = try #require(await rig.video.takeSnapshot().file)
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       // A pending delete does not block shutdown (F12); files outlive the SDK (F8).
-      var code: Int32?
-      deleted.delete { code = $0 }
+      var codes: [Int32] = []
+      deleted.delete { codes.append($0) }
       #expect(session.close() == ok)
-      await session.drainMain { code != nil }
-      #expect(code == ok)
+      await session.drainMain { !codes.isEmpty }
+      for _ in 0..<3 { await session.drainMain() }
+      #expect(codes == [ok])  // exactly one result (L3)
       #expect(!FileManager.default.fileExists(atPath: deleted.path))
       #expect(await deleted.delete() == ok)
       // A later initialize removes nothing (F11).

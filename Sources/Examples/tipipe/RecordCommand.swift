@@ -226,6 +226,10 @@ enum RecordCommand {
 
     init(_ flags: FlagParser) throws {
       name = try flags.required("--name")
+      guard RecordingName.isValid(name) else {
+        throw UsageError(
+          message: "--name must be a file name (not empty, . or .., no /, at most 251 bytes), not \(name.oneLine)")
+      }
       fps = try flags.integer("--fps", default: 20, range: 1...240)
       copies = try flags.integer("--recorders", default: 1, range: 1...8)
       size = try RecordCommand.videoSize(flags.string("--size"))

@@ -38,6 +38,8 @@ final class G711Transcoder {
   /// Decodes one G.711 record into the encoder's FIFO.
   /// - Throws: ``MediaError`` `unreadableMedia` when libavcodec refuses the bytes.
   func decode(_ payload: Data) throws {
+    // An empty packet would be libavcodec's end of stream (the decoder would take nothing after it).
+    guard !payload.isEmpty else { return }
     try FFmpeg.check(av_new_packet(packet.pointer, Int32(payload.count)), "allocating a packet")
     payload.withUnsafeBytes { raw in
       if let base = raw.baseAddress {

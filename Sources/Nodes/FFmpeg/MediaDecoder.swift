@@ -29,6 +29,8 @@ final class MediaDecoder {
   /// - Throws: ``MediaError`` `unreadableMedia` (`mediaUnreadable`) when libavcodec refuses it.
   func send(_ input: EncodedPacket) throws {
     let size = input.data.count
+    // An empty packet would be libavcodec's end of stream (the decoder would take nothing after it).
+    guard size > 0 else { return }
     try FFmpeg.check(av_new_packet(packet.pointer, Int32(size)), "allocating a packet", kind: .resourceExhausted)
     defer { av_packet_unref(packet.pointer) }
     input.data.withUnsafeBytes { raw in

@@ -209,6 +209,9 @@ final class MediaFileReader {
       defer { av_packet_unref(packet.pointer) }
       let stream = packet.pointer.pointee.stream_index
       guard stream == video?.index || stream == audio?.index else { continue }
+      // A sound frame read short (a file cut off inside it: libavformat marks it corrupt) would be copied
+      // as an AAC frame no decoder can finish; it is left out (a picture read short still decodes in part).
+      if stream == audio?.index && packet.pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 { continue }
       if payload { try filters[stream]?.filter(packet.pointer) }
       let p = packet.pointer.pointee
       let none = cff_nopts_value()

@@ -121,6 +121,9 @@ public final class SegmentDemuxer: SteppingNode {
   private func demux(
     _ record: SegmentRecord, state: inout TrackState, context: NodeContext<EncodedPacket>
   ) throws {
+    // A record without a byte holds no media (a G.711 record of no samples): skipped, as if absent — an
+    // empty packet would tell a decoder that its stream ended, and lose the rest of the track.
+    guard !record.payload.isEmpty else { return }
     let time = MediaTime(milliseconds: record.timestampMilliseconds)
     switch record.track.kind {
     case .video:
