@@ -107,6 +107,41 @@ struct MediaFileExportTests {
     return try job.resultWithinDeadline()
   }
 
+  @Test("a rotated picture stays rotated: the track's display matrix is carried, keyframe and exact cuts")
+  func rotation() throws {
+    let directory = try TemporaryDirectory()
+    let plain = try Self.makeFile(.init(container: "mp4", codec: "h264", bFrames: true), in: directory.url)
+    // A phone's portrait recording: the same picture with a 90° display matrix.
+    let rotated = directory.url.appendingPathComponent("rotated.mp4")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
+    func rotation(of file: URL) throws -> String {
+      try run(
+        "/usr/bin/ffprobe",
+        [
+          "-v", "error", "-select_streams", "v:0", "-show_entries", "stream_side_data=rotation", "-of", "csv=p=0",
+          file.path,
+        ]
+      ).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    let source = try rotation(of: rotated)
+    #expect(["90", "-90"].contains(source), "the source's rotation: \(source)")
+    for cut in [ExportJob.Cut.keyframe, .exact] {
+      let output = directory.url.appendingPathComponent("out-\(cut).mp4")
+      let info = try MediaFileSource.probe(path: rotated.path)
+      let result = try Self.export(
+        rotated, MediaRange(start: info.start + .microseconds(1_500_000), end: info.end), to: output, cut: cut)
+      #expect(result.code == .ok, "\(cut): \(result.message ?? "")")
+      #expect(try rotation(of: output) == source, "\(cut)")
+    }
+    // Without one, none.
+    let output = directory.url.appendingPathComponent("plain.mp4")
+    let info = try MediaFileSource.probe(path: plain.path)
+    #expect(try Self.export(plain, MediaRange(start: info.start, end: info.end), to: output).code == .ok)
+    #expect(try rotation(of: output).isEmpty)
+  }
+
   @Test("probe describes the file: start, duration, tracks, B-frames, keyframes", arguments: cases)
   func probe(_ item: Case) throws {
     let directory = try TemporaryDirectory()

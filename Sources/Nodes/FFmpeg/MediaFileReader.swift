@@ -112,7 +112,8 @@ final class MediaFileReader {
         video = Stream(
           index: index,
           format: TrackFormat(
-            codec: codec, width: Int(parameters.pointee.width), height: Int(parameters.pointee.height)),
+            codec: codec, width: Int(parameters.pointee.width), height: Int(parameters.pointee.height),
+            displayMatrix: Self.displayMatrix(of: stream)),
           timeBase: timeBase, startTicks: start,
           framesPerSecond: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : nil,
           reorderDepth: Int(max(0, parameters.pointee.video_delay)))
@@ -134,6 +135,21 @@ final class MediaFileReader {
     guard video != nil || audio != nil else {
       throw MediaError.gap(.trackUnavailable, "\(path) has no H.264/H.265/AAC/G.711 stream")
     }
+  }
+
+  /// The stream's display matrix (a rotated picture), as its nine values; empty when it has none or the
+  /// identity.
+  private static func displayMatrix(of stream: UnsafeMutablePointer<AVStream>) -> [Int32] {
+    guard let sides = stream.pointee.side_data else { return [] }
+    for side in UnsafeBufferPointer(start: sides, count: Int(max(0, stream.pointee.nb_side_data)))
+    where side.type == AV_PKT_DATA_DISPLAYMATRIX && side.size >= 36 {
+      guard let data = side.data else { continue }
+      let matrix = (0..<9).map {
+        data.advanced(by: $0 * 4).withMemoryRebound(to: Int32.self, capacity: 1) { $0.pointee }
+      }
+      return matrix == [0x1_0000, 0, 0, 0, 0x1_0000, 0, 0, 0, 0x4000_0000] ? [] : matrix
+    }
+    return []
   }
 
   /// Packets read ahead (while decode times are being recovered), oldest first.

@@ -17,11 +17,14 @@ public struct TrackFormat: Hashable, Sendable, CustomStringConvertible {
   public var parameterSets: Data
   /// AAC: the AudioSpecificConfig derived from the ADTS header; empty otherwise.
   public var audioSpecificConfig: Data
+  /// Video: how a player turns (or mirrors) the picture to show it — the nine values of an MP4 track
+  /// header's matrix (libavformat's display matrix, a phone's rotated recording); empty for none.
+  public var displayMatrix: [Int32]
 
   /// Creates a format.
   public init(
     codec: Codec, width: Int = 0, height: Int = 0, sampleRate: Int = 0, channels: Int = 0,
-    parameterSets: Data = Data(), audioSpecificConfig: Data = Data()
+    parameterSets: Data = Data(), audioSpecificConfig: Data = Data(), displayMatrix: [Int32] = []
   ) {
     self.codec = codec
     self.width = width
@@ -30,6 +33,7 @@ public struct TrackFormat: Hashable, Sendable, CustomStringConvertible {
     self.channels = channels
     self.parameterSets = parameterSets
     self.audioSpecificConfig = audioSpecificConfig
+    self.displayMatrix = displayMatrix
   }
 
   /// `h264 1280x720` or `aac 16000 Hz ×1`.

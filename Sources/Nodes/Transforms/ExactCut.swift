@@ -172,7 +172,9 @@ public final class ExactCut: Node {
     }
     var format =
       encodedFormat
-      ?? TrackFormat(codec: encoder.settings.codec, width: encoder.settings.width, height: encoder.settings.height)
+      ?? TrackFormat(
+        codec: encoder.settings.codec, width: encoder.settings.width, height: encoder.settings.height,
+        displayMatrix: keyframe?.format.displayMatrix ?? [])
     if isKeyframe {
       let sets = VideoParameterProbe.parameterSets(in: data, codec: format.codec)
       // The edge's sets (ids of their own) and the copied stream's, so that the one sample entry a

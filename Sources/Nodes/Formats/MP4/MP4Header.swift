@@ -57,7 +57,12 @@ enum MP4Header {
     let tkhd = fullBox("tkhd", flags: 3) { data in
       data.appendWords(0, 0, id, 0, 0, 0, 0)  // times, id, reserved, duration, reserved ×2
       data.appendHalfWords(0, video == nil ? 1 : 0, video == nil ? 0x0100 : 0, 0)
-      data.appendMatrix()
+      // The picture's own matrix (a rotated source is shown turned, as it was), else the identity.
+      if let matrix = video?.displayMatrix, matrix.count == 9 {
+        for value in matrix { data.appendBigEndian(UInt32(bitPattern: value)) }
+      } else {
+        data.appendMatrix()
+      }
       // In 16.16 fixed point (``make(video:audio:)`` took sizes up to 65,535 only).
       data.appendWords(UInt32(video?.width ?? 0) << 16, UInt32(video?.height ?? 0) << 16)
     }
