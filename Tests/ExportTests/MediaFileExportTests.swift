@@ -107,6 +107,27 @@ struct MediaFileExportTests {
     return try job.resultWithinDeadline()
   }
 
+  @Test("a file cut inside a group of pictures: the pictures before its first keyframe are a noKeyFrame gap")
+  func cutInsideAGroupOfPictures() throws {
+    let directory = try TemporaryDirectory()
+    let whole = try Self.makeFile(.init(container: "ts", codec: "h264", bFrames: false), in: directory.url)
+    // The first quarter of the transport stream dropped (whole 188-byte packets): it starts about 1.5 s
+    // in, inside the group of pictures whose next keyframe is at 2 s.
+    let bytes = try Data(contentsOf: whole)
+    let cut = directory.url.appendingPathComponent("cut.ts")
+    try bytes.dropFirst((bytes.count / 4 / 188) * 188).write(to: cut)
+    let info = try MediaFileSource.probe(path: cut.path)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try Self.export(cut, MediaRange(start: info.start, end: info.end), to: output)
+    #expect(result.code == .ok, "\(result.message ?? "")")
+    let video = result.report.gaps.filter { $0.tracks.contains { $0.kind == "video" } }
+    let first = try #require(video.first, "\(result.report.gaps)")
+    #expect(first.range.startMs == info.start.milliseconds, "\(result.report.gaps)")
+    // (Where the sound is missing too, the one gap of both tracks also says noRecording.)
+    #expect(first.reasons.contains(.noKeyFrame), "\(result.report.gaps)")
+    #expect(try MediaFileExportTests.judge(output).videoFrames > 0)
+  }
+
   @Test("a rotated picture stays rotated: the track's display matrix is carried, keyframe and exact cuts")
   func rotation() throws {
     let directory = try TemporaryDirectory()

@@ -143,10 +143,15 @@ extension SDKRules {
       #expect(rig.log.entries.contains(.completed))
       // Both finished by themselves, without a stop.
       try await session.run(until: "both tasks to finish with the play") { tasks.allSatisfy { !$0.isActive } }
-      // A stop now answers from what is kept: on the main queue's next turn, nothing else run.
+      // A stop now answers from what is kept: no graph job or timer runs before both answers come (the
+      // executor is not cranked; only the main queue turns, each answer hopping through a global queue).
       var answers: [TiCloudStorageRecordingResult] = []
       for task in tasks { task.stop { answers.append($0) } }
-      await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume() } }
+      let deadline = ContinuousClock.now + testDeadline
+      while answers.count < 2 {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut("the kept results") }
+        await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume() } }
+      }
       #expect(answers.count == 2)
       #expect(answers.allSatisfy { $0.code == ok && $0.file != nil })
       #expect(Set(answers.compactMap { $0.file?.path }).count == 2)

@@ -36,6 +36,10 @@ public final class MediaFileSource: SourceNode {
     /// The packet read last, waiting for the next one to give its duration.
     var pending: (packet: EncodedPacket, containerDuration: MediaDuration)?
     var lastDuration: MediaDuration
+    /// Video: a keyframe was emitted since the file was opened or sought.
+    var keyframeSeen = false
+    /// Video: where the pictures before the first keyframe start (a file cut inside a group of pictures).
+    var undecodableFrom: MediaTime?
   }
 
   /// The longest a packet is taken to last (10 s): a longer step is a hole in the file, not a frame.
@@ -197,6 +201,21 @@ public final class MediaFileSource: SourceNode {
       track.announced = true
       context.send(.formatChange(FormatChange(track: track.id, format: packet.format, time: packet.time)))
     }
+    if track.id.kind == .video && !track.keyframeSeen {
+      if packet.isKeyframe {
+        // Pictures before the first keyframe cannot be decoded: why the stretch they span is missing.
+        track.keyframeSeen = true
+        if let from = track.undecodableFrom, from < packet.time {
+          context.send(
+            .gap(
+              RecordingGap(
+                range: MediaRange(start: from, end: packet.time), tracks: [track.id], reasons: [.noKeyFrame])))
+        }
+        track.undecodableFrom = nil
+      } else {
+        track.undecodableFrom = min(track.undecodableFrom ?? packet.time, packet.time)
+      }
+    }
     context.emit(packet)
   }
 
@@ -240,6 +259,8 @@ public final class MediaFileSource: SourceNode {
     for key in tracks.keys {
       tracks[key]?.announced = false
       tracks[key]?.pending = nil
+      tracks[key]?.keyframeSeen = false
+      tracks[key]?.undecodableFrom = nil
     }
   }
 }
