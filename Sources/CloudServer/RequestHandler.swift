@@ -417,7 +417,8 @@ final class RequestHandler: Sendable {
     let truncate = attempt <= faults.truncateFirst || chance(faults.truncateRate)
     return .file(
       descriptor: descriptor, offset: offset, length: length, size: size, partial: partial,
-      cutAt: truncate ? length / 2 : nil, stallsAt: faults.stalledObjects.contains(id) ? ServerFaults.stallBytes : nil)
+      cutAt: truncate ? length / 2 : nil,
+      stallsAt: faults.stalledObjects.contains(id) ? max(0, ServerFaults.stallBytes - offset) : nil)
   }
 
   /// Why an object is not served.

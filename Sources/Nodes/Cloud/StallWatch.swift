@@ -20,6 +20,7 @@ final class StallWatch: @unchecked Sendable {
   private var window: (start: ContinuousClock.Instant, bytes: Int) = (.now, 0)
   private var timer: DispatchSourceTimer?
   private var onStall: (@Sendable (Int) -> Void)?
+  private var progressed = false
 
   init(budget: Duration, minimumBytes: Int, onStall: @escaping @Sendable (Int) -> Void) {
     self.budget = budget
@@ -63,10 +64,15 @@ final class StallWatch: @unchecked Sendable {
     settled + requests.values.reduce(0) { $0 + ($1.bytesReceived ?? 0) }
   }
 
+  /// True once a window of this watch received at least `minimumBytes`: the cloud answered since it
+  /// started.
+  var sawProgress: Bool { lock.withLock { progressed } }
+
   private func tick() {
     let stalled = lock.withLock { () -> (@Sendable (Int) -> Void, Int)? in
       let bytes = total(active)
       guard !active.isEmpty, bytes - window.bytes < minimumBytes else {
+        if bytes - window.bytes >= minimumBytes { progressed = true }
         window = (.now, bytes)
         return nil
       }

@@ -150,6 +150,14 @@ public final class CloudSegmentSource: SourceNode {
     let stalled = context.makeCompletion { [unowned self] (bytes: Int) in
       guard stall == nil else { return }
       let what = "the cloud sent \(bytes) bytes in \(stallBudget) (at least \(Self.minimumProgress) are needed)"
+      // The verdict was reached on another thread: what it judged may have ended since (a transfer that
+      // completed on the executor first). With nothing left in flight there is nothing to give up.
+      if listing == nil && transfers.isEmpty {
+        armStallWatch(context)
+        return
+      }
+      // Something came in since the last stall (a window of this watch had its bytes): not a second one.
+      if stallWatch?.sawProgress == true { stalledSinceArrival = false }
       guard listing == nil, !transfers.isEmpty, !stalledSinceArrival else {
         stall = MediaError(.serviceUnavailable, "\(what): the operation gives up")
         cancelAll()

@@ -59,6 +59,8 @@ public final class MediaFileSource: SourceNode {
   /// first read, as an `unsupportedMedia` fact of the audio track over the file, so that what waits for
   /// sound reports why there is none.
   private var unreadSound: String?
+  /// Whether that fact is still to be stated (again after a seek: what follows a flush forgets facts).
+  private var unreadSoundPending = false
   private var tracks: [Int32: Track] = [:]
   /// The file's time that maps to `startTime`.
   private var anchor = MediaDuration.zero
@@ -117,6 +119,7 @@ public final class MediaFileSource: SourceNode {
     }
     anchor = reader.start
     unreadSound = reader.audio == nil ? reader.described.first { $0.kind == .audio }?.codecName : nil
+    unreadSoundPending = unreadSound != nil
   }
 
   /// Reads packets until one is ready to leave (its successor gave its duration), or the file ends.
@@ -126,8 +129,8 @@ public final class MediaFileSource: SourceNode {
       throw reopenFailure
     }
     guard let reader else { return .finished }
-    if unreadSound != nil {
-      unreadSound = nil
+    if unreadSoundPending {
+      unreadSoundPending = false
       // From the file's start (the recording time it is placed at) on.
       let start = startTime ?? MediaTime(microseconds: anchor.microseconds)
       context.send(
@@ -256,6 +259,7 @@ public final class MediaFileSource: SourceNode {
         reopenFailure = error
       }
     }
+    unreadSoundPending = unreadSound != nil
     for key in tracks.keys {
       tracks[key]?.announced = false
       tracks[key]?.pending = nil

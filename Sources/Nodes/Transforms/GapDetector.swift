@@ -534,7 +534,11 @@ public final class GapDetector: Node {
     case .gap(let gap):
       if let clipped = gap.range.clamped(to: configuration.range) {
         facts.append(Fact(range: clipped, tracks: gap.tracks, reasons: gap.reasons))
-        horizon = max(horizon, clipped.end)
+        // A fact of every track (a stretch no object covers) states what there is up to its end; one of
+        // the sound alone (sound a file holds in a codec not read) says nothing of the picture.
+        if gap.tracks.isEmpty || gap.tracks.contains(where: { $0.kind == .video }) {
+          horizon = max(horizon, clipped.end)
+        }
       }
     case .objectStart(let object):
       insert(object)
