@@ -57,3 +57,41 @@ import TiCloudStorage
     #expect(!left.contains { $0.hasPrefix("recording") || $0.hasPrefix(".recording") })
   }
 }
+
+/// The recording task's file waits for sound that starts seconds after the picture, as the export does.
+@Suite struct ReplayRecorderStartTests {
+  @Test("a recording of a channel whose sound starts 4 s after its picture keeps the sound from there")
+  func soundThatStartsLate() throws {
+    var options = ReplayFixtures.options(seconds: 9)
+    options.otherAudioChannels = [2]
+    options.otherAudioGaps = [(offset: 0, length: 4)]
+    let harness = try ReplayHarness(options: options)
+    #expect(harness.play(0, 9000) == .ok)
+    harness.run(for: .milliseconds(40))
+    let recorder = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("late.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: TrackID(.audio, channel: 2), startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    harness.runToEnd()
+    #expect(harness.log.completions == 1)
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
+      Issue.record("the recording failed")
+      return
+    }
+    // From the first keyframe after the play's start (2 s) to the end; the sound waited for 2 s of it.
+    #expect(milliseconds == 7000)
+    let probed = try probeRecording(recorder.destination.path)
+    #expect(probed.kinds.sorted() == ["audio", "video"], "\(probed)")
+    // The sound from 4 s on: about 5 s of AAC (1024 samples a frame).
+    let audio = try run(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-select_streams", "a:0", "-count_packets", "-show_entries",
+        "stream=nb_read_packets,sample_rate",
+        "-of", "csv=p=0", recorder.destination.path,
+      ]
+    ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Double($0) }
+    let seconds = audio.count == 2 ? audio[1] * 1024 / audio[0] : 0
+    #expect(abs(seconds - 5) < 0.2, "\(audio): \(seconds) s of sound")
+  }
+}

@@ -45,9 +45,8 @@ public final class ReplayRecorder: @unchecked Sendable {
   private let pending = Locked(Pending())
   // Confined to `queue`.
   private var recording: MP4Recording?
-  private var audioFormat: TrackFormat?
-  /// Video from the first keyframe on, held until the audio format is known (or a second has passed).
-  private var held: [EncodedPacket] = []
+  /// Until the file exists: video from the first keyframe on, and audio.
+  private var start: MP4StartBuffer
   private var needsKeyframe = true
   private var lastVideo: EncodedPacket?
   private var lastAudio: MediaTime?
@@ -82,6 +81,7 @@ public final class ReplayRecorder: @unchecked Sendable {
     self.audioTrack = audioTrack
     self.startsAt = startsAt
     self.maximumPendingBytes = maximumPendingBytes
+    start = MP4StartBuffer(expectsAudio: audioTrack != nil)
   }
 
   /// The tracks it records.
@@ -228,12 +228,11 @@ public final class ReplayRecorder: @unchecked Sendable {
           skipAudioThrough = nil
         }
         lastAudio = packet.time
-        audioFormat = audioFormat ?? packet.format
-        if recording == nil {
-          try openIfReady(force: false)
-        } else if let recording, recording.isRecording {
-          try recording.writeAudio(packet)
+        guard let recording else {
+          start.hold(audio: packet)
+          return try openIfReady(force: false)
         }
+        if recording.isRecording { try recording.writeAudio(packet) }
         return
       }
       if let skip = skipVideoThrough {
@@ -259,7 +258,7 @@ public final class ReplayRecorder: @unchecked Sendable {
       }
       lastVideo = packet
       guard let recording else {
-        held.append(packet)
+        start.hold(video: packet)
         return try openIfReady(force: false)
       }
       guard GapDetector.sameVideo(packet.format, recording.video) else {
@@ -271,12 +270,10 @@ public final class ReplayRecorder: @unchecked Sendable {
     }
   }
 
-  /// Creates the file once the audio format is known (or there is no audio, or a second of video waits).
+  /// Creates the file once ``MP4StartBuffer`` says it can be, or `force`.
   private func openIfReady(force: Bool) throws {
-    guard recording == nil, let first = held.first else { return }
-    let waited = (try? (held.last!.time - first.time)) ?? .zero
-    let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
-    guard force || audioTrack == nil || audioFormat != nil || waited >= .microseconds(1_000_000) else { return }
+    guard recording == nil, start.isReady(force: force), let first = start.first else { return }
+    let audio = audioTrack == nil ? nil : start.audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
     do {
       try OutputFile.validate(destination)
       let recording = try MP4Recording(
@@ -287,9 +284,9 @@ public final class ReplayRecorder: @unchecked Sendable {
     } catch {
       throw MediaError(.writeFailed, "cannot create the recording beside \(destination.path): \(error)")
     }
-    let waiting = held
-    held = []
-    for packet in waiting { try recording?.writeVideo(packet) }
+    let (video, sound) = start.take()
+    for packet in video { try recording?.writeVideo(packet) }
+    for packet in sound { try recording?.writeAudio(packet) }
   }
 
   /// Where the last video frame ends (the open stretch's end).
@@ -302,7 +299,7 @@ public final class ReplayRecorder: @unchecked Sendable {
     needsKeyframe = true
     guard failure == nil else { return }
     if recording == nil {
-      held = []
+      start.drop()
       return
     }
     do {
@@ -317,7 +314,7 @@ public final class ReplayRecorder: @unchecked Sendable {
     failure = error.kind == .ioFailed ? MediaError(.writeFailed, error.message) : error
     recording?.abandon()
     recording = nil
-    held = []
+    start.drop()
   }
 
   private var overrunError: MediaError {
@@ -326,7 +323,7 @@ public final class ReplayRecorder: @unchecked Sendable {
 
   private func conclude() -> Result<Int64, MediaError> {
     if pending.withLock({ $0.overrun }) { fail(overrunError) }
-    if failure == nil, recording == nil, !held.isEmpty {
+    if failure == nil, recording == nil, start.first != nil {
       do { try openIfReady(force: true) } catch { fail(MediaError(error)) }
     }
     if let failure { return .failure(failure) }

@@ -61,10 +61,7 @@ public final class Exporter: Node {
   private var recording: MP4Recording?
   private var timeline: ExportTimeline
   /// Until the file exists: video from its first keyframe, and audio.
-  private var startVideo: [EncodedPacket] = []
-  private var startVideoBytes = 0
-  private var startAudio: [EncodedPacket] = []
-  private var audioFormat: TrackFormat?
+  private var start: MP4StartBuffer
   private var reportedProgress = 0.0
   /// Set from any thread by ``requestStop()``; read before each input.
   private let stopRequested = Atomic<Bool>(false)
@@ -72,6 +69,7 @@ public final class Exporter: Node {
   /// Creates an exporter.
   public init(configuration: Configuration) {
     self.configuration = configuration
+    start = MP4StartBuffer(expectsAudio: configuration.audioTrack != nil)
     timeline = ExportTimeline(
       range: configuration.range, videoTrack: configuration.videoTrack, audioTrack: configuration.audioTrack)
   }
@@ -99,9 +97,7 @@ public final class Exporter: Node {
     guard let recording else {
       // Until the file exists, keep everything from the first keyframe inside the range.
       // Decoded before the end: a frame shown after it may be the reference of B-frames before it.
-      guard packet.decodeTime < rangeEnd, packet.isKeyframe || !startVideo.isEmpty else { return }
-      startVideo.append(packet)
-      startVideoBytes += packet.data.count
+      guard packet.decodeTime < rangeEnd, start.hold(video: packet) else { return }
       return try openFile(force: false)
     }
     if !recording.isRecording {
@@ -112,25 +108,17 @@ public final class Exporter: Node {
   }
 
   private func audio(_ packet: EncodedPacket) throws {
-    audioFormat = audioFormat ?? packet.format
     guard let recording else {
-      startAudio.append(packet)
-      if startAudio.count > 256 { startAudio.removeFirst() }
+      start.hold(audio: packet)
       return try openFile(force: false)
     }
     try recording.writeAudio(packet)
   }
 
-  /// Creates the file once the audio format is known, or the video waiting for it reached
-  /// ``MP4Writer/audioWait`` or ``MP4Writer/audioWaitBytes``, or `force`.
+  /// Creates the file once ``MP4StartBuffer`` says it can be, or `force`.
   private func openFile(force: Bool) throws {
-    guard recording == nil, let first = startVideo.first else { return }
-    let span = (try? (startVideo.last?.time ?? first.time) - first.time) ?? .zero
-    let audioKnown = configuration.audioTrack == nil || audioFormat != nil
-    guard force || audioKnown || span >= MP4Writer.audioWait || startVideoBytes >= MP4Writer.audioWaitBytes else {
-      return
-    }
-    let audio = configuration.audioTrack == nil ? nil : audioFormat
+    guard recording == nil, start.isReady(force: force), let first = start.first else { return }
+    let audio = configuration.audioTrack == nil ? nil : start.audioFormat
     // The first frame's duration (the demuxer's look-ahead) gives the frame rate; AAC has 1024-sample frames.
     let videoRate = 1_000_000 / Double(max(1_000, first.duration.microseconds))
     let audioRate = audio.map { Double($0.sampleRate) / 1024 } ?? 0
@@ -145,10 +133,7 @@ public final class Exporter: Node {
     self.recording = recording
     timeline.fileHasAudio = audio != nil
     recording.begin(at: first.time)
-    let (video, sound) = (startVideo, startAudio)
-    startVideo = []
-    startVideoBytes = 0
-    startAudio = []
+    let (video, sound) = start.take()
     // In arrival order is not needed: audio waits for the video to reach it.
     for packet in video { try recording.writeVideo(packet) }
     for packet in sound { try recording.writeAudio(packet) }

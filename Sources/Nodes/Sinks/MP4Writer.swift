@@ -33,11 +33,8 @@ public final class MP4Writer: Node {
   /// The audio track recorded, if any.
   public let audioTrack: TrackID?
   private var recording: MP4Recording?
-  private var audioFormat: TrackFormat?
   /// Until the file exists: video from its first keyframe, and audio.
-  private var waitingVideo: [EncodedPacket] = []
-  private var waitingVideoBytes = 0
-  private var waitingAudio: [EncodedPacket] = []
+  private var start: MP4StartBuffer
   /// The declared audio track the file was made without, why, and from when.
   private var missingAudio: (TrackID, GapReason, MediaTime)?
   /// How long the file waits for the declared audio track's first packet: 10 s of video (a camera's or a
@@ -64,27 +61,24 @@ public final class MP4Writer: Node {
     self.reservedIndexBytes = reservedIndexBytes
     self.videoTrack = videoTrack
     self.audioTrack = audioTrack
+    start = MP4StartBuffer(expectsAudio: audioTrack != nil)
   }
 
   /// Writes one packet.
   public func process(_ input: EncodedPacket, context: NodeContext<Never>) throws {
     if input.track == audioTrack {
-      audioFormat = audioFormat ?? input.format
       guard let recording else {
-        // Until the file exists: kept (a few seconds' worth) for the file that waits for it.
-        waitingAudio.append(input)
-        if waitingAudio.count > 256 { waitingAudio.removeFirst() }
+        start.hold(audio: input)
         return try openWhenReady(force: false)
       }
+      start.saw(audio: input)
       guard let audio = recording.audio, input.format.codec == .aac, input.format.sampleRate == audio.sampleRate
       else { return skippedPackets += 1 }
       return try recording.writeAudio(input)
     }
     guard input.track == videoTrack else { return skippedPackets += 1 }
     guard let recording else {
-      guard input.isKeyframe || !waitingVideo.isEmpty else { return skippedPackets += 1 }
-      waitingVideo.append(input)
-      waitingVideoBytes += input.data.count
+      guard start.hold(video: input) else { return skippedPackets += 1 }
       return try openWhenReady(force: false)
     }
     guard GapDetector.sameVideo(input.format, recording.video) else { return skippedPackets += 1 }
@@ -94,12 +88,8 @@ public final class MP4Writer: Node {
   /// Creates the file once every declared track has its format: the audio's first packet came, or
   /// ``audioWait`` of video went by without one (the file then has no audio track, and ``gaps`` says so).
   private func openWhenReady(force: Bool) throws {
-    guard recording == nil, let first = waitingVideo.first else { return }
-    let span = (try? (waitingVideo.last?.time ?? first.time) - first.time) ?? .zero
-    guard
-      force || audioTrack == nil || audioFormat != nil || span >= Self.audioWait
-        || waitingVideoBytes >= Self.audioWaitBytes
-    else { return }
+    guard recording == nil, start.isReady(force: force), let first = start.first else { return }
+    let audioFormat = start.audioFormat
     try OutputFile.validate(destination)
     let audio = audioTrack == nil ? nil : audioFormat.flatMap { $0.codec == .aac ? $0 : nil }
     let recording = try MP4Recording(
@@ -111,10 +101,7 @@ public final class MP4Writer: Node {
       let reason: GapReason = audioFormat == nil ? .trackUnavailable : .unsupportedMedia
       missingAudio = (audioTrack, reason, first.time)
     }
-    let (video, sound) = (waitingVideo, waitingAudio)
-    waitingVideo = []
-    waitingVideoBytes = 0
-    waitingAudio = []
+    let (video, sound) = start.take()
     for packet in video {
       if GapDetector.sameVideo(packet.format, recording.video) {
         try recording.writeVideo(packet)
@@ -158,7 +145,6 @@ public final class MP4Writer: Node {
   public func stop(context: NodeContext<Never>) {
     recording?.abandon()
     recording = nil
-    waitingVideo = []
-    waitingAudio = []
+    start.drop()
   }
 }
