@@ -241,7 +241,7 @@ struct PlayCommandTests {
     #expect(result.status == 0, "\(result.stderr)")
     // The replay runs on the file:// library, then over HTTP against the reference server: the hole
     // once each time (R74), both completed.
-    let gap = "gap crossed: 2026-11-30T00:01:15Z – 2026-11-30T00:01:25Z (video 0): noRecording"
+    let gap = "gap crossed: 2026-11-30T00:01:15Z – 2026-11-30T00:01:25Z (video 0, audio 1): noRecording"
     #expect(result.stdout.components(separatedBy: "gap crossed:").count == 3)
     #expect(result.stdout.components(separatedBy: gap).count == 3)
     #expect(result.stdout.components(separatedBy: "completed at 2026-11-30T00:01:30Z").count == 3)

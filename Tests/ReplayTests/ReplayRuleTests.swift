@@ -359,7 +359,7 @@ import TiCloudStorage
 
   @Test func R74_aHoleOfAnAudioVideoPlayIsReportedOnceAsNoRecording() throws {
     // The detector sends a gap per track (the audio's follows its 64 ms frames): the play reports the
-    // position's track's, once, clipped to where the play starts.
+    // position's track's, once, clipped to where the play starts, with the sound among its tracks (R71).
     for initial: Int64 in [0, 4000] {
       let harness = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 2)], audio: true)
       harness.play(0, 9000, initial: initial)
@@ -367,7 +367,7 @@ import TiCloudStorage
       let expected = RecordingGap(
         range: MediaRange(
           startMilliseconds: recordingStart + max(3000, initial), endMilliseconds: recordingStart + 5000),
-        tracks: [TrackID(.video, channel: 0)], reasons: [.noRecording])
+        tracks: [TrackID(.video, channel: 0), TrackID(.audio, channel: 1)], reasons: [.noRecording])
       #expect(harness.log.gaps == [expected], "initial \(initial)")
       #expect(harness.log.completions == 1)
     }
@@ -381,11 +381,32 @@ import TiCloudStorage
     harness.play(0, 9000, initial: 2970)
     harness.runToEnd()
     let gaps = harness.log.gaps
-    #expect(gaps.map(\.tracks) == [[TrackID(.video, channel: 0)]])
+    #expect(gaps.map(\.tracks) == [[TrackID(.video, channel: 0), TrackID(.audio, channel: 1)]])
     #expect(
       gaps.first?.range == MediaRange(startMilliseconds: recordingStart + 3000, endMilliseconds: recordingStart + 5000))
     #expect(harness.log.times.first == recordingStart + 5000)
     #expect(harness.log.completions == 1)
+  }
+
+  @Test func R71_aGapListsTheTracksItAffects() throws {
+    // A hole of the recording: the picture and the sound bound are both missing over it.
+    let hole = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 2)], audio: true)
+    hole.play(0, 9000)
+    hole.runToEnd()
+    #expect(hole.log.gaps.map(\.tracks) == [[TrackID(.video, channel: 0), TrackID(.audio, channel: 1)]])
+    // A stretch without picture while the sound goes on: a gap of the picture alone.
+    var options = ReplayFixtures.options(seconds: 9)
+    options.videoGaps = [(offset: 3, length: 2)]
+    let picture = try ReplayHarness(audio: true, options: options)
+    picture.play(0, 9000)
+    picture.runToEnd()
+    #expect(picture.log.gaps.map(\.tracks) == [[TrackID(.video, channel: 0)]], "\(picture.log.gaps)")
+    #expect(!picture.audio.played.isEmpty && picture.log.completions == 1)
+    // Without a sound bound, a hole is the picture's gap alone (nothing else is followed).
+    let alone = try ReplayHarness(seconds: 9, gaps: [(offset: 3, length: 2)])
+    alone.play(0, 9000)
+    alone.runToEnd()
+    #expect(alone.log.gaps.map(\.tracks) == [[TrackID(.video, channel: 0)]])
   }
 
   @Test func R71_aGapIsReportedBetweenTheTimeEventsAroundIt() throws {

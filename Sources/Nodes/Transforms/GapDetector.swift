@@ -590,6 +590,23 @@ public final class GapDetector: Node {
     gaps[generationStart...].filter { $0.concerns(track) && $0.range.end > time }
   }
 
+  /// `gap`'s tracks and the other followed tracks missing over more than their tolerance of its range
+  /// (facts of that track, or gaps of it sent since the last flush, overlap it): the tracks a hole
+  /// affects, which a replay reports with the gap of the track it follows (R71). On the pipeline's
+  /// executor.
+  public func affectedTracks(of gap: RecordingGap) -> [TrackID] {
+    var tracks = gap.tracks
+    for track in [configuration.videoTrack, configuration.audioTrack].compactMap({ $0 }) where !tracks.contains(track) {
+      let missing =
+        facts.filter { $0.concerns(track) && $0.range.overlaps(gap.range) }.map(\.range)
+        + gaps[generationStart...].filter { $0.concerns(track) && $0.range.overlaps(gap.range) }.map(\.range)
+      let present = Self.subtract(missing, from: gap.range).reduce(0) { $0 + $1.duration.microseconds }
+      let tolerance = track.kind == .video ? Self.videoTolerance : Self.audioTolerance
+      if gap.range.duration.microseconds - present > tolerance.microseconds { tracks.append(track) }
+    }
+    return tracks
+  }
+
   // MARK: Helpers
 
   static func sameVideo(_ format: TrackFormat, _ reference: TrackFormat) -> Bool {

@@ -24,7 +24,9 @@ extension Replay {
         if video { state.lastFrame = frame }
         for entry in state.recorders { entry.recorder.advance(to: frame.time) }
       }
-      let gaps = handlers.onRecordingGap.flatMap { handler in verdict.gaps.isEmpty ? nil : (handler, verdict.gaps) }
+      let gaps = handlers.onRecordingGap.flatMap { handler in
+        verdict.gaps.isEmpty ? nil : (handler, state.affected(verdict.gaps))
+      }
       let report = handlers.onTimeChanged.flatMap { handler in verdict.report.map { (handler, $0) } }
       return (
         verdict,
@@ -65,7 +67,7 @@ extension Replay {
     let report = perform { state -> (@Sendable (RecordingGap) -> Void, [RecordingGap], Int)? in
       let gaps = state.rules.crossed(gap, by: id, candidates: candidates, generation: generation)
       guard !gaps.isEmpty, let handler = state.handlers.current.onRecordingGap else { return nil }
-      return (handler, gaps, state.rules.playNumber)
+      return (handler, state.affected(gaps), state.rules.playNumber)
     }
     if let (handler, gaps, play) = report { deliver(play: play) { for gap in gaps { handler(gap) } } }
   }
@@ -84,10 +86,17 @@ extension Replay {
         waiter = state.waiters.removeValue(forKey: state.rules.playNumber)
         if case .failed = completion { graph = state.graph }
       }
+      let early: [RecordingGap]
+      switch completion {
+      case .ignored: early = []
+      case .failed(_, let gaps): early = gaps
+      case .completed(let done): early = done.earlyGaps
+      }
       return (
         completion,
         (
-          gap: handlers.onRecordingGap, time: handlers.onTimeChanged, done: handlers.onCompleted,
+          gap: handlers.onRecordingGap, early: state.affected(early), time: handlers.onTimeChanged,
+          done: handlers.onCompleted,
           error: handlers.onError,
           play: state.rules.playNumber, events: state.attachments.compactMapValues(\.events)
         )
@@ -96,16 +105,16 @@ extension Replay {
     let play = handlers.play
     switch completion {
     case .ignored: return
-    case .failed(let error, let early):
+    case .failed(let error, _):
+      let early = handlers.early
       if let handler = handlers.gap, !early.isEmpty { deliver(play: play) { for gap in early { handler(gap) } } }
       endRecorders(ended)
       graph?.pipeline.stop()
       if let handler = handlers.error { deliver(play: play) { handler(error) } }
       if let waiter { environment.deliver { waiter.end(.failure(error)) } }
     case .completed(let done):
-      if let handler = handlers.gap, !done.earlyGaps.isEmpty {
-        deliver(play: play) { for gap in done.earlyGaps { handler(gap) } }
-      }
+      let early = handlers.early
+      if let handler = handlers.gap, !early.isEmpty { deliver(play: play) { for gap in early { handler(gap) } } }
       for events in done.mismatched.compactMap({ handlers.events[$0] }) { events(.failed(Self.channelMismatch)) }
       for events in done.completedOutputs.compactMap({ handlers.events[$0] }) { events(.completed) }
       endRecorders(ended, naturally: true)
@@ -150,6 +159,19 @@ extension Replay {
     environment.deliver { [weak self] in
       guard let self, playNumber.load(ordering: .acquiring) == play else { return }
       body()
+    }
+  }
+}
+
+extension Replay.Control {
+  /// `gaps` as reported: each lists every followed track the hole affects, not only the track whose
+  /// output crossed it (R71: a hole of the recording is a gap of the picture and of the sound).
+  func affected(_ gaps: [RecordingGap]) -> [RecordingGap] {
+    guard let detector = graph?.joints.detector else { return gaps }
+    return gaps.map { gap in
+      var gap = gap
+      gap.tracks = detector.affectedTracks(of: gap)
+      return gap
     }
   }
 }
