@@ -69,6 +69,35 @@ struct ExportCommandTests {
     #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["lib"])
   }
 
+  @Test(
+    "a report path that became a link during the run: exit 1 fileWriteFailed (not 2), the link and its target untouched, the MP4 kept"
+  )
+  func reportPathSwappedForALink() throws {
+    let directory = try TemporaryDirectory()
+    let library = try makeLibrary(in: directory.url)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let report = directory.url.appendingPathComponent("report.json")
+    let target = directory.url.appendingPathComponent("precious.txt")
+    try Data("keep me".utf8).write(to: target)
+    var swapped = false
+    let result = try runExport(arguments(library, output) + ["--report", report.path]) { _, progress in
+      guard !swapped else { return }
+      swapped = true
+      try? FileManager.default.createSymbolicLink(at: report, withDestinationURL: target)
+    }
+    #expect(swapped)
+    #expect(result.status == 1, "\(result.stderr)")
+    let line = result.stderr.split(separator: "\n").first { $0.hasPrefix("error: ") } ?? ""
+    #expect(
+      line.hasPrefix("error: fileWriteFailed (6046): the report was not written; the MP4 is complete at"), "\(line)")
+    #expect(try FileManager.default.destinationOfSymbolicLink(atPath: report.path) == target.path)
+    #expect(try String(contentsOf: target, encoding: .utf8) == "keep me")
+    #expect(try probeRecording(output.path).frames > 0)
+    // No temporary report left beside it.
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix(".report") } == [])
+  }
+
   @Test("a signal that arrives as soon as main has started cancels too: no default action, no file")
   func earlySignal() throws {
     let directory = try TemporaryDirectory()

@@ -153,6 +153,37 @@ struct ExportTests {
     #expect(duration >= 6.0 - 0.128 && duration <= 6.02, "audio lasts \(duration) s")
   }
 
+  @Test("G.711 sound then AAC of another rate: the AAC stretch is a gap unsupportedMedia, the G.711 kept whole")
+  func g711ThenAnotherAAC() throws {
+    let directory = try TemporaryDirectory()
+    let library = directory.url.appendingPathComponent("lib")
+    var options = smallOptions(seconds: 12)
+    options.segmentSeconds = 6
+    try LibrarySynthesizer(options: options).write(to: library)
+    // The first object's sound becomes G.711 A-law at 8 kHz (20 ms records); the second's stays AAC 16 kHz.
+    try LibraryFaults.rewriteRecords(segment: 0, in: library) { records in
+      let start = records.first?.timestampMilliseconds ?? 0
+      let video = records.filter { $0.track.kind == .video }
+      let sound = (0..<300).map { index in
+        SegmentRecord(
+          track: TrackID(.audio, channel: 1), codec: .g711a, isKeyframe: true, sampleRate: 8000, channels: 1,
+          timestampMilliseconds: start + Int64(index) * 20, payload: Data(repeating: 0xD5, count: 160))
+      }
+      return (video + sound).sorted { $0.timestampMilliseconds < $1.timestampMilliseconds }
+    }
+    let (result, _) = try export(
+      library: library, range: range(0, 12_000), to: directory.url.appendingPathComponent("mixed.mp4"))
+    #expect(result.code == .ok && result.report.coveredDurationMs == 12_000)
+    // The file's sound is the G.711 transcoded (8 kHz) up to 6 s; the AAC after it cannot join that track.
+    let audioGaps = result.report.gaps.filter { $0.tracks.contains { $0.kind == "audio" } }
+    #expect(audioGaps.count == 1, "\(result.report.gaps)")
+    #expect(audioGaps.first?.reasons == [.unsupportedMedia], "\(result.report.gaps)")
+    #expect(audioGaps.first.map { (6000...6200).contains($0.range.startMs - recordingStart) } == true)
+    #expect(audioGaps.first?.range.endMs == recordingStart + 12_000)
+    let probe = try expectPlayable(result)
+    #expect(probe.audio?.sample_rate == "8000")
+  }
+
   @Test("G.711 audio is transcoded to AAC")
   func g711() throws {
     for codec in [Codec.g711a, .g711u] {

@@ -128,6 +128,24 @@ struct MediaFileExportTests {
     #expect(try MediaFileExportTests.judge(output).videoFrames > 0)
   }
 
+  @Test("a range that runs past the file's end: the rest is a noRecording gap of both tracks, not unknown")
+  func pastTheEnd() throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(.init(container: "mp4", codec: "h264", bFrames: true), seconds: 3, in: directory.url)
+    let info = try MediaFileSource.probe(path: file.path)
+    let end = info.start.advanced(by: .microseconds(5_000_000), notAfter: MediaTime(microseconds: .max))
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try Self.export(file, MediaRange(start: info.start, end: end), to: output)
+    #expect(result.code == .ok && result.report.termination == .exhausted, "\(result.message ?? "")")
+    #expect(result.report.unprocessedRanges.isEmpty)
+    #expect(result.report.coveredDurationMs == 3000)
+    let tail = result.report.gaps.filter { $0.range.endMs == end.milliseconds }
+    #expect(tail.count == 1 && tail.first?.range.startMs == info.start.milliseconds + 3000, "\(result.report.gaps)")
+    #expect(tail.first?.reasons == [.noRecording], "\(result.report.gaps)")
+    #expect(tail.first?.tracks.map(\.kind).sorted() == ["audio", "video"])
+    #expect(try MediaFileExportTests.judge(output).videoFrames == 75)
+  }
+
   @Test("a rotated picture stays rotated: the track's display matrix is carried, keyframe and exact cuts")
   func rotation() throws {
     let directory = try TemporaryDirectory()

@@ -27,15 +27,23 @@ enum ExportCommand {
       try container.encode(report, forKey: .report)
     }
 
-    /// Writes the report as pretty JSON to `path` (`-`: standard output).
+    /// Writes the report as pretty JSON to `path` (`-`: standard output). A report that cannot be
+    /// written (the path became a directory or a link since the run began, the disk is full) fails the
+    /// run with `fileWriteFailed` (exit 1, never the usage error's 2: the arguments were checked at the
+    /// start), saying where the MP4 is: it is complete and kept.
     func write(to path: String) throws {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
       let json = try encoder.encode(self) + Data("\n".utf8)
       if path == "-" {
         if let error = StandardOutput.write(json) { fail(error) }
-      } else {
+        return
+      }
+      do {
         try OutputFile.write(json, to: URL(fileURLWithPath: path))
+      } catch {
+        let written = file.map { "; the MP4 is complete at \($0)" } ?? ""
+        throw TiError(.fileWriteFailed, "the report was not written\(written): \(TiError(error).message)", cause: error)
       }
     }
   }

@@ -62,6 +62,11 @@ public final class MediaFileSource: SourceNode {
   /// Whether that fact is still to be stated (again after a seek: what follows a flush forgets facts).
   private var unreadSoundPending = false
   private var tracks: [Int32: Track] = [:]
+  /// Where the media read ends (the latest end of a packet sent): past it the file holds nothing, which
+  /// the end of the file states as a `noRecording` fact of every track (a range that runs past the
+  /// file's end has a gap there, with its reason), once per pass over the file.
+  private var mediaEnd: MediaTime?
+  private var endStated = false
   /// The file's time that maps to `startTime`.
   private var anchor = MediaDuration.zero
 
@@ -188,7 +193,17 @@ public final class MediaFileSource: SourceNode {
     // The end: the last packet of each track, earliest first.
     let last = tracks.compactMap { key, track in track.pending.map { (key, $0) } }
       .sorted { $0.1.packet.decodeTime < $1.1.packet.decodeTime }
-    guard !last.isEmpty else { return .finished }
+    guard !last.isEmpty else {
+      if !endStated, let mediaEnd {
+        endStated = true
+        context.send(
+          .gap(
+            RecordingGap(
+              range: MediaRange(start: mediaEnd, end: MediaTime(microseconds: .max)), tracks: [],
+              reasons: [.noRecording])))
+      }
+      return .finished
+    }
     for (key, pending) in last {
       guard var track = tracks[key] else { continue }
       track.pending = nil
@@ -200,6 +215,8 @@ public final class MediaFileSource: SourceNode {
   }
 
   private func emit(_ packet: EncodedPacket, _ track: inout Track, _ context: NodeContext<EncodedPacket>) {
+    let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
+    mediaEnd = max(mediaEnd ?? end, end)
     if !track.announced {
       track.announced = true
       context.send(.formatChange(FormatChange(track: track.id, format: packet.format, time: packet.time)))
@@ -260,6 +277,7 @@ public final class MediaFileSource: SourceNode {
       }
     }
     unreadSoundPending = unreadSound != nil
+    endStated = false
     for key in tracks.keys {
       tracks[key]?.announced = false
       tracks[key]?.pending = nil

@@ -8,7 +8,8 @@ import PipelineGraph
 /// segment format's AAC, timed from the first sample of the stretch.
 ///
 /// Audio is placed by its timestamps: a hole of up to ``maximumSilence`` between records is filled with
-/// silence; a longer one (or records that go back in time), a `gap` or a format change ends the stretch
+/// silence; a longer one (or records that go back in time), a `gap`, a format change or a packet of
+/// another codec on the track ends the stretch
 /// (its last frame padded with silence) and the next record starts a new one at its own time. A record
 /// that cannot be decoded (a payload that is not a whole number of samples, bytes libavcodec refuses)
 /// becomes a `gap` event of the audio track over that record's stretch, reason `mediaUnreadable`, and
@@ -58,7 +59,12 @@ public final class AudioTranscoder: Node {
 
   /// Transcodes G.711; passes everything else.
   public func process(_ input: EncodedPacket, context: NodeContext<EncodedPacket>) throws {
-    guard input.format.codec == .g711a || input.format.codec == .g711u else { return context.emit(input) }
+    guard input.format.codec == .g711a || input.format.codec == .g711u else {
+      // Sound of the track in another codec ends its stretch first: what the encoder holds leaves before
+      // it, in the track's order (a writer that follows the first format must see where the second starts).
+      if let stretch = stretches[input.track] { try end(stretch, context: context) }
+      return context.emit(input)
+    }
     guard !input.data.isEmpty else { return }
     let channels = max(1, input.format.channels)
     guard input.data.count % channels == 0 else {
