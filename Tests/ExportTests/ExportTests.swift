@@ -61,6 +61,31 @@ struct ExportTests {
     #expect(!result.report.complete)
   }
 
+  @Test("a hole before the sound's first packet: the file is made at the hole, the sound joins it when it begins")
+  func soundAfterAHole() throws {
+    let directory = try TemporaryDirectory()
+    // A hole from 2 s to 4 s; channel 2's sound starts 6 s in.
+    var options = smallOptions(seconds: 12)
+    options.gaps = [(offset: 2, length: 2)]
+    options.otherAudioChannels = [2]
+    options.otherAudioGaps = [(offset: 0, length: 6)]
+    let library = directory.url.appendingPathComponent("lib")
+    try LibrarySynthesizer(options: options).write(to: library)
+    let (result, _) = try export(
+      library: library, range: range(0, 12_000), to: directory.url.appendingPathComponent("out.mp4"), audioChannel: 2)
+    #expect(result.code == .ok && result.report.coveredDurationMs == 10_000)
+    let probe = try expectPlayable(result)
+    #expect(probe.audio?.codec_name == "aac")
+    // The sound from 6 s to the end: 6 s of 16 kHz AAC frames (1024 samples each: 94).
+    let frames = Int(probe.audio?.nb_read_frames ?? "") ?? 0
+    #expect(abs(frames - 94) <= 2, "\(frames) AAC frames")
+    // The hole, of both tracks; the sound's absence on each side of it, of the sound alone.
+    #expect(
+      result.report.gaps.map(\.range.startMs) == [0, 2000, 4000].map { recordingStart + $0 }, "\(result.report.gaps)")
+    let sound = result.report.gaps.filter { $0.tracks.map(\.kind) == ["audio"] }
+    #expect(sound.count == 2 && sound.last.map { (6000..<6064).contains($0.range.endMs - recordingStart) } == true)
+  }
+
   @Test("(a) a range starting exactly on a keyframe starts there, not a GOP earlier, and ends at its end")
   func startOnKeyframe() throws {
     let directory = try TemporaryDirectory()

@@ -276,14 +276,16 @@ struct MediaFileExportTests {
   }
 
   /// Records `file` whole through ``MP4Writer``.
-  static func record(_ file: URL, to output: URL, audio: Bool = true) throws -> MP4Writer {
+  static func record(
+    _ file: URL, to output: URL, audio: Bool = true, reservedIndexBytes: Int = 1 << 20
+  ) throws -> MP4Writer {
     let executor = ThreadExecutor(name: "test.record-file")
     defer { executor.shutdown() }
     let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
     let source = MediaFileSource(path: file.path)
     let writer = MP4Writer(
       destination: output, videoTrack: TrackID(.video, channel: 0),
-      audioTrack: audio ? TrackID(.audio, channel: 1) : nil)
+      audioTrack: audio ? TrackID(.audio, channel: 1) : nil, reservedIndexBytes: reservedIndexBytes)
     pipeline.connect(source, to: writer)
     let failures = try pipeline.runToCompletion().failures
     #expect(failures.isEmpty, "\(failures.map { "\($0.error)" })")
@@ -300,6 +302,64 @@ struct MediaFileExportTests {
     let judged = try Self.judge(output)
     #expect(judged.videoFrames == 150, "\(item)")
     try Self.expectAudioWithVideo(judged, "\(item)")
+  }
+
+  /// 20 s of picture whose sound (AAC, 44.1 kHz) begins 14 s in, past ``MP4Writer/audioWait``: the file
+  /// is made before the sound's first packet.
+  static func makeLateSoundFile(in directory: URL) throws -> URL {
+    let file = directory.appendingPathComponent("late-sound.mkv")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=20", "-itsoffset", "14",
+        "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=6", "-map", "0:v", "-map", "1:a", "-c:v",
+        "libx264", "-g", "50", "-c:a", "aac", file.path,
+      ])
+    return file
+  }
+
+  @Test("sound that begins 14 s in, after the file was made: the export gives the file its track then, in place")
+  func exportSoundAfterTheWait() throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeLateSoundFile(in: directory.url)
+    let info = try MediaFileSource.probe(path: file.path)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try Self.export(file, MediaRange(start: info.start, end: info.end), to: output)
+    #expect(result.code == .ok && result.report.coveredDurationMs == 20_000, "\(result.message ?? "")")
+    // The sound's absence before it is the one gap.
+    let gap = try #require(result.report.gaps.first, "\(result.report.gaps)")
+    #expect(result.report.gaps.count == 1 && gap.tracks.map(\.kind) == ["audio"], "\(result.report.gaps)")
+    #expect(gap.range.startMs == 0 && (13_950...14_000).contains(gap.range.endMs), "\(result.report.gaps)")
+    let judged = try Self.judge(output)
+    #expect(judged.videoFrames == 500)
+    let start = try #require(judged.audioStart, "no sound in the file")
+    #expect(abs(start - Double(gap.range.endMs) / 1000) < 0.03, "the sound starts at \(start) s")
+    #expect(abs((judged.audioDuration ?? 0) - 6) < 0.1, "\(judged)")
+    #expect(try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"]).isEmpty)
+  }
+
+  @Test(
+    "MP4Writer: sound that begins after the file was made joins it, finalized in place or by the remux; the gap ends where it begins"
+  )
+  func recordSoundAfterTheWait() throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeLateSoundFile(in: directory.url)
+    // 1 MB of room: the index is written in place. 4 KB: the sound's track fits, the index does not.
+    for room in [1 << 20, 4096] {
+      let output = directory.url.appendingPathComponent("rec-\(room).mp4")
+      let writer = try Self.record(file, to: output, reservedIndexBytes: room)
+      let gap = try #require(writer.gaps.first, "\(room)")
+      #expect(
+        writer.gaps.count == 1 && gap.tracks == [TrackID(.audio, channel: 1)] && gap.reasons == [.trackUnavailable])
+      #expect(gap.range.start == MediaTime(microseconds: 0))
+      #expect((13_950_000...14_000_000).contains(gap.range.end.microseconds), "\(gap)")
+      let judged = try Self.judge(output)
+      #expect(judged.videoFrames == 500, "\(room)")
+      #expect(
+        judged.audioStart.map { abs($0 - Double(gap.range.end.microseconds) / 1e6) < 0.03 } == true,
+        "\(room): \(judged)")
+      #expect(abs((judged.audioDuration ?? 0) - 6) < 0.1, "\(room): \(judged)")
+    }
   }
 
   @Test("MP4Writer with a declared audio track that never comes: no audio stream, and a trackUnavailable gap")

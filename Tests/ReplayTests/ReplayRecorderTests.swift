@@ -60,13 +60,15 @@ import TiCloudStorage
 
 /// The recording task's file waits for sound that starts seconds after the picture, as the export does.
 @Suite struct ReplayRecorderStartTests {
-  @Test("a recording of a channel whose sound starts 4 s after its picture keeps the sound from there")
-  func soundThatStartsLate() throws {
-    var options = ReplayFixtures.options(seconds: 9)
+  @Test(
+    "a recording of a channel whose sound starts after its picture keeps the sound from there: within the wait (4 s in), and after the file was made (14 s in)",
+    arguments: [(seconds: 9, silence: 4), (seconds: 20, silence: 14)])
+  func soundThatStartsLate(_ media: (seconds: Int, silence: Int)) throws {
+    var options = ReplayFixtures.options(seconds: media.seconds)
     options.otherAudioChannels = [2]
-    options.otherAudioGaps = [(offset: 0, length: 4)]
+    options.otherAudioGaps = [(offset: 0, length: media.silence)]
     let harness = try ReplayHarness(options: options)
-    #expect(harness.play(0, 9000) == .ok)
+    #expect(harness.play(0, Int64(media.seconds) * 1000) == .ok)
     harness.run(for: .milliseconds(40))
     let recorder = ReplayRecorder(
       destination: harness.library.appendingPathComponent("late.mp4"), videoTrack: TrackID(.video, channel: 0),
@@ -78,11 +80,11 @@ import TiCloudStorage
       Issue.record("the recording failed")
       return
     }
-    // From the first keyframe after the play's start (2 s) to the end; the sound waited for 2 s of it.
-    #expect(milliseconds == 7000)
+    // From the first keyframe after the play's start (2 s) to the end.
+    #expect(milliseconds == Int64(media.seconds - 2) * 1000)
     let probed = try probeRecording(recorder.destination.path)
     #expect(probed.kinds.sorted() == ["audio", "video"], "\(probed)")
-    // The sound from 4 s on: about 5 s of AAC (1024 samples a frame).
+    // The sound from where it starts: its AAC frames (1024 samples each) last that long.
     let audio = try run(
       "/usr/bin/ffprobe",
       [
@@ -92,6 +94,32 @@ import TiCloudStorage
       ]
     ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Double($0) }
     let seconds = audio.count == 2 ? audio[1] * 1024 / audio[0] : 0
-    #expect(abs(seconds - 5) < 0.2, "\(audio): \(seconds) s of sound")
+    #expect(abs(seconds - Double(media.seconds - media.silence)) < 0.2, "\(audio): \(seconds) s of sound")
+  }
+
+  @Test("a seek while the file waits for sound: what played before it is kept, and the sound joins when it begins")
+  func aSeekWhileWaitingForSound() throws {
+    var options = ReplayFixtures.options(seconds: 20)
+    options.otherAudioChannels = [2]
+    options.otherAudioGaps = [(offset: 0, length: 14)]
+    let harness = try ReplayHarness(options: options)
+    #expect(harness.play(0, 20_000) == .ok)
+    harness.run(for: .milliseconds(40))
+    let recorder = ReplayRecorder(
+      destination: harness.library.appendingPathComponent("seek.mp4"), videoTrack: TrackID(.video, channel: 0),
+      audioTrack: TrackID(.audio, channel: 2), startsAt: try #require(harness.replay.recordingStart))
+    #expect(harness.replay.addRecorder(recorder) { _ in } == .ok)
+    // From the keyframe at 2 s to 6 s; then from the keyframe at 10 s to the end.
+    harness.run(for: .milliseconds(6_000))
+    #expect(harness.replay.seek(to: MediaTime(milliseconds: harness.recordingStart + 10_000)) == .ok)
+    harness.runToEnd()
+    guard case .success(let milliseconds) = try recorder.finishWithinDeadline(playedToTheEnd: true) else {
+      Issue.record("the recording failed")
+      return
+    }
+    #expect((14_000...14_300).contains(milliseconds), "\(milliseconds) ms")
+    let probed = try probeRecording(recorder.destination.path)
+    #expect(probed.kinds.sorted() == ["audio", "video"], "\(probed)")
+    #expect(abs(probed.duration - Double(milliseconds) / 1000) < 0.1, "\(probed)")
   }
 }

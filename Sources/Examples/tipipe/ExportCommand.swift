@@ -187,15 +187,23 @@ enum ExportCommand {
     let result = final.withLock { $0! }
     if showProgress { StandardError.write(Data("\n".utf8)) }
 
+    // A report that cannot be written is the run's failure unless the export failed first (its error is
+    // the one line said).
+    var unwritten: (any Error)?
     if let reportPath = options.reportPath, let report = result.report {
-      try Output(code: result.code, file: result.file?.path, durationMs: result.file?.durationMs ?? 0, report: report)
-        .write(to: reportPath)
+      do {
+        try Output(code: result.code, file: result.file?.path, durationMs: result.file?.durationMs ?? 0, report: report)
+          .write(to: reportPath)
+      } catch {
+        unwritten = error
+      }
     }
     guard result.code == TiCloudStorageErrorCode.ok, let file = result.file, let report = result.report else {
       let termination = result.report.map { "\($0.termination)" } ?? "without a report"
       reportError(FacadeSession.error(result.code, result.message ?? "the export ended \(termination)"))
       return 1
     }
+    if let unwritten { throw unwritten }
     if showProgress {
       wrote(
         file.path, covered: report.coveredDurationMs, segments: report.segments.count, gaps: report.gaps.count,

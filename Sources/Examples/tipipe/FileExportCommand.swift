@@ -107,15 +107,22 @@ enum FileExportCommand {
     Interruption.shared.removeHandler()
     if showProgress { StandardError.write(Data("\n".utf8)) }
     let report = relative(result.report, to: origin)
+    // As `export` does: the export's own failure is the one line said, before a report left unwritten.
+    var unwritten: (any Error)?
     if let reportPath {
-      try ExportCommand.Output(
-        code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report
-      ).write(to: reportPath)
+      do {
+        try ExportCommand.Output(
+          code: result.code.rawValue, file: result.file?.path, durationMs: result.durationMs, report: report
+        ).write(to: reportPath)
+      } catch {
+        unwritten = error
+      }
     }
     guard result.code == .ok, let file = result.file else {
       reportError(TiError(result.code, result.message ?? "the export ended \(report.termination)"))
       return 1
     }
+    if let unwritten { throw unwritten }
     if showProgress {
       ExportCommand.wrote(
         file.path, covered: report.coveredDurationMs, segments: report.segments.count, gaps: report.gaps.count,

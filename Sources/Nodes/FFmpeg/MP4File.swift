@@ -18,7 +18,7 @@ final class MP4File {
   private var fragments: MP4FragmentWriter?
   /// Each track's index in ``fragments`` and time base (as the muxer chose it).
   private let videoTrack: (index: Int, base: TimeBase)?
-  private let audioTrack: (index: Int, base: TimeBase)?
+  private var audioTrack: (index: Int, base: TimeBase)?
   let path: String
   /// Audio that plays before the file's start: the AAC encoder's priming frame, or a frame that
   /// began before the first video frame. It is written at the start of the audio track and hidden by an
@@ -33,6 +33,30 @@ final class MP4File {
   /// frame). The fragmented file cannot say it (each track starts at 0 once the `moov` is written); the
   /// finished file's audio edit list begins with an empty edit that long.
   var audioStart = MediaDuration.zero
+
+  /// True when the file has a sound track (made with one, or given one by ``addAudio(_:)``).
+  var hasAudio: Bool { audioTrack != nil }
+
+  /// Gives a file made without sound an AAC track of `audio`, for a sound that begins after the file was
+  /// made: the `moov` declares it in place (``MP4Finalizer/addTrack(_:trex:toFileAt:)``, in the room
+  /// reserved for the index), and the fragments from now on carry it. False, changing nothing, when the
+  /// file has sound already, `audio` is not AAC, or the room left is too small.
+  func addAudio(_ audio: TrackFormat) throws -> Bool {
+    guard audioTrack == nil, let fragments,
+      let base = TimeBase(numerator: 1, denominator: Int32(clamping: audio.sampleRate))
+    else { return false }
+    let id = UInt32(videoTrack == nil ? 1 : 2)
+    guard let (trak, trex) = MP4Header.lateAudio(audio, id: id) else { return false }
+    do {
+      guard try MP4Finalizer.addTrack(trak, trex: trex, toFileAt: path) else { return false }
+    } catch let error as MP4Error {
+      throw MediaError(.writeFailed, "\(path): cannot declare the sound's track: \(error)")
+    }
+    let index = fragments.addTrack(
+      MP4FragmentWriter.Track(id: id, timescale: Int64(base.denominator), lengthPrefixed: false))
+    audioTrack = (index, base)
+    return true
+  }
 
   /// Creates `path` (fragmented MP4) with a video stream of `video` and an AAC stream of `audio` (at
   /// least one), reserving `reservedIndexBytes` after the `moov` for the final index (see ``indexBytes(forSeconds:samplesPerSecond:)``).

@@ -232,6 +232,8 @@ public final class ReplayRecorder: @unchecked Sendable {
           start.hold(audio: packet)
           return try openIfReady(force: false)
         }
+        // A sound that begins after the file was made without it gets its track now.
+        if recording.audio == nil { _ = try recording.addAudio(packet.format) }
         if recording.isRecording { try recording.writeAudio(packet) }
         return
       }
@@ -285,7 +287,12 @@ public final class ReplayRecorder: @unchecked Sendable {
       throw MediaError(.writeFailed, "cannot create the recording beside \(destination.path): \(error)")
     }
     let (video, sound) = start.take()
-    for packet in video { try recording?.writeVideo(packet) }
+    for packet in video {
+      guard let recording, GapDetector.sameVideo(packet.format, recording.video) else {
+        throw MediaError(.unsupportedFormat, "the video changed to \(packet.format) during the recording")
+      }
+      try recording.writeVideo(packet)
+    }
     for packet in sound { try recording?.writeAudio(packet) }
   }
 
@@ -298,11 +305,13 @@ public final class ReplayRecorder: @unchecked Sendable {
   private func closeStretch() {
     needsKeyframe = true
     guard failure == nil else { return }
-    if recording == nil {
-      start.drop()
-      return
-    }
     do {
+      // What was played while the file waited for its sound is kept: the file is made now (the sound
+      // joins it when it begins), as the export does at a gap.
+      if recording == nil {
+        guard start.first != nil else { return start.drop() }
+        try openIfReady(force: true)
+      }
       try recording?.end(at: lastVideoEnd)
     } catch {
       fail(MediaError(error))

@@ -10,8 +10,8 @@ import Synchronization
 /// ends the stretch being written (at the gap's start) and the next video packet, a keyframe, begins
 /// the next one; every gap event goes to the timeline. The file's streams are declared up front, so
 /// the first packets wait until the audio format is known (or ``MP4Writer/audioWait`` of video, or
-/// ``MP4Writer/audioWaitBytes`` of it, passed without audio: a recording whose sound starts a few seconds
-/// in keeps it).
+/// ``MP4Writer/audioWaitBytes`` of it, passed without audio, or a gap of the video came); a sound that
+/// begins after the file was made gets its track then (declared in the room kept for the index).
 /// Writing goes through `MP4Recording`, the path it shares with ``MP4Writer``.
 ///
 /// Progress is the scanned fraction of the range, monotonic; `onProgress` gets coalesced values.
@@ -112,6 +112,9 @@ public final class Exporter: Node {
       start.hold(audio: packet)
       return try openFile(force: false)
     }
+    // A sound that begins after the file was made without it (10 s of picture first, or a gap before it)
+    // gets its track now.
+    if recording.audio == nil, try recording.addAudio(packet.format) { timeline.fileHasAudio = true }
     try recording.writeAudio(packet)
   }
 

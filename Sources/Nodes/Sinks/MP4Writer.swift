@@ -6,8 +6,9 @@ import PipelineGraph
 ///
 /// The file's tracks are declared when it is created, so it waits until every declared track has its
 /// first packet: the video's first keyframe and the audio's first packet (audio usually follows video in
-/// a file's order), or ``audioWait`` of video without audio — then the file has no audio track and
-/// ``gaps`` says so, never a silently missing stream.
+/// a file's order), or ``audioWait`` of video without audio. A sound that begins later still joins the
+/// file (its track is declared then, in the room kept for the index) from its first packet on; ``gaps``
+/// says where the declared sound is missing, never a silently missing stream.
 ///
 /// It writes through `MP4Recording` (the path it shares with the ``Exporter``) in one stretch: the
 /// file is written fragmented under a working name beside `destination` and, at the end of the stream,
@@ -35,16 +36,18 @@ public final class MP4Writer: Node {
   private var recording: MP4Recording?
   /// Until the file exists: video from its first keyframe, and audio.
   private var start: MP4StartBuffer
-  /// The declared audio track the file was made without, why, and from when.
-  private var missingAudio: (TrackID, GapReason, MediaTime)?
+  /// The declared audio track the file was made without, why, from when, and until when (its first
+  /// packet, when it came later and the file took it).
+  private var missingAudio: (track: TrackID, reason: GapReason, from: MediaTime, until: MediaTime?)?
   /// How long the file waits for the declared audio track's first packet: 10 s of video (a camera's or a
   /// file's sound may start seconds after its picture; the file's tracks are declared before any sample).
   public static let audioWait = MediaDuration.microseconds(10_000_000)
   /// The most video bytes held while waiting for it (what ``audioWait`` of a high-rate picture comes to
   /// first).
   public static let audioWaitBytes = 16 << 20
-  /// What the file lacks, once it is finished: the declared audio track when none came within
-  /// ``audioWait`` (`trackUnavailable`) or it was not AAC (`unsupportedMedia`), over the whole recording.
+  /// What the file lacks, once it is finished: the declared audio track from the file's start to its
+  /// first AAC packet (`trackUnavailable`), or over the whole recording when none came or it was not AAC
+  /// (`unsupportedMedia`).
   public private(set) var gaps: [RecordingGap] = []
   /// Packets not recorded.
   public private(set) var skippedPackets = 0
@@ -72,6 +75,9 @@ public final class MP4Writer: Node {
         return try openWhenReady(force: false)
       }
       start.saw(audio: input)
+      if recording.audio == nil, try recording.addAudio(input.format), missingAudio?.until == nil {
+        missingAudio?.until = input.time
+      }
       guard let audio = recording.audio, input.format.codec == .aac, input.format.sampleRate == audio.sampleRate
       else { return skippedPackets += 1 }
       return try recording.writeAudio(input)
@@ -99,7 +105,7 @@ public final class MP4Writer: Node {
     self.recording = recording
     if let audioTrack, audio == nil {
       let reason: GapReason = audioFormat == nil ? .trackUnavailable : .unsupportedMedia
-      missingAudio = (audioTrack, reason, first.time)
+      missingAudio = (audioTrack, reason, first.time, nil)
     }
     let (video, sound) = start.take()
     for packet in video {
@@ -121,8 +127,8 @@ public final class MP4Writer: Node {
     try openWhenReady(force: true)
     guard let recording else { throw MediaError(.noMedia, "nothing was recorded") }
     let written = try recording.end(at: MediaTime(microseconds: .max))
-    if let (track, reason, from) = missingAudio {
-      let end = max(written?.end ?? from, from)
+    if let (track, reason, from, until) = missingAudio {
+      let end = max(until ?? written?.end ?? from, from)
       gaps.append(RecordingGap(range: MediaRange(start: from, end: end), tracks: [track], reasons: [reason]))
     }
     self.recording = nil

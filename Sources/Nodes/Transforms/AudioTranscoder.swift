@@ -53,6 +53,9 @@ public final class AudioTranscoder: Node {
   /// (record times are whole milliseconds).
   static let jitter = MediaDuration.microseconds(2_000)
   private var stretches: [TrackID: Stretch] = [:]
+  /// Tracks whose stretch a packet of another codec ended: the next one starts after a cut of this
+  /// node's, so it drops its priming frame (it would lie over the other codec's packets).
+  private var switched: Set<TrackID> = []
 
   /// Creates a transcoder.
   public init() throws {}
@@ -62,7 +65,10 @@ public final class AudioTranscoder: Node {
     guard input.format.codec == .g711a || input.format.codec == .g711u else {
       // Sound of the track in another codec ends its stretch first: what the encoder holds leaves before
       // it, in the track's order (a writer that follows the first format must see where the second starts).
-      if let stretch = stretches[input.track] { try end(stretch, context: context) }
+      if let stretch = stretches[input.track] {
+        try end(stretch, context: context)
+        switched.insert(input.track)
+      }
       return context.emit(input)
     }
     guard !input.data.isEmpty else { return }
@@ -87,7 +93,8 @@ public final class AudioTranscoder: Node {
     if let existing = stretches[input.track] {
       stretch = existing
     } else {
-      stretch = try Stretch(track: input.track, input: input.format, anchor: input.time, keepsPriming: !restarted)
+      let cut = restarted || switched.remove(input.track) != nil
+      stretch = try Stretch(track: input.track, input: input.format, anchor: input.time, keepsPriming: !cut)
       stretches[input.track] = stretch
       context.send(.formatChange(FormatChange(track: input.track, format: stretch.codec.output, time: input.time)))
     }
@@ -144,6 +151,7 @@ public final class AudioTranscoder: Node {
     switch try MediaEvent(event) {
     case .gap:
       try endAll(context: context)
+      switched.removeAll()
     case .formatChange(let change) where change.format.codec == .g711a || change.format.codec == .g711u:
       return  // replaced by the AAC format announced with the first transcoded packet
     default:
@@ -162,5 +170,8 @@ public final class AudioTranscoder: Node {
   public func finish(context: NodeContext<EncodedPacket>) throws { try endAll(context: context) }
 
   /// Drops the stretches (a seek).
-  public func flush(context: NodeContext<EncodedPacket>) { stretches.removeAll() }
+  public func flush(context: NodeContext<EncodedPacket>) {
+    stretches.removeAll()
+    switched.removeAll()
+  }
 }

@@ -10,7 +10,7 @@ import PipelineGraph
 enum MP4Finalizer {
   private typealias Track = MP4SampleTable
 
-  private struct TopLevelBox {
+  struct TopLevelBox {
     var type: String
     var offset: UInt64
     var size: UInt64
@@ -46,9 +46,7 @@ enum MP4Finalizer {
       guard let tkhd = trak.child("tkhd"), let mdia = trak.child("mdia"), let mdhd = mdia.child("mdhd") else {
         throw MP4Error.malformed("incomplete trak")
       }
-      let trackID =
-        tkhd.payload.first == 1
-        ? tkhd.payload.bigEndian(UInt32.self, at: 20) : tkhd.payload.bigEndian(UInt32.self, at: 12)
+      let trackID = Self.trackID(tkhd)
       let track = tables[trackID] ?? MP4SampleTable(spillingBeside: path)
       let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
       let mediaDuration = track.duration
@@ -143,7 +141,7 @@ enum MP4Finalizer {
 
   /// Writes an index from `start` in order, keeping its first `headLength` bytes until ``writeHead()``
   /// puts them in place with one `pwrite` (the old `moov` and the header of the `free` box after it).
-  private struct IndexWriter {
+  struct IndexWriter {
     let descriptor: Int32
     let start: UInt64
     let headLength: Int
@@ -198,7 +196,7 @@ enum MP4Finalizer {
   }
 
   /// The first `count` top-level boxes.
-  private static func topLevelBoxes(_ file: FileHandle, count: Int) throws -> [TopLevelBox] {
+  static func topLevelBoxes(_ file: FileHandle, count: Int) throws -> [TopLevelBox] {
     let end = try file.seekToEnd()
     var boxes: [TopLevelBox] = []
     var offset: UInt64 = 0
@@ -219,7 +217,7 @@ enum MP4Finalizer {
     return boxes
   }
 
-  private static func read(_ file: FileHandle, at offset: UInt64, count: Int) throws -> Data {
+  static func read(_ file: FileHandle, at offset: UInt64, count: Int) throws -> Data {
     try file.seek(toOffset: offset)
     guard let data = try file.read(upToCount: count), data.count == count else {
       throw MP4Error.malformed("short read")

@@ -138,6 +138,13 @@ final class MP4FragmentWriter {
     close(descriptor)
   }
 
+  /// Adds a track whose samples the next fragments may carry (declared in the file's `moov` by the
+  /// caller first); returns its index for ``append(track:_:payload:time:decodeTime:duration:isSync:)``.
+  func addTrack(_ track: Track) -> Int {
+    tracks.append(TrackState(track: track))
+    return tracks.count - 1
+  }
+
   /// Appends a `free` box of `size` bytes (zeros, a sparse extent): room kept for an index.
   func reserve(_ size: Int) throws {
     guard size >= 8 else { return }

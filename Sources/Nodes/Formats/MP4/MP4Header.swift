@@ -42,6 +42,16 @@ enum MP4Header {
     return bytes
   }
 
+  /// The `trak` of an AAC track `id` and its `trex`, for a sound that begins after the file was made
+  /// (``MP4Finalizer/addTrack(_:trex:toFileAt:)``); nil for what is not AAC at a rate a `mdhd` holds.
+  static func lateAudio(_ audio: TrackFormat, id: UInt32) -> (trak: MP4Box, trex: MP4Box)? {
+    guard audio.codec == .aac, (1...Int(Int32.max)).contains(audio.sampleRate) else { return nil }
+    return (
+      trak(id: id, handler: "soun", timescale: audio.sampleRate, video: nil, entry: mp4a(audio, id: id)),
+      fullBox("trex") { $0.appendWords(id, 1, 0, 0, 0) }
+    )
+  }
+
   private static func mvhd() -> MP4Box {
     fullBox("mvhd") { data in
       data.appendWords(0, 0, 1000, 0, 0x0001_0000)  // times, timescale 1000, duration, rate 1.0

@@ -30,8 +30,8 @@ final class MP4Recording {
 
   /// The file's video format.
   let video: TrackFormat
-  /// The file's audio format, if it has an audio track.
-  let audio: TrackFormat?
+  /// The file's audio format, if it has an audio track (from the start, or from ``addAudio(_:)``).
+  private(set) var audio: TrackFormat?
   /// Nothing at or after this source time is written (the requested range's end).
   let limit: MediaTime
   /// Where the unfinished file is.
@@ -41,6 +41,8 @@ final class MP4Recording {
   private var pendingVideo: EncodedPacket?
   private var pendingAudio: [EncodedPacket] = []
   private var lastDecodeTime: MediaDuration?
+  /// ``addAudio(_:)`` was asked already.
+  private var declinedAudio = false
   /// A frame at or after ``limit`` came: later frames in decode order may depend on it, so no more video.
   private(set) var videoEnded = false
   /// The end of the file's time: where the next stretch starts.
@@ -69,6 +71,19 @@ final class MP4Recording {
     self.video = video
     self.audio = audio
     self.limit = limit
+  }
+
+  /// Gives a file made without sound the track of `format` (AAC), for a sound whose first packet came
+  /// after the file was made (a camera's microphone that starts late, a gap before it): its frames are
+  /// written from then on, the track beginning where its first frame is (an empty edit before it). False
+  /// when the file has sound already, `format` is not AAC, or the header has no room left for the track.
+  func addAudio(_ format: TrackFormat) throws -> Bool {
+    guard audio == nil, !declinedAudio, format.codec == .aac, let file else { return false }
+    // Asked once: a header without room stays without (each packet would read it again).
+    declinedAudio = true
+    guard try file.addAudio(format) else { return false }
+    audio = format
+    return true
   }
 
   /// True while a stretch is open.

@@ -7,8 +7,10 @@ import PipelineGraph
 /// the sound's format before it exists. Video from its first keyframe is held until the first audio
 /// packet comes (a camera's or a file's sound often starts seconds after its picture), or until
 /// ``MP4Writer/audioWait`` of video or ``MP4Writer/audioWaitBytes`` of it went by without one (the
-/// file is then made without sound, and its owner reports the absence); audio is held beside it (the
-/// last ``maximumAudio`` packets) and written once the file exists.
+/// file is then made without sound; a sound that begins later is given its track then,
+/// `MP4Recording.addAudio(_:)`; the export and the recorder node report the absence before it); audio is
+/// held beside it (the last ``maximumAudio`` packets) and written once the file exists. A gap or a seek
+/// before then makes the file at once: what was held is kept.
 struct MP4StartBuffer {
   /// Audio packets held at most (a few seconds' worth: the oldest go first).
   static let maximumAudio = 256
