@@ -405,7 +405,7 @@ final class RequestHandler: Sendable {
     var offset: Int64 = 0
     var length = size
     var partial = false
-    if let range = value(connection, .HEADER_KIND, "Range") {
+    if !faults.ignoresRanges, let range = value(connection, .HEADER_KIND, "Range") {
       guard let bytes = Self.byteRange(range, size: size) else {
         close(descriptor)
         return .unsatisfiable(size)

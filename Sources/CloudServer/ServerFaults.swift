@@ -13,6 +13,9 @@ public struct ServerFaults: Sendable, Hashable {
   public var truncateFirst = 0
   /// Each object request is truncated with this probability.
   public var truncateRate = 0.0
+  /// Object requests are answered whole (200), whatever their `Range` asks: a server (or a proxy) that
+  /// does not do ranges.
+  public var ignoresRanges = false
   /// The first N requests of each object close the connection without an answer.
   public var resetFirst = 0
   /// The first N requests of each object answer 403 `signature_expired`, as if the URL had expired.

@@ -93,6 +93,41 @@ import TiCloudStorage
     #expect(served.server.objectRequests()[object.id] == 9)
   }
 
+  @Test func aServerThatIgnoresRangesIsReadFromTheStartAgain() async throws {
+    // Two answers cut halfway, each time the whole body again (200): the third is whole.
+    var faults = ServerFaults()
+    faults.ignoresRanges = true
+    faults.truncateFirst = 2
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
+      .get().segments[0]
+    guard case .fetched(let data, let verified) = await wait({ served.service.fetchObject(object, completion: $0) })
+    else {
+      Issue.record("the third, whole answer was not taken")
+      return
+    }
+    #expect(verified && data.count == object.size && SHA256Digest.hexHash(data) == object.sha256)
+    #expect(served.server.objectRequests()[object.id] == 3)
+    #expect(!served.requests("GET /v1/objects/").contains { $0.contains(" 206 ") })
+  }
+
+  @Test func aServerThatIgnoresRangesAndCutsEveryAnswerIsGivenUpAfterThreeFruitlessAttempts() async throws {
+    // Every answer is the first half again: bytes come, none new. (It was retried until the 120 s deadline.)
+    var faults = ServerFaults()
+    faults.ignoresRanges = true
+    faults.truncateRate = 1
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try await wait { served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0) }
+      .get().segments[0]
+    guard case .failed(let error) = await wait({ served.service.fetchObject(object, completion: $0) }) else {
+      Issue.record("a body that never completes was taken")
+      return
+    }
+    #expect(error.gapReason == .downloadFailed, "\(error)")
+    // The first answer brought bytes; the three after it brought none new.
+    #expect(served.server.objectRequests()[object.id] == 4)
+  }
+
   @Test func cancellingASlowTransferEndsItBeforeItsBodyArrives() throws {
     var faults = ServerFaults()
     // About 90 KB at 2 KB/s: the transfer would take most of a minute.

@@ -53,6 +53,7 @@ enum ServeCommand {
       --fail-status CODE           status of injected failures (default 500; 429 too)
       --truncate-first N           the first N requests of each object send half the body, then close
       --truncate-rate P            each object request is truncated with probability P
+      --ignore-range               object requests are answered whole (200), whatever their Range asks
       --reset-first N              the first N requests of each object close the connection unanswered
       --expire-signatures-first N  the first N requests of each object answer 403 signature_expired
       --latency-ms MS              wait MS before every answer
@@ -84,7 +85,8 @@ enum ServeCommand {
         "--upload-quota-count": .value, "--uploads-per-minute": .value, "--upload-max-expansion": .value,
         "--threads": .value, "--object-host": .repeated, "--quiet": .boolean, "--fail-first": .value,
         "--fail-rate": .value,
-        "--fail-status": .value, "--truncate-first": .value, "--truncate-rate": .value, "--reset-first": .value,
+        "--fail-status": .value, "--ignore-range": .boolean, "--truncate-first": .value, "--truncate-rate": .value,
+        "--reset-first": .value,
         "--expire-signatures-first": .value, "--latency-ms": .value, "--bandwidth": .value, "--stall-object": .repeated,
         "--token-requests": .value, "--listing-status": .value, "--malformed-listing": .boolean, "--seed": .value,
       ])
@@ -125,6 +127,7 @@ enum ServeCommand {
     faults.failStatus = try flags.integer("--fail-status", default: 500, range: 400...599)
     faults.truncateFirst = try flags.integer("--truncate-first", default: 0, range: 0...1_000_000)
     faults.truncateRate = try probability(flags, "--truncate-rate")
+    faults.ignoresRanges = flags.has("--ignore-range")
     faults.resetFirst = try flags.integer("--reset-first", default: 0, range: 0...1_000_000)
     faults.expireSignaturesFirst = try flags.integer("--expire-signatures-first", default: 0, range: 0...1_000_000)
     faults.latencyMilliseconds = try flags.integer("--latency-ms", default: 0, range: 0...60_000)

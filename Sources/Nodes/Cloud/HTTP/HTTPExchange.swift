@@ -62,6 +62,9 @@ final class HTTPExchange: @unchecked Sendable {
   var bytesReceived: Int { bytesArrived.load(ordering: .relaxed) }
 
   private var received: Int { body?.count ?? growingBody.count }
+  /// The most body bytes held at the end of an attempt: an attempt made progress only when it went past
+  /// them (a server that ignores `Range` sends the body from its start again: bytes, but none new).
+  private var mostReceived = 0
 
   // MARK: Attempts (network thread)
 
@@ -197,7 +200,8 @@ final class HTTPExchange: @unchecked Sendable {
       transient = failure.text
     }
     lastFailure = transient
-    let progressed = request.resumable && received > attemptStartCount
+    let progressed = request.resumable && received > mostReceived
+    mostReceived = max(mostReceived, received)
     fruitlessAttempts = progressed ? 0 : fruitlessAttempts + 1
     let wait =
       progressed
