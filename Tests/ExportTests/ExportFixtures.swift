@@ -107,7 +107,9 @@ struct Probe {
 }
 
 /// Checks what every exported file must satisfy, against the report.
-func expectPlayable(_ result: ExportResult, width: Int = 320, height: Int = 240, audio: Bool = true) throws -> Probe {
+func expectPlayable(
+  _ result: ExportResult, width: Int = 320, height: Int = 240, audio: Bool = true, fps: Int = 25
+) throws -> Probe {
   let file = try #require(result.file)
   let probe = try Probe(file)
   let covered = Double(result.report.coveredDurationMs) / 1000
@@ -119,7 +121,7 @@ func expectPlayable(_ result: ExportResult, width: Int = 320, height: Int = 240,
   let times = probe.videoPackets.map(\.pts)
   #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "video timestamps increase")
   #expect(Int(probe.video?.nb_read_frames ?? "") == probe.videoPackets.count)
-  let expectedFrames = Double(result.report.coveredDurationMs) / 40
+  let expectedFrames = Double(result.report.coveredDurationMs) * Double(fps) / 1000
   #expect(abs(Double(probe.videoPackets.count) - expectedFrames) <= 1, "\(probe.videoPackets.count) frames")
   if audio { #expect(probe.audio?.codec_name == "aac") }
   // Segments are contiguous in the output and sum to the covered duration.

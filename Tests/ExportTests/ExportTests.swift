@@ -86,6 +86,33 @@ struct ExportTests {
     #expect(sound.count == 2 && sound.last.map { (6000..<6064).contains($0.range.endMs - recordingStart) } == true)
   }
 
+  @Test(
+    "30 and 12 fps (frame times rounded to whole ms): a whole library is complete, a hole is exactly its range, noRecording alone",
+    arguments: [30, 12])
+  func framesOfFractionalMilliseconds(_ fps: Int) throws {
+    let directory = try TemporaryDirectory()
+    var options = smallOptions(seconds: 20)
+    options.fps = fps
+    options.gop = fps
+    options.segmentSeconds = 5
+    let whole = directory.url.appendingPathComponent("whole")
+    try LibrarySynthesizer(options: options).write(to: whole)
+    let (complete, _) = try export(
+      library: whole, range: range(0, 20_000), to: directory.url.appendingPathComponent("whole.mp4"))
+    #expect(complete.code == .ok && complete.report.complete, "\(fps) fps: \(complete.report.gaps)")
+    #expect(complete.report.coveredDurationMs == 20_000)
+    #expect(Int(try expectPlayable(complete, fps: fps).video?.nb_read_frames ?? "") == 20 * fps)
+    options.gaps = [(offset: 10, length: 5)]
+    let holed = directory.url.appendingPathComponent("holed")
+    try LibrarySynthesizer(options: options).write(to: holed)
+    let (result, _) = try export(
+      library: holed, range: range(0, 20_000), to: directory.url.appendingPathComponent("holed.mp4"))
+    #expect(result.code == .ok && result.report.coveredDurationMs == 15_000, "\(fps) fps")
+    #expect(result.report.gaps.map(\.range) == [reportRange(10_000, 15_000)], "\(fps) fps: \(result.report.gaps)")
+    #expect(result.report.gaps.first?.reasons == [.noRecording])
+    _ = try expectPlayable(result, fps: fps)
+  }
+
   @Test("(a) a range starting exactly on a keyframe starts there, not a GOP earlier, and ends at its end")
   func startOnKeyframe() throws {
     let directory = try TemporaryDirectory()

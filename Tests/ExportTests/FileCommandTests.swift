@@ -41,6 +41,7 @@ struct FileCommandTests {
       var segments: [Segment]
       var gaps: [Gap]
       var complete: Bool
+      var covered_duration_ms: Int64
     }
     var code: Int32
     var file: String?
@@ -109,6 +110,29 @@ struct FileCommandTests {
     let whole = try tipipe(["export", "--input", file.path, "--start", "0", "--out", out.path, "--report", "-"])
     let output = try JSONDecoder().decode(ReportOutput.self, from: Data(whole.stdout.utf8))
     #expect(output.report.requested_range.end_ms == 6_000 && output.report.complete)
+  }
+
+  @Test("E13 with --input: the last --progress-lines covered_ms is the report's, and progress reaches 1")
+  func progressLinesEndWithTheReport() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), in: directory.url)
+    for (start, cut) in [("0", "keyframe"), ("2.5", "exact"), ("1.3", "keyframe")] {
+      let finished = try tipipe([
+        "export", "--input", file.path, "--start", start, "--out", directory.url.appendingPathComponent("p.mp4").path,
+        "--cut", cut, "--report", "-", "--progress-lines",
+      ])
+      #expect(finished.status == 0, "\(finished.stderr)")
+      let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+      let lines = finished.stderr.split(separator: "\n").compactMap {
+        try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+      }
+      let covered = lines.compactMap { ($0["covered_ms"] as? NSNumber)?.int64Value }
+      let progress = lines.compactMap { ($0["progress"] as? NSNumber)?.doubleValue }
+      #expect(covered == covered.sorted() && progress == progress.sorted(), "\(start) \(cut): \(lines)")
+      #expect(covered.last == output.report.covered_duration_ms, "\(start) \(cut): \(covered) vs the report")
+      #expect(progress.last == 1)
+    }
   }
 
   @Test("export --input of a file whose sound is MP3: the picture is written, the sound's absence reported")

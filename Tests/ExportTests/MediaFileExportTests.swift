@@ -304,6 +304,56 @@ struct MediaFileExportTests {
     try Self.expectAudioWithVideo(judged, "\(item)")
   }
 
+  @Test(
+    "sound whose first frame comes before the first picture in the file (no B-frames): every frame is kept, whole file and keyframe cut"
+  )
+  func soundBeforeThePicture() throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(.init(container: "mp4", codec: "h264", bFrames: false), in: directory.url)
+    func sound(_ file: URL) throws -> (start: String, frames: Int) {
+      let fields = try run(
+        "/usr/bin/ffprobe",
+        [
+          "-v", "error", "-count_frames", "-select_streams", "a", "-show_entries", "stream=start_time,nb_read_frames",
+          "-of", "csv=p=0", file.path,
+        ]
+      ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
+      return (fields.first ?? "", Int(fields.last ?? "") ?? -1)
+    }
+    let info = try MediaFileSource.probe(path: file.path)
+    let whole = directory.url.appendingPathComponent("whole.mp4")
+    #expect(try Self.export(file, MediaRange(start: info.start, end: info.end), to: whole).code == .ok)
+    let source = try sound(file)
+    let exported = try sound(whole)
+    #expect(exported.start == "0.000000" && exported.frames == source.frames, "\(exported) of \(source)")
+    // From the keyframe at 2 s: the sound starts with it.
+    let cut = directory.url.appendingPathComponent("cut.mp4")
+    let from = info.start.advanced(by: .microseconds(2_500_000), notAfter: info.end)
+    #expect(try Self.export(file, MediaRange(start: from, end: info.end), to: cut).code == .ok)
+    #expect(try sound(cut).start == "0.000000")
+  }
+
+  @Test("an MP4 whose sound has a hole (stored as one long AAC sample): the hole is an audio gap, not covered")
+  func soundHoleInAnMP4() throws {
+    let directory = try TemporaryDirectory()
+    let file = directory.url.appendingPathComponent("hole.mp4")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
+        "sine=sample_rate=48000", "-t", "6", "-af", "aselect='not(between(t,2,4))'", "-c:v", "libx264", "-g", "25",
+        "-c:a", "aac", file.path,
+      ])
+    let info = try MediaFileSource.probe(path: file.path)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try Self.export(file, MediaRange(start: info.start, end: info.end), to: output)
+    #expect(result.code == .ok && !result.report.complete)
+    let gap = try #require(result.report.gaps.first, "no gap reported")
+    #expect(result.report.gaps.count == 1 && gap.tracks.map(\.kind) == ["audio"], "\(result.report.gaps)")
+    #expect((1980...2030).contains(gap.range.startMs) && (3990...4030).contains(gap.range.endMs), "\(gap.range)")
+    #expect(try Self.judge(output).videoFrames == 150)
+  }
+
   /// 20 s of picture whose sound (AAC, 44.1 kHz) begins 14 s in, past ``MP4Writer/audioWait``: the file
   /// is made before the sound's first packet.
   static func makeLateSoundFile(in directory: URL) throws -> URL {
@@ -496,6 +546,51 @@ struct MediaFileExportTests {
       #expect(playback.corrupted == 0, "\(item) \(cut): \(playback)")
       #expect(playback.frames == judged.videoFrames, "\(item) \(cut): \(playback), ffprobe \(judged.videoFrames)")
     }
+  }
+
+  @Test(
+    "H.265 whose cut reorders deeper than the stream after it: the file lasts what it shows (format, track and report agree)",
+    arguments: [ExportJob.Cut.keyframe, .exact])
+  func durationOfADeeplyReorderedCut(_ cut: ExportJob.Cut) throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(
+      .init(container: "mp4", codec: "h265", bFrames: true),
+      extra: ["-x265-params", "log-level=error:keyint=25:min-keyint=25"], in: directory.url)
+    let output = directory.url.appendingPathComponent("h265.mp4")
+    let range = MediaRange(start: MediaTime(microseconds: 1_500_000), end: MediaTime(microseconds: 6_000_000))
+    let result = try Self.export(file, range, to: output, cut: cut)
+    #expect(result.code == .ok, "\(result.message ?? "")")
+    let covered = Double(result.report.coveredDurationMs) / 1000
+    let durations = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-show_entries", "format=duration:stream=duration", "-of", "csv=p=0", output.path]
+    ).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+    #expect(durations.count == 3 && durations.allSatisfy { abs($0 - covered) < 0.025 }, "\(durations) for \(covered) s")
+  }
+
+  @Test(
+    "an exact cut in an open group of pictures (an I picture that is not an IDR, leading pictures that refer to the group before)",
+    arguments: [2.5, 3.1])
+  func exactCutInAnOpenGroup(_ at: Double) throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true),
+      extra: ["-x264-params", "open-gop=1:keyint=50:min-keyint=50"],
+      in: directory.url)
+    let output = directory.url.appendingPathComponent("open.mp4")
+    let range = MediaRange(
+      start: MediaTime(microseconds: Int64(at * 1_000_000)), end: MediaTime(microseconds: 4_500_000))
+    let result = try Self.export(file, range, to: output, cut: .exact)
+    #expect(result.code == .ok && result.report.complete, "\(result.message ?? "") \(result.report.gaps)")
+    #expect(result.report.coveredDurationMs == Int64((4.5 - at) * 1000))
+    // The copied I picture after the edge keeps its memory-management commands, which name pictures of the
+    // group the cut re-encoded: libavcodec says so ("mmco: unref short failure") and decodes every picture.
+    let errors = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"])
+      .split(separator: "\n").filter { !$0.contains("mmco: unref short failure") }
+    #expect(errors.isEmpty, "\(errors)")
+    #expect(try Self.judge(output).videoFrames == Int((4.5 - at) * 25 + 0.5) + 1)
+    let psnr = try Self.firstPicturePSNR(output, against: file, at: at)
+    #expect(psnr > 30, "the first picture at \(at) s: \(psnr) dB")
   }
 
   @Test("an exact cut in a long group of pictures (libx264's default 10 s) keeps the audio with the re-encoded edge")

@@ -63,6 +63,7 @@ public final class Exporter: Node {
   /// Until the file exists: video from its first keyframe, and audio.
   private var start: MP4StartBuffer
   private var reportedProgress = 0.0
+  private var reportedCovered: Int64 = 0
   /// Set from any thread by ``requestStop()``; read before each input.
   private let stopRequested = Atomic<Bool>(false)
 
@@ -161,11 +162,16 @@ public final class Exporter: Node {
     timeline.add(stretch: written)
   }
 
-  /// Closes the last stretch.
+  /// Closes the last stretch; progress is told once more when that added to what is covered (E13: the
+  /// last covered value is the report's).
   public func finish(context: NodeContext<Never>) throws {
     guard !stopRequested.load(ordering: .acquiring) else { return }
     try openFile(force: true)
     try endStretch(at: rangeEnd)
+    if coveredDurationMs > reportedCovered {
+      reportedCovered = coveredDurationMs
+      onProgress?(reportedProgress, coveredDurationMs)
+    }
   }
 
   // MARK: Results
@@ -228,7 +234,8 @@ public final class Exporter: Node {
     let fraction = timeline.progress
     if fraction - reportedProgress >= 0.005 || (fraction == 1 && reportedProgress < 1) {
       reportedProgress = fraction
-      onProgress?(fraction, coveredDurationMs)
+      reportedCovered = coveredDurationMs
+      onProgress?(fraction, reportedCovered)
     }
   }
 

@@ -177,7 +177,7 @@ public final class MediaFileSource: SourceNode {
         let step = (try? packet.decodeTime - previous.packet.decodeTime) ?? .zero
         let duration: MediaDuration
         if track.id.kind == .audio && previous.containerDuration > .zero {
-          duration = previous.containerDuration
+          duration = Self.audioDuration(previous.containerDuration, track)
         } else if step > .zero && step <= Self.maximumDuration {
           duration = step
         } else {
@@ -207,11 +207,20 @@ public final class MediaFileSource: SourceNode {
     for (key, pending) in last {
       guard var track = tracks[key] else { continue }
       track.pending = nil
-      let duration = pending.containerDuration > .zero ? pending.containerDuration : track.lastDuration
+      let duration =
+        pending.containerDuration > .zero ? Self.audioDuration(pending.containerDuration, track) : track.lastDuration
       emit(pending.packet.withDuration(duration), &track, context)
       tracks[key] = track
     }
     return .produced
+  }
+
+  /// What a sound frame lasts: the container's duration, but never more than an AAC frame holds (1024
+  /// samples). An MP4 stores a hole in its sound as one sample lasting over it (its `stts`); taken as
+  /// given, the hole would pass for sound and no gap would be reported.
+  private static func audioDuration(_ container: MediaDuration, _ track: Track) -> MediaDuration {
+    guard track.format.codec == .aac, track.format.sampleRate > 0 else { return container }
+    return min(container, .microseconds(1024 * 1_000_000 / Int64(track.format.sampleRate)))
   }
 
   private func emit(_ packet: EncodedPacket, _ track: inout Track, _ context: NodeContext<EncodedPacket>) {

@@ -93,6 +93,9 @@ public final class ExactCut: Node {
       if input.isKeyframe && input.time > keyframe.time {
         self.next = input
       }
+      // A leading picture of the keyframe's own open group (shown before it) refers to the group before,
+      // which was not decoded: it cannot be, and it is shown before `start` anyway.
+      if !input.isKeyframe && input.time < keyframe.time { return }
       return try decode(input)
     }
     if input.time < next.time {
@@ -119,9 +122,23 @@ public final class ExactCut: Node {
   }
 
   private func decode(_ packet: EncodedPacket) throws {
+    var packet = packet
+    if self.decoder == nil, !packet.format.parameterSets.isEmpty {
+      // The first picture decoded carries the stream's parameter sets: a keyframe that is not an IDR (an
+      // open group of pictures' I picture) comes without them from an MP4 or a Matroska file.
+      packet = EncodedPacket(
+        track: packet.track, format: packet.format, time: packet.time, decodeTime: packet.decodeTime,
+        duration: packet.duration, isKeyframe: packet.isKeyframe, data: packet.format.parameterSets + packet.data)
+    }
     let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: FrameDecoder.defaultThreads)
     self.decoder = decoder
-    try decoder.send(packet)
+    do {
+      try decoder.send(packet)
+    } catch let error as MediaError where error.kind == .unreadableMedia && packet.time < start {
+      // A picture shown before `start` that the decoder refuses (one of an open group of pictures that
+      // refers to the group before the keyframe) is not needed: the pictures from `start` on are.
+      return
+    }
     for picture in try decoder.receive() { try accept(picture) }
   }
 

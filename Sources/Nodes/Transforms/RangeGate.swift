@@ -133,7 +133,7 @@ public final class RangeGate: Node {
       guard index < ranges.count else {
         // The next range is not known yet: hold the group of pictures that may lead into it.
         if packet.isKeyframe {
-          dropHeldPackets()
+          dropHeldPackets(keepingSoundFrom: packet.time)
         } else if firstHeldVideo == nil {
           return droppedPackets += 1
         }
@@ -142,7 +142,7 @@ public final class RangeGate: Node {
       let range = ranges[index]
       if packet.isKeyframe && packet.time <= range.start {
         // A later group of pictures still leads into the range: the one held is not needed.
-        dropHeldPackets()
+        dropHeldPackets(keepingSoundFrom: packet.time)
       }
       let keyframe = firstHeldVideo?.time
       if keyframe == nil && !packet.isKeyframe {
@@ -250,9 +250,22 @@ public final class RangeGate: Node {
     }
   }
 
-  private func dropHeldPackets() {
-    droppedPackets += held.dropFirst(alreadySent).count { if case .packet = $0 { true } else { false } }
-    held.removeAll { if case .packet = $0 { true } else { false } }
+  /// Drops the packets held; with `keyframe`, the time of a group of pictures that now leads in, the
+  /// sound held that reaches it stays (in a file, sound that starts with the picture often comes first).
+  private func dropHeldPackets(keepingSoundFrom keyframe: MediaTime? = nil) {
+    var kept: [Held] = []
+    for (position, item) in held.enumerated() {
+      guard case .packet(let packet) = item else {
+        kept.append(item)
+        continue
+      }
+      if position >= alreadySent, packet.track != videoTrack, let keyframe, Self.reaches(packet, keyframe) {
+        kept.append(item)
+      } else if position >= alreadySent {
+        droppedPackets += 1
+      }
+    }
+    held = kept
     alreadySent = 0
   }
 

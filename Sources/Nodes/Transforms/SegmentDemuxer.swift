@@ -288,7 +288,19 @@ public final class SegmentDemuxer: SteppingNode {
 
   private func restart(context: NodeContext<EncodedPacket>) {
     for (track, var state) in tracks {
-      if let pending = state.pending { output(.packet(pending), context) }
+      if var pending = state.pending {
+        // The last frame before a hole or the end lasts as long as the one before it, unless its object
+        // ends less than half a frame after that: then it lasts to the object's end (record times are
+        // whole milliseconds: a 30 fps picture's 33 ms would leave a 1 ms sliver without video).
+        if track.kind == .video, let end = lastObjectEnd, pending.time < end,
+          let frameEnd = try? pending.time + pending.duration, frameEnd < end,
+          let shortfall = try? end - frameEnd, shortfall.microseconds * 2 <= pending.duration.microseconds,
+          let duration = try? end - pending.time
+        {
+          pending = pending.withDuration(duration)
+        }
+        output(.packet(pending), context)
+      }
       state.pending = nil
       if let from = state.droppedFrom, let end = lastObjectEnd, end > from {
         output(

@@ -152,8 +152,11 @@ final class MP4Recording {
     videoEnded = false
     guard open.videoEnd > open.sourceStart else { return nil }
     outputEnd = try checked { try open.outputStart + (try open.videoEnd - open.sourceStart) }
-    // References shown after the limit were written: the video's presentation ends with the stretch.
-    if hiddenVideoPackets > 0 { file?.videoPresentationEnd = outputEnd }
+    // The video's presentation ends with the stretch: references shown after the limit were written, or
+    // the decode order runs past the last picture shown (a re-encoded edge reorders deeper than the stream
+    // copied after it, so its decode times start earlier): the track lasts what it shows, not the sum of
+    // its samples' decode durations.
+    file?.videoPresentationEnd = outputEnd
     return MediaRange(start: open.sourceStart, end: open.videoEnd)
   }
 
