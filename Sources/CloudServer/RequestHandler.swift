@@ -537,7 +537,8 @@ final class RequestHandler: Sendable {
       if cutAt != nil || stallsAt != nil || configuration.faults.bytesPerSecond > 0 {
         let body = ShapedBody(
           descriptor: descriptor, offset: offset, length: length, cutAt: cutAt, stallsAt: stallsAt,
-          bytesPerSecond: configuration.faults.bytesPerSecond)
+          bytesPerSecond: configuration.faults.bytesPerSecond
+        ) { [weak self] in self?.stopping.load(ordering: .relaxed) ?? true }
         response = MHD_create_response_from_callback(
           UInt64(length), 64 * 1024,
           { context, position, buffer, maximum in
@@ -583,8 +584,14 @@ private final class ShapedBody: Sendable {
   let cutAt: Int64?
   let stallsAt: Int64?
   let bytesPerSecond: Int
+  /// True once the server stops: a stall ends then (the server's shutdown waits for its connections).
+  let stopping: @Sendable () -> Bool
 
-  init(descriptor: Int32, offset: Int64, length: Int64, cutAt: Int64?, stallsAt: Int64?, bytesPerSecond: Int) {
+  init(
+    descriptor: Int32, offset: Int64, length: Int64, cutAt: Int64?, stallsAt: Int64?, bytesPerSecond: Int,
+    stopping: @escaping @Sendable () -> Bool
+  ) {
+    self.stopping = stopping
     self.descriptor = descriptor
     self.offset = offset
     self.length = length
@@ -595,8 +602,9 @@ private final class ShapedBody: Sendable {
 
   func read(at position: Int64, into buffer: UnsafeMutablePointer<CChar>, maximum: Int) -> Int {
     if let stallsAt, position >= stallsAt {
-      // Silent on a connection of its own (a stall fault serves each on a thread), then closed unfinished.
-      sleep(UInt32(ServerFaults.stallSeconds))
+      // Silent on a connection of its own (a stall fault serves each on a thread), then closed unfinished;
+      // at once when the server stops.
+      for _ in 0..<(ServerFaults.stallSeconds * 20) where !stopping() { usleep(50_000) }
       return cmhd_reader_end_with_error
     }
     let end = min(cutAt ?? length, stallsAt ?? length)

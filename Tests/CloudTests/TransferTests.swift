@@ -128,6 +128,29 @@ import TiCloudStorage
     #expect(served.server.objectRequests()[object.id] == 4)
   }
 
+  @Test func stoppingTheServerEndsAStalledAnswerAtOnce() throws {
+    // The stalled object sends 1000 bytes, then nothing for 10 s: a server stopping meanwhile does not
+    // wait for that (its shutdown waits for every connection).
+    var faults = ServerFaults()
+    faults.stalledObjects = [String(recordingStart)]
+    let served = try ServedLibrary(seconds: 3, faults: faults)
+    let object = try blockingWait {
+      served.service.listSegments(in: span(0, 3000), token: served.token, completion: $0)
+    }
+    .get().segments[0]
+    #expect(object.id == String(recordingStart))
+    let request = served.service.fetchObject(object) { _ in }
+    defer { request.cancel() }
+    try waitUntil("the stalled answer began") { (served.server.objectRequests()[object.id] ?? 0) >= 1 }
+    let stopped = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+      served.server.stop()
+      stopped.signal()
+    }
+    // Well within the stall's 10 s (a deadline, not a timing).
+    #expect(stopped.wait(timeout: .now() + 5) == .success, "the server's stop waited for the stall")
+  }
+
   @Test func cancellingASlowTransferEndsItBeforeItsBodyArrives() throws {
     var faults = ServerFaults()
     // About 90 KB at 2 KB/s: the transfer would take most of a minute.

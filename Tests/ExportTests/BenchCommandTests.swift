@@ -66,5 +66,12 @@ struct BenchCommandTests {
     let missing = try tipipe(["bench", "decode", "--input", "/nonexistent/file.mp4"])
     #expect(missing.status == 1)
     #expect(missing.stderr.hasPrefix("error: recordingNotFound (6134)"), "\(missing.stderr)")
+    // A file without a picture: nothing to decode is a failure, not a rate of 0 frames.
+    let directory = try TemporaryDirectory()
+    let sound = directory.url.appendingPathComponent("sound.m4a")
+    _ = try run(
+      "/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=duration=2", "-c:a", "aac", sound.path])
+    let silent = try tipipe(["bench", "decode", "--input", sound.path])
+    #expect(silent.status == 1 && silent.stderr.hasPrefix("error: unsupportedFormat (6113)"), "\(silent.stderr)")
   }
 }

@@ -117,7 +117,7 @@ struct CloudCommandTests {
     for flag in [
       "--fail-first", "--fail-rate", "--fail-status", "--truncate-first", "--truncate-rate", "--reset-first",
       "--expire-signatures-first", "--latency-ms", "--bandwidth", "--token-requests", "--listing-status",
-      "--malformed-listing",
+      "--malformed-listing", "--ignore-range", "--stall-object",
     ] {
       #expect(help.stdout.contains(flag), "\(flag) is not in --help")
     }
@@ -125,6 +125,13 @@ struct CloudCommandTests {
     #expect(try tipipe(["serve", "--root", "/tmp", "--fail-rate", "2"]).status == 2)
     #expect(try tipipe(["serve", "--root", "/tmp", "--port", "70000"]).status == 2)
     #expect(try tipipe(["list", "--endpoint", "ftp://x", "--token", "t", "--start", "0", "--end", "1"]).status == 2)
+    // `file://relative/dir` names a host `relative` and the path `/dir`: refused, not read from `/dir`.
+    let relative = try tipipe(["list", "--endpoint", "file://tmp/x", "--token", "t", "--start", "0", "--end", "1"])
+    #expect(relative.status == 2 && relative.stderr.contains("names the host 'tmp'"), "\(relative.stderr)")
+    let local = try tipipe([
+      "list", "--endpoint", "file://localhost/nonexistent-library", "--token", "t", "--start", "0", "--end", "1",
+    ])
+    #expect(local.status == 1, "\(local.stderr)")
     #expect(try tipipe(["list", "--endpoint", "http://127.0.0.1:1", "--start", "0", "--end", "1"]).status == 2)
   }
 }

@@ -160,6 +160,10 @@ struct FileCommandTests {
     let streams = try run(
       "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", out.path])
     #expect(streams.split(separator: "\n") == ["h264"])
+    // probe describes the sound it does not read as the file declares it.
+    let probe = try tipipe(["probe", file.path])
+    #expect(
+      probe.stdout.contains("mp3 44100 Hz, 1 channel(s)") && probe.stdout.contains("(not read)"), "\(probe.stdout)")
   }
 
   @Test("export --input refuses bad times, a bad cut and writing over its input (usage errors, nothing written)")

@@ -107,6 +107,27 @@ struct MediaFileExportTests {
     return try job.resultWithinDeadline()
   }
 
+  @Test(
+    "a transport stream cut off inside a packet: its torn last picture and those shown after the hole it left are left out"
+  )
+  func transportStreamCutOff() throws {
+    let directory = try TemporaryDirectory()
+    let whole = try Self.makeFile(.init(container: "ts", codec: "h264", bFrames: true), in: directory.url)
+    let bytes = try Data(contentsOf: whole)
+    let cut = directory.url.appendingPathComponent("cut.ts")
+    try bytes.prefix((bytes.count / 2 / 188) * 188 + 100).write(to: cut)
+    let info = try MediaFileSource.probe(path: cut.path)
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let result = try Self.export(cut, MediaRange(start: info.start, end: info.end), to: output)
+    #expect(result.code == .ok, "\(result.message ?? "")")
+    #expect(try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"]).isEmpty)
+    let judged = try Self.judge(output)
+    #expect(abs(judged.videoDuration - Double(result.report.coveredDurationMs) / 1000) < 0.002, "\(judged)")
+    // Every picture written is shown in turn: no hole among the last ones.
+    let times = try Self.frameTimes(output)
+    #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 0.04) < 0.002 }, "\(times.suffix(6))")
+  }
+
   @Test("a file cut inside a group of pictures: the pictures before its first keyframe are a noKeyFrame gap")
   func cutInsideAGroupOfPictures() throws {
     let directory = try TemporaryDirectory()

@@ -45,13 +45,13 @@ struct MP4LateTrackTests {
       if packet.track.kind == .video {
         try recording.writeVideo(packet)
       } else {
-        if !joined { joined = try recording.addAudio(packet.format) }
+        if !joined { joined = recording.addAudio(packet.format) }
         try recording.writeAudio(packet)
       }
     }
     #expect(joined)
     // A second request changes nothing.
-    #expect(try recording.addAudio(try #require(packets.last { $0.track.kind == .audio }).format) == false)
+    #expect(recording.addAudio(try #require(packets.last { $0.track.kind == .audio }).format) == false)
     try recording.end(at: MediaTime(microseconds: .max))
     // Killed here: the file is what the fragments hold.
     recording.close()
@@ -70,7 +70,14 @@ struct MP4LateTrackTests {
     #expect(try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", working, "-f", "null", "-"]).isEmpty)
   }
 
-  @Test("a header without room for the track: the file stays without sound, nothing written, asked once")
+  /// The streams ffprobe finds in `path`: `codec,kind` lines.
+  static func streams(_ path: String) throws -> [String] {
+    try run(
+      "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,codec_type", "-of", "csv=p=0", path]
+    ).split(separator: "\n").map(String.init)
+  }
+
+  @Test("a header without room for the track: the sound is left out when its first frame comes, asked once")
   func noRoom() throws {
     let directory = try TemporaryDirectory()
     let packets = try Self.packets(in: directory.url)
@@ -78,10 +85,34 @@ struct MP4LateTrackTests {
     let sound = try #require(packets.first { $0.track.kind == .audio })
     let working = directory.url.appendingPathComponent("tight.mp4").path
     let recording = try MP4Recording(workingPath: working, video: video.format, audio: nil, reservedIndexBytes: 64)
-    let before = try Data(contentsOf: URL(fileURLWithPath: working))
-    #expect(try recording.addAudio(sound.format) == false)
-    #expect(try Data(contentsOf: URL(fileURLWithPath: working)) == before)
-    #expect(recording.audio == nil)
-    recording.abandon()
+    recording.begin(at: video.time)
+    #expect(recording.addAudio(sound.format))
+    for packet in packets {
+      if packet.track.kind == .video { try recording.writeVideo(packet) } else { try recording.writeAudio(packet) }
+    }
+    try recording.end(at: MediaTime(microseconds: .max))
+    #expect(recording.audio == nil && recording.audioPackets == 0)
+    #expect(recording.addAudio(sound.format) == false)
+    recording.close()
+    #expect(try Self.streams(working) == ["h264,video"])
+  }
+
+  @Test("sound taken but none of its frames written (it starts after the last picture): no empty track")
+  func noFrameNoTrack() throws {
+    let directory = try TemporaryDirectory()
+    let packets = try Self.packets(in: directory.url)
+    let video = packets.filter { $0.track.kind == .video }
+    let sound = try #require(packets.first { $0.track.kind == .audio })
+    let working = directory.url.appendingPathComponent("short.mp4").path
+    let recording = try MP4Recording(
+      workingPath: working, video: video[0].format, audio: nil, reservedIndexBytes: 1 << 16)
+    recording.begin(at: video[0].time)
+    // Two seconds of picture; the sound (from 3 s) is taken but lies past the stretch's end.
+    for packet in video where packet.time < MediaTime(microseconds: 2_000_000) { try recording.writeVideo(packet) }
+    #expect(recording.addAudio(sound.format))
+    try recording.writeAudio(sound)
+    try recording.end(at: MediaTime(microseconds: 2_000_000))
+    recording.close()
+    #expect(try Self.streams(working) == ["h264,video"])
   }
 }

@@ -167,6 +167,11 @@ enum BenchCommand {
     let keyframesOnly = flags.has("--keyframes-only")
     if let input = flags.string("--input") {
       guard flags.string("--endpoint") == nil else { throw UsageError(message: "give --input or --endpoint, not both") }
+      // A file without a picture has nothing to decode: a failure, not "0 frames" (a benchmark would
+      // compare a rate of nothing).
+      guard try MediaFileSource.probe(path: input).video != nil else {
+        throw TiError(.unsupportedFormat, "\(input) has no H.264 or H.265 video to decode")
+      }
       let decoder = try FrameDecoder(track: TrackID(.video, channel: 0), threads: threads, keyframesOnly: keyframesOnly)
       return try countFrames(from: MediaFileSource(path: input, startTime: MediaTime(microseconds: 0)), decoder)
     }

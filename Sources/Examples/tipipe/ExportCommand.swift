@@ -262,10 +262,9 @@ func outputPath(_ flag: String, _ path: String, cache: URL? = nil, endpoint: Str
     throw UsageError(
       message: "\(flag): \(path) lies in the cache directory \(cache.path), where the SDK keeps its files")
   }
-  if let endpoint, let library = URL(string: endpoint), library.isFileURL, !library.path.isEmpty,
-    FileManager.default.fileExists(atPath: url.path)
+  if let endpoint, let library = URL(string: endpoint), library.isFileURL,
+    let directory = try? libraryDirectory(of: library), FileManager.default.fileExists(atPath: url.path)
   {
-    let directory = URL(fileURLWithPath: library.path)
     var read = [directory.appendingPathComponent("index.json")]
     if let index = try? RecordingIndex.load(library: directory) {
       read += index.segments.map { $0.fileURL(in: directory) }

@@ -28,7 +28,12 @@ public enum LogUpload {
       return
     }
     if scheme == "file" {
-      DispatchQueue.global().async { completion(storeLocally(package, library: URL(fileURLWithPath: url.path))) }
+      DispatchQueue.global().async {
+        completion(
+          Result { try libraryDirectory(of: url) }.mapError { MediaError($0) }.flatMap {
+            storeLocally(package, library: $0)
+          })
+      }
       return
     }
     guard !appId.contains(where: { $0.isNewline }), !(token ?? "").contains(where: { $0.isNewline }) else {

@@ -71,6 +71,21 @@ public final class ServiceRequest: Sendable {
   public func cancel() { onCancel() }
 }
 
+/// The directory a `file://` endpoint names: `file:///dir` (or `file://localhost/dir`). Throws
+/// `invalidArgument` for one that names no directory, or a host (`file://relative/dir` is a host
+/// `relative` and the path `/dir`, not a relative path: it would read `/dir`).
+public func libraryDirectory(of url: URL) throws -> URL {
+  guard (url.host ?? "").isEmpty || url.host?.lowercased() == "localhost" else {
+    throw MediaError(
+      .invalidArgument,
+      "the endpoint '\(url.absoluteString)' names the host '\(url.host ?? "")': a library is file:///absolute/dir")
+  }
+  guard !url.path.isEmpty else {
+    throw MediaError(.invalidArgument, "the endpoint '\(url.absoluteString)' names no directory")
+  }
+  return URL(fileURLWithPath: url.path)
+}
+
 /// The service an endpoint names: `file:///dir` a local library, `http(s)://host[:port][/prefix]` the
 /// cloud API (see ``CloudService/init(endpoint:policy:verifiesWhileReceiving:)``).
 public func recordingService(endpoint: String, verifiesWhileReceiving: Bool = true) throws -> any RecordingService {
@@ -79,8 +94,7 @@ public func recordingService(endpoint: String, verifiesWhileReceiving: Bool = tr
   }
   switch scheme {
   case "file":
-    guard !url.path.isEmpty else { throw MediaError(.invalidArgument, "the endpoint '\(endpoint)' names no directory") }
-    return LocalLibraryService(directory: URL(fileURLWithPath: url.path))
+    return LocalLibraryService(directory: try libraryDirectory(of: url))
   case "http", "https":
     guard url.host != nil else { throw MediaError(.invalidArgument, "the endpoint '\(endpoint)' names no host") }
     if let port = url.port, !(1...65535).contains(port) {

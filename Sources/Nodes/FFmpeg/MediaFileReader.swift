@@ -34,6 +34,11 @@ final class MediaFileReader {
     let index: Int32
     let kind: TrackKind
     let codecName: String
+    /// As the container declares them (what ``MediaFileInfo`` says of a stream the source does not read).
+    let width: Int
+    let height: Int
+    let sampleRate: Int
+    let channels: Int
   }
 
   /// One packet read.
@@ -58,6 +63,10 @@ final class MediaFileReader {
   private(set) var described: [Described] = []
   /// The container's name (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
   let containerName: String
+  /// An MPEG transport stream that ends inside one of its packets (no multiple of 188, 192 or 204 bytes):
+  /// a recording cut off. Its last picture was being written when it was cut; a transport stream does
+  /// not say how long a picture is, so libavformat hands it over torn.
+  let isCutShort: Bool
   private let input: InputFormatContext
   private let packet: Packet
   private var filters: [Int32: BitstreamFilter] = [:]
@@ -89,13 +98,19 @@ final class MediaFileReader {
     input = try InputFormatContext(path: path)
     packet = try Packet()
     containerName = input.pointer.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "unknown"
+    let size = Int64(status.st_size)
+    isCutShort = containerName == "mpegts" && [188, 192, 204].allSatisfy { size % $0 != 0 }
     for stream in input.streams {
       let parameters = stream.pointee.codecpar!
       let index = stream.pointee.index
       let type = parameters.pointee.codec_type
       if type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO {
         let name = avcodec_get_name(parameters.pointee.codec_id).map { String(cString: $0) } ?? "unknown"
-        described.append(Described(index: index, kind: type == AVMEDIA_TYPE_VIDEO ? .video : .audio, codecName: name))
+        described.append(
+          Described(
+            index: index, kind: type == AVMEDIA_TYPE_VIDEO ? .video : .audio, codecName: name,
+            width: Int(parameters.pointee.width), height: Int(parameters.pointee.height),
+            sampleRate: Int(parameters.pointee.sample_rate), channels: Int(parameters.pointee.ch_layout.nb_channels)))
       }
       guard let timeBase = TimeBase(numerator: stream.pointee.time_base.num, denominator: stream.pointee.time_base.den)
       else { continue }

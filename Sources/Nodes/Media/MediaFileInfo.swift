@@ -112,9 +112,12 @@ public struct MediaFileInfo: Sendable, Equatable {
       let format = stream?.format
       return Track(
         index: Int(described.index), kind: described.kind, codecName: described.codecName, codec: format?.codec,
-        width: format?.width ?? 0, height: format?.height ?? 0, framesPerSecond: stream?.framesPerSecond,
+        width: format?.width ?? described.width, height: format?.height ?? described.height,
+        framesPerSecond: stream?.framesPerSecond,
         hasBFrames: described.kind == .video && stream != nil && (reordered || stream?.reorders == true),
-        sampleRate: format?.sampleRate ?? 0, channels: format?.channels ?? 0, packets: counts[described.index] ?? 0,
+        // A stream the source does not read (MP3, Opus, PCM sound) is still described as the file has it.
+        sampleRate: format?.sampleRate ?? described.sampleRate, channels: format?.channels ?? described.channels,
+        packets: counts[described.index] ?? 0,
         range: spans[described.index] ?? MediaRange(start: fileStart, end: fileStart))
     }
   }

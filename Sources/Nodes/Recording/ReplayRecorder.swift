@@ -233,7 +233,7 @@ public final class ReplayRecorder: @unchecked Sendable {
           return try openIfReady(force: false)
         }
         // A sound that begins after the file was made without it gets its track now.
-        if recording.audio == nil { _ = try recording.addAudio(packet.format) }
+        if recording.audio == nil { _ = recording.addAudio(packet.format) }
         if recording.isRecording { try recording.writeAudio(packet) }
         return
       }

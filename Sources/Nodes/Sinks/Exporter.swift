@@ -115,7 +115,7 @@ public final class Exporter: Node {
     }
     // A sound that begins after the file was made without it (10 s of picture first, or a gap before it)
     // gets its track now.
-    if recording.audio == nil, try recording.addAudio(packet.format) { timeline.fileHasAudio = true }
+    if recording.audio == nil { _ = recording.addAudio(packet.format) }
     try recording.writeAudio(packet)
   }
 
@@ -125,7 +125,10 @@ public final class Exporter: Node {
     let audio = configuration.audioTrack == nil ? nil : start.audioFormat
     // The first frame's duration (the demuxer's look-ahead) gives the frame rate; AAC has 1024-sample frames.
     let videoRate = 1_000_000 / Double(max(1_000, first.duration.microseconds))
-    let audioRate = audio.map { Double($0.sampleRate) / 1024 } ?? 0
+    // Sound asked for but not come yet may join later (MP4Recording.addAudio): its index is budgeted too,
+    // at the highest usual rate (an index that outgrows its room costs a remux of the whole file).
+    let audioRate =
+      audio.map { Double($0.sampleRate) / 1024 } ?? (configuration.audioTrack == nil ? 0 : 48_000.0 / 1024)
     let recording = try MP4Recording(
       workingPath: configuration.workingPath, video: first.format, audio: audio, limit: rangeEnd,
       reservedIndexBytes: configuration.reservedIndexBytes
@@ -224,7 +227,10 @@ public final class Exporter: Node {
   /// The report, given how the task ended, the SDK's code for it and the failure that ended it (see
   /// ``ExportTimeline/report(termination:cause:failure:open:)``).
   public func report(termination: ExportTermination, cause: Int32, failure: MediaError.Kind? = nil) -> ExportReport {
-    timeline.report(termination: termination, cause: cause, failure: failure, open: recording?.openRange)
+    var timeline = timeline
+    // A file made without sound that took it later has it: the sound's gap events say where it is missing.
+    if writtenAudioPackets > 0 { timeline.fileHasAudio = true }
+    return timeline.report(termination: termination, cause: cause, failure: failure, open: recording?.openRange)
   }
 
   // MARK: Helpers

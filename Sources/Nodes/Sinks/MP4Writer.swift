@@ -75,7 +75,7 @@ public final class MP4Writer: Node {
         return try openWhenReady(force: false)
       }
       start.saw(audio: input)
-      if recording.audio == nil, try recording.addAudio(input.format), missingAudio?.until == nil {
+      if recording.audio == nil, recording.addAudio(input.format), missingAudio?.until == nil {
         missingAudio?.until = input.time
       }
       guard let audio = recording.audio, input.format.codec == .aac, input.format.sampleRate == audio.sampleRate
@@ -127,9 +127,16 @@ public final class MP4Writer: Node {
     try openWhenReady(force: true)
     guard let recording else { throw MediaError(.noMedia, "nothing was recorded") }
     let written = try recording.end(at: MediaTime(microseconds: .max))
-    if let (track, reason, from, until) = missingAudio {
-      let end = max(until ?? written?.end ?? from, from)
-      gaps.append(RecordingGap(range: MediaRange(start: from, end: end), tracks: [track], reasons: [reason]))
+    // (Only when the sound's frames were written from `until` on: a sound the file could not take, or whose
+    // frames all fell outside what was recorded, is missing over the whole recording.)
+    if let missing = missingAudio {
+      let joined = missing.until.flatMap { recording.audioPackets > 0 ? $0 : nil }
+      let end = joined ?? written?.end ?? missing.from
+      if end > missing.from {
+        gaps.append(
+          RecordingGap(
+            range: MediaRange(start: missing.from, end: end), tracks: [missing.track], reasons: [missing.reason]))
+      }
     }
     self.recording = nil
     context.holdEndOfStream()

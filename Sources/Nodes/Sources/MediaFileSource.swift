@@ -67,6 +67,14 @@ public final class MediaFileSource: SourceNode {
   /// file's end has a gap there, with its reason), once per pass over the file.
   private var mediaEnd: MediaTime?
   private var endStated = false
+  /// A transport stream cut off (``MediaFileReader/isCutShort``): its last pictures, held back in decode
+  /// order. The cut tore the last one (it is left out) and lost the pictures decoded after it, which are
+  /// shown among those before: at the end, only those shown before the first hole leave.
+  private var tail: [EncodedPacket] = []
+  /// The presentation times of the last pictures sent before the tail (the tail's holes are judged among
+  /// them: a picture shown between two of the tail's may have left already).
+  private var sentBeforeTail: [MediaTime] = []
+  private static let tailLength = 16
   /// The file's time that maps to `startTime`.
   private var anchor = MediaDuration.zero
 
@@ -194,6 +202,12 @@ public final class MediaFileSource: SourceNode {
     let last = tracks.compactMap { key, track in track.pending.map { (key, $0) } }
       .sorted { $0.1.packet.decodeTime < $1.1.packet.decodeTime }
     guard !last.isEmpty else {
+      if !tail.isEmpty, let key = tracks.first(where: { $0.value.id.kind == .video })?.key, var track = tracks[key] {
+        for packet in Self.shownWithoutHole(tail, after: sentBeforeTail) { send(packet, &track, context) }
+        tail = []
+        sentBeforeTail = []
+        tracks[key] = track
+      }
       if !endStated, let mediaEnd {
         endStated = true
         context.send(
@@ -207,6 +221,12 @@ public final class MediaFileSource: SourceNode {
     for (key, pending) in last {
       guard var track = tracks[key] else { continue }
       track.pending = nil
+      // The last picture of a transport stream cut off was torn by the cut: it is left out (past what is
+      // sent, the end of the file's media is stated as such).
+      if track.id.kind == .video, reader.isCutShort {
+        tracks[key] = track
+        continue
+      }
       let duration =
         pending.containerDuration > .zero ? Self.audioDuration(pending.containerDuration, track) : track.lastDuration
       emit(pending.packet.withDuration(duration), &track, context)
@@ -224,6 +244,31 @@ public final class MediaFileSource: SourceNode {
   }
 
   private func emit(_ packet: EncodedPacket, _ track: inout Track, _ context: NodeContext<EncodedPacket>) {
+    guard track.id.kind == .video, reader?.isCutShort == true else { return send(packet, &track, context) }
+    tail.append(packet)
+    guard tail.count > Self.tailLength else { return }
+    let leaving = tail.removeFirst()
+    sentBeforeTail.append(leaving.time)
+    if sentBeforeTail.count > Self.tailLength { sentBeforeTail.removeFirst() }
+    send(leaving, &track, context)
+  }
+
+  /// The pictures of `tail` shown before the first hole in the presentation times of the pictures sent
+  /// (`sent`) and held (a step of more than one and a half frames), in decode order.
+  private static func shownWithoutHole(_ tail: [EncodedPacket], after sent: [MediaTime]) -> [EncodedPacket] {
+    let times = (sent + tail.map(\.time)).sorted()
+    let steps = zip(times, times.dropFirst()).compactMap { (try? $1 - $0)?.microseconds }.filter { $0 > 0 }
+    guard let frame = steps.min() else { return tail }
+    let lastSent = sent.max() ?? MediaTime(microseconds: .min)
+    for (earlier, later) in zip(times, times.dropFirst()) where later > lastSent {
+      if let step = try? later - earlier, step.microseconds * 2 > frame * 3 {
+        return tail.filter { $0.time < later }
+      }
+    }
+    return tail
+  }
+
+  private func send(_ packet: EncodedPacket, _ track: inout Track, _ context: NodeContext<EncodedPacket>) {
     let end = packet.time.advanced(by: packet.duration, notAfter: MediaTime(microseconds: .max))
     mediaEnd = max(mediaEnd ?? end, end)
     if !track.announced {
@@ -287,6 +332,8 @@ public final class MediaFileSource: SourceNode {
     }
     unreadSoundPending = unreadSound != nil
     endStated = false
+    tail = []
+    sentBeforeTail = []
     for key in tracks.keys {
       tracks[key]?.announced = false
       tracks[key]?.pending = nil

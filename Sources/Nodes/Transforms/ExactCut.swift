@@ -132,13 +132,7 @@ public final class ExactCut: Node {
     }
     let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: FrameDecoder.defaultThreads)
     self.decoder = decoder
-    do {
-      try decoder.send(packet)
-    } catch let error as MediaError where error.kind == .unreadableMedia && packet.time < start {
-      // A picture shown before `start` that the decoder refuses (one of an open group of pictures that
-      // refers to the group before the keyframe) is not needed: the pictures from `start` on are.
-      return
-    }
+    try decoder.send(packet)
     for picture in try decoder.receive() { try accept(picture) }
   }
 

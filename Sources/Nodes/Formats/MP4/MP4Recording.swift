@@ -75,14 +75,26 @@ final class MP4Recording {
 
   /// Gives a file made without sound the track of `format` (AAC), for a sound whose first packet came
   /// after the file was made (a camera's microphone that starts late, a gap before it): its frames are
-  /// written from then on, the track beginning where its first frame is (an empty edit before it). False
-  /// when the file has sound already, `format` is not AAC, or the header has no room left for the track.
-  func addAudio(_ format: TrackFormat) throws -> Bool {
-    guard audio == nil, !declinedAudio, format.codec == .aac, let file else { return false }
-    // Asked once: a header without room stays without (each packet would read it again).
-    declinedAudio = true
-    guard try file.addAudio(format) else { return false }
+  /// written from then on, the track beginning where its first frame is (an empty edit before it). The
+  /// track is declared when its first frame is written (a sound none of whose frames is written leaves no
+  /// empty track); if the header has no room left for it then, the sound is left out. False when the
+  /// file has sound already, or had no room for it, or `format` is not AAC.
+  func addAudio(_ format: TrackFormat) -> Bool {
+    guard audio == nil, !declinedAudio, format.codec == .aac, file != nil else { return false }
     audio = format
+    return true
+  }
+
+  /// Declares the sound's track before its first frame is written, when the file was made without one;
+  /// false (the sound is left out from then on) when the header has no room for it.
+  private func declareAudio(in file: MP4File, _ format: TrackFormat) throws -> Bool {
+    guard !file.hasAudio else { return true }
+    guard try file.addAudio(format) else {
+      audio = nil
+      declinedAudio = true
+      pendingAudio.removeAll()
+      return false
+    }
     return true
   }
 
@@ -209,6 +221,7 @@ final class MP4Recording {
         guard open.outputStart == .zero, audioPackets == 0,
           end.advanced(by: .microseconds(1_000), notAfter: MediaTime(microseconds: .max)) >= open.sourceStart
         else { continue }
+        guard try declareAudio(in: file, audio) else { return }
         let lead = try checked { try open.sourceStart - packet.time }
         file.audioLeadIn = lead
         try file.writeAudio(packet.data, time: try checked { try .zero - lead }, duration: packet.duration)
@@ -222,6 +235,7 @@ final class MP4Recording {
       if packet.time < (try? previousEnd - .microseconds(2_000)) ?? previousEnd { continue }
       let outputTime = try checked { try open.outputStart + (try max(packet.time, previousEnd) - open.sourceStart) }
       // The first frame after the file's start: the audio begins there, not at 0.
+      guard try declareAudio(in: file, audio) else { return }
       if audioPackets == 0 { file.audioStart = outputTime }
       try file.writeAudio(packet.data, time: outputTime, duration: packet.duration)
       audioPackets += 1
