@@ -125,6 +125,13 @@ struct CloudCommandTests {
     #expect(try tipipe(["serve", "--root", "/tmp", "--fail-rate", "2"]).status == 2)
     #expect(try tipipe(["serve", "--root", "/tmp", "--port", "70000"]).status == 2)
     #expect(try tipipe(["list", "--endpoint", "ftp://x", "--token", "t", "--start", "0", "--end", "1"]).status == 2)
+    // An empty token is a bad value, said as such (it was exit 1 "invalidArgument (6000): invalidArgument").
+    let empty = try tipipe(["list", "--endpoint", "file:///tmp", "--token", "", "--start", "0", "--end", "1"])
+    #expect(empty.status == 2 && empty.stderr.contains("--token is empty"), "\(empty.stderr)")
+    let days = try tipipe([
+      "days", "--endpoint", "file:///tmp", "--token", "", "--start-date", "2026-11-29", "--end-date", "2026-11-30",
+    ])
+    #expect(days.status == 2 && days.stderr.contains("--token is empty"), "\(days.stderr)")
     // `file://relative/dir` names a host `relative` and the path `/dir`: refused, not read from `/dir`.
     let relative = try tipipe(["list", "--endpoint", "file://tmp/x", "--token", "t", "--start", "0", "--end", "1"])
     #expect(relative.status == 2 && relative.stderr.contains("names the host 'tmp'"), "\(relative.stderr)")

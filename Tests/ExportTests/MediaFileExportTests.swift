@@ -433,6 +433,28 @@ struct MediaFileExportTests {
     }
   }
 
+  @Test(
+    "a short recording carries no unused index room: finished by a copy without it, the working file removed"
+  )
+  func shortRecordingsAreCompact() throws {
+    let directory = try TemporaryDirectory()
+    let file = try Self.makeFile(.init(container: "mp4", codec: "h264", bFrames: true), in: directory.url)
+    let output = directory.url.appendingPathComponent("short.mp4")
+    let writer = try Self.record(file, to: output)
+    #expect(writer.isFinalized)
+    let boxes = try topLevelBoxes(output)
+    // ftyp, moov, then the media and the hidden fragment headers (a few hundred bytes each): no room left.
+    #expect(Array(boxes.map(\.type).prefix(2)) == ["ftyp", "moov"])
+    let free = boxes.filter { $0.type == "free" }.map(\.size).max() ?? 0
+    #expect(free < 4096, "a free box of \(free) bytes")
+    let judged = try Self.judge(output)
+    #expect(judged.videoFrames == 150)
+    try Self.expectAudioWithVideo(judged, "compacted")
+    #expect(try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"]).isEmpty)
+    // No working file left beside it.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix(".") } == [])
+  }
+
   @Test("MP4Writer with a declared audio track that never comes: no audio stream, and a trackUnavailable gap")
   func recordWithoutAudio() throws {
     let directory = try TemporaryDirectory()

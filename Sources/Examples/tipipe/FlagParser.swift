@@ -101,8 +101,11 @@ struct FlagParser {
 
   func all(_ flag: String) -> [String] { values[flag] ?? [] }
 
+  /// A flag's value that must be given, and not empty (an empty token, endpoint or path is a bad value:
+  /// the run would fail later with a code that does not say which).
   func required(_ flag: String) throws -> String {
     guard let value = string(flag) else { throw UsageError(message: "\(flag) is required") }
+    guard !value.isEmpty else { throw UsageError(message: "\(flag) is empty") }
     return value
   }
 

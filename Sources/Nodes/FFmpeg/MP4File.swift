@@ -241,15 +241,21 @@ final class MP4File {
 
   /// Finishes the fragmented file and makes it an ordinary MP4 with the index at the front, moved to
   /// `destination`. (When the index does not fit the reserved room, the file is remuxed into
-  /// `destination` instead, and the fragmented file is left for the caller to remove.)
+  /// `destination` instead; when it leaves most of a small file's room unused, the file is copied there
+  /// without that room — in both cases the fragmented file is left for the caller to remove.)
   func finalize(to destination: String) throws {
     guard let fragments else { throw MediaError(.writeFailed, "the MP4 is closed") }
     try fragments.flush()
     close()
     do {
-      try MP4Finalizer.finalizeInPlace(
+      // A small file whose index left most of its room unused is written to `destination` without it (the
+      // fragmented file is left for the caller to remove); otherwise finished in place.
+      if try MP4Finalizer.finalizeInPlace(
         path: path, tables: fragments.tables, fragmentHeaders: fragments.fragmentHeaders, audioLeadIn: audioLeadIn,
-        audioStart: audioStart, videoEnd: videoPresentationEnd)
+        audioStart: audioStart, videoEnd: videoPresentationEnd, compactingInto: destination)
+      {
+        return
+      }
     } catch is MP4Error {
       try Self.remux(from: path, to: destination, audioLeadIn: try checked { try audioLeadIn - audioStart })
       return

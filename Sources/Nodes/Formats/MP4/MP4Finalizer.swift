@@ -23,10 +23,12 @@ enum MP4Finalizer {
   /// A given `videoEnd` ends the video track's presentation there (an edit list): frames after it are
   /// references of B-frames before it.
   /// A positive `audioStart` begins the sound track's presentation that late (an empty edit).
+  @discardableResult
   static func finalizeInPlace(
     path: String, tables: [UInt32: MP4SampleTable], fragmentHeaders: [Range<UInt64>],
-    audioLeadIn: MediaDuration = .zero, audioStart: MediaDuration = .zero, videoEnd: MediaDuration? = nil
-  ) throws {
+    audioLeadIn: MediaDuration = .zero, audioStart: MediaDuration = .zero, videoEnd: MediaDuration? = nil,
+    compactingInto compacted: String? = nil
+  ) throws -> Bool {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
     let boxes = try topLevelBoxes(file, count: 3)
@@ -38,51 +40,56 @@ enum MP4Finalizer {
     guard let moov = try MP4Box.parse(try read(file, at: moovBox.offset, count: Int(moovBox.size))).first else {
       throw MP4Error.malformed("empty moov")
     }
-    var newMoov = moov
-    newMoov.children.removeAll { $0.type == "mvex" }
     let movieTimescale = try timescale(of: moov.child("mvhd"), fieldOffset: 12)
-    var movieDuration: UInt64 = 0
-    for (index, trak) in newMoov.children.enumerated() where trak.type == "trak" {
-      guard let tkhd = trak.child("tkhd"), let mdia = trak.child("mdia"), let mdhd = mdia.child("mdhd") else {
-        throw MP4Error.malformed("incomplete trak")
+    // The index, its chunk offsets `shift` bytes before where the media is now (a compacted copy).
+    func index(shift: UInt64) throws -> MP4Box {
+      var newMoov = moov
+      newMoov.children.removeAll { $0.type == "mvex" }
+      var movieDuration: UInt64 = 0
+      for (index, trak) in newMoov.children.enumerated() where trak.type == "trak" {
+        guard let tkhd = trak.child("tkhd"), let mdia = trak.child("mdia"), let mdhd = mdia.child("mdhd") else {
+          throw MP4Error.malformed("incomplete trak")
+        }
+        let trackID = Self.trackID(tkhd)
+        let track = tables[trackID] ?? MP4SampleTable(spillingBeside: path)
+        let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
+        let mediaDuration = track.duration
+        var hidden: UInt64 = 0
+        if audioLeadIn > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
+          let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: mediaTimescale)),
+          let ticks = try? audioLeadIn.ticks(in: timeBase)
+        {
+          hidden = min(mediaDuration, UInt64(max(0, ticks)))
+        }
+        var trackDuration = mediaTimescale == 0 ? 0 : (mediaDuration - hidden) * movieTimescale / mediaTimescale
+        var trimmed = false
+        if let videoEnd, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("vide".utf8),
+          let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: movieTimescale)),
+          let ticks = try? videoEnd.ticks(in: timeBase), ticks > 0, UInt64(ticks) < trackDuration
+        {
+          trackDuration = UInt64(ticks)
+          trimmed = true
+        }
+        var emptyEdit: UInt64 = 0
+        if audioStart > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
+          let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: movieTimescale)),
+          let ticks = try? audioStart.ticks(in: timeBase), ticks > 0
+        {
+          emptyEdit = UInt64(ticks)
+        }
+        movieDuration = max(movieDuration, emptyEdit + trackDuration)
+        newMoov.children[index] = try rebuild(
+          trak, track: track, trackID: trackID, trackDuration: trackDuration, mediaDuration: mediaDuration,
+          hiddenMediaTime: hidden,
+          trimmed: trimmed, emptyEdit: emptyEdit, shift: shift)
       }
-      let trackID = Self.trackID(tkhd)
-      let track = tables[trackID] ?? MP4SampleTable(spillingBeside: path)
-      let mediaTimescale = try timescale(of: mdhd, fieldOffset: 12)
-      let mediaDuration = track.duration
-      var hidden: UInt64 = 0
-      if audioLeadIn > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
-        let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: mediaTimescale)),
-        let ticks = try? audioLeadIn.ticks(in: timeBase)
-      {
-        hidden = min(mediaDuration, UInt64(max(0, ticks)))
+      if let mvhdIndex = newMoov.children.firstIndex(where: { $0.type == "mvhd" }) {
+        newMoov.children[mvhdIndex].payload = try withDuration(
+          newMoov.children[mvhdIndex].payload, movieDuration, v0Offset: 16, v1Offset: 24)
       }
-      var trackDuration = mediaTimescale == 0 ? 0 : (mediaDuration - hidden) * movieTimescale / mediaTimescale
-      var trimmed = false
-      if let videoEnd, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("vide".utf8),
-        let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: movieTimescale)),
-        let ticks = try? videoEnd.ticks(in: timeBase), ticks > 0, UInt64(ticks) < trackDuration
-      {
-        trackDuration = UInt64(ticks)
-        trimmed = true
-      }
-      var emptyEdit: UInt64 = 0
-      if audioStart > .zero, mdia.child("hdlr")?.payload.dropFirst(8).prefix(4) == Data("soun".utf8),
-        let timeBase = TimeBase(numerator: 1, denominator: Int32(clamping: movieTimescale)),
-        let ticks = try? audioStart.ticks(in: timeBase), ticks > 0
-      {
-        emptyEdit = UInt64(ticks)
-      }
-      movieDuration = max(movieDuration, emptyEdit + trackDuration)
-      newMoov.children[index] = try rebuild(
-        trak, track: track, trackID: trackID, trackDuration: trackDuration, mediaDuration: mediaDuration,
-        hiddenMediaTime: hidden,
-        trimmed: trimmed, emptyEdit: emptyEdit)
+      return newMoov
     }
-    if let mvhdIndex = newMoov.children.firstIndex(where: { $0.type == "mvhd" }) {
-      newMoov.children[mvhdIndex].payload = try withDuration(
-        newMoov.children[mvhdIndex].payload, movieDuration, v0Offset: 16, v1Offset: 24)
-    }
+    let newMoov = try index(shift: 0)
     // The sample sizes (4 bytes a sample) are streamed into their `stsz` boxes from the tables; the rest
     // of the index is encoded here.
     var bytes = Data()
@@ -94,6 +101,19 @@ enum MP4Finalizer {
       throw MP4Error.indexDoesNotFit(needed: size + 8, available: available)
     }
     guard remainder >= 0 else { throw MP4Error.indexDoesNotFit(needed: size, available: available) }
+    let end = try file.seekToEnd()
+    let mediaStart = moovBox.offset + UInt64(available)
+    if let compacted, remainder >= Self.compactionRoom, end - mediaStart <= Self.compactionMedia,
+      UInt64(remainder) * 8 >= end - mediaStart
+    {
+      let shifted = try index(shift: UInt64(remainder))
+      if shifted.encodedSize == size {
+        try copy(
+          file, path: path, into: compacted, moov: shifted, at: moovBox.offset, media: mediaStart..<end,
+          shift: UInt64(remainder), tables: tables, fragmentHeaders: fragmentHeaders)
+        return true
+      }
+    }
     if remainder >= 8 {
       bytes.appendBigEndian(UInt32(remainder))
       bytes.append(contentsOf: Array("free".utf8))
@@ -117,26 +137,81 @@ enum MP4Finalizer {
     }
     try bytes[from...].withUnsafeBytes { try writer.write($0) }
     try writer.writeHead()
-    // A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
-    // whose payload starts with `mfhd` as a `moof`. The old fragment headers are zeroed (they are small:
-    // the media is in `mdat`), each with one `pwrite` of its type and zeros (an hour has 7,200 of them).
-    for box in fragmentHeaders {
+    try hide(fragmentHeaders, in: file.fileDescriptor, path: path, shift: 0)
+    return false
+  }
+
+  /// Room left unused after the index from which a small file is finalized by a copy without it, when
+  /// that room is also more than an eighth of the media (a recording reserves 1 MB for its index: a short
+  /// one would be mostly that room; an export sizes its room from its range and is finished in place).
+  static let compactionRoom = 64 << 10
+  /// The most media a compaction copies (more is finalized in place, room and all).
+  static let compactionMedia: UInt64 = 64 << 20
+
+  /// A `free` box must not hold what a reader could take for a box: GPAC re-reads a top-level `free`
+  /// whose payload starts with `mfhd` as a `moof`. The old fragment headers (`shift` bytes earlier in a
+  /// compacted copy) are zeroed (they are small: the media is in `mdat`), each with one `pwrite` of its
+  /// type and zeros (an hour has 7,200 of them).
+  private static func hide(_ headers: [Range<UInt64>], in descriptor: Int32, path: String, shift: UInt64) throws {
+    for box in headers {
       // The size stays; then the type, and zeros to the end of the box.
       var bytes = [UInt8](repeating: 0, count: Int(box.count) - 4)
       bytes.replaceSubrange(0..<4, with: Array("free".utf8))
-      var done = 0
-      while done < bytes.count {
-        let written = bytes[done...].withUnsafeBytes {
-          pwrite(file.fileDescriptor, $0.baseAddress, $0.count, off_t(box.lowerBound) + 4 + off_t(done))
-        }
-        if written < 0, errno == EINTR { continue }
-        guard written > 0 else {
-          let failure = LibraryFailure.posix(errno)
-          throw MediaError(.writeFailed, "hiding a fragment header of \(path): \(failure.text)", cause: failure)
-        }
-        done += written
-      }
+      var position = box.lowerBound - shift + 4
+      try bytes.withUnsafeBytes { try writeAll($0, to: descriptor, at: &position, path: path) }
     }
+  }
+
+  /// Writes the finished MP4 at `destination` from the fragmented one in `file`: its head (before the
+  /// `moov` at `start`), the index `moov` (whose chunk offsets are `shift` bytes before the media's place
+  /// in `file`), the `media` bytes right after it, its fragment headers hidden. `file` is not changed:
+  /// it stays the fragmented MP4 it was until the caller removes it.
+  private static func copy(
+    _ file: FileHandle, path: String, into destination: String, moov: MP4Box, at start: UInt64,
+    media: Range<UInt64>, shift: UInt64, tables: [UInt32: MP4SampleTable], fragmentHeaders: [Range<UInt64>]
+  ) throws {
+    let descriptor = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0o666)
+    guard descriptor >= 0 else {
+      let failure = LibraryFailure.posix(errno)
+      throw MediaError(.writeFailed, "cannot create \(destination): \(failure.text)", cause: failure)
+    }
+    defer { close(descriptor) }
+    var position: UInt64 = 0
+    try read(file, at: 0, count: Int(start)).withUnsafeBytes {
+      try writeAll($0, to: descriptor, at: &position, path: destination)
+    }
+    var bytes = Data()
+    var holes: [MP4Box.Hole] = []
+    moov.encode(into: &bytes, holes: &holes)
+    var writer = IndexWriter(descriptor: descriptor, start: start, headLength: 0, path: destination)
+    var from = 0
+    for hole in holes {
+      try bytes[from..<hole.offset].withUnsafeBytes { try writer.write($0) }
+      try tables[hole.tag]?.forEachSizeBatch { try writer.write($0) }
+      from = hole.offset
+    }
+    try bytes[from...].withUnsafeBytes { try writer.write($0) }
+    position = start + UInt64(writer.length)
+    guard position == media.lowerBound - shift else {
+      throw MediaError(.writeFailed, "\(destination): the index ends at \(position), not where the media goes")
+    }
+    // The media, as it is (1 MB at a time).
+    var offset = media.lowerBound
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while offset < media.upperBound {
+      let wanted = Int(min(UInt64(buffer.count), media.upperBound - offset))
+      let got = buffer.withUnsafeMutableBytes { pread(file.fileDescriptor, $0.baseAddress, wanted, off_t(offset)) }
+      if got < 0, errno == EINTR { continue }
+      guard got > 0 else {
+        let failure = LibraryFailure.posix(got < 0 ? errno : EIO)
+        throw MediaError(.writeFailed, "reading \(path): \(failure.text)", cause: failure)
+      }
+      try buffer.withUnsafeBytes {
+        try writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<got]), to: descriptor, at: &position, path: destination)
+      }
+      offset += UInt64(got)
+    }
+    try hide(fragmentHeaders, in: descriptor, path: destination, shift: shift)
   }
 
   /// Writes an index from `start` in order, keeping its first `headLength` bytes until ``writeHead()``
@@ -262,7 +337,7 @@ enum MP4Finalizer {
   private static func rebuild(
     _ trak: MP4Box, track: Track, trackID: UInt32, trackDuration: UInt64, mediaDuration: UInt64,
     hiddenMediaTime: UInt64,
-    trimmed: Bool = false, emptyEdit: UInt64 = 0
+    trimmed: Bool = false, emptyEdit: UInt64 = 0, shift: UInt64 = 0
   ) throws -> MP4Box {
     var trak = trak
     trak.children.removeAll { $0.type == "edts" }
@@ -300,7 +375,7 @@ enum MP4Finalizer {
       let stsd = mdia.children[minfIndex].children[stblIndex].child("stsd")
     else { throw MP4Error.malformed("no stbl") }
     mdia.children[minfIndex].children[stblIndex] = MP4Box(
-      type: "stbl", children: sampleTables(track, trackID: trackID, stsd: stsd))
+      type: "stbl", children: sampleTables(track, trackID: trackID, stsd: stsd, shift: shift))
     trak.children[mdiaIndex] = mdia
     return trak
   }
@@ -311,7 +386,7 @@ enum MP4Finalizer {
     return MP4Box(type: type, payload: payload)
   }
 
-  private static func sampleTables(_ track: Track, trackID: UInt32, stsd: MP4Box) -> [MP4Box] {
+  private static func sampleTables(_ track: Track, trackID: UInt32, stsd: MP4Box, shift: UInt64) -> [MP4Box] {
     var boxes = [stsd]
     // stts: runs of equal durations, as the table keeps them.
     boxes.append(
@@ -363,12 +438,13 @@ enum MP4Finalizer {
     stsz.streamedLength = 4 * track.count
     stsz.streamTag = trackID
     boxes.append(stsz)
-    let large = chunks.contains { $0.offset > UInt64(UInt32.max) }
+    let large = chunks.contains { $0.offset - shift > UInt64(UInt32.max) }
     boxes.append(
       fullBox(large ? "co64" : "stco") { data in
         data.appendBigEndian(UInt32(chunks.count))
         for chunk in chunks {
-          if large { data.appendBigEndian(chunk.offset) } else { data.appendBigEndian(UInt32(chunk.offset)) }
+          let offset = chunk.offset - shift
+          if large { data.appendBigEndian(offset) } else { data.appendBigEndian(UInt32(offset)) }
         }
       })
     return boxes
