@@ -129,13 +129,7 @@ enum MP4Finalizer {
     // then the file is the fragmented MP4 it was.
     var writer = IndexWriter(
       descriptor: file.fileDescriptor, start: moovBox.offset, headLength: Int(moovBox.size) + 8, path: path)
-    var from = 0
-    for hole in holes {
-      try bytes[from..<hole.offset].withUnsafeBytes { try writer.write($0) }
-      try tables[hole.tag]?.forEachSizeBatch { try writer.write($0) }
-      from = hole.offset
-    }
-    try bytes[from...].withUnsafeBytes { try writer.write($0) }
+    try writer.write(bytes, holes: holes, tables: tables)
     try writer.writeHead()
     try hide(fragmentHeaders, in: file.fileDescriptor, path: path, shift: 0)
     return false
@@ -184,13 +178,7 @@ enum MP4Finalizer {
     var holes: [MP4Box.Hole] = []
     moov.encode(into: &bytes, holes: &holes)
     var writer = IndexWriter(descriptor: descriptor, start: start, headLength: 0, path: destination)
-    var from = 0
-    for hole in holes {
-      try bytes[from..<hole.offset].withUnsafeBytes { try writer.write($0) }
-      try tables[hole.tag]?.forEachSizeBatch { try writer.write($0) }
-      from = hole.offset
-    }
-    try bytes[from...].withUnsafeBytes { try writer.write($0) }
+    try writer.write(bytes, holes: holes, tables: tables)
     position = start + UInt64(writer.length)
     guard position == media.lowerBound - shift else {
       throw MediaError(.writeFailed, "\(destination): the index ends at \(position), not where the media goes")
@@ -245,6 +233,17 @@ enum MP4Finalizer {
       var position = start + UInt64(length)
       try MP4Finalizer.writeAll(rest, to: descriptor, at: &position, path: path)
       length += rest.count
+    }
+
+    /// Writes an encoded index whose `holes` are the tracks' `stsz` sizes, streamed from `tables`.
+    mutating func write(_ bytes: Data, holes: [MP4Box.Hole], tables: [UInt32: MP4SampleTable]) throws {
+      var from = 0
+      for hole in holes {
+        try bytes[from..<hole.offset].withUnsafeBytes { try write($0) }
+        try tables[hole.tag]?.forEachSizeBatch { try write($0) }
+        from = hole.offset
+      }
+      try bytes[from...].withUnsafeBytes { try write($0) }
     }
 
     func writeHead() throws {
