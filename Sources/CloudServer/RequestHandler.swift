@@ -405,7 +405,11 @@ final class RequestHandler: Sendable {
     var offset: Int64 = 0
     var length = size
     var partial = false
-    if !faults.ignoresRanges, let range = value(connection, .HEADER_KIND, "Range") {
+    // RFC 9110 §14.2: a range unit other than bytes is ignored (the whole body, 200), and so are several
+    // ranges (a server may ignore any Range; one body in several parts is not served).
+    if !faults.ignoresRanges, let range = value(connection, .HEADER_KIND, "Range"), range.hasPrefix("bytes="),
+      !range.contains(",")
+    {
       guard let bytes = Self.byteRange(range, size: size) else {
         close(descriptor)
         return .unsatisfiable(size)

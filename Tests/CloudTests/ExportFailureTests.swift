@@ -36,7 +36,7 @@ import TiCloudStorage
     for (name, service, token, code) in [
       ("listing", unavailable.service, unavailable.token, TiErrorCode.cloudStorageUnavailable),
       ("token", served.service, expiredToken, .tokenExpired),
-      ("network", downService, down.token, .networkUnavailable),
+      ("service down", downService, down.token, .cloudStorageUnavailable),
     ] {
       let output = scratch.url.appendingPathComponent("\(name).mp4")
       let result = try export(source(service, token: token, span(0, 3000)), range: span(0, 3000), to: output)

@@ -153,3 +153,34 @@ final class TemporaryDirectoryPaths {
 
   init() throws { directory = try TemporaryDirectory() }
 }
+
+/// R62, Q17: a local network that is down is `networkUnavailable` (6136), said as such by list, play and
+/// export; a host that refuses (its service down) is not (6123). The outage is real: a network namespace of
+/// the run's own (`unshare -n`: no interface up, every connection `ENETUNREACH`).
+@Suite struct NetworkOutageTests {
+  /// Runs `tipipe` with `arguments` in a network namespace without a network.
+  func offline(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    let ended = try ChildProcess(
+      "/usr/bin/unshare", ["-n", try tipipeExecutable().path] + arguments, environment: tipipeEnvironment()
+    ).finish()
+    return (ended.status, String(decoding: ended.output, as: UTF8.self), String(decoding: ended.errors, as: UTF8.self))
+  }
+
+  @Test func R62_Q17_aNetworkThatIsDownIsNetworkUnavailable() throws {
+    let endpoint = "http://127.0.0.1:8080"
+    let range = ["--start", String(recordingStart), "--end", String(recordingStart + 1000)]
+    let list = try offline(["list", "--endpoint", endpoint, "--token", "t"] + range)
+    #expect(list.status == 1 && list.stderr.hasPrefix("error: networkUnavailable (6136)"), "\(list.stderr)")
+    #expect(list.stdout.contains("\"code\":6136"))
+    let play = try offline(
+      ["play", "--endpoint", endpoint, "--token", "t", "--video-channel", "0", "--pace", "fast"] + range)
+    #expect(play.stdout.contains("6136"), "\(play.stdout) \(play.stderr)")
+    let directory = try TemporaryDirectory()
+    let export = try offline(
+      [
+        "export", "--endpoint", endpoint, "--token", "t", "--video-channel", "0", "--out",
+        directory.url.appendingPathComponent("x.mp4").path,
+      ] + range)
+    #expect(export.status == 1 && export.stderr.contains("networkUnavailable (6136)"), "\(export.stderr)")
+  }
+}

@@ -132,6 +132,31 @@ import Testing
     #expect(try String(contentsOfFile: recordings + "/many-3.mp4", encoding: .utf8) == "mine")
   }
 
+  @Test(
+    "a recording whose file cannot grow (a full disk; here a file-size limit): exit 1 fileWriteFailed, and the file is cut back to its last whole fragment: it decodes"
+  )
+  func aFullDiskLeavesAFileThatDecodes() throws {
+    let directory = try TemporaryDirectory("record-full")
+    let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 20, width: 640, height: 360)
+    let root = directory.url.appendingPathComponent("root").path
+    // `ulimit -f` (1 MB) makes a write past it fail (EFBIG) as a full disk does (ENOSPC); SIGXFSZ ignored.
+    let shell = try ChildProcess(
+      "/bin/bash",
+      [
+        "-c", "trap '' XFSZ; ulimit -f 1024; exec \"$0\" \"$@\"", try tipipeExecutable().path, "record", "--input",
+        source.path, "--name", "full", "--data-root", root,
+      ], environment: tipipeEnvironment())
+    let ended = try shell.finish()
+    let stderr = String(decoding: ended.errors, as: UTF8.self)
+    #expect(ended.status == 1 && stderr.contains("fileWriteFailed (6046)"), "\(stderr)")
+    let file = root + "/Recordings/full.mp4"
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+    #expect(size > 0 && size <= 1 << 20)
+    let errors = try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+    #expect(errors.isEmpty, "\(errors)")
+    #expect(try RecorderFixtures.streams(of: URL(fileURLWithPath: file)).first?.frames ?? 0 > 0)
+  }
+
   @Test func RC41_aKilledRecordingPlaysUpToItsLastFragment() throws {
     let directory = try TemporaryDirectory("record-kill")
     let source = try RecorderFixtures.mediaFile(in: directory.url, seconds: 60, width: 1280, height: 720)

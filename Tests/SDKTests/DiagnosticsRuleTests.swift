@@ -315,10 +315,10 @@ extension SDKRules.Diagnostics {
     #expect(result.succeeded && result.logId?.hasPrefix("log-") == true)
     let archive = try uploaded(result.logId)
     #expect(try entries(archive).contains("logs/cloudstorage.log"))
-    // Nothing listens any more: networkUnavailable, no log id.
+    // Nothing listens any more: the service is down (the host refuses), no log id.
     server.stop()
     let failed = try await Upload().wait()
-    #expect(failed.code == TiErrorCode.networkUnavailable.rawValue && failed.logId == nil && !failed.succeeded)
+    #expect(failed.code == TiErrorCode.cloudStorageUnavailable.rawValue && failed.logId == nil && !failed.succeeded)
     #expect(storage.dispose() == ok)
     #expect(session.close() == ok)
   }

@@ -14,8 +14,10 @@ enum ThumbnailsCommand {
     Decodes the keyframes of [start, end) of the recordings at E and writes DIR/thumbnails.jpg (one tile
     per SECONDS of the range, --width pixels wide, the height from the pictures' aspect, --columns tiles
     a row, cue by cue: a cue with no keyframe in it — a gap — stays black) and DIR/thumbnails.vtt (WebVTT:
-    each cue's time from the range's start and its tile as thumbnails.jpg#xywh=x,y,w,h). Prints
-    {"sprite":…,"index":…,"thumbnails":N,"cues":M,"tile":{"width":…,"height":…},"columns":…}.
+    each cue with a picture, its time from the range's start and its tile as thumbnails.jpg#xywh=x,y,w,h;
+    a gap's cue is not in it, so a player shows nothing there). Prints {"sprite":…,"index":…,
+    "thumbnails":N,"cues":M,"tile":{"width":…,"height":…},"columns":…}: N tiles with a picture (the
+    index's cues), M tiles in the sprite (M − N black).
     At most 7000 cues; DIR is made if missing, and only regular files in it are replaced.
     """
 

@@ -11,11 +11,21 @@ struct CalendarDays {
   /// The most days one query may cover (rules.md Q25).
   static let maximumCount = 31
 
+  /// The tz database's zone ids.
+  private static let ianaIdentifiers = Set(TimeZone.knownTimeZoneIdentifiers)
+
   /// The days from `startDate` to `endDate`; `invalidArgument` for a malformed or impossible date, an
   /// unknown time zone or a start after the end, `rangeTooLarge` beyond 31 days.
   init(from startDate: String, to endDate: String, timeZoneId: String) throws {
-    guard let zone = TimeZone(identifier: timeZoneId) else {
-      throw TiError(.invalidArgument, "'\(timeZoneId.prefix(64))' is not an IANA time-zone id")
+    // Foundation also reads offsets and abbreviations (`UTC+8`, `GMT+8`, `CST`, which is three zones):
+    // only the tz database's ids are taken (Q24): its zones, `UTC`, `GMT` and the fixed `Etc/…` ones
+    // (`Etc/GMT-8`), which Foundation's list leaves out.
+    guard
+      Self.ianaIdentifiers.contains(timeZoneId) || ["UTC", "GMT"].contains(timeZoneId)
+        || timeZoneId.hasPrefix("Etc/"),
+      let zone = TimeZone(identifier: timeZoneId)
+    else {
+      throw TiError(.invalidArgument, "'\(timeZoneId.prefix(64))' is not an IANA time-zone id (such as Asia/Shanghai)")
     }
     var calendar = Calendar(identifier: .gregorian)
     calendar.timeZone = zone

@@ -172,7 +172,13 @@ final class HTTPExchange: @unchecked Sendable {
   /// ``notBefore``).
   func attemptEnded(_ code: CURLcode, now: ContinuousClock.Instant) -> HTTPOutcome? {
     var status = 0
-    if let easy { _ = ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) }
+    // The system's reason for a failed connection: refused (the host answered: a service down) or no route
+    // (the network is down).
+    var systemError = 0
+    if let easy {
+      _ = ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+      _ = ccurl_getinfo_long(easy, CURLINFO_OS_ERRNO, &systemError)
+    }
     releaseHandle()
     if isCancelled { return .cancelled }
     if status > 0 { everConnected = true }
@@ -208,7 +214,11 @@ final class HTTPExchange: @unchecked Sendable {
       ? Duration.zero
       : min(request.policy.maximumBackoff, request.policy.backoff * (1 << min(fruitlessAttempts - 1, 20)))
     if fruitlessAttempts >= request.policy.attemptsWithoutProgress || now + wait >= deadline {
-      if !everConnected && code == CURLE_COULDNT_CONNECT, let cause { return .unreachable(cause) }
+      // No connection ever, and not because the host refused it (a host that refuses is reachable: its
+      // service is down, which is the cloud's failure after the retries, cloud-api.md): the network's.
+      if !everConnected && code == CURLE_COULDNT_CONNECT && systemError != Int(ECONNREFUSED), let cause {
+        return .unreachable(cause)
+      }
       let reason =
         fruitlessAttempts >= request.policy.attemptsWithoutProgress ? "attempts without progress" : "deadline"
       return .exhausted("\(transient) (gave up: \(reason), \(received) bytes received)", cause: cause)

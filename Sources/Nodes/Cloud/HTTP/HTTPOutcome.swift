@@ -8,8 +8,9 @@ enum HTTPOutcome: Sendable {
   case refused(status: Int, error: String?, message: String?)
   /// The host name does not resolve: libcurl's failure.
   case unresolvedHost(LibraryFailure)
-  /// No connection could be made (refused, no route, network down) on any attempt: the last one's
-  /// libcurl failure.
+  /// No connection could be made on any attempt, and not because the host refused it (no route, network
+  /// down: the local network's failure): the last one's libcurl failure. (A host that refuses is reachable:
+  /// its attempts are transient failures, `exhausted` in the end.)
   case unreachable(LibraryFailure)
   /// Transient failures (timeouts, resets, 5xx, 429, short bodies) until the retry rules gave up: what
   /// happened, and the last attempt's libcurl failure when it ended in one (nil after an HTTP status).

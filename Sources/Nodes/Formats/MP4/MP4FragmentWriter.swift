@@ -333,9 +333,13 @@ final class MP4FragmentWriter {
     }
     // Not before: the room reserved for the index (written by `reserve`) stays a hole.
     preallocate(through: position)
+    let fragmentStart = offset
     do {
       try write(pieces, header: header, samples: samples)
     } catch let error as MediaError {
+      // A fragment written in part (a full disk) would end the file with a box no reader can finish: the
+      // file is cut back to its last whole fragment, which is what it holds (as after a crash).
+      if ftruncate(descriptor, off_t(fragmentStart)) == 0 { offset = fragmentStart }
       failure = error
       throw error
     }
