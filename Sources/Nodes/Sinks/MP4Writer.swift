@@ -74,7 +74,6 @@ public final class MP4Writer: Node {
         start.hold(audio: input)
         return try openWhenReady(force: false)
       }
-      start.saw(audio: input)
       if recording.audio == nil, recording.addAudio(input.format), missingAudio?.until == nil {
         missingAudio?.until = input.time
       }

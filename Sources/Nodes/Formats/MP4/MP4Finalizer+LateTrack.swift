@@ -14,27 +14,22 @@ extension MP4Finalizer {
   static func addTrack(_ trak: MP4Box, trex: MP4Box, toFileAt path: String) throws -> Bool {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
-    let boxes = try topLevelBoxes(file, count: 3)
-    guard boxes.count == 3, boxes[0].type == "ftyp", boxes[1].type == "moov", boxes[2].type == "free" else {
-      throw MP4Error.malformed("expected ftyp, moov, free at the start")
-    }
-    let moovBox = boxes[1]
-    guard var moov = try MP4Box.parse(try read(file, at: moovBox.offset, count: Int(moovBox.size))).first,
-      let mvex = moov.children.firstIndex(where: { $0.type == "mvex" }),
+    let (moovBox, available, parsed) = try header(of: file)
+    var moov = parsed
+    guard let mvex = moov.children.firstIndex(where: { $0.type == "mvex" }),
       let mvhd = moov.children.firstIndex(where: { $0.type == "mvhd" })
     else { throw MP4Error.malformed("a moov without mvhd or mvex") }
     let after = (moov.children.lastIndex { $0.type == "trak" } ?? mvhd) + 1
     moov.children.insert(trak, at: after)
     moov.children[mvex + (after <= mvex ? 1 : 0)].children.append(trex)
     // The next track id: the last field of a version 0 or 1 `mvhd`.
-    var header = moov.children[mvhd]
-    header.payload = Data(header.payload)
-    if header.payload.count >= 4, let id = trak.child("tkhd").map(Self.trackID) {
-      let at = header.payload.count - 4
-      header.payload.setBigEndian(max(header.payload.bigEndian(UInt32.self, at: at), id + 1), at: at)
-      moov.children[mvhd] = header
+    var movieHeader = moov.children[mvhd]
+    movieHeader.payload = Data(movieHeader.payload)
+    if movieHeader.payload.count >= 4, let id = trak.child("tkhd").map(Self.trackID) {
+      let at = movieHeader.payload.count - 4
+      movieHeader.payload.setBigEndian(max(movieHeader.payload.bigEndian(UInt32.self, at: at), id + 1), at: at)
+      moov.children[mvhd] = movieHeader
     }
-    let available = Int(moovBox.size + boxes[2].size)
     let remainder = available - moov.encodedSize
     guard remainder >= 8 else { return false }
     var bytes = moov.encoded

@@ -31,15 +31,7 @@ enum MP4Finalizer {
   ) throws -> Bool {
     guard let file = FileHandle(forUpdatingAtPath: path) else { throw MP4Error.malformed("cannot open \(path)") }
     defer { try? file.close() }
-    let boxes = try topLevelBoxes(file, count: 3)
-    guard boxes.count == 3, boxes[0].type == "ftyp", boxes[1].type == "moov", boxes[2].type == "free" else {
-      throw MP4Error.malformed("expected ftyp, moov, free at the start")
-    }
-    let moovBox = boxes[1]
-    let available = Int(moovBox.size + boxes[2].size)
-    guard let moov = try MP4Box.parse(try read(file, at: moovBox.offset, count: Int(moovBox.size))).first else {
-      throw MP4Error.malformed("empty moov")
-    }
+    let (moovBox, available, moov) = try header(of: file)
     let movieTimescale = try timescale(of: moov.child("mvhd"), fieldOffset: 12)
     // The index, its chunk offsets `shift` bytes before where the media is now (a compacted copy).
     func index(shift: UInt64) throws -> MP4Box {
@@ -267,6 +259,19 @@ enum MP4Finalizer {
       done += written
     }
     position += UInt64(bytes.count)
+  }
+
+  /// The `moov` of a fragmented file written with room after it (`ftyp`, `moov`, `free`): where it is, the
+  /// bytes it and the room take together, and its boxes.
+  static func header(of file: FileHandle) throws -> (moov: TopLevelBox, available: Int, boxes: MP4Box) {
+    let boxes = try topLevelBoxes(file, count: 3)
+    guard boxes.count == 3, boxes[0].type == "ftyp", boxes[1].type == "moov", boxes[2].type == "free" else {
+      throw MP4Error.malformed("expected ftyp, moov, free at the start")
+    }
+    guard let moov = try MP4Box.parse(try read(file, at: boxes[1].offset, count: Int(boxes[1].size))).first else {
+      throw MP4Error.malformed("empty moov")
+    }
+    return (boxes[1], Int(boxes[1].size + boxes[2].size), moov)
   }
 
   /// The first `count` top-level boxes.

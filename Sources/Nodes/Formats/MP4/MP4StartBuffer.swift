@@ -48,11 +48,6 @@ struct MP4StartBuffer {
     if audio.count > Self.maximumAudio { audio.removeFirst() }
   }
 
-  /// Notes an audio packet that came after the file exists (only its format matters, if it is the first).
-  mutating func saw(audio packet: EncodedPacket) {
-    audioFormat = audioFormat ?? packet.format
-  }
-
   /// Whether the file can be created: a keyframe is held and the sound's format is known, or not
   /// expected, or waited for long enough; `force` (the stream ends, a gap comes) skips the wait.
   func isReady(force: Bool) -> Bool {
