@@ -3,7 +3,8 @@ public import Nodes
 public import PipelineGraph
 
 /// A media file's decoded picture and sound as `MediaTrack`s: `MediaFileSource → FrameDecoder →
-/// TrackFeed` for its first video and its first audio stream, on a thread of its own. The file is read
+/// TrackFeed` for its first video and its first audio stream (a `VideoRotator` before the video's feed
+/// when the file says its picture is shown turned), on a thread of its own. The file is read
 /// as fast as the tracks' subscribers take it (a recorder slower than the decoder holds it back); each
 /// track ends with the file.
 ///
@@ -42,8 +43,16 @@ public final class FileTracks: Sendable {
     self.pipeline = pipeline
     if let videoTrack {
       let decoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack)
+      let feed = TrackFeed(name: "VideoFeed", track: videoTrack)
       pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
-      pipeline.connect(decoder, to: TrackFeed(name: "VideoFeed", track: videoTrack), limits: EdgeLimits(items: 4))
+      // A phone's recording turned as its container says: the track carries the picture upright.
+      if let degrees = info.video?.rotation, degrees != 0 {
+        let rotator = try VideoRotator(degrees: degrees)
+        pipeline.connect(decoder, to: rotator, limits: EdgeLimits(items: 4))
+        pipeline.connect(rotator, to: feed, limits: EdgeLimits(items: 4))
+      } else {
+        pipeline.connect(decoder, to: feed, limits: EdgeLimits(items: 4))
+      }
     }
     if let audioTrack {
       let decoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack)

@@ -218,17 +218,25 @@ struct PlayWindowTests {
     """
 
   @Test(
-    "play --input FILE --window: from --start, the paused frame on screen is the file's (PSNR ≥ 30 dB), → seeks 10 s")
-  func fileInAWindow() throws {
+    "play --input FILE --window: from --start, the paused frame on screen is the file's as ffmpeg shows it (PSNR ≥ 30 dB, a turned file upright), → seeks 10 s",
+    arguments: [false, true])
+  func fileInAWindow(turned: Bool) throws {
     let out = try TemporaryDirectory()
     let file = out.url.appendingPathComponent("cam.mp4")
+    let plain = turned ? out.url.appendingPathComponent("plain.mp4") : file
     _ = try run(
       "/usr/bin/ffmpeg",
       [
         "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
         "sine=frequency=440:sample_rate=44100", "-t", "20", "-c:v", "libx264", "-g", "50", "-pix_fmt", "yuv420p",
-        "-c:a", "aac", file.path,
+        "-c:a", "aac", plain.path,
       ])
+    if turned {
+      // Shown upside down unless turned: the window must show what ffmpeg's autorotation shows.
+      _ = try run(
+        "/usr/bin/ffmpeg",
+        ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=180", file.path])
+    }
     let script = out.url.appendingPathComponent("file.sh")
     try Data(Self.fileScript.utf8).write(to: script)
     let tipipePath = try tipipeExecutable().path

@@ -6,7 +6,7 @@ import PipelineGraph
 import TiCloudStorage
 
 /// `tipipe play --input FILE --window`: a media file played in the window, as a graph of the library's
-/// nodes — `MediaFileSource → FrameDecoder → Pacer → PresentationSink` for the video and, with a
+/// nodes — `MediaFileSource → FrameDecoder → (VideoRotator) → Pacer → PresentationSink` for the video and, with a
 /// speaker, the same for the audio — one timeline for both, on a thread of its own, on a clock that
 /// follows the speaker (`SlewedClock`: the audio is handed over `Pacer.audioLead` ahead). Pause and speed
 /// go to the pacers (and pause to the speaker); a seek flushes the graph to the target (the source seeks to
@@ -81,7 +81,14 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
         }
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
-    pipeline.connect(videoDecoder, to: videoPacer, limits: EdgeLimits(items: 4))
+    // A phone's recording is shown upright, as its container says (and its snapshots taken so).
+    if let degrees = try MediaFileSource.videoFormat(path: path)?.rotation, degrees != 0 {
+      let rotator = try VideoRotator(degrees: degrees)
+      pipeline.connect(videoDecoder, to: rotator, limits: EdgeLimits(items: 2))
+      pipeline.connect(rotator, to: videoPacer, limits: EdgeLimits(items: 4))
+    } else {
+      pipeline.connect(videoDecoder, to: videoPacer, limits: EdgeLimits(items: 4))
+    }
     pipeline.connect(videoPacer, to: videoSink, limits: EdgeLimits(items: 2))
     var pacers = [videoPacer]
     if let speaker {

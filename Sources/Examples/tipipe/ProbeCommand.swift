@@ -9,9 +9,11 @@ enum ProbeCommand {
     usage: tipipe probe FILE [--json]
 
     Reads FILE (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC…) and prints its start and duration, its
-    audio and video tracks (codec, size and frame rate, B-frames; sample rate and channels) and the
-    times of its video keyframes, in seconds from the file's start — the times `tipipe export --input`
-    takes. --json prints spec/cli.md's object. An unreadable file is exit 1 with the error line.
+    audio and video tracks (codec, size and frame rate, the turn its container asks for, B-frames;
+    sample rate and channels) and the times of its video keyframes, in seconds from the file's start —
+    the times `tipipe export --input` takes. --json prints spec/cli.md's object ("rotation": the
+    clockwise degrees that show a turned picture upright, only when it is turned). An unreadable file is
+    exit 1 with the error line.
     """
 
   struct Output: Encodable {
@@ -22,6 +24,8 @@ enum ProbeCommand {
       var width: Int?
       var height: Int?
       var fps: Double?
+      /// The clockwise turn that shows the picture upright; omitted when none.
+      var rotation: Int?
       var bFrames: Bool?
       var sampleRate: Int?
       var channels: Int?
@@ -31,7 +35,7 @@ enum ProbeCommand {
       var read: Bool
 
       enum CodingKeys: String, CodingKey {
-        case index, kind, codec, width, height, fps
+        case index, kind, codec, width, height, fps, rotation
         case bFrames = "b_frames"
         case sampleRate = "sample_rate"
         case channels, frames
@@ -75,6 +79,7 @@ enum ProbeCommand {
       if track.kind == "video" {
         text += " \(track.width ?? 0)x\(track.height ?? 0)"
         if let fps = track.fps { text += String(format: " %.3f fps", fps) }
+        if let rotation = track.rotation { text += ", shown turned \(rotation)° clockwise" }
         if track.bFrames == true { text += ", B-frames" }
       } else {
         text += " \(track.sampleRate ?? 0) Hz, \(track.channels ?? 0) channel(s)"
@@ -106,7 +111,7 @@ enum ProbeCommand {
         return Output.Track(
           index: track.index, kind: video ? "video" : "audio", codec: track.codec?.description ?? track.codecName,
           width: video ? track.width : nil, height: video ? track.height : nil,
-          fps: video ? track.framesPerSecond : nil,
+          fps: video ? track.framesPerSecond : nil, rotation: video && track.rotation != 0 ? track.rotation : nil,
           bFrames: video && read ? track.hasBFrames : nil, sampleRate: video ? nil : track.sampleRate,
           channels: video ? nil : track.channels, frames: read ? track.packets : nil,
           startS: read ? seconds(track.range.start, from: start) : nil,

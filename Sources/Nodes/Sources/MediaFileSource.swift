@@ -114,6 +114,11 @@ public final class MediaFileSource: SourceNode {
   @discardableResult
   public static func check(path: String) throws -> String { try MediaFileReader(path: path).containerName }
 
+  /// The format of the video stream the source reads from `path` (its codec, size and display matrix,
+  /// from the container's headers: no packet is read); nil when the file has none.
+  /// - Throws: ``MediaError`` as ``check(path:)`` does.
+  public static func videoFormat(path: String) throws -> TrackFormat? { try MediaFileReader(path: path).video?.format }
+
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {
     let reader = try MediaFileReader(path: path)

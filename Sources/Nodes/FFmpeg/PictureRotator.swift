@@ -1,0 +1,163 @@
+internal import CFFmpeg
+import PipelineGraph
+
+/// Turns pictures by a quarter turn, a half turn or three quarters, clockwise: what a player does with
+/// a phone's recording whose container says how to show it (ffmpeg's autorotation: `transpose=clock`,
+/// `hflip,vflip`, `transpose=cclock`). Pixels are moved, not resampled: every format whose planes hold
+/// whole pixels of a fixed size and whose chroma is subsampled alike both ways (4:2:0, 4:4:4, NV12,
+/// grey, packed RGB, 8 or 16 bits) keeps its format; any other (4:2:2, palettes) is converted to
+/// yuv420p first, since a turned 4:2:2 picture would be 4:4:0.
+final class PictureRotator {
+  /// The clockwise turn, in degrees: 90, 180 or 270.
+  let degrees: Int
+  private var converter: PictureScaler?
+
+  /// A rotator by `degrees` clockwise (90, 180 or 270).
+  /// - Throws: ``MediaError`` `invalidArgument` for another angle.
+  init(degrees: Int) throws {
+    guard [90, 180, 270].contains(degrees) else {
+      throw MediaError(.invalidArgument, "a picture turns by 90, 180 or 270 degrees, not \(degrees)")
+    }
+    self.degrees = degrees
+  }
+
+  /// `input` turned, in a new picture (its colour properties kept; its sample aspect turned with it).
+  func rotate(_ input: FrameBuffer) throws -> FrameBuffer {
+    var source = input
+    if !Self.turnsInPlace(AVPixelFormat(rawValue: input.pointer.pointee.format)) {
+      let converter = try self.converter ?? PictureScaler(to: PixelFormat(name: "yuv420p"), width: nil, height: nil)
+      self.converter = converter
+      source = try converter.convert(input)
+    }
+    let quarter = degrees != 180
+    let from = source.pointer
+    let output = try FrameBuffer()
+    let out = output.pointer
+    out.pointee.width = quarter ? from.pointee.height : from.pointee.width
+    out.pointee.height = quarter ? from.pointee.width : from.pointee.height
+    out.pointee.format = from.pointee.format
+    try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", kind: .resourceExhausted)
+    // How the colours are read is kept (no side data: a display matrix is applied by the turn itself);
+    // the pixels' shape turns with the picture.
+    out.pointee.color_range = from.pointee.color_range
+    out.pointee.colorspace = from.pointee.colorspace
+    out.pointee.color_primaries = from.pointee.color_primaries
+    out.pointee.color_trc = from.pointee.color_trc
+    let aspect = from.pointee.sample_aspect_ratio
+    out.pointee.sample_aspect_ratio = quarter ? AVRational(num: aspect.den, den: aspect.num) : aspect
+    guard let descriptor = av_pix_fmt_desc_get(AVPixelFormat(rawValue: from.pointee.format)) else {
+      throw MediaError(.unsupportedFormat, "a picture of an unknown pixel format cannot be turned")
+    }
+    let sourcePlanes = Self.planes(of: from)
+    let outputPlanes = Self.planes(of: out)
+    for plane in 0..<Self.planeCount(descriptor) {
+      guard let unit = Self.unit(ofPlane: plane, descriptor), let input = sourcePlanes[plane].data,
+        let output = outputPlanes[plane].data
+      else { continue }
+      let chroma = Self.isChroma(plane: plane, descriptor)
+      let shift = (
+        width: chroma ? Int(descriptor.pointee.log2_chroma_w) : 0,
+        height: chroma ? Int(descriptor.pointee.log2_chroma_h) : 0
+      )
+      // Chroma rows and columns round up (a 5-pixel-wide 4:2:0 picture has 3 chroma columns).
+      let width = -((-Int(from.pointee.width)) >> shift.width)
+      let height = -((-Int(from.pointee.height)) >> shift.height)
+      Self.turn(
+        input, stride: sourcePlanes[plane].stride, width: width, height: height, unit: unit, into: output,
+        stride: outputPlanes[plane].stride, degrees: degrees)
+    }
+    return output
+  }
+
+  /// True when `format`'s planes hold whole pixels of one size each and its chroma is subsampled alike
+  /// both ways: turning moves pixels and the format stays.
+  static func turnsInPlace(_ format: AVPixelFormat) -> Bool {
+    guard let descriptor = av_pix_fmt_desc_get(format) else { return false }
+    let refused = UInt64(AV_PIX_FMT_FLAG_BITSTREAM) | UInt64(AV_PIX_FMT_FLAG_PAL) | UInt64(AV_PIX_FMT_FLAG_HWACCEL)
+    guard descriptor.pointee.flags & refused == 0,
+      descriptor.pointee.log2_chroma_w == descriptor.pointee.log2_chroma_h
+    else { return false }
+    let planes = planeCount(descriptor)
+    return planes > 0 && (0..<planes).allSatisfy { unit(ofPlane: $0, descriptor) != nil }
+  }
+
+  /// The planes a picture of the format has: one past the highest plane a component is in.
+  private static func planeCount(_ descriptor: UnsafePointer<AVPixFmtDescriptor>) -> Int {
+    components(descriptor).map { Int($0.plane) + 1 }.max() ?? 0
+  }
+
+  /// The format's components (luma or R, chroma or G and B, alpha).
+  private static func components(_ descriptor: UnsafePointer<AVPixFmtDescriptor>) -> [AVComponentDescriptor] {
+    let all = withUnsafeBytes(of: descriptor.pointee.comp) { Array($0.bindMemory(to: AVComponentDescriptor.self)) }
+    return Array(all.prefix(Int(descriptor.pointee.nb_components)))
+  }
+
+  /// The bytes of one pixel in `plane`: the step its components share (nil when they differ, or for a
+  /// plane without components).
+  private static func unit(ofPlane plane: Int, _ descriptor: UnsafePointer<AVPixFmtDescriptor>) -> Int? {
+    let steps = components(descriptor).filter { Int($0.plane) == plane }.map { Int($0.step) }
+    guard let step = steps.first, step > 0, steps.allSatisfy({ $0 == step }) else { return nil }
+    return step
+  }
+
+  /// True when `plane` holds chroma (subsampled) rather than luma, alpha or RGB.
+  private static func isChroma(plane: Int, _ descriptor: UnsafePointer<AVPixFmtDescriptor>) -> Bool {
+    guard descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) == 0, descriptor.pointee.nb_components >= 3 else {
+      return false
+    }
+    let components = components(descriptor)
+    return Int(components[1].plane) == plane || Int(components[2].plane) == plane
+  }
+
+  /// The planes' pointers and strides.
+  private static func planes(of frame: UnsafeMutablePointer<AVFrame>) -> [(
+    data: UnsafeMutablePointer<UInt8>?, stride: Int
+  )] {
+    let data = frame.pointee.data
+    let lines = frame.pointee.linesize
+    return [
+      (data.0, Int(lines.0)), (data.1, Int(lines.1)), (data.2, Int(lines.2)), (data.3, Int(lines.3)),
+    ]
+  }
+
+  /// Turns one plane of `width`×`height` pixels of `unit` bytes into `output` (`height`×`width` for a
+  /// quarter turn). The output is written row after row; the input read in tiles, so that a quarter
+  /// turn's column reads stay in cache.
+  static func turn(
+    _ input: UnsafePointer<UInt8>, stride inStride: Int, width: Int, height: Int, unit: Int,
+    into output: UnsafeMutablePointer<UInt8>, stride outStride: Int, degrees: Int
+  ) {
+    // Output (x, y) comes from input (sourceX, sourceY):
+    //   90° clockwise: (y, height − 1 − x); 180°: (width − 1 − x, height − 1 − y); 270°: (width − 1 − y, x).
+    let outWidth = degrees == 180 ? width : height
+    let outHeight = degrees == 180 ? height : width
+    let tile = 32
+    var tileY = 0
+    while tileY < outHeight {
+      var tileX = 0
+      while tileX < outWidth {
+        for y in tileY..<min(tileY + tile, outHeight) {
+          let row = output + y * outStride
+          for x in tileX..<min(tileX + tile, outWidth) {
+            let (sourceX, sourceY): (Int, Int)
+            switch degrees {
+            case 90: (sourceX, sourceY) = (y, height - 1 - x)
+            case 180: (sourceX, sourceY) = (width - 1 - x, height - 1 - y)
+            default: (sourceX, sourceY) = (width - 1 - y, x)
+            }
+            let from = input + sourceY * inStride + sourceX * unit
+            switch unit {
+            case 1: row[x] = from.pointee
+            case 2:
+              row[x * 2] = from[0]
+              row[x * 2 + 1] = from[1]
+            default: (row + x * unit).update(from: from, count: unit)
+            }
+          }
+        }
+        tileX += tile
+      }
+      tileY += tile
+    }
+  }
+}
