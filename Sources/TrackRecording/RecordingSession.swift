@@ -109,6 +109,9 @@ final class RecordingSession: Sendable {
   /// Keeps the tracks' frames again from source time `time`.
   func resume(at time: MediaTime) { timeline.resume(at: time) }
 
+  /// Leaves out `range` of source time (nothing of any track in it), from any thread.
+  func leaveOut(_ range: MediaRange) { timeline.leaveOut(range) }
+
   /// Ends the recording after what the tracks queued: the file is completed.
   func stop() { for source in sources { source.close() } }
 

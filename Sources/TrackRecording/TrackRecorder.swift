@@ -42,7 +42,11 @@ public final class TrackRecorder {
   /// True while the state is ``RecorderState/recording``.
   public var isRecording: Bool { state == .recording }
 
-  @ObservationIgnored private var session: RecordingSession?
+  @ObservationIgnored private var session: RecordingSession? {
+    didSet { sessionForCuts.withLock { $0 = session } }
+  }
+  /// The recording under way, for ``leaveOut(_:)`` from any thread.
+  @ObservationIgnored nonisolated private let sessionForCuts = Locked<RecordingSession?>(nil)
   /// The file being recorded, and its identity (device, inode) when it was created.
   @ObservationIgnored private var current: (url: URL, id: String, file: FileIdentity)?
   @ObservationIgnored private var completion: (@MainActor (RecordingFileInfo?) -> Void)?
@@ -288,6 +292,14 @@ public final class TrackRecorder {
     guard state == .paused, let session else { return }
     session.resume(at: now)
     state = .recording
+  }
+
+  /// Leaves `range` of the tracks' own time out of the recording under way, from any thread, as a pause
+  /// would: a stretch the caller knows holds nothing of any track (a replay's hole, skipped by the play
+  /// it records) is closed up instead of held. Call it before the tracks carry a frame past `range`: a
+  /// frame already placed stays where it is. Nothing without a recording.
+  public nonisolated func leaveOut(_ range: MediaRange) {
+    sessionForCuts.withLock { $0 }?.leaveOut(range)
   }
 
   /// The tracks' "now": where the latest frame either carried ends (before any: as early as can be).

@@ -257,7 +257,19 @@ import Testing
       "320x240", "--data-root", root,
     ])
     #expect(done.status == 0, "\(done.stderr)")
-    let file = root + "/Recordings/sync.mp4"
+    let (flashes, beeps) = try Self.flashesAndBeeps(in: root + "/Recordings/sync.mp4")
+    // 7 s with 1.3 s cut out: flashes at 0, 1, 2 and, after the cut, the source's 4, 5, 6 at 2.7, 3.7, 4.7.
+    #expect(flashes.count == 6, "\(flashes)")
+    #expect(beeps.count == flashes.count, "flashes \(flashes), beeps \(beeps)")
+    for (flash, beep) in zip(flashes, beeps) {
+      #expect(abs(flash - beep) <= 0.040, "flash at \(flash) s, beep at \(beep) s")
+    }
+    #expect(abs((flashes.last ?? 0) - 4.7) < 0.06)
+  }
+
+  /// The times of a file's flashes (pictures whose mean luma is high) and beeps (where the sound rises
+  /// out of half a second of silence), in seconds.
+  static func flashesAndBeeps(in file: String) throws -> (flashes: [Double], beeps: [Double]) {
     // Flashes: pictures whose mean luma is high, by their presentation time.
     let stats = try run(
       "/usr/bin/ffmpeg",
@@ -292,12 +304,49 @@ import Testing
         }
       }
     }
-    // 7 s with 1.3 s cut out: flashes at 0, 1, 2 and, after the cut, the source's 4, 5, 6 at 2.7, 3.7, 4.7.
-    #expect(flashes.count == 6, "\(flashes)")
+    return (flashes, beeps)
+  }
+
+  @Test(
+    "T18: a replay's hole is closed up in a recording of the play (record --endpoint), picture and sound in step after it",
+    arguments: ["fast", "realtime"])
+  func T18_aReplaysHoleIsClosedUpInItsRecording(pace: String) throws {
+    let directory = try TemporaryDirectory("record-hole")
+    let library = directory.url.appendingPathComponent("library")
+    let start: Int64 = 1_700_000_000_000
+    // A white flash and a beep at each second; nothing recorded from 3 s to 7 s.
+    let synth = try tipipe([
+      "synth", "--out", library.path, "--start", "\(start)", "--duration", "10", "--size", "320x240", "--beacon",
+      "--gap", "3:4", "--quiet",
+    ])
+    try #require(synth.status == 0, "\(synth.stderr)")
+    let root = directory.url.appendingPathComponent("root").path
+    // At the fast pace a pause cuts 1–2 s out too (seconds from --start, source time).
+    let pause = pace == "fast" ? ["--pause-at", "1", "--resume-at", "2"] : []
+    let done = try tipipe(
+      [
+        "record", "--endpoint", "file://" + library.path, "--start", "\(start)", "--end", "\(start + 10_000)",
+        "--video-channel", "0", "--audio-channel", "1", "--pace", pace, "--size", "320x240", "--data-root", root,
+        "--name", "holed",
+      ] + pause)
+    #expect(done.status == 0, "\(done.stderr)")
+    let file = root + "/Recordings/holed.mp4"
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: file))
+    let expected = pace == "fast" ? 5.0 : 6.0
+    #expect(abs((streams.first?.duration ?? 0) - expected) < 0.06, "\(streams)")
+    #expect(abs((streams.last?.duration ?? 0) - expected) < 0.1, "\(streams)")
+    // The source's flashes at 0, 1, 2 | 7, 8, 9 follow each other a second apart (1 cut out at the fast
+    // pace), each with its beep.
+    let (flashes, heard) = try Self.flashesAndBeeps(in: file)
+    // The play presents its last sound frame whole: up to one frame past --end is heard (the next beep's
+    // onset), after the picture's end.
+    let beeps = heard.filter { $0 < streams.first?.duration ?? 0 }
+    let seconds = pace == "fast" ? [0.0, 1, 2, 3, 4] : [0.0, 1, 2, 3, 4, 5]
+    #expect(flashes.count == seconds.count, "\(flashes)")
+    for (flash, second) in zip(flashes, seconds) { #expect(abs(flash - second) < 0.06, "\(flashes)") }
     #expect(beeps.count == flashes.count, "flashes \(flashes), beeps \(beeps)")
     for (flash, beep) in zip(flashes, beeps) {
       #expect(abs(flash - beep) <= 0.040, "flash at \(flash) s, beep at \(beep) s")
     }
-    #expect(abs((flashes.last ?? 0) - 4.7) < 0.06)
   }
 }

@@ -26,7 +26,8 @@ enum RecordCommand {
     --recorders N (1…8) records the same tracks N times at once (NAME, NAME-2…): one line each.
     --endpoint records what a Replay of [--start, --end) presents (its video channel, and its audio
     channel when given; pauses in seconds from --start), as it plays (--pace realtime, the default) or as
-    fast as the recorder takes it (--pace fast); the recording ends with the play. SIGINT, SIGTERM and
+    fast as the recorder takes it (--pace fast); a hole the play skips (a gap of every recorded track) is
+    closed up in the file, as the play showed it; the recording ends with the play. SIGINT, SIGTERM and
     SIGHUP end the play early: what was recorded is kept and reported, then the error line (exit 1).
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
     mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.

@@ -82,9 +82,12 @@ enum ReplayRecording {
         waitUntilIdle(recorders)
         return try RecordCommand.fail(failure)
       }
+      // The play's holes are closed up in every recording of it (T18), not held as frozen stretches.
+      let tracks = Set([videoTrack?.id, audioTrack?.id].compactMap { $0 })
+      let closer = HoleCloser(recorded: tracks) { hole in for recorder in recorders { recorder.leaveOut(hole) } }
       let ending: TiError?
       do {
-        ending = try play(storage, video: videoTrack, audio: audioTrack, run: run)
+        ending = try play(storage, video: videoTrack, audio: audioTrack, run: run, closer: closer)
       } catch {
         // The play could not start: the recorders end with nothing recorded (their files removed).
         videoTrack?.end()
@@ -107,12 +110,17 @@ enum ReplayRecording {
     /// Runs the Replay with its outputs drawing into the tracks until it completes, fails or a signal
     /// stops it; returns why it ended early, if it did.
     private func play(
-      _ storage: TiCloudStorage, video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, run: Run
+      _ storage: TiCloudStorage, video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, run: Run,
+      closer: HoleCloser
     ) throws -> TiError? {
       let replay = storage.createReplay(callbackThread: .main, pace: fast ? .asFastAsPossible : .realtime)
       let video = videoTrack.map { _ in TiCloudStorageVideoOutput() }
-      let audio = audioTrack.map { TiCloudStorageAudioOutput(device: TrackFeeder(track: $0, waits: fast)) }
+      let audio = audioTrack.map {
+        TiCloudStorageAudioOutput(device: TrackFeeder(track: $0, waits: fast, closer: closer))
+      }
       defer {
+        // No output thread stays waiting in the closer while the play stops.
+        closer.finish()
         _ = replay.stop()
         if let video {
           _ = video.detach()
@@ -126,12 +134,14 @@ enum ReplayRecording {
         _ = replay.dispose()
       }
       if let video, let videoTrack {
-        try FacadeSession.check(video.attachView(TrackFeeder(track: videoTrack, waits: fast)), "attachView")
+        try FacadeSession.check(
+          video.attachView(TrackFeeder(track: videoTrack, waits: fast, closer: closer)), "attachView")
         try FacadeSession.check(video.attach(replay: replay, channelId: videoChannel), "attach video")
       }
       if let audio, let audioChannel {
         try FacadeSession.check(audio.attach(replay: replay, channelId: audioChannel), "attach audio")
       }
+      replay.onRecordingGap = { gap in closer.reported(gap) }
       replay.onCompleted = { run.finish(nil) }
       replay.onError = { code in run.finish(FacadeSession.error(code, "the replay failed")) }
       defer {
@@ -139,8 +149,14 @@ enum ReplayRecording {
         // the command).
         replay.onCompleted = nil
         replay.onError = nil
+        replay.onRecordingGap = nil
       }
-      guard run.started(stoppingWith: { _ = replay.stop() }) else { return run.ending }
+      guard
+        run.started(stoppingWith: {
+          closer.finish()
+          _ = replay.stop()
+        })
+      else { return run.ending }
       try FacadeSession.check(replay.play(startTimeMs: start, endTimeMs: end, initialTimeMs: nil), "play")
       run.wait()
       return run.ending
@@ -203,17 +219,20 @@ enum ReplayRecording {
     idle.wait()
   }
 
-  /// Hands what a Replay's output presents to a track. In real time the play never waits (a recorder
-  /// that falls behind loses its oldest frames, as with a live camera); at `--pace fast` nothing is
-  /// lost: the play waits while a recorder's queue is full — at most 10 s a frame, so a recorder that
-  /// stopped taking cannot hold the play forever.
+  /// Hands what a Replay's output presents to a track, once the play's closer let it (a hole before it
+  /// is left out first). In real time the play never waits for the recorder (one that falls behind loses
+  /// its oldest frames, as with a live camera); at `--pace fast` nothing is lost: the play waits while a
+  /// recorder's queue is full — at most 10 s a frame, so a recorder that stopped taking cannot hold the
+  /// play forever.
   final class TrackFeeder: VideoRenderer, AudioDevice, Sendable {
     let track: MediaTrack
     let waits: Bool
+    let closer: HoleCloser
 
-    init(track: MediaTrack, waits: Bool) {
+    init(track: MediaTrack, waits: Bool, closer: HoleCloser) {
       self.track = track
       self.waits = waits
+      self.closer = closer
     }
 
     func render(_ frame: DecodedFrame) { feed(frame) }
@@ -221,6 +240,7 @@ enum ReplayRecording {
     func play(_ frame: DecodedFrame, volume: Int) { feed(frame) }
 
     private func feed(_ frame: DecodedFrame) {
+      closer.admit(frame)
       guard !track.push(frame), waits else { return }
       let room = DispatchSemaphore(value: 0)
       track.whenRoom { room.signal() }

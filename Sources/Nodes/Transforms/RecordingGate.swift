@@ -70,6 +70,15 @@ public final class RecordingGate: Node {
       version.add(1, ordering: .releasing)
     }
 
+    /// Leaves out `range` of source time from now on, from any thread: a stretch known to hold nothing
+    /// of any track (a replay's hole), closed up as a cut is. Frames already placed stay where they are,
+    /// so a caller leaves a stretch out before any frame after it reaches the gates.
+    public func leaveOut(_ range: MediaRange) {
+      guard range.end > range.start else { return }
+      control.withLock { $0.cuts = Self.merged($0.cuts + [range]) }
+      version.add(1, ordering: .releasing)
+    }
+
     /// The file's time of a frame at source time `time`; nil when it is left out.
     func place(_ time: MediaTime) throws -> MediaTime? {
       let current = version.load(ordering: .acquiring)

@@ -1,0 +1,92 @@
+import Dispatch
+import Nodes
+import PipelineGraph
+import TiCloudStorage
+
+/// Closes up a replay's holes in a recording of what the replay presents (`tipipe record --endpoint`):
+/// a stretch the Replay reports as a gap of every recorded track — a hole of the recordings, which the
+/// play skips without waiting — is left out of the file (T18: a gap is closed up, no filler), so the
+/// picture after it follows at once, as the play showed it. A gap of one track while another goes on
+/// (a picture missing under sound) is kept: the play showed it.
+///
+/// The Replay reports a gap when its output crosses it, before the frame after it is presented (R71;
+/// one held for a failed object, R73, when media after it presents). So a feeder whose track jumps
+/// (``admit(_:)``) first lets the callback queue run what was queued before (the gap reports), then
+/// leaves out the reported part of the jump before handing the frame on: the recorder places frames as
+/// they come, so a stretch is left out before any frame after it arrives. A stretch some frame already
+/// handed on starts inside of is not left out (that would put later frames before earlier ones).
+///
+/// Thread-safe: the feeders run on the Replay's output threads, the reports on the main queue.
+final class HoleCloser: Sendable {
+  private struct State {
+    /// The end of each track's latest frame.
+    var ends: [TrackID: MediaTime] = [:]
+    /// The latest frame time handed on, of any track.
+    var frontier: MediaTime?
+    /// Gaps reported of every recorded track, latest last.
+    var holes: [MediaRange] = []
+    /// The play is over: nothing waits for the callback queue any more.
+    var finished = false
+  }
+
+  /// A jump shorter than this is a frame late or dropped, not a hole.
+  static let tolerance = MediaDuration.microseconds(100_000)
+  /// The tracks recorded: a gap is a hole when it concerns all of them.
+  let recorded: Set<TrackID>
+  /// Leaves a stretch out of the recordings (every recorder of the play).
+  private let leaveOut: @Sendable (MediaRange) -> Void
+  private let state = Locked(State())
+
+  /// A closer for the recordings of `recorded` that leaves holes out with `leaveOut`.
+  init(recorded: Set<TrackID>, leaveOut: @escaping @Sendable (MediaRange) -> Void) {
+    self.recorded = recorded
+    self.leaveOut = leaveOut
+  }
+
+  /// A gap the Replay reported (on the callback queue).
+  func reported(_ gap: TiCloudStorageRecordingGap) {
+    let tracks = Set(gap.tracks.map { TrackID($0.kind == .video ? .video : .audio, channel: $0.channelId) })
+    guard gap.tracks.isEmpty || recorded.isSubset(of: tracks) else { return }
+    let range = MediaRange(
+      start: MediaTime(milliseconds: gap.range.startTimeMs), end: MediaTime(milliseconds: gap.range.endTimeMs))
+    state.withLock { $0.holes = Array(($0.holes + [range]).suffix(64)) }
+  }
+
+  /// Returns once `frame` may be handed to its recorder: at once unless it follows a jump in its
+  /// track's times, whose reported holes are left out first.
+  func admit(_ frame: DecodedFrame) {
+    let end = frame.time.advanced(by: frame.duration, notAfter: MediaTime(microseconds: .max))
+    let jump = state.withLock { state -> MediaRange? in
+      let previous = state.ends[frame.track]
+      state.ends[frame.track] = max(previous ?? end, end)
+      guard let previous, !state.finished,
+        frame.time > previous.advanced(by: Self.tolerance, notAfter: MediaTime(microseconds: .max))
+      else {
+        state.frontier = max(state.frontier ?? frame.time, frame.time)
+        return nil
+      }
+      return MediaRange(start: previous, end: frame.time)
+    }
+    guard let jump else { return }
+    // The gap reports queued before this frame was presented run first (bounded: a main queue that is
+    // busy stopping the play leaves the stretch as it is).
+    let ran = DispatchSemaphore(value: 0)
+    DispatchQueue.main.async { ran.signal() }
+    let reportsRan = ran.wait(timeout: .now() + 1) == .success
+    // Left out under the lock: another track's frame after the stretch waits until it is.
+    state.withLock { state in
+      defer { state.frontier = max(state.frontier ?? frame.time, frame.time) }
+      guard reportsRan else { return }
+      // Past every frame already handed on: a stretch is never left out behind one.
+      let from = state.frontier.map { max(jump.start, $0.advanced(by: .microseconds(1), notAfter: jump.end)) }
+      for hole in state.holes {
+        let start = max(from ?? jump.start, hole.start)
+        let end = min(jump.end, hole.end)
+        if end > start { leaveOut(MediaRange(start: start, end: end)) }
+      }
+    }
+  }
+
+  /// The play is over: no feeder waits for the callback queue any more.
+  func finish() { state.withLock { $0.finished = true } }
+}
