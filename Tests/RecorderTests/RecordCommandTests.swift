@@ -130,6 +130,16 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: recordings + "/many.mp4"))
     #expect(!FileManager.default.fileExists(atPath: recordings + "/many-2.mp4"))
     #expect(try String(contentsOfFile: recordings + "/many-3.mp4", encoding: .utf8) == "mine")
+    // A name with a newline is a file name: listed on one line (escaped), exactly in JSON.
+    let named = try tipipe(["record", "--input", source.path, "--name", "two\nlines", "--data-root", root])
+    #expect(named.status == 0, "\(named.stderr)")
+    let listed = try tipipe(["record", "--list", "--data-root", root])
+    let lines = listed.stdout.split(separator: "\n")
+    #expect(listed.status == 0 && lines.count == 2, "\(listed.stdout)")
+    #expect(lines.contains { $0.hasPrefix("two\\nlines  ") }, "\(listed.stdout)")
+    let json = try tipipe(["record", "--list", "--json", "--data-root", root])
+    let entries = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+    #expect(entries.contains { $0["id"] as? String == "two\nlines" }, "\(json.stdout)")
   }
 
   @Test(

@@ -273,7 +273,10 @@ enum RecordCommand {
           "{\"id\":\(PlayCommand.jsonString($0.id)),\"file\":\(PlayCommand.jsonString($0.url.path)),\"duration_ms\":\(Int64($0.duration * 1000)),\"bytes\":\($0.size)}"
         }.joined(separator: ",") + "]\n"
     } else {
-      for file in files { text += String(format: "%@  %8.1f s  %10lld bytes\n", file.id, file.duration, file.size) }
+      // One line a recording whatever its name holds (a newline is shown as \n; --json gives it exactly).
+      for file in files {
+        text += file.id.oneLine + String(format: "  %8.1f s  %10lld bytes\n", file.duration, file.size)
+      }
     }
     if let error = StandardOutput.write(Data(text.utf8)) { throw error }
     return 0
