@@ -42,10 +42,12 @@ final class SDKSession {
 
   init(
     maximumSnapshots: Int = TiCloudStorage.maximumConcurrentSnapshots, recorderPendingLimit: Int = 64 << 20,
-    library: URL? = nil, snapshotQueue: DispatchQueue = .global(), endpoint: String? = nil
+    library: URL? = nil, snapshotQueue: DispatchQueue = .global(), endpoint: String? = nil,
+    cache: TemporaryDirectory? = nil
   ) throws {
     _ = mainQueueKey
-    cache = try TemporaryDirectory("tipipe-sdk-cache")
+    // A given cache: a later initialize over an earlier session's files (F3, F11).
+    self.cache = try cache ?? TemporaryDirectory("tipipe-sdk-cache")
     let executor = self.executor
     let clock = self.clock
     service = ScriptedService(
@@ -56,7 +58,7 @@ final class SDKSession {
       snapshotQueue: snapshotQueue)
     initializeCode = TiCloudStorage.initialize(
       appId: "test-app", endpoint: endpoint ?? sharedLibrary.absoluteString, consoleLogEnabled: false,
-      cacheDirectory: cache.url.path)
+      cacheDirectory: self.cache.url.path)
   }
 
   /// The work root's `media` folder.

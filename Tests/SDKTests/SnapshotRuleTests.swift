@@ -169,7 +169,7 @@ extension SDKRules {
       #expect(session.close() == ok)
     }
 
-    @Test func F4_F5_F6_F7_F8_F11_F12_L3_deleteIsRestrictedIdempotentAndOutlivesTheSDK() async throws {
+    @Test func F3_F4_F5_F6_F7_F8_F11_F12_L3_deleteIsRestrictedIdempotentAndOutlivesTheSDK() async throws {
       let session = try SDKSession()
       let rig = ReplayRig()
       #expect(rig.play() == ok)
@@ -186,9 +186,21 @@ extension SDKRules {
       #expect(codes == [ok])  // exactly one result (L3)
       #expect(!FileManager.default.fileExists(atPath: deleted.path))
       #expect(await deleted.delete() == ok)
-      // A later initialize removes nothing (F11).
-      let again = try SDKSession()
+      // A later initialize over the same cache removes nothing (F11), and its results are files of their
+      // own (F3): the earlier snapshot is neither removed nor written over.
+      let keptBytes = try Data(contentsOf: URL(fileURLWithPath: kept.path))
+      let again = try SDKSession(cache: session.cache)
+      #expect(again.initializeCode == ok)
       #expect(FileManager.default.fileExists(atPath: kept.path))
+      let laterRig = ReplayRig()
+      #expect(laterRig.play() == ok)
+      await again.run(for: .milliseconds(300))
+      var later: [String] = []
+      for _ in 0..<3 { later.append(try #require(await laterRig.video.takeSnapshot().file?.path)) }
+      #expect(Set(later + [kept.path, deleted.path]).count == 5, "\(later) \(kept.path) \(deleted.path)")
+      #expect(later.allSatisfy { URL(fileURLWithPath: $0).deletingLastPathComponent() == session.media })
+      #expect(try Data(contentsOf: URL(fileURLWithPath: kept.path)) == keptBytes)
+      #expect(laterRig.tearDown().allSatisfy { $0 == ok })
       #expect(again.close() == ok)
       #expect(await kept.delete() == ok)
       #expect(!FileManager.default.fileExists(atPath: kept.path))
