@@ -196,6 +196,34 @@ import Testing
   }
 
   @Test(
+    "the bars beside a picture narrower than the size stay black, whatever the picture's format (libswscale writes lines past their width)",
+    arguments: ["yuvj420p", "yuv444p", "gray", "yuv420p"])
+  func barsBesideANarrowPictureStayBlack(pixelFormat: String) throws {
+    let directory = try TemporaryDirectory("record-bars")
+    let portrait = directory.url.appendingPathComponent("portrait.mp4")
+    // 180 columns: libswscale's lines are written in blocks of 16 (192).
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=180x320:rate=25", "-t", "1", "-c:v", "libx264",
+        "-pix_fmt", pixelFormat, portrait.path,
+      ])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe([
+      "record", "--input", portrait.path, "--name", "bars", "--size", "320x320", "--fps", "25", "--data-root", root,
+    ])
+    #expect(done.status == 0, "\(done.stderr)")
+    let luma = try ffmpegLuma(
+      of: URL(fileURLWithPath: root + "/Recordings/bars.mp4"), at: 0.5, width: 320, height: 320)
+    // The picture: columns 70 to 249; the bars on either side black (Y 16 reads as 0 in full range).
+    func column(_ x: Int) -> Double { Double((0..<320).reduce(0) { $0 + Int(luma[$1 * 320 + x]) }) / 320 }
+    let bars = Array(0..<68) + Array(252..<320)
+    let brightest = bars.map(column).max() ?? 255
+    #expect(brightest < 4, "a bar column averages \(brightest)")
+    #expect((72..<248).allSatisfy { column($0) > 20 }, "the picture fills columns 70 to 249")
+  }
+
+  @Test(
     "a turned recording (a phone's) is recorded upright as ffmpeg shows it, and probe says how it is turned",
     arguments: [(270, "yuv420p"), (180, "yuv422p"), (90, "yuv420p10le")])
   func aTurnedRecordingIsRecordedUpright(tag: Int, pixelFormat: String) throws {

@@ -8,6 +8,7 @@ final class PictureFitter {
   let width: Int
   let height: Int
   private var context: OpaquePointer?
+  private var lastScratch: FrameBuffer?
 
   init(width: Int, height: Int) throws {
     guard (2...16_384).contains(width), (2...16_384).contains(height), width % 2 == 0, height % 2 == 0 else {
@@ -91,15 +92,44 @@ final class PictureFitter {
       context, source.pointee.width, source.pointee.height, AVPixelFormat(rawValue: source.pointee.format),
       Int32(place.width), Int32(place.height), AV_PIX_FMT_YUV420P, SWS_BILINEAR, nil, nil, nil)
     guard let context else { throw MediaError(.unsupportedFormat, "libswscale cannot scale this picture") }
+    // libswscale may write a line past its width, up to its vector size (a 180-pixel line as 192): into a
+    // rectangle of the canvas that overwrote the bar beside it (or a neighbouring cell) with a stripe.
+    // So it scales into a picture of its own, whose lines have room, and the rows are copied.
+    let scaled = try scratch(width: place.width, height: place.height)
+    let from = scaled.pointer
+    let fromStrides = [Int(from.pointee.linesize.0), Int(from.pointee.linesize.1), Int(from.pointee.linesize.2)]
+    let rows = PictureScaler.scale(
+      source, with: context, into: [from.pointee.data.0, from.pointee.data.1, from.pointee.data.2],
+      strides: fromStrides.map(Int32.init))
+    try FFmpeg.check(rows, "scaling a picture")
     let out = canvas.pointer
     let strides = [Int(out.pointee.linesize.0), Int(out.pointee.linesize.1), Int(out.pointee.linesize.2)]
     let (left, top) = ((x + place.x) & ~1, (y + place.y) & ~1)
-    let planes = [
+    let sources = [from.pointee.data.0!, from.pointee.data.1!, from.pointee.data.2!]
+    let targets = [
       out.pointee.data.0! + top * strides[0] + left,
       out.pointee.data.1! + top / 2 * strides[1] + left / 2,
       out.pointee.data.2! + top / 2 * strides[2] + left / 2,
     ]
-    let rows = PictureScaler.scale(source, with: context, into: planes, strides: strides.map(Int32.init))
-    try FFmpeg.check(rows, "scaling a picture")
+    for plane in 0..<3 {
+      // The placement is even: chroma is exactly half each way.
+      let (width, height) = plane == 0 ? (place.width, place.height) : (place.width / 2, place.height / 2)
+      for row in 0..<height {
+        (targets[plane] + row * strides[plane]).update(from: sources[plane] + row * fromStrides[plane], count: width)
+      }
+    }
+  }
+
+  /// A yuv420p picture of `width`×`height` to scale into: the last one again when it has that size (it
+  /// never leaves this fitter).
+  private func scratch(width: Int, height: Int) throws -> FrameBuffer {
+    if let last = lastScratch, last.width == width, last.height == height { return last }
+    let picture = try FrameBuffer()
+    picture.pointer.pointee.width = Int32(width)
+    picture.pointer.pointee.height = Int32(height)
+    picture.pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+    try FFmpeg.check(av_frame_get_buffer(picture.pointer, 0), "allocating a picture", kind: .resourceExhausted)
+    lastScratch = picture
+    return picture
   }
 }
