@@ -46,8 +46,8 @@ public final class FileTracks: Sendable {
       let feed = TrackFeed(name: "VideoFeed", track: videoTrack)
       pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
       // A phone's recording turned as its container says: the track carries the picture upright.
-      if let degrees = info.video?.rotation, degrees != 0 {
-        let rotator = try VideoRotator(degrees: degrees)
+      if let turn = info.video?.turn {
+        let rotator = VideoRotator(turn: turn)
         pipeline.connect(decoder, to: rotator, limits: EdgeLimits(items: 4))
         pipeline.connect(rotator, to: feed, limits: EdgeLimits(items: 4))
       } else {

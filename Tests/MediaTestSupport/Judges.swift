@@ -50,6 +50,9 @@ public struct JudgeFailure: Error, CustomStringConvertible {
   public let what: String
   /// Says what went wrong.
   public var description: String { what }
+
+  /// A failure saying `what`.
+  public init(what: String) { self.what = what }
 }
 
 /// The luma of the picture ffmpeg shows at `seconds` of `url` (a video or a still), optionally cropped to

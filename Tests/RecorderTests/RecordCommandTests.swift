@@ -223,10 +223,49 @@ import Testing
     #expect((72..<248).allSatisfy { column($0) > 20 }, "the picture fills columns 70 to 249")
   }
 
+  /// The ways a container can ask for a picture to be shown: ffmpeg's `rotate` tag, or a track header
+  /// matrix written by hand (a b / c d), mirrors and diagonal flips among them.
+  enum Laid: Sendable, CustomTestStringConvertible {
+    case tag(Int)
+    case matrix(Int32, Int32, Int32, Int32)
+
+    var testDescription: String {
+      switch self {
+      case .tag(let degrees): "rotate=\(degrees)"
+      case .matrix(let a, let b, let c, let d): "matrix \(a) \(b) / \(c) \(d)"
+      }
+    }
+  }
+
+  /// `data` (an MP4) with its video track header's matrix set to a b / c d (units).
+  static func withMatrix(_ data: Data, _ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32) throws -> Data {
+    var bytes = [UInt8](data)
+    let tkhd = Array("tkhd".utf8)
+    var index = 0
+    while index + 4 <= bytes.count {
+      defer { index += 1 }
+      guard Array(bytes[index..<index + 4]) == tkhd else { continue }
+      // Version 0: times and ids 20 bytes, version 1: 32; then 16 bytes before the matrix.
+      let matrix = index + 8 + (bytes[index + 4] == 0 ? 20 : 32) + 16
+      guard matrix + 40 <= bytes.count, bytes[matrix + 36..<matrix + 40].contains(where: { $0 != 0 }) else { continue }
+      let values: [Int32] = [a << 16, b << 16, 0, c << 16, d << 16, 0, 0, 0, 1 << 30]
+      for (offset, value) in values.enumerated() {
+        withUnsafeBytes(of: value.bigEndian) {
+          bytes.replaceSubrange(matrix + offset * 4..<matrix + offset * 4 + 4, with: $0)
+        }
+      }
+      return Data(bytes)
+    }
+    throw JudgeFailure(what: "no video track header in the file")
+  }
+
   @Test(
-    "a turned recording (a phone's) is recorded upright as ffmpeg shows it, and probe says how it is turned",
-    arguments: [(270, "yuv420p"), (180, "yuv422p"), (90, "yuv420p10le")])
-  func aTurnedRecordingIsRecordedUpright(tag: Int, pixelFormat: String) throws {
+    "a turned or mirrored recording (a phone's) is recorded as ffmpeg's autorotation shows it, and probe says how",
+    arguments: [
+      (Laid.tag(270), "yuv420p"), (.tag(180), "yuv422p"), (.tag(90), "yuv420p10le"), (.matrix(-1, 0, 0, 1), "yuv420p"),
+      (.matrix(1, 0, 0, -1), "yuv444p"), (.matrix(0, 1, 1, 0), "yuv420p"), (.matrix(0, -1, -1, 0), "gray"),
+    ])
+  func aTurnedRecordingIsRecordedUpright(laid: Laid, pixelFormat: String) throws {
     let directory = try TemporaryDirectory("record-turned")
     let plain = directory.url.appendingPathComponent("plain.mp4")
     let turned = directory.url.appendingPathComponent("turned.mp4")
@@ -237,10 +276,17 @@ import Testing
         "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=160x90:rate=25", "-t", "1", "-c:v", "libx264",
         "-pix_fmt", pixelFormat, plain.path,
       ])
-    _ = try run(
-      "/usr/bin/ffmpeg",
-      ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=\(tag)", turned.path])
-    // ffprobe states the display matrix's turn counter-clockwise; probe states the clockwise turn.
+    var mirrored = false
+    switch laid {
+    case .tag(let degrees):
+      _ = try run(
+        "/usr/bin/ffmpeg",
+        ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=\(degrees)", turned.path])
+    case .matrix(let a, let b, let c, let d):
+      try Self.withMatrix(try Data(contentsOf: plain), a, b, c, d).write(to: turned)
+      mirrored = a * d - b * c < 0
+    }
+    // ffprobe states the matrix's angle counter-clockwise; probe states ffmpeg's clockwise angle.
     let stated = try run(
       "/usr/bin/ffprobe",
       [
@@ -249,17 +295,16 @@ import Testing
       ]
     ).trimmingCharacters(in: .whitespacesAndNewlines)
     let counterClockwise = try #require(Int(stated), "ffprobe: \(stated)")
-    let clockwise = (360 - counterClockwise) % 360
-    #expect(clockwise != 0)
+    let clockwise = ((-counterClockwise) % 360 + 360) % 360
     let probe = try tipipe(["probe", "--json", turned.path])
     #expect(probe.status == 0 && probe.stdout.contains("\"rotation\":\(clockwise)"), "\(probe.stdout)")
-    let quarter = clockwise != 180
+    #expect(probe.stdout.contains("\"mirrored\":true") == mirrored, "\(probe.stdout)")
+    let quarter = clockwise % 180 == 90
     let (width, height) = quarter ? (90, 160) : (160, 90)
     let root = directory.url.appendingPathComponent("root").path
     let done = try tipipe([
       "record", "--input", turned.path, "--name", "upright", "--size", "\(width)x\(height)", "--fps", "25",
-      "--data-root",
-      root,
+      "--data-root", root,
     ])
     #expect(done.status == 0, "\(done.stderr)")
     let file = URL(fileURLWithPath: root + "/Recordings/upright.mp4")
@@ -386,5 +431,21 @@ import Testing
     for (flash, beep) in zip(flashes, beeps) {
       #expect(abs(flash - beep) <= 0.040, "flash at \(flash) s, beep at \(beep) s")
     }
+    // A play that starts 30 ms before a hole, after the last picture's start (only sound before it): the
+    // hole is closed up too, not held as the first picture after it frozen for 2 s.
+    let second = directory.url.appendingPathComponent("second")
+    let made = try tipipe([
+      "synth", "--out", second.path, "--start", "\(start)", "--duration", "8", "--size", "320x240", "--beacon",
+      "--gap", "5:2", "--quiet",
+    ])
+    try #require(made.status == 0, "\(made.stderr)")
+    let late = try tipipe([
+      "record", "--endpoint", "file://" + second.path, "--start", "\(start + 4_970)", "--end", "\(start + 7_500)",
+      "--video-channel", "0", "--audio-channel", "1", "--pace", pace, "--size", "320x240", "--data-root", root,
+      "--name", "late",
+    ])
+    #expect(late.status == 0, "\(late.stderr)")
+    let lateStreams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/late.mp4"))
+    #expect(lateStreams.count == 2 && lateStreams.allSatisfy { ($0.duration ?? 9) < 0.7 }, "\(lateStreams)")
   }
 }

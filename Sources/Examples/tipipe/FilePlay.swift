@@ -82,8 +82,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
     // A phone's recording is shown upright, as its container says (and its snapshots taken so).
-    if let degrees = try MediaFileSource.videoFormat(path: path)?.rotation, degrees != 0 {
-      let rotator = try VideoRotator(degrees: degrees)
+    if let turn = try MediaFileSource.videoFormat(path: path)?.turn {
+      let rotator = VideoRotator(turn: turn)
       pipeline.connect(videoDecoder, to: rotator, limits: EdgeLimits(items: 2))
       pipeline.connect(rotator, to: videoPacer, limits: EdgeLimits(items: 4))
     } else {

@@ -37,10 +37,13 @@ final class HoleCloser: Sendable {
   private let leaveOut: @Sendable (MediaRange) -> Void
   private let state = Locked(State())
 
-  /// A closer for the recordings of `recorded` that leaves holes out with `leaveOut`.
-  init(recorded: Set<TrackID>, leaveOut: @escaping @Sendable (MediaRange) -> Void) {
+  /// A closer for the recordings of `recorded`, of a play from `start`, that leaves holes out with
+  /// `leaveOut`. Each track is taken to have shown everything up to `start`: a first frame after a hole
+  /// at the play's start (after some sound) follows a jump too.
+  init(recorded: Set<TrackID>, from start: MediaTime, leaveOut: @escaping @Sendable (MediaRange) -> Void) {
     self.recorded = recorded
     self.leaveOut = leaveOut
+    state.withLock { state in for track in recorded { state.ends[track] = start } }
   }
 
   /// A gap the Replay reported (on the callback queue).

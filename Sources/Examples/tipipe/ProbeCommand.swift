@@ -12,8 +12,9 @@ enum ProbeCommand {
     audio and video tracks (codec, size and frame rate, the turn its container asks for, B-frames;
     sample rate and channels) and the times of its video keyframes, in seconds from the file's start —
     the times `tipipe export --input` takes. --json prints spec/cli.md's object ("rotation": the
-    clockwise degrees that show a turned picture upright, only when it is turned). An unreadable file is
-    exit 1 with the error line.
+    clockwise degrees of a picture shown turned, "mirrored": true for one shown mirrored, as ffmpeg
+    reads the display matrix; both absent for a picture shown as stored). An unreadable file is exit 1
+    with the error line.
     """
 
   struct Output: Encodable {
@@ -24,8 +25,10 @@ enum ProbeCommand {
       var width: Int?
       var height: Int?
       var fps: Double?
-      /// The clockwise turn that shows the picture upright; omitted when none.
+      /// The clockwise angle ffmpeg reads from the display matrix; omitted when shown as stored.
       var rotation: Int?
+      /// True when the picture is shown mirrored; omitted otherwise.
+      var mirrored: Bool?
       var bFrames: Bool?
       var sampleRate: Int?
       var channels: Int?
@@ -35,7 +38,7 @@ enum ProbeCommand {
       var read: Bool
 
       enum CodingKeys: String, CodingKey {
-        case index, kind, codec, width, height, fps, rotation
+        case index, kind, codec, width, height, fps, rotation, mirrored
         case bFrames = "b_frames"
         case sampleRate = "sample_rate"
         case channels, frames
@@ -79,7 +82,7 @@ enum ProbeCommand {
       if track.kind == "video" {
         text += " \(track.width ?? 0)x\(track.height ?? 0)"
         if let fps = track.fps { text += String(format: " %.3f fps", fps) }
-        if let rotation = track.rotation { text += ", shown turned \(rotation)° clockwise" }
+        if let turn = info.tracks.first(where: { $0.index == track.index })?.turn { text += ", shown \(turn)" }
         if track.bFrames == true { text += ", B-frames" }
       } else {
         text += " \(track.sampleRate ?? 0) Hz, \(track.channels ?? 0) channel(s)"
@@ -111,7 +114,8 @@ enum ProbeCommand {
         return Output.Track(
           index: track.index, kind: video ? "video" : "audio", codec: track.codec?.description ?? track.codecName,
           width: video ? track.width : nil, height: video ? track.height : nil,
-          fps: video ? track.framesPerSecond : nil, rotation: video && track.rotation != 0 ? track.rotation : nil,
+          fps: video ? track.framesPerSecond : nil, rotation: track.turn?.degrees,
+          mirrored: track.turn?.mirrors == true ? true : nil,
           bFrames: video && read ? track.hasBFrames : nil, sampleRate: video ? nil : track.sampleRate,
           channels: video ? nil : track.channels, frames: read ? track.packets : nil,
           startS: read ? seconds(track.range.start, from: start) : nil,

@@ -1,25 +1,19 @@
 internal import CFFmpeg
 import PipelineGraph
 
-/// Turns pictures by a quarter turn, a half turn or three quarters, clockwise: what a player does with
-/// a phone's recording whose container says how to show it (ffmpeg's autorotation: `transpose=clock`,
-/// `hflip,vflip`, `transpose=cclock`). Pixels are moved, not resampled: every format whose planes hold
-/// whole pixels of a fixed size and whose chroma is subsampled alike both ways (4:2:0, 4:4:4, NV12,
-/// grey, packed RGB, 8 or 16 bits) keeps its format; any other (4:2:2, palettes) is converted to
-/// yuv420p first, since a turned 4:2:2 picture would be 4:4:0.
+/// Lays pictures down as a ``PictureTurn`` says: what a player does with a phone's recording whose
+/// container says how to show it (ffmpeg's autorotation: `transpose`, `hflip`, `vflip`). Pixels are
+/// moved, not resampled: every format whose planes hold whole pixels of a fixed size and whose chroma
+/// is subsampled alike both ways (4:2:0, 4:4:4, NV12, grey, packed RGB, 8 or 16 bits) keeps its format;
+/// any other (4:2:2, palettes) is converted to yuv420p first, since a turned 4:2:2 picture would be
+/// 4:4:0.
 final class PictureRotator {
-  /// The clockwise turn, in degrees: 90, 180 or 270.
-  let degrees: Int
+  /// How the pictures are laid down.
+  let turn: PictureTurn
   private var converter: PictureScaler?
 
-  /// A rotator by `degrees` clockwise (90, 180 or 270).
-  /// - Throws: ``MediaError`` `invalidArgument` for another angle.
-  init(degrees: Int) throws {
-    guard [90, 180, 270].contains(degrees) else {
-      throw MediaError(.invalidArgument, "a picture turns by 90, 180 or 270 degrees, not \(degrees)")
-    }
-    self.degrees = degrees
-  }
+  /// A rotator that lays pictures down as `turn` says.
+  init(turn: PictureTurn) { self.turn = turn }
 
   /// `input` turned, in a new picture (its colour properties kept; its sample aspect turned with it).
   func rotate(_ input: FrameBuffer) throws -> FrameBuffer {
@@ -29,7 +23,7 @@ final class PictureRotator {
       self.converter = converter
       source = try converter.convert(input)
     }
-    let quarter = degrees != 180
+    let quarter = turn.swapsSides
     let from = source.pointer
     let output = try FrameBuffer()
     let out = output.pointer
@@ -64,7 +58,7 @@ final class PictureRotator {
       let height = -((-Int(from.pointee.height)) >> shift.height)
       Self.turn(
         input, stride: sourcePlanes[plane].stride, width: width, height: height, unit: unit, into: output,
-        stride: outputPlanes[plane].stride, degrees: degrees)
+        stride: outputPlanes[plane].stride, turn: turn)
     }
     return output
   }
@@ -120,44 +114,39 @@ final class PictureRotator {
     ]
   }
 
-  /// Turns one plane of `width`×`height` pixels of `unit` bytes into `output` (`height`×`width` for a
-  /// quarter turn). The output is written row after row; the input read in tiles, so that a quarter
-  /// turn's column reads stay in cache.
+  /// Lays one plane of `width`×`height` pixels of `unit` bytes down into `output` (`height`×`width`
+  /// when the turn swaps the sides), row after row: along an output row the source moves by a constant
+  /// step, so each row is one walk through the input.
   static func turn(
     _ input: UnsafePointer<UInt8>, stride inStride: Int, width: Int, height: Int, unit: Int,
-    into output: UnsafeMutablePointer<UInt8>, stride outStride: Int, degrees: Int
+    into output: UnsafeMutablePointer<UInt8>, stride outStride: Int, turn: PictureTurn
   ) {
-    // Output (x, y) comes from input (sourceX, sourceY):
-    //   90° clockwise: (y, height − 1 − x); 180°: (width − 1 − x, height − 1 − y); 270°: (width − 1 − y, x).
-    let outWidth = degrees == 180 ? width : height
-    let outHeight = degrees == 180 ? height : width
-    let tile = 32
-    var tileY = 0
-    while tileY < outHeight {
-      var tileX = 0
-      while tileX < outWidth {
-        for y in tileY..<min(tileY + tile, outHeight) {
-          let row = output + y * outStride
-          for x in tileX..<min(tileX + tile, outWidth) {
-            let (sourceX, sourceY): (Int, Int)
-            switch degrees {
-            case 90: (sourceX, sourceY) = (y, height - 1 - x)
-            case 180: (sourceX, sourceY) = (width - 1 - x, height - 1 - y)
-            default: (sourceX, sourceY) = (width - 1 - y, x)
-            }
-            let from = input + sourceY * inStride + sourceX * unit
-            switch unit {
-            case 1: row[x] = from.pointee
-            case 2:
-              row[x * 2] = from[0]
-              row[x * 2 + 1] = from[1]
-            default: (row + x * unit).update(from: from, count: unit)
-            }
-          }
+    let (outWidth, outHeight) = turn.swapsSides ? (height, width) : (width, height)
+    guard outWidth > 0, outHeight > 0 else { return }
+    let offset = { (point: (x: Int, y: Int)) in point.y * inStride + point.x * unit }
+    for y in 0..<outHeight {
+      let first = offset(turn.source(ofX: 0, y: y, width: width, height: height))
+      let step = outWidth > 1 ? offset(turn.source(ofX: 1, y: y, width: width, height: height)) - first : 0
+      let row = output + y * outStride
+      var from = input + first
+      switch unit {
+      case 1:
+        for x in 0..<outWidth {
+          row[x] = from.pointee
+          from += step
         }
-        tileX += tile
+      case 2:
+        for x in 0..<outWidth {
+          row[x * 2] = from[0]
+          row[x * 2 + 1] = from[1]
+          from += step
+        }
+      default:
+        for x in 0..<outWidth {
+          (row + x * unit).update(from: from, count: unit)
+          from += step
+        }
       }
-      tileY += tile
     }
   }
 }

@@ -21,9 +21,9 @@ public struct MediaFileInfo: Sendable, Equatable {
     public var width: Int
     /// Picture height (video).
     public var height: Int
-    /// The clockwise turn in degrees (0, 90, 180, 270) that shows the picture upright (video: the
-    /// container's display matrix, ``TrackFormat/rotation``); 0 for audio and streams not read.
-    public var rotation: Int = 0
+    /// How the picture is turned or mirrored to be shown upright (video: the container's display
+    /// matrix, ``TrackFormat/turn``); nil when shown as stored, for audio and for streams not read.
+    public var turn: PictureTurn?
     /// The container's frame rate (video), when it states one.
     public var framesPerSecond: Double?
     /// True when frames are shown in another order than they are decoded (B-frames).
@@ -116,7 +116,7 @@ public struct MediaFileInfo: Sendable, Equatable {
       return Track(
         index: Int(described.index), kind: described.kind, codecName: described.codecName, codec: format?.codec,
         width: format?.width ?? described.width, height: format?.height ?? described.height,
-        rotation: format?.rotation ?? 0, framesPerSecond: stream?.framesPerSecond,
+        turn: format?.turn, framesPerSecond: stream?.framesPerSecond,
         hasBFrames: described.kind == .video && stream != nil && (reordered || stream?.reorders == true),
         // A stream the source does not read (MP3, Opus, PCM sound) is still described as the file has it.
         sampleRate: format?.sampleRate ?? described.sampleRate, channels: format?.channels ?? described.channels,

@@ -36,23 +36,9 @@ public struct TrackFormat: Hashable, Sendable, CustomStringConvertible {
     self.displayMatrix = displayMatrix
   }
 
-  /// Video: the clockwise turn, in degrees (0, 90, 180 or 270), that shows the picture upright, read
-  /// from ``displayMatrix`` as ffmpeg's autorotation reads it (a mirror in the matrix is ignored, as
-  /// ffmpeg 5 does); 0 without a matrix or for a turn that is not a quarter turn.
-  public var rotation: Int {
-    guard displayMatrix.count == 9 else { return 0 }
-    // 16.16 fixed point: the matrix's first two columns give the turn (libavutil's
-    // av_display_rotation_get, whose sign ffmpeg flips to get the clockwise turn).
-    let (a, b) = (Double(displayMatrix[0]) / 65536, Double(displayMatrix[1]) / 65536)
-    let (c, d) = (Double(displayMatrix[3]) / 65536, Double(displayMatrix[4]) / 65536)
-    let (scaleX, scaleY) = ((a * a + c * c).squareRoot(), (b * b + d * d).squareRoot())
-    guard scaleX > 0, scaleY > 0 else { return 0 }
-    var degrees = atan2(b / scaleY, a / scaleX) * 180 / .pi
-    if degrees < 0 { degrees += 360 }
-    let quarter = (degrees / 90).rounded()
-    guard abs(degrees - quarter * 90) < 1 else { return 0 }
-    return Int(quarter) % 4 * 90
-  }
+  /// Video: how the picture is turned or mirrored to be shown upright, read from ``displayMatrix`` as
+  /// ffmpeg's autorotation reads it; nil when shown as stored.
+  public var turn: PictureTurn? { PictureTurn(displayMatrix: displayMatrix) }
 
   /// `h264 1280x720` or `aac 16000 Hz ×1`.
   public var description: String {

@@ -1,8 +1,8 @@
 import PipelineGraph
 
-/// Shows pictures upright: turns every picture by its source's rotation (``TrackFormat/rotation``, a
-/// phone's recording whose container says how to show it), as a player does — before anything that
-/// looks at the picture's shape (a recorder fitting it inside a size, a compositor's grid, a window).
+/// Shows pictures upright: lays every picture down as its source says (``TrackFormat/turn``, a phone's
+/// recording whose container says how to show it), as a player does — before anything that looks at
+/// the picture's shape (a recorder fitting it inside a size, a compositor's grid, a window).
 ///
 /// Each picture leaves at its own time and duration; a picture that is the same buffer as the one
 /// before is turned once. Audio frames pass unchanged.
@@ -16,18 +16,16 @@ public final class VideoRotator: Node {
 
   /// The node's name.
   public let name: String
-  /// The clockwise turn in degrees: 90, 180 or 270.
-  public let degrees: Int
+  /// How the pictures are laid down.
+  public let turn: PictureTurn
   private let rotator: PictureRotator
   private var last: (source: FrameBuffer, turned: FrameBuffer)?
 
-  /// A rotator by `degrees` clockwise (90, 180 or 270: what ``TrackFormat/rotation`` says when it is
-  /// not 0).
-  /// - Throws: ``MediaError`` `invalidArgument` for another angle.
-  public init(name: String = "VideoRotator", degrees: Int) throws {
+  /// A rotator that lays pictures down as `turn` says (what ``TrackFormat/turn`` gives).
+  public init(name: String = "VideoRotator", turn: PictureTurn) {
     self.name = name
-    self.degrees = degrees
-    rotator = try PictureRotator(degrees: degrees)
+    self.turn = turn
+    rotator = PictureRotator(turn: turn)
   }
 
   /// Turns one picture.
