@@ -84,7 +84,9 @@ enum ReplayRecording {
       }
       // The play's holes are closed up in every recording of it (T18), not held as frozen stretches.
       let tracks = Set([videoTrack?.id, audioTrack?.id].compactMap { $0 })
-      let closer = HoleCloser(recorded: tracks, from: MediaTime(milliseconds: start)) { hole in for recorder in recorders { recorder.leaveOut(hole) } }
+      let closer = HoleCloser(recorded: tracks, from: MediaTime(milliseconds: start)) { hole in
+        for recorder in recorders { recorder.leaveOut(hole) }
+      }
       let ending: TiError?
       do {
         ending = try play(storage, video: videoTrack, audio: audioTrack, run: run, closer: closer)
