@@ -86,3 +86,43 @@ public func lumaPSNR(_ a: [UInt8], _ b: [UInt8]) -> Double {
   let mse = sum / Double(a.count)
   return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
 }
+
+/// The times of a file's flashes (pictures whose mean luma is high) and beeps (where the sound rises
+/// out of half a second of silence), in seconds.
+public func flashesAndBeeps(in file: String) throws -> (flashes: [Double], beeps: [Double]) {
+  // Flashes: pictures whose mean luma is high, by their presentation time.
+  let stats = try run(
+    "/usr/bin/ffmpeg",
+    [
+      "-v", "error", "-i", file, "-vf", "signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null",
+      "-",
+    ])
+  var flashes: [Double] = []
+  var time: Double?
+  for line in stats.split(separator: "\n") {
+    if let range = line.range(of: "pts_time:") {
+      time = Double(line[range.upperBound...].prefix { $0 != " " })
+    } else if let range = line.range(of: "YAVG="), let value = Double(line[range.upperBound...]), value > 100,
+      let time, flashes.last.map({ time - $0 > 0.5 }) ?? true
+    {
+      flashes.append(time)
+    }
+  }
+  // Beeps: where the sound rises out of silence.
+  let pcm = try runForData(
+    "/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+  var beeps: [Double] = []
+  pcm.withUnsafeBytes { raw in
+    let samples = raw.bindMemory(to: Int16.self)
+    var quiet = 48_000
+    for (index, sample) in samples.enumerated() {
+      if abs(Int(sample)) > 3000 {
+        if quiet >= 24_000 { beeps.append(Double(index) / 48_000) }
+        quiet = 0
+      } else {
+        quiet += 1
+      }
+    }
+  }
+  return (flashes, beeps)
+}

@@ -340,7 +340,7 @@ import Testing
       "320x240", "--data-root", root,
     ])
     #expect(done.status == 0, "\(done.stderr)")
-    let (flashes, beeps) = try Self.flashesAndBeeps(in: root + "/Recordings/sync.mp4")
+    let (flashes, beeps) = try flashesAndBeeps(in: root + "/Recordings/sync.mp4")
     // 7 s with 1.3 s cut out: flashes at 0, 1, 2 and, after the cut, the source's 4, 5, 6 at 2.7, 3.7, 4.7.
     #expect(flashes.count == 6, "\(flashes)")
     #expect(beeps.count == flashes.count, "flashes \(flashes), beeps \(beeps)")
@@ -348,46 +348,6 @@ import Testing
       #expect(abs(flash - beep) <= 0.040, "flash at \(flash) s, beep at \(beep) s")
     }
     #expect(abs((flashes.last ?? 0) - 4.7) < 0.06)
-  }
-
-  /// The times of a file's flashes (pictures whose mean luma is high) and beeps (where the sound rises
-  /// out of half a second of silence), in seconds.
-  static func flashesAndBeeps(in file: String) throws -> (flashes: [Double], beeps: [Double]) {
-    // Flashes: pictures whose mean luma is high, by their presentation time.
-    let stats = try run(
-      "/usr/bin/ffmpeg",
-      [
-        "-v", "error", "-i", file, "-vf", "signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null",
-        "-",
-      ])
-    var flashes: [Double] = []
-    var time: Double?
-    for line in stats.split(separator: "\n") {
-      if let range = line.range(of: "pts_time:") {
-        time = Double(line[range.upperBound...].prefix { $0 != " " })
-      } else if let range = line.range(of: "YAVG="), let value = Double(line[range.upperBound...]), value > 100,
-        let time, flashes.last.map({ time - $0 > 0.5 }) ?? true
-      {
-        flashes.append(time)
-      }
-    }
-    // Beeps: where the sound rises out of silence.
-    let pcm = try runForData(
-      "/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
-    var beeps: [Double] = []
-    pcm.withUnsafeBytes { raw in
-      let samples = raw.bindMemory(to: Int16.self)
-      var quiet = 48_000
-      for (index, sample) in samples.enumerated() {
-        if abs(Int(sample)) > 3000 {
-          if quiet >= 24_000 { beeps.append(Double(index) / 48_000) }
-          quiet = 0
-        } else {
-          quiet += 1
-        }
-      }
-    }
-    return (flashes, beeps)
   }
 
   @Test(
@@ -420,7 +380,7 @@ import Testing
     #expect(abs((streams.last?.duration ?? 0) - expected) < 0.1, "\(streams)")
     // The source's flashes at 0, 1, 2 | 7, 8, 9 follow each other a second apart (1 cut out at the fast
     // pace), each with its beep.
-    let (flashes, heard) = try Self.flashesAndBeeps(in: file)
+    let (flashes, heard) = try flashesAndBeeps(in: file)
     // The play presents its last sound frame whole: up to one frame past --end is heard (the next beep's
     // onset), after the picture's end.
     let beeps = heard.filter { $0 < streams.first?.duration ?? 0 }

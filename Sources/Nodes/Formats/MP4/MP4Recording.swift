@@ -15,7 +15,8 @@ import PipelineGraph
 ///   overlaps the frame before it (a frame up to 2 ms early, from millisecond record times, is moved
 ///   after it); audio that starts before the file's first video frame is its lead-in, hidden by an
 ///   edit list (``MP4File/audioLeadIn``); when a stretch ends, its audio may end at most 20 ms after
-///   its video;
+///   its video; the audio track is a run of whole frames, a hole in it filled with AAC silence (each
+///   frame within half a frame of its time: players that run on the sound stay in step);
 /// - only AAC in the file's audio format is written.
 ///
 /// The file is written under a working name (``OutputFile/workingPath(for:)``); ``finalize(installingAt:)``
@@ -56,6 +57,12 @@ final class MP4Recording {
   private(set) var hiddenVideoPackets = 0
   /// Video frames left out because their decode time did not follow the previous one's.
   private(set) var skippedVideoPackets = 0
+  /// Frames of AAC silence written where the sound had a hole (``audioPlace(_:lasting:in:_:)``).
+  private(set) var filledAudioPackets = 0
+  /// Where the audio written so far ends, in the file's time.
+  private var audioOutputEnd: MediaDuration?
+  /// A frame of silence in the audio's format, once one was needed.
+  private var silence: Data?
 
   /// Audio kept waiting for video: a few seconds' worth.
   private static let maximumPendingAudio = 256
@@ -227,20 +234,68 @@ final class MP4Recording {
         try file.writeAudio(packet.data, time: try checked { try .zero - lead }, duration: packet.duration)
         audioPackets += 1
         open.audioEnd = end
+        audioOutputEnd = try checked { try packet.duration - lead }
         continue
       }
       // Never overlap the previous frame in the file: a frame that starts up to 2 ms early (ms-rounded
       // record times) is moved after it; one that starts earlier repeats audio already written.
       let previousEnd = open.audioEnd ?? open.sourceStart
       if packet.time < (try? previousEnd - .microseconds(2_000)) ?? previousEnd { continue }
-      let outputTime = try checked { try open.outputStart + (try max(packet.time, previousEnd) - open.sourceStart) }
+      let exact = try checked { try open.outputStart + (try max(packet.time, previousEnd) - open.sourceStart) }
+      guard let outputTime = try audioPlace(exact, lasting: packet.duration, in: file, audio) else { continue }
       // The first frame after the file's start: the audio begins there, not at 0.
       guard try declareAudio(in: file, audio) else { return }
       if audioPackets == 0 { file.audioStart = outputTime }
       try file.writeAudio(packet.data, time: outputTime, duration: packet.duration)
       audioPackets += 1
       open.audioEnd = max(end, open.audioEnd ?? end)
+      audioOutputEnd = try checked { try outputTime + packet.duration }
     }
+  }
+
+  /// Where in the file an audio frame of `duration` that belongs at `exact` goes, once the audio track
+  /// runs on to it; nil when it would overlap what was written by more than half a frame.
+  ///
+  /// An MP4 sound track has no holes: between two frames that do not touch (sound missing around a cut
+  /// hole — a frame straddling the hole's edge is left out —, or missing within a stretch), the earlier
+  /// frame's sample is made to last until the later one. Players that let the sound run as the clock
+  /// (most) play what the sample decodes to — one frame — and go on: every such hole pulled the sound
+  /// ahead of the picture, more at each (a library with two holes exported 48 then 136 ms early). So the
+  /// track stays a run of whole frames: a frame within half a frame of where the track has got to goes
+  /// there, and a hole is filled with as many frames of AAC silence as bring the track nearest to where
+  /// the next frame belongs — within half a frame of it, at every hole, never adding up.
+  private func audioPlace(
+    _ exact: MediaDuration, lasting duration: MediaDuration, in file: MP4File, _ audio: TrackFormat
+  ) throws -> MediaDuration? {
+    guard let cursor = audioOutputEnd, duration > .zero else { return exact }
+    let drift = try checked { try exact - cursor }
+    let half = duration.microseconds / 2
+    if drift.microseconds < -half { return nil }
+    if drift.microseconds <= half { return cursor }
+    // Sound of another kind than AAC-LC (no silent frame of its own to add): the hole stays in the sample
+    // before it.
+    guard let silence = try silentFrame(for: audio) else { return exact }
+    let frames = (drift.microseconds + half) / duration.microseconds
+    var time = cursor
+    for _ in 0..<frames {
+      try file.writeAudio(silence, time: time, duration: duration)
+      time = try checked { try time + duration }
+      filledAudioPackets += 1
+    }
+    return time
+  }
+
+  /// One frame of AAC-LC silence in the track's format, encoded by libavcodec once; nil for other sound
+  /// (its AudioSpecificConfig names another object type than AAC-LC, 2).
+  private func silentFrame(for audio: TrackFormat) throws -> Data? {
+    if let silence { return silence }
+    guard let config = audio.audioSpecificConfig.first, config >> 3 == 2 else { return nil }
+    let encoder = try AACFrameEncoder(sampleRate: audio.sampleRate, channels: audio.channels)
+    guard encoder.output.sampleRate == audio.sampleRate, encoder.output.channels == audio.channels else { return nil }
+    try encoder.putSilence(encoder.frameSamples * 3)
+    let frames = try encoder.encodeFullFrames() + encoder.drain()
+    silence = frames.last?.data
+    return silence
   }
 
   /// Finishes the MP4 and installs it at `destination` (only a regular file there is replaced); the
