@@ -327,7 +327,10 @@ extension SDKRules {
       #expect(exportTask == nil && recordingTask != nil)
       #expect(rig.play() == ok)
       let next = rig.replay.startRecording(videoChannelId: 0)
-      #expect(next.code == ok && recordingTask == nil)
+      #expect(next.code == ok)
+      // Let go of once what was queued for it ran (a loaded machine may still hold the block that
+      // delivered its completion).
+      try await session.run(until: "the ended recording task let go of") { recordingTask == nil }
       _ = await next.task?.stop()
       #expect(rig.tearDown().allSatisfy { $0 == ok })
       #expect(session.close() == ok)
