@@ -223,6 +223,35 @@ import Testing
     #expect((72..<248).allSatisfy { column($0) > 20 }, "the picture fills columns 70 to 249")
   }
 
+  @Test(
+    "a turned picture of non-square pixels keeps its shape: its sample aspect turns with it (also through the 4:2:2 conversion)",
+    arguments: ["yuv420p", "yuv422p"])
+  func aTurnedPictureKeepsItsShape(pixelFormat: String) throws {
+    let directory = try TemporaryDirectory("record-aspect")
+    let plain = directory.url.appendingPathComponent("plain.mp4")
+    let turned = directory.url.appendingPathComponent("turned.mp4")
+    // 160x90 stored, pixels 4:3 wide: shown 213x90; turned a quarter, shown 90 wide for 213 high.
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=white:s=160x90:rate=25", "-vf", "setsar=4/3", "-t", "1",
+        "-c:v", "libx264", "-pix_fmt", pixelFormat, plain.path,
+      ])
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", turned.path])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe([
+      "record", "--input", turned.path, "--name", "shape", "--size", "320x320", "--fps", "25", "--data-root", root,
+    ])
+    #expect(done.status == 0, "\(done.stderr)")
+    let luma = try ffmpegLuma(
+      of: URL(fileURLWithPath: root + "/Recordings/shape.mp4"), at: 0.5, width: 320, height: 320)
+    // The white picture fills the height; its width is 320 × 90 / 213 = 135 (180 if its pixels were square).
+    let lit = (0..<320).filter { x in luma[160 * 320 + x] > 128 }
+    #expect(abs(lit.count - 135) <= 4, "\(lit.count) columns lit")
+  }
+
   /// The ways a container can ask for a picture to be shown: ffmpeg's `rotate` tag, or a track header
   /// matrix written by hand (a b / c d), mirrors and diagonal flips among them.
   enum Laid: Sendable, CustomTestStringConvertible {

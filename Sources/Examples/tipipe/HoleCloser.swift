@@ -13,15 +13,15 @@ import TiCloudStorage
 /// one held for a failed object, R73, when media after it presents). So a feeder whose track jumps
 /// (``admit(_:)``) first lets the callback queue run what was queued before (the gap reports), then
 /// leaves out the reported part of the jump before handing the frame on: the recorder places frames as
-/// they come, so a stretch is left out before any frame after it arrives. A stretch some frame already
-/// handed on starts inside of is not left out (that would put later frames before earlier ones).
+/// they come, so a stretch is left out before any frame after it arrives. A stretch is never left out
+/// behind the start of a frame already handed on (that would put later frames before earlier ones).
 ///
 /// Thread-safe: the feeders run on the Replay's output threads, the reports on the main queue.
 final class HoleCloser: Sendable {
   private struct State {
     /// The end of each track's latest frame.
     var ends: [TrackID: MediaTime] = [:]
-    /// The latest frame time handed on, of any track.
+    /// The latest start of a frame handed on, of any track.
     var frontier: MediaTime?
     /// Gaps reported of every recorded track, latest last.
     var holes: [MediaRange] = []
@@ -72,15 +72,22 @@ final class HoleCloser: Sendable {
     }
     guard let jump else { return }
     // The gap reports queued before this frame was presented run first (bounded: a main queue that is
-    // busy stopping the play leaves the stretch as it is).
+    // busy — stopping the play — leaves the stretch as it is; the play's end stops the wait).
     let ran = DispatchSemaphore(value: 0)
     DispatchQueue.main.async { ran.signal() }
-    let reportsRan = ran.wait(timeout: .now() + 1) == .success
+    var reportsRan = false
+    for _ in 0..<20 where !reportsRan && !state.withLock({ $0.finished }) {
+      reportsRan = ran.wait(timeout: .now() + .milliseconds(50)) == .success
+    }
     // Left out under the lock: another track's frame after the stretch waits until it is.
     state.withLock { state in
       defer { state.frontier = max(state.frontier ?? frame.time, frame.time) }
-      guard reportsRan else { return }
-      // Past every frame already handed on: a stretch is never left out behind one.
+      guard reportsRan, !state.finished else { return }
+      // Past the start of every frame already handed on: a stretch is never left out behind one (later
+      // frames would go before it). It may begin inside one: a sound frame that straddles the hole's
+      // edge keeps its place, and the first sound after the hole may overlap its tail (the recorder
+      // leaves that frame out: one frame of sound, where starting the cut at the straddler's end would
+      // put everything after the hole that much late — a picture a frame late at 20 fps).
       let from = state.frontier.map { max(jump.start, $0.advanced(by: .microseconds(1), notAfter: jump.end)) }
       for hole in state.holes {
         let start = max(from ?? jump.start, hole.start)

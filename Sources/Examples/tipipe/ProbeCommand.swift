@@ -11,10 +11,10 @@ enum ProbeCommand {
     Reads FILE (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC…) and prints its start and duration, its
     audio and video tracks (codec, size and frame rate, the turn its container asks for, B-frames;
     sample rate and channels) and the times of its video keyframes, in seconds from the file's start —
-    the times `tipipe export --input` takes. --json prints spec/cli.md's object ("rotation": the
-    clockwise degrees of a picture shown turned, "mirrored": true for one shown mirrored, as ffmpeg
-    reads the display matrix; both absent for a picture shown as stored). An unreadable file is exit 1
-    with the error line.
+    the times `tipipe export --input` takes. --json prints spec/cli.md's object, plus, for a picture the
+    container asks to show otherwise than stored, "rotation" (the clockwise angle ffmpeg reads from the
+    display matrix: 90, 180, 270, or 0 for one flipped top to bottom) and "mirrored": true when it is
+    shown mirrored. An unreadable file is exit 1 with the error line.
     """
 
   struct Output: Encodable {

@@ -32,13 +32,18 @@ final class PictureRotator {
     out.pointee.format = from.pointee.format
     try FFmpeg.check(av_frame_get_buffer(out, 0), "allocating a picture", kind: .resourceExhausted)
     // How the colours are read is kept (no side data: a display matrix is applied by the turn itself);
-    // the pixels' shape turns with the picture.
-    out.pointee.color_range = from.pointee.color_range
-    out.pointee.colorspace = from.pointee.colorspace
-    out.pointee.color_primaries = from.pointee.color_primaries
-    out.pointee.color_trc = from.pointee.color_trc
-    let aspect = from.pointee.sample_aspect_ratio
-    out.pointee.sample_aspect_ratio = quarter ? AVRational(num: aspect.den, den: aspect.num) : aspect
+    // the pixels' shape turns with the picture. Read from the decoded picture, not from its conversion
+    // (libswscale's output carries none of them).
+    let original = input.pointer
+    // A conversion to yuv420p made studio range of a full-range format (yuvj): its range is its own.
+    out.pointee.color_range = source === input ? original.pointee.color_range : from.pointee.color_range
+    out.pointee.colorspace = original.pointee.colorspace
+    out.pointee.color_primaries = original.pointee.color_primaries
+    out.pointee.color_trc = original.pointee.color_trc
+    let aspect = original.pointee.sample_aspect_ratio
+    // An unknown aspect (0/1) stays unknown; a known one turns with the picture.
+    out.pointee.sample_aspect_ratio =
+      quarter && aspect.num > 0 && aspect.den > 0 ? AVRational(num: aspect.den, den: aspect.num) : aspect
     guard let descriptor = av_pix_fmt_desc_get(AVPixelFormat(rawValue: from.pointee.format)) else {
       throw MediaError(.unsupportedFormat, "a picture of an unknown pixel format cannot be turned")
     }

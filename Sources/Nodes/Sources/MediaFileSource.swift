@@ -114,8 +114,9 @@ public final class MediaFileSource: SourceNode {
   @discardableResult
   public static func check(path: String) throws -> String { try MediaFileReader(path: path).containerName }
 
-  /// The format of the video stream the source reads from `path` (its codec, size and display matrix,
-  /// from the container's headers: no packet is read); nil when the file has none.
+  /// The format of the video stream the source reads from `path` (its codec, size and display matrix),
+  /// as the file is opened (libavformat reads the headers and, to probe the streams, a few packets; the
+  /// packets are not gone through as ``probe(path:)`` does); nil when the file has none.
   /// - Throws: ``MediaError`` as ``check(path:)`` does.
   public static func videoFormat(path: String) throws -> TrackFormat? { try MediaFileReader(path: path).video?.format }
 

@@ -15,8 +15,9 @@ import PipelineGraph
 ///   overlaps the frame before it (a frame up to 2 ms early, from millisecond record times, is moved
 ///   after it); audio that starts before the file's first video frame is its lead-in, hidden by an
 ///   edit list (``MP4File/audioLeadIn``); when a stretch ends, its audio may end at most 20 ms after
-///   its video; the audio track is a run of whole frames, a hole in it filled with AAC silence (each
-///   frame within half a frame of its time: players that run on the sound stay in step);
+///   its video; the audio track is a run of whole frames, a hole in the sound filled with AAC silence
+///   (each frame after one within half a frame of its time: players that run on the sound stay in step,
+///   ``audioPlace(_:lasting:in:_:)``);
 /// - only AAC in the file's audio format is written.
 ///
 /// The file is written under a working name (``OutputFile/workingPath(for:)``); ``finalize(installingAt:)``
@@ -61,8 +62,10 @@ final class MP4Recording {
   private(set) var filledAudioPackets = 0
   /// Where the audio written so far ends, in the file's time.
   private var audioOutputEnd: MediaDuration?
-  /// A frame of silence in the audio's format, once one was needed.
+  /// A frame of silence in the audio's format, once one was needed and could be made.
   private var silence: Data?
+  /// ``silence`` was made, or found impossible, already.
+  private var silenceTried = false
 
   /// Audio kept waiting for video: a few seconds' worth.
   private static let maximumPendingAudio = 256
@@ -254,28 +257,35 @@ final class MP4Recording {
   }
 
   /// Where in the file an audio frame of `duration` that belongs at `exact` goes, once the audio track
-  /// runs on to it; nil when it would overlap what was written by more than half a frame.
+  /// runs on to it; nil when it would overlap what was written by more than half a frame (it is left out).
   ///
   /// An MP4 sound track has no holes: between two frames that do not touch (sound missing around a cut
-  /// hole — a frame straddling the hole's edge is left out —, or missing within a stretch), the earlier
-  /// frame's sample is made to last until the later one. Players that let the sound run as the clock
-  /// (most) play what the sample decodes to — one frame — and go on: every such hole pulled the sound
-  /// ahead of the picture, more at each (a library with two holes exported 48 then 136 ms early). So the
-  /// track stays a run of whole frames: a frame within half a frame of where the track has got to goes
-  /// there, and a hole is filled with as many frames of AAC silence as bring the track nearest to where
-  /// the next frame belongs — within half a frame of it, at every hole, never adding up.
+  /// hole — a frame straddling the hole's edge is left out —, or missing within a stretch) the earlier
+  /// frame's sample was made to last until the later one. Players that let the sound run as the clock
+  /// (most, and ffmpeg decoding the file) play what the sample decodes to — one frame — and go on: every
+  /// such hole pulled the sound ahead of the picture, more at each (a library with two holes exported
+  /// 48 then 136 ms early). So:
+  /// - a frame within 2 ms of where the track has got to goes at its own time (millisecond record times,
+  ///   a drifting clock: followed as they always were, a sample a little longer or shorter);
+  /// - one within half a frame of it goes where the track has got to (the track stays a run of frames);
+  /// - further on, the hole is filled with frames of AAC-LC silence up to the frame nearest its time:
+  ///   within half a frame at every hole, never adding up.
+  /// Not filled: a hole longer than ``maximumSilence`` (the sample before it lasts over it, as before),
+  /// sound whose frames are not 1024 samples of AAC-LC (another object type, 960-sample frames, more
+  /// than two channels, a rate ADTS cannot carry), and frames whose stated duration is not one frame.
   private func audioPlace(
     _ exact: MediaDuration, lasting duration: MediaDuration, in file: MP4File, _ audio: TrackFormat
   ) throws -> MediaDuration? {
-    guard let cursor = audioOutputEnd, duration > .zero else { return exact }
-    let drift = try checked { try exact - cursor }
-    let half = duration.microseconds / 2
-    if drift.microseconds < -half { return nil }
-    if drift.microseconds <= half { return cursor }
-    // Sound of another kind than AAC-LC (no silent frame of its own to add): the hole stays in the sample
-    // before it.
-    guard let silence = try silentFrame(for: audio) else { return exact }
-    let frames = (drift.microseconds + half) / duration.microseconds
+    guard let cursor = audioOutputEnd, audio.sampleRate > 0 else { return exact }
+    let frame = 1024 * 1_000_000 / Int64(audio.sampleRate)
+    // A frame whose duration says it is not one whole AAC frame (a container's odd durations): as before.
+    guard abs(duration.microseconds - frame) <= frame / 10 else { return exact }
+    let drift = try checked { try exact - cursor }.microseconds
+    if abs(drift) <= 2_000 { return exact }
+    if drift < -frame / 2 { return nil }
+    if drift <= frame / 2 { return cursor }
+    guard drift <= Self.maximumSilence.microseconds, let silence = silentFrame(for: audio) else { return exact }
+    let frames = (drift + frame / 2) / frame
     var time = cursor
     for _ in 0..<frames {
       try file.writeAudio(silence, time: time, duration: duration)
@@ -285,16 +295,27 @@ final class MP4Recording {
     return time
   }
 
-  /// One frame of AAC-LC silence in the track's format, encoded by libavcodec once; nil for other sound
-  /// (its AudioSpecificConfig names another object type than AAC-LC, 2).
-  private func silentFrame(for audio: TrackFormat) throws -> Data? {
-    if let silence { return silence }
-    guard let config = audio.audioSpecificConfig.first, config >> 3 == 2 else { return nil }
-    let encoder = try AACFrameEncoder(sampleRate: audio.sampleRate, channels: audio.channels)
-    guard encoder.output.sampleRate == audio.sampleRate, encoder.output.channels == audio.channels else { return nil }
-    try encoder.putSilence(encoder.frameSamples * 3)
-    let frames = try encoder.encodeFullFrames() + encoder.drain()
-    silence = frames.last?.data
+  /// The longest hole in the sound filled with silence (10 s): a longer one, from a clock that jumped,
+  /// is left to the sample before it.
+  static let maximumSilence = MediaDuration.microseconds(10_000_000)
+
+  /// One frame of AAC-LC silence in the track's format, encoded by libavcodec the first time; nil (and not
+  /// tried again) for sound that libavcodec's frames cannot continue: another object type than AAC-LC
+  /// (2), 960-sample frames, or a format the encoder makes differently.
+  private func silentFrame(for audio: TrackFormat) -> Data? {
+    if silenceTried { return silence }
+    silenceTried = true
+    let config = [UInt8](audio.audioSpecificConfig)
+    // AudioSpecificConfig: object type (5 bits), rate index (4), channels (4), then frameLengthFlag.
+    guard config.count >= 2, config[0] >> 3 == 2, (config[1] >> 2) & 1 == 0,
+      let encoder = try? AACFrameEncoder(sampleRate: audio.sampleRate, channels: audio.channels),
+      encoder.output.sampleRate == audio.sampleRate, encoder.output.channels == audio.channels,
+      encoder.frameSamples == 1024
+    else { return nil }
+    let frames = (try? encoder.putSilence(encoder.frameSamples * 3)).flatMap { _ in
+      try? encoder.encodeFullFrames() + encoder.drain()
+    }
+    silence = frames?.last?.data
     return silence
   }
 
