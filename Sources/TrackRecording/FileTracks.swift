@@ -25,7 +25,6 @@ public final class FileTracks: Sendable {
   /// nil).
   /// - Throws: `MediaError` for a file that cannot be read, or that has none of the kinds asked for.
   public init(path: String, video: Bool = true, audio: Bool = true) throws {
-    _ = try MediaFileSource.check(path: path)
     let info = try MediaFileSource.probe(path: path)
     let source = MediaFileSource(path: path)
     let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack) : nil

@@ -14,11 +14,7 @@ import Testing
     let directory = try TemporaryDirectory("hole-sync")
     let library = directory.url.appendingPathComponent("library")
     let start: Int64 = 1_700_000_000_000
-    let synth = try tipipe([
-      "synth", "--out", library.path, "--start", "\(start)", "--duration", "20", "--size", "320x240", "--beacon",
-      "--gap", "5:2", "--gap", "12:1", "--quiet",
-    ])
-    try #require(synth.status == 0, "\(synth.stderr)")
+    try beaconLibrary(at: library, start: start, seconds: 20, gaps: [(5, 2), (12, 1)])
     let output = directory.url.appendingPathComponent("out.mp4")
     let range = ["--start", "\(start)", "--end", "\(start + 20_000)", "--video-channel", "0", "--audio-channel", "1"]
     let done =

@@ -173,9 +173,7 @@ struct MediaFileExportTests {
     let plain = try Self.makeFile(.init(container: "mp4", codec: "h264", bFrames: true), in: directory.url)
     // A phone's portrait recording: the same picture with a 90° display matrix.
     let rotated = directory.url.appendingPathComponent("rotated.mp4")
-    _ = try run(
-      "/usr/bin/ffmpeg",
-      ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path])
+    try turnedCopy(of: plain, degrees: 90, to: rotated)
     func rotation(of file: URL) throws -> String {
       try run(
         "/usr/bin/ffprobe",

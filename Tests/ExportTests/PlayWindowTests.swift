@@ -233,9 +233,7 @@ struct PlayWindowTests {
       ])
     if turned {
       // Shown upside down unless turned: the window must show what ffmpeg's autorotation shows.
-      _ = try run(
-        "/usr/bin/ffmpeg",
-        ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=180", file.path])
+      try turnedCopy(of: plain, degrees: 180, to: file)
     }
     let script = out.url.appendingPathComponent("file.sh")
     try Data(Self.fileScript.utf8).write(to: script)

@@ -382,3 +382,11 @@ public func probeRecording(_ path: String) throws -> (
     streams.compactMap(\.first), streams.compactMap { $0.count > 1 ? $0[1] : nil }
   )
 }
+
+/// Copies the media file `file` to `turned` with ffmpeg's `rotate` tag of `degrees` (a stream copy):
+/// the same pictures, shown turned as a phone's recording is.
+public func turnedCopy(of file: URL, degrees: Int, to turned: URL) throws {
+  _ = try run(
+    "/usr/bin/ffmpeg",
+    ["-v", "error", "-y", "-i", file.path, "-c", "copy", "-metadata:s:v:0", "rotate=\(degrees)", turned.path])
+}

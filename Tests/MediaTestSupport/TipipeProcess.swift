@@ -71,3 +71,15 @@ public func tipipe(_ arguments: [String], in directory: URL? = nil, environment:
 {
   Finished(try tipipeChild(arguments, in: directory, environment: environment).finish())
 }
+
+/// Makes a beacon library at `library` with `tipipe synth` (320x240, a white flash and a beep at each
+/// second from `start` for `seconds`), with nothing recorded in each of `gaps` (seconds from the start,
+/// lengths in seconds): what the sync tests hold flashes and beeps against.
+public func beaconLibrary(at library: URL, start: Int64, seconds: Int, gaps: [(at: Int, length: Int)] = []) throws {
+  let made = try tipipe(
+    [
+      "synth", "--out", library.path, "--start", "\(start)", "--duration", "\(seconds)", "--size", "320x240",
+      "--beacon", "--quiet",
+    ] + gaps.flatMap { ["--gap", "\($0.at):\($0.length)"] })
+  guard made.status == 0 else { throw JudgeFailure(what: "tipipe synth --beacon: \(made.stderr)") }
+}

@@ -237,9 +237,7 @@ import Testing
         "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=white:s=160x90:rate=25", "-vf", "setsar=4/3", "-t", "1",
         "-c:v", "libx264", "-pix_fmt", pixelFormat, plain.path,
       ])
-    _ = try run(
-      "/usr/bin/ffmpeg",
-      ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", turned.path])
+    try turnedCopy(of: plain, degrees: 90, to: turned)
     let root = directory.url.appendingPathComponent("root").path
     let done = try tipipe([
       "record", "--input", turned.path, "--name", "shape", "--size", "320x320", "--fps", "25", "--data-root", root,
@@ -308,9 +306,7 @@ import Testing
     var mirrored = false
     switch laid {
     case .tag(let degrees):
-      _ = try run(
-        "/usr/bin/ffmpeg",
-        ["-v", "error", "-y", "-i", plain.path, "-c", "copy", "-metadata:s:v:0", "rotate=\(degrees)", turned.path])
+      try turnedCopy(of: plain, degrees: degrees, to: turned)
     case .matrix(let a, let b, let c, let d):
       try Self.withMatrix(try Data(contentsOf: plain), a, b, c, d).write(to: turned)
       mirrored = a * d - b * c < 0
@@ -387,11 +383,7 @@ import Testing
     let library = directory.url.appendingPathComponent("library")
     let start: Int64 = 1_700_000_000_000
     // A white flash and a beep at each second; nothing recorded from 3 s to 7 s.
-    let synth = try tipipe([
-      "synth", "--out", library.path, "--start", "\(start)", "--duration", "10", "--size", "320x240", "--beacon",
-      "--gap", "3:4", "--quiet",
-    ])
-    try #require(synth.status == 0, "\(synth.stderr)")
+    try beaconLibrary(at: library, start: start, seconds: 10, gaps: [(3, 4)])
     let root = directory.url.appendingPathComponent("root").path
     // At the fast pace a pause cuts 1–2 s out too (seconds from --start, source time).
     let pause = pace == "fast" ? ["--pause-at", "1", "--resume-at", "2"] : []
@@ -423,11 +415,7 @@ import Testing
     // A play that starts 30 ms before a hole, after the last picture's start (only sound before it): the
     // hole is closed up too, not held as the first picture after it frozen for 2 s.
     let second = directory.url.appendingPathComponent("second")
-    let made = try tipipe([
-      "synth", "--out", second.path, "--start", "\(start)", "--duration", "8", "--size", "320x240", "--beacon",
-      "--gap", "5:2", "--quiet",
-    ])
-    try #require(made.status == 0, "\(made.stderr)")
+    try beaconLibrary(at: second, start: start, seconds: 8, gaps: [(5, 2)])
     let late = try tipipe([
       "record", "--endpoint", "file://" + second.path, "--start", "\(start + 4_970)", "--end", "\(start + 7_500)",
       "--video-channel", "0", "--audio-channel", "1", "--pace", pace, "--size", "320x240", "--data-root", root,

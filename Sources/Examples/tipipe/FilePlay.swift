@@ -38,8 +38,11 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   let onTime = Locked<(@Sendable (Int64) -> Void)?>(nil)
 
   /// A play of `path` from `start` (the file's own time; nil: its start) at `speed`, shown on `screen`
-  /// and heard on `speaker`; snapshots go to `snapshots`.
-  init(path: String, start: MediaTime?, speed: ReplaySpeed, screen: SDLWindow, speaker: SDLAudioDevice?, snapshots: URL)
+  /// (turned as `turn` says: what its headers say) and heard on `speaker`; snapshots go to `snapshots`.
+  init(
+    path: String, turn: PictureTurn?, start: MediaTime?, speed: ReplaySpeed, screen: SDLWindow,
+    speaker: SDLAudioDevice?, snapshots: URL
+  )
     throws
   {
     self.screen = screen
@@ -82,7 +85,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
     // A phone's recording is shown upright, as its container says (and its snapshots taken so).
-    if let turn = try MediaFileSource.videoFormat(path: path)?.turn {
+    if let turn {
       let rotator = VideoRotator(turn: turn)
       pipeline.connect(videoDecoder, to: rotator, limits: EdgeLimits(items: 2))
       pipeline.connect(rotator, to: videoPacer, limits: EdgeLimits(items: 4))
@@ -221,7 +224,7 @@ enum FilePlayCommand {
     let speed = try PlayCommand.speed(flags)
     let snapshots = try FacadeSession.cacheDirectory(flags)
     // A file that cannot be read is its error line before any window opens.
-    let container = try MediaFileSource.check(path: input)
+    let headers = try MediaFileSource.check(path: input)
     let screen: SDLWindow
     let speaker: SDLAudioDevice?
     do {
@@ -236,14 +239,14 @@ enum FilePlayCommand {
         screen.close()
       }
       let play = try FilePlay(
-        path: input, start: start.map { MediaTime(microseconds: $0.microseconds) }, speed: speed, screen: screen,
-        speaker: speaker, snapshots: snapshots)
+        path: input, turn: headers.video?.turn, start: start.map { MediaTime(microseconds: $0.microseconds) },
+        speed: speed, screen: screen, speaker: speaker, snapshots: snapshots)
       let keys = WindowKeys(play: play, screen: screen, showsDates: false)
       keys.start()
       play.onTime.withLock { $0 = { ms in keys.timeChanged(ms) } }
       // The bar's width is the file's length: its packets' headers are read beside the play (not for a
       // raw video stream, whose reading decodes it: it would compete with the play for the cores).
-      if !["h264", "hevc"].contains(container) {
+      if !["h264", "hevc"].contains(headers.container) {
         DispatchQueue.global().async {
           guard let info = try? MediaFileSource.probe(path: input) else { return }
           let length = info.duration.milliseconds

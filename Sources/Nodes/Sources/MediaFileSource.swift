@@ -107,18 +107,24 @@ public final class MediaFileSource: SourceNode {
     try MediaFileInfo(reading: MediaFileReader(path: path))
   }
 
-  /// Opens `path` as the source would and closes it again, without reading its packets: a missing
-  /// file, one that is not media or one without a supported track throws what ``start(context:)`` would.
-  /// - Throws: ``MediaError`` as ``start(context:)`` does.
-  /// - Returns: libavformat's name of the container (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
-  @discardableResult
-  public static func check(path: String) throws -> String { try MediaFileReader(path: path).containerName }
+  /// What a file's headers say before its packets are gone through: its container and the format of the
+  /// video stream the source reads (its codec, size and display matrix).
+  public struct Headers: Sendable {
+    /// libavformat's name of the container (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
+    public let container: String
+    /// The video stream's format; nil when the file has none.
+    public let video: TrackFormat?
+  }
 
-  /// The format of the video stream the source reads from `path` (its codec, size and display matrix),
-  /// as the file is opened (libavformat reads the headers and, to probe the streams, a few packets; the
-  /// packets are not gone through as ``probe(path:)`` does); nil when the file has none.
-  /// - Throws: ``MediaError`` as ``check(path:)`` does.
-  public static func videoFormat(path: String) throws -> TrackFormat? { try MediaFileReader(path: path).video?.format }
+  /// Opens `path` as the source would and closes it again, without going through its packets
+  /// (libavformat reads the headers and, to probe the streams, a few packets): a missing file, one that
+  /// is not media or one without a supported track throws what ``start(context:)`` would.
+  /// - Throws: ``MediaError`` as ``start(context:)`` does.
+  @discardableResult
+  public static func check(path: String) throws -> Headers {
+    let reader = try MediaFileReader(path: path)
+    return Headers(container: reader.containerName, video: reader.video?.format)
+  }
 
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {

@@ -4,8 +4,7 @@ import PipelineGraph
 /// recording whose container says how to show it), as a player does — before anything that looks at
 /// the picture's shape (a recorder fitting it inside a size, a compositor's grid, a window).
 ///
-/// Each picture leaves at its own time and duration; a picture that is the same buffer as the one
-/// before is turned once. Audio frames pass unchanged.
+/// Each picture leaves at its own time and duration. Audio frames pass unchanged.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
 public final class VideoRotator: Node {
@@ -19,7 +18,6 @@ public final class VideoRotator: Node {
   /// How the pictures are laid down.
   public let turn: PictureTurn
   private let rotator: PictureRotator
-  private var last: (source: FrameBuffer, turned: FrameBuffer)?
 
   /// A rotator that lays pictures down as `turn` says (what ``TrackFormat/turn`` gives).
   public init(name: String = "VideoRotator", turn: PictureTurn) {
@@ -31,16 +29,7 @@ public final class VideoRotator: Node {
   /// Turns one picture.
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     guard input.frame.width > 0 else { return context.emit(input) }
-    let turned: FrameBuffer
-    if let last, last.source === input.frame {
-      turned = last.turned
-    } else {
-      turned = try rotator.rotate(input.frame)
-      last = (input.frame, turned)
-    }
+    let turned = try rotator.rotate(input.frame)
     context.emit(DecodedFrame(track: input.track, time: input.time, duration: input.duration, frame: turned))
   }
-
-  /// Forgets the cached picture.
-  public func flush(context: NodeContext<DecodedFrame>) { last = nil }
 }
