@@ -48,5 +48,6 @@ echo "1x replay of 60 s 1080p (free-running clock) against ffmpeg decoding it, o
 python3 Benchmarks/compare.py --runs "$runs" --items 1500 --versus ffmpeg \
   tipipe-play "$play --pace fast" \
   ffmpeg "ffmpeg -v error -threads 1 -f h264 -i $hd/video.h264 -f null -"
+# Issue 25's figure is 10 of 10 runs: at least 10, whatever RUNS says.
 echo "8x replay of 60 s 1080p in real time on one core (taskset -c 0), summary lines:"
-for _ in $(seq "$runs"); do taskset -c 0 $play --speed 8 --pace realtime | tail -1; done
+for _ in $(seq $((runs > 10 ? runs : 10))); do taskset -c 0 $play --speed 8 --pace realtime | tail -1; done
