@@ -143,7 +143,12 @@ enum ReplayRecording {
       if let audio, let audioChannel {
         try FacadeSession.check(audio.attach(replay: replay, channelId: audioChannel), "attach audio")
       }
-      replay.onRecordingGap = { gap in closer.reported(gap) }
+      replay.onRecordingGap = { gap in
+        closer.reported(
+          MediaRange(
+            start: MediaTime(milliseconds: gap.range.startTimeMs), end: MediaTime(milliseconds: gap.range.endTimeMs)),
+          tracks: Set(gap.tracks.map { TrackID($0.kind == .video ? .video : .audio, channel: $0.channelId) }))
+      }
       replay.onCompleted = { run.finish(nil) }
       replay.onError = { code in run.finish(FacadeSession.error(code, "the replay failed")) }
       defer {

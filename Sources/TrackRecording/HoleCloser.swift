@@ -1,23 +1,22 @@
 import Dispatch
 import Nodes
 import PipelineGraph
-import TiCloudStorage
 
 /// Closes up a replay's holes in a recording of what the replay presents (`tipipe record --endpoint`):
-/// a stretch the Replay reports as a gap of every recorded track — a hole of the recordings, which the
+/// a stretch the replay reports as a gap of every recorded track — a hole of the recordings, which the
 /// play skips without waiting — is left out of the file (T18: a gap is closed up, no filler), so the
 /// picture after it follows at once, as the play showed it. A gap of one track while another goes on
 /// (a picture missing under sound) is kept: the play showed it.
 ///
-/// The Replay reports a gap when its output crosses it, before the frame after it is presented (R71;
+/// A replay reports a gap when its output crosses it, before the frame after it is presented (R71;
 /// one held for a failed object, R73, when media after it presents). So a feeder whose track jumps
-/// (``admit(_:)``) first lets the callback queue run what was queued before (the gap reports), then
+/// (``admit(_:)``) first lets the reports' queue run what was queued before (the gap reports), then
 /// leaves out the reported part of the jump before handing the frame on: the recorder places frames as
 /// they come, so a stretch is left out before any frame after it arrives. A stretch is never left out
 /// behind the start of a frame already handed on (that would put later frames before earlier ones).
 ///
-/// Thread-safe: the feeders run on the Replay's output threads, the reports on the main queue.
-final class HoleCloser: Sendable {
+/// Thread-safe: the feeders run on the replay's output threads, the reports on their queue.
+public final class HoleCloser: Sendable {
   private struct State {
     /// The end of each track's latest frame.
     var ends: [TrackID: MediaTime] = [:]
@@ -25,39 +24,44 @@ final class HoleCloser: Sendable {
     var frontier: MediaTime?
     /// Gaps reported of every recorded track, latest last.
     var holes: [MediaRange] = []
-    /// The play is over: nothing waits for the callback queue any more.
+    /// The play is over: nothing waits for the reports' queue any more.
     var finished = false
   }
 
   /// A jump shorter than this is a frame late or dropped, not a hole.
-  static let tolerance = MediaDuration.microseconds(100_000)
+  public static let tolerance = MediaDuration.microseconds(100_000)
   /// The tracks recorded: a gap is a hole when it concerns all of them.
-  let recorded: Set<TrackID>
+  public let recorded: Set<TrackID>
+  /// The queue the gap reports arrive on.
+  private let reports: DispatchQueue
   /// Leaves a stretch out of the recordings (every recorder of the play).
   private let leaveOut: @Sendable (MediaRange) -> Void
   private let state = Locked(State())
 
-  /// A closer for the recordings of `recorded`, of a play from `start`, that leaves holes out with
-  /// `leaveOut`. Each track is taken to have shown everything up to `start`: a first frame after a hole
-  /// at the play's start (after some sound) follows a jump too.
-  init(recorded: Set<TrackID>, from start: MediaTime, leaveOut: @escaping @Sendable (MediaRange) -> Void) {
+  /// A closer for the recordings of `recorded`, of a play from `start` whose gap reports arrive on
+  /// `reports` (a serial queue: the replay's callback queue), that leaves holes out with `leaveOut`. Each
+  /// track is taken to have shown everything up to `start`: a first frame after a hole at the play's start
+  /// (after some sound) follows a jump too.
+  public init(
+    recorded: Set<TrackID>, from start: MediaTime, reports: DispatchQueue = .main,
+    leaveOut: @escaping @Sendable (MediaRange) -> Void
+  ) {
     self.recorded = recorded
+    self.reports = reports
     self.leaveOut = leaveOut
     state.withLock { state in for track in recorded { state.ends[track] = start } }
   }
 
-  /// A gap the Replay reported (on the callback queue).
-  func reported(_ gap: TiCloudStorageRecordingGap) {
-    let tracks = Set(gap.tracks.map { TrackID($0.kind == .video ? .video : .audio, channel: $0.channelId) })
-    guard gap.tracks.isEmpty || recorded.isSubset(of: tracks) else { return }
-    let range = MediaRange(
-      start: MediaTime(milliseconds: gap.range.startTimeMs), end: MediaTime(milliseconds: gap.range.endTimeMs))
+  /// A gap the replay reported of `range`, for `tracks` (empty: every track), on the reports' queue; it
+  /// is a hole when it concerns every recorded track.
+  public func reported(_ range: MediaRange, tracks: Set<TrackID>) {
+    guard tracks.isEmpty || recorded.isSubset(of: tracks) else { return }
     state.withLock { $0.holes = Array(($0.holes + [range]).suffix(64)) }
   }
 
   /// Returns once `frame` may be handed to its recorder: at once unless it follows a jump in its
   /// track's times, whose reported holes are left out first.
-  func admit(_ frame: DecodedFrame) {
+  public func admit(_ frame: DecodedFrame) {
     let end = frame.time.advanced(by: frame.duration, notAfter: MediaTime(microseconds: .max))
     let jump = state.withLock { state -> MediaRange? in
       let previous = state.ends[frame.track]
@@ -71,10 +75,10 @@ final class HoleCloser: Sendable {
       return MediaRange(start: previous, end: frame.time)
     }
     guard let jump else { return }
-    // The gap reports queued before this frame was presented run first (bounded: a main queue that is
-    // busy — stopping the play — leaves the stretch as it is; the play's end stops the wait).
+    // The gap reports queued before this frame was presented run first (bounded: a reports' queue that
+    // is busy — stopping the play — leaves the stretch as it is; the play's end stops the wait).
     let ran = DispatchSemaphore(value: 0)
-    DispatchQueue.main.async { ran.signal() }
+    reports.async { ran.signal() }
     var reportsRan = false
     for _ in 0..<20 where !reportsRan && !state.withLock({ $0.finished }) {
       reportsRan = ran.wait(timeout: .now() + .milliseconds(50)) == .success
@@ -97,6 +101,6 @@ final class HoleCloser: Sendable {
     }
   }
 
-  /// The play is over: no feeder waits for the callback queue any more.
-  func finish() { state.withLock { $0.finished = true } }
+  /// The play is over: no feeder waits for the reports' queue any more.
+  public func finish() { state.withLock { $0.finished = true } }
 }
