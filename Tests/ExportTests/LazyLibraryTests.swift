@@ -58,4 +58,34 @@ struct LazyLibraryTests {
     let jpeg = try Data(contentsOf: picture)
     #expect(jpeg.starts(with: [0xFF, 0xD8]) && jpeg.count > 1000)
   }
+
+  @Test("an export of H.264 + AAC loads none of FFmpeg's libraries, holes in its sound filled with silence included")
+  func anExportLoadsNoFFmpeg() throws {
+    let directory = try TemporaryDirectory("tipipe-lazy-export")
+    let library = directory.url.appendingPathComponent("library")
+    let start: Int64 = 1_795_996_800_000
+    // A tone (no silent frames of its own) with a hole at 1–2 s whose edges leave a hole in the sound.
+    let synth = try tipipe([
+      "synth", "--out", library.path, "--start", "\(start)", "--duration", "4", "--size", "320x240", "--gap", "1:1",
+      "--quiet",
+    ])
+    try #require(synth.status == 0, "\(synth.stderr)")
+    let output = directory.url.appendingPathComponent("out.mp4")
+    let exported = try tipipe(
+      [
+        "export", "--endpoint", library.absoluteString, "--start", "\(start)", "--end", "\(start + 4_000)",
+        "--video-channel", "0", "--audio-channel", "1", "--out", output.path, "--quiet",
+      ], environment: ["LD_DEBUG": "files"])
+    #expect(exported.status == 0, "\(exported.stderr.suffix(400))")
+    let libraries = loaded(exported)
+    #expect(libraries.contains("libc.so.6"))
+    #expect(heavy.allSatisfy { !libraries.contains($0) }, "loaded \(libraries.sorted())")
+    // The sound's hole was filled with AAC silence (a 4-byte frame), and the file decodes cleanly.
+    let sizes = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "a", "-show_entries", "packet=size", "-of", "csv=p=0", output.path]
+    ).split(separator: "\n")
+    #expect(sizes.filter { $0 == "4" }.count == 1, "\(sizes)")
+    #expect(try runForStandardError("/usr/bin/ffmpeg", ["-v", "error", "-i", output.path, "-f", "null", "-"]).isEmpty)
+  }
 }

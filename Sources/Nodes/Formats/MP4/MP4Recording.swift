@@ -62,10 +62,6 @@ final class MP4Recording {
   private(set) var filledAudioPackets = 0
   /// Where the audio written so far ends, in the file's time.
   private var audioOutputEnd: MediaDuration?
-  /// A frame of silence in the audio's format, once one was needed and could be made.
-  private var silence: Data?
-  /// ``silence`` was made, or found impossible, already.
-  private var silenceTried = false
 
   /// Audio kept waiting for video: a few seconds' worth.
   private static let maximumPendingAudio = 256
@@ -272,7 +268,7 @@ final class MP4Recording {
   ///   within half a frame at every hole, never adding up.
   /// Not filled: a hole longer than ``maximumSilence`` (the sample before it lasts over it, as before),
   /// sound whose frames are not 1024 samples of AAC-LC (another object type, 960-sample frames, more
-  /// than two channels, a rate ADTS cannot carry), and frames whose stated duration is not one frame.
+  /// than two channels: ``silentFrame(for:)``), and frames whose stated duration is not one frame.
   private func audioPlace(
     _ exact: MediaDuration, lasting duration: MediaDuration, in file: MP4File, _ audio: TrackFormat
   ) throws -> MediaDuration? {
@@ -284,7 +280,7 @@ final class MP4Recording {
     if abs(drift) <= 2_000 { return exact }
     if drift < -frame / 2 { return nil }
     if drift <= frame / 2 { return cursor }
-    guard drift <= Self.maximumSilence.microseconds, let silence = silentFrame(for: audio) else { return exact }
+    guard drift <= Self.maximumSilence.microseconds, let silence = Self.silentFrame(for: audio) else { return exact }
     let frames = (drift + frame / 2) / frame
     var time = cursor
     for _ in 0..<frames {
@@ -299,24 +295,36 @@ final class MP4Recording {
   /// is left to the sample before it.
   static let maximumSilence = MediaDuration.microseconds(10_000_000)
 
-  /// One frame of AAC-LC silence in the track's format, encoded by libavcodec the first time; nil (and not
-  /// tried again) for sound that libavcodec's frames cannot continue: another object type than AAC-LC
-  /// (2), 960-sample frames, or a format the encoder makes differently.
-  private func silentFrame(for audio: TrackFormat) -> Data? {
-    if silenceTried { return silence }
-    silenceTried = true
+  /// One frame (1024 samples) of AAC-LC silence for sound of `audio`'s format; nil for sound that such a
+  /// frame cannot continue: another object type than AAC-LC (2), 960-sample frames, or other than one or
+  /// two channels.
+  ///
+  /// The frame is a raw data block holding one channel element (a channel pair for two channels) whose
+  /// `max_sfb` is 0: no spectral data, so it decodes to silence at any rate. These are the bytes
+  /// libavcodec's AAC encoder makes of silence, at every rate (a test compares them with it); written as
+  /// constants, an export of H.264 + AAC with holes in its sound loads none of FFmpeg's libraries.
+  static func silentFrame(for audio: TrackFormat) -> Data? {
+    // AudioSpecificConfig (ISO/IEC 14496-3, 1.6.2.1): object type (5 bits), rate index (4; 15: a 24-bit
+    // rate follows), channel configuration (4), then GASpecificConfig's frameLengthFlag (1: 960 samples).
     let config = [UInt8](audio.audioSpecificConfig)
-    // AudioSpecificConfig: object type (5 bits), rate index (4), channels (4), then frameLengthFlag.
-    guard config.count >= 2, config[0] >> 3 == 2, (config[1] >> 2) & 1 == 0,
-      let encoder = try? AACFrameEncoder(sampleRate: audio.sampleRate, channels: audio.channels),
-      encoder.output.sampleRate == audio.sampleRate, encoder.output.channels == audio.channels,
-      encoder.frameSamples == 1024
-    else { return nil }
-    let frames = (try? encoder.putSilence(encoder.frameSamples * 3)).flatMap { _ in
-      try? encoder.encodeFullFrames() + encoder.drain()
+    var position = 0
+    func read(_ count: Int) -> Int? {
+      guard position + count <= config.count * 8 else { return nil }
+      var value = 0
+      for _ in 0..<count {
+        value = value << 1 | Int(config[position / 8] >> (7 - position % 8) & 1)
+        position += 1
+      }
+      return value
     }
-    silence = frames?.last?.data
-    return silence
+    guard read(5) == 2, let rateIndex = read(4), rateIndex != 15 || read(24) != nil, let channels = read(4),
+      read(1) == 0, channels == audio.channels
+    else { return nil }
+    switch channels {
+    case 1: return Data([0x01, 0x18, 0x20, 0x07])
+    case 2: return Data([0x21, 0x10, 0x04, 0x60, 0x8C, 0x1C])
+    default: return nil
+    }
   }
 
   /// Finishes the MP4 and installs it at `destination` (only a regular file there is replaced); the
