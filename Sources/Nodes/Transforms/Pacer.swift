@@ -81,7 +81,10 @@ public final class Pacer: Node {
   private static let earlyTolerance = MediaDuration.microseconds(2_000)
   /// Late frames dropped in a row before upstream is asked for keyframes only.
   private static let dropsBeforeKeyframesOnly = 3
-  private var lastPresented: DecodedFrame?
+  /// Where the last frame presented since the start or the last flush ends, and its track. Not the frame:
+  /// holding it would keep its picture (megabytes) from the decoder's pool until the next one, and after
+  /// the play's end.
+  private var lastPresented: (end: MediaTime, track: TrackID)?
   private var endHeld = false
   /// A muted pacer back at 1×: late frames are dropped until one is on time.
   private var resyncing = false
@@ -362,7 +365,7 @@ public final class Pacer: Node {
       }
       consecutiveDrops = 0
     }
-    lastPresented = frame
+    lastPresented = ((try? frame.time + frame.duration) ?? frame.time, frame.track)
     counters.presented.add(1, ordering: .relaxed)
     context.emit(frame)
     if !applied.paused && pending == nil { context.resumeInput() }
@@ -393,8 +396,7 @@ public final class Pacer: Node {
   /// Lets the end of stream go once the last frame has lasted its scaled duration.
   private func releaseEnd(context: NodeContext<DecodedFrame>) {
     guard let last = lastPresented else { return context.releaseEndOfStream() }
-    let end = (try? last.time + last.duration) ?? last.time
-    let due = timeline.instant(of: end, track: last.track, now: context.now)
+    let due = timeline.instant(of: last.end, track: last.track, now: context.now)
     guard due > context.now else { return context.releaseEndOfStream() }
     timer = context.scheduleTimer(at: due) { [unowned self] in
       timer = nil
