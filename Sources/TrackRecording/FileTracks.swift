@@ -18,8 +18,10 @@ public final class FileTracks: Sendable {
   /// Where the file's media starts (its first timestamp): the tracks' frames carry the file's own times.
   public let mediaStart: MediaTime
   private let pipeline: Pipeline
+  private let stopReading: MediaFileSource.Stop
   private let executor: ThreadExecutor
   private let failed = Locked<MediaError?>(nil)
+  private let skipped = Locked(0)
 
   /// The tracks of the file at `path` (`video`/`audio`: whether to take each kind; one the file lacks is
   /// nil).
@@ -27,6 +29,7 @@ public final class FileTracks: Sendable {
   public init(path: String, video: Bool = true, audio: Bool = true) throws {
     let info = try MediaFileSource.probe(path: path)
     let source = MediaFileSource(path: path)
+    stopReading = source.stop
     let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack) : nil
     let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack) : nil
     guard videoTrack != nil || audioTrack != nil else {
@@ -40,8 +43,10 @@ public final class FileTracks: Sendable {
     self.executor = executor
     let pipeline = Pipeline(executor: executor)
     self.pipeline = pipeline
+    var decoders: Set<ObjectIdentifier> = []
     if let videoTrack {
       let decoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack)
+      decoders.insert(ObjectIdentifier(decoder))
       let feed = TrackFeed(name: "VideoFeed", track: videoTrack)
       pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
       // A phone's recording turned as its container says: the track carries the picture upright.
@@ -55,11 +60,19 @@ public final class FileTracks: Sendable {
     }
     if let audioTrack {
       let decoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack)
+      decoders.insert(ObjectIdentifier(decoder))
       pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 256, bytes: 8 << 20))
       pipeline.connect(decoder, to: TrackFeed(name: "AudioFeed", track: audioTrack), limits: EdgeLimits(items: 16))
     }
     let failed = self.failed
-    pipeline.errorHandler = { node in
+    let skipped = self.skipped
+    pipeline.errorHandler = { [decoders] node in
+      // A damaged packet (a few bad bytes, a truncated file's last frame) costs its own frames, as ffmpeg
+      // skips it: the decoder goes on with the next one. Reading the file failing ends the tracks.
+      if decoders.contains(node.nodeID), (node.error as? MediaError)?.kind == .unreadableMedia {
+        skipped.withLock { $0 += 1 }
+        return .resume
+      }
       failed.withLock { $0 = $0 ?? MediaError(node) }
       videoTrack?.end()
       audioTrack?.end()
@@ -78,6 +91,10 @@ public final class FileTracks: Sendable {
   /// Starts reading: the tracks carry the file's frames from its start.
   public func start() throws { try pipeline.start() }
 
+  /// Ends the reading where it is, from any thread: what was read is decoded and carried, then the tracks
+  /// end (a recording stopped by a signal keeps each track as far as the file's order took it).
+  public func finishReading() { stopReading() }
+
   /// Stops reading; the tracks end.
   public func stop() {
     pipeline.stop()
@@ -87,6 +104,9 @@ public final class FileTracks: Sendable {
 
   /// Why reading stopped early, if it did.
   public var failure: MediaError? { failed.withLock { $0 } }
+
+  /// Packets a decoder could not decode (damaged ones): skipped, their frames missing from the tracks.
+  public var damagedPackets: Int { skipped.withLock { $0 } }
 
   /// True once every track has ended.
   public var isEnded: Bool { (video?.isEnded ?? true) && (audio?.isEnded ?? true) }

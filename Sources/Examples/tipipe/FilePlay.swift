@@ -94,8 +94,10 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     }
     pipeline.connect(videoPacer, to: videoSink, limits: EdgeLimits(items: 2))
     var pacers = [videoPacer]
+    var decoderIDs = [ObjectIdentifier(videoDecoder)]
     if let speaker {
       let audioDecoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack, threads: 1)
+      decoderIDs.append(ObjectIdentifier(audioDecoder))
       let audioPacer = Pacer(
         name: "AudioPacer", rate: speed.rate, presentFrom: start, timeline: timeline, prerolls: false,
         lead: Pacer.audioLead)
@@ -121,7 +123,10 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     self.pacers = pacers
     let finished = self.finished
     let failure = self.failure
+    let decoders = Set(decoderIDs)
     pipeline.errorHandler = { node in
+      // A damaged packet costs its own frames, as ffmpeg (and `record --input`) skips it.
+      if decoders.contains(node.nodeID), (node.error as? MediaError)?.kind == .unreadableMedia { return .resume }
       failure.withLock { $0 = $0 ?? TiError(node) }
       finished.signal()
       return .stopPipeline

@@ -102,6 +102,17 @@ enum RecordCommand {
     _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int,
     size: VideoSize, cuts: [MediaRange], copies: Int
   ) throws -> Int32 {
+    // From here on a signal ends the reading where it is: what was read is decoded, the tracks end, every
+    // recorder finishes its file (the encoders' pictures in flight included), what was recorded is
+    // reported and then the error line, as `record --endpoint` does; a recording with nothing in it leaves
+    // no file.
+    let interruption = Locked<TiError?>(nil)
+    Interruption.shared.onSignal { signal in
+      let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
+      interruption.withLock { $0 = $0 ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+      for file in files { file.finishReading() }
+    }
+    defer { Interruption.shared.removeHandler() }
     let (recorders, failure) = startRecorders(
       video: videoTrack, audio: audioTrack, name: name, fps: fps, size: size, cuts: cuts, copies: copies)
     var idle = false
@@ -110,12 +121,18 @@ enum RecordCommand {
       while !idle { _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05)) }
       return try fail(failure)
     }
+    // (After a signal the files start and end at once: nothing is read, and the tracks end.)
     for file in files { try file.start() }
     // The tracks end with the file; a recorder then finishes its own (it stops by itself once every track
     // has ended).
     whenIdle(recorders) { idle = true }
     while !idle { _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05)) }
     for file in files { file.stop() }
+    if let interrupted = interruption.withLock({ $0 }) {
+      // What was recorded is kept and reported, then why it ended (exit 1).
+      if recorders.contains(where: { $0.lastFinishedFile != nil }) { try report(recorders) }
+      throw interrupted
+    }
     if let failure = files.lazy.compactMap(\.failure).first { throw failure }
     try report(recorders)
     return 0

@@ -1,5 +1,6 @@
 import Foundation
 import PipelineGraph
+import Synchronization
 
 /// Reads a standard media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC… anything libavformat
 /// opens) as a recording: H.264/H.265 video (converted to Annex B with in-band parameter sets) and AAC
@@ -55,6 +56,8 @@ public final class MediaFileSource: SourceNode {
   private var reader: MediaFileReader?
   /// Why the file could not be opened again after a flush (thrown by the next read).
   private var reopenFailure: (any Error)?
+  /// Ends the reading where it is, from any thread (the source itself is confined to its executor).
+  public let stop = Stop()
   /// The file has sound in a codec the source does not read (MP3, Opus, AC-3, PCM…): said once, at the
   /// first read, as an `unsupportedMedia` fact of the audio track over the file, so that what waits for
   /// sound reports why there is none.
@@ -126,6 +129,18 @@ public final class MediaFileSource: SourceNode {
     return Headers(container: reader.containerName, video: reader.video?.format)
   }
 
+  /// Ends a source's reading where it is, from any thread: what was read goes on (each track's last packet
+  /// included), then the end of stream, as at the file's end. A recording stopped by a signal keeps what
+  /// was read, each track as far as the file's order took it, instead of losing what waited in the edges.
+  public final class Stop: Sendable {
+    private let asked = Atomic(false)
+
+    /// Asks the source to end its reading.
+    public func callAsFunction() { asked.store(true, ordering: .relaxed) }
+
+    var isAsked: Bool { asked.load(ordering: .relaxed) }
+  }
+
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {
     let reader = try MediaFileReader(path: path)
@@ -164,7 +179,7 @@ public final class MediaFileSource: SourceNode {
             range: MediaRange(start: start, end: MediaTime(microseconds: .max)), tracks: [audioTrack],
             reasons: [.unsupportedMedia])))
     }
-    while let raw = try reader.read() {
+    while !stop.isAsked, let raw = try reader.read() {
       guard var track = tracks[raw.stream] else { continue }
       // Before the file's start: encoder priming that an edit list hides from players. Skip it.
       if track.id.kind == .audio, try offset(raw.pts, track) < anchor { continue }
