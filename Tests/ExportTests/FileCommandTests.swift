@@ -175,10 +175,15 @@ struct FileCommandTests {
     let bad: [[String]] = [
       ["--start", "-1"], ["--start", "1:75"], ["--start", "abc"], ["--start", "3", "--end", "2"],
       ["--start", "1", "--cut", "smart"], ["--start", "1.1234567"], ["--start", "99999999999999999999"],
+      // Less than a millisecond apart: the report (in ms) would say an empty range.
+      ["--start", "2.5", "--end", "2.5004"], ["--start", "2.5", "--end", "2.5009", "--cut", "exact"],
+      // Less than a millisecond before the end of the video (6 s).
+      ["--start", "5.9995"], ["--start", "5.999999", "--cut", "exact"],
     ]
     for flags in bad {
       let finished = try tipipe(["export", "--input", file.path, "--out", out.path] + flags)
       #expect(finished.status == 2, "\(flags): \(finished.stderr)")
+      if flags.contains("2.5004") { #expect(finished.stderr.contains("by 1 ms at least"), "\(finished.stderr)") }
     }
     let overwrite = try tipipe(["export", "--input", file.path, "--start", "1", "--out", file.path])
     #expect(overwrite.status == 2, "\(overwrite.stderr)")

@@ -57,7 +57,10 @@ enum FileExportCommand {
     guard let startText = flags.string("--start") else { throw UsageError(message: "--start is required") }
     let startOffset = try offset("--start", startText)
     let endOffset = try flags.string("--end").map { try offset("--end", $0) }
-    if let endOffset, endOffset <= startOffset { throw UsageError(message: "--start must be before --end") }
+    // The report counts milliseconds (Q11: its end after its start): a range is at least one long.
+    if let endOffset, endOffset.microseconds - startOffset.microseconds < 1_000 {
+      throw UsageError(message: "--start must be before --end, by 1 ms at least")
+    }
     let inputURL = URL(fileURLWithPath: input)
     guard !OutputFile.sameFile(inputURL, out) else {
       throw UsageError(message: "--out names the input file; it is not replaced")
@@ -73,8 +76,9 @@ enum FileExportCommand {
     let origin = info.start
     let start = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))
     let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
-    guard start < end else {
-      throw UsageError(message: "--start is at or after the end of the file's video (\(info.duration))")
+    guard let length = try? end - start, length >= .microseconds(1_000) else {
+      throw UsageError(
+        message: "--start is at or after the end of the file's video (\(info.duration)), or less than 1 ms before it")
     }
     // Sound in a codec the export does not carry (MP3, Opus, AC-3, PCM…) is still asked for: the file is
     // written without it, and the report says so (an audio gap over the range, not complete), instead of a
