@@ -54,6 +54,12 @@ final class CompositorGraph: Sendable {
 
   func start() throws { try pipeline.start() }
 
+  /// The mixers' `maximumLag`: half a second for live tracks (the mixers' own), a day when every input is
+  /// waited for (as good as never, and far from overflowing when the mixers count it in samples).
+  static func maximumLag(waitingForEveryInput: Bool) -> MediaDuration {
+    .microseconds(waitingForEveryInput ? 86_400_000_000 : 500_000)
+  }
+
   func stop() { for source in sources { source.close() } }
 
   var failure: MediaError? { failed.withLock { $0 } }
@@ -76,10 +82,16 @@ public final class VideoCompositor: Sendable {
   public let outputTrack: MediaTrack
   private let graph: CompositorGraph
 
-  /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`.
+  /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`. With `waitsForEveryInput`
+  /// every track is waited for however long it brings nothing: tracks read from files, which a slow
+  /// decode or a busy machine holds back but which never stop; without it, a track that lags behind the
+  /// others and brings nothing for half a second is a live one that stalled, and is no longer waited for.
   /// - Throws: `MediaError` `invalidArgument` for an audio track, a cell per track missing or outside
   ///   the picture, or a rate outside 1…240.
-  public init(tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20) throws {
+  public init(
+    tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20,
+    waitsForEveryInput: Bool = false
+  ) throws {
     let output = MediaTrack(id: TrackID(.video, channel: 0))
     outputTrack = output
     graph = try CompositorGraph(name: "video-compositor", inputs: tracks, output: output) { ids in
@@ -89,7 +101,8 @@ public final class VideoCompositor: Sendable {
       case .cells(let given): cells = given
       }
       return try VideoMixer(
-        inputs: ids, cells: cells, width: size.width, height: size.height, fps: fps, output: output.id)
+        inputs: ids, cells: cells, width: size.width, height: size.height, fps: fps, output: output.id,
+        maximumLag: CompositorGraph.maximumLag(waitingForEveryInput: waitsForEveryInput))
     } admission: {
       $0.admission
     }
@@ -114,15 +127,19 @@ public final class AudioCompositor: Sendable {
   private let graph: CompositorGraph
 
   /// A mixer of `tracks` (audio, 1…64) with `gains` (linear, 0…16; 1 each by default) into `sampleRate`
-  /// and `channels` (1 or 2).
+  /// and `channels` (1 or 2); `waitsForEveryInput` as ``VideoCompositor/init(tracks:layout:size:fps:waitsForEveryInput:)``
+  /// says.
   /// - Throws: `MediaError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
-  public init(tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2) throws {
+  public init(
+    tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2,
+    waitsForEveryInput: Bool = false
+  ) throws {
     let output = MediaTrack(id: TrackID(.audio, channel: 0))
     outputTrack = output
     graph = try CompositorGraph(name: "audio-compositor", inputs: tracks, output: output) { ids in
       try AudioMixer(
         inputs: ids, gains: gains, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels),
-        output: output.id)
+        output: output.id, maximumLag: CompositorGraph.maximumLag(waitingForEveryInput: waitsForEveryInput))
     } admission: {
       $0.admission
     }

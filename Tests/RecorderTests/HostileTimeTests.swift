@@ -5,6 +5,8 @@ import PipelineGraph
 import PipelineTestKit
 import Testing
 
+@testable import TrackRecording
+
 /// The recorder's and the compositors' nodes under times a hostile file or a broken camera sends: jumps of
 /// days, overlapping pauses, inputs far apart. What they hold and do stays bounded, their arithmetic is
 /// checked, and the file's time never goes back (manual executor, virtual clock).
@@ -152,6 +154,38 @@ import Testing
     harness.runUntilIdle()
     #expect(mixer.admission.isOpen(Self.a), "the mix went on without B")
     #expect(CompositorTests.samples(harness.outputItems).count >= 48_000)
+  }
+
+  @Test func RC4_filesAreWaitedForHoweverLongTheyBringNothing() throws {
+    // record --grid of files (VideoCompositor(waitsForEveryInput: true)): a huge picture on a busy
+    // machine brought its first frame after more than half a second of the clock, and the mixer composed
+    // its first 1.3-1.7 s without it, as for a live track that stalled (helper-49).
+    let left = TrackID(.video, channel: 0)
+    let right = TrackID(.video, channel: 1)
+    let mixer = try VideoMixer(
+      inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
+      fps: 10, output: TrackID(.video, channel: 9),
+      maximumLag: CompositorGraph.maximumLag(waitingForEveryInput: true))
+    let harness = try NodeHarness(mixer)
+    // The fast input runs ahead until its lane closes (the mixer then looks again on its clock).
+    for index in 0..<60 { harness.push(try Self.picture(at: Double(index) / 10, track: left)) }
+    harness.runUntilIdle()
+    #expect(!mixer.admission.isOpen(left))
+    harness.advance(by: .seconds(30))
+    harness.runUntilIdle()
+    #expect(harness.outputItems.isEmpty, "nothing composed without the slow input")
+    for index in 0..<60 { harness.push(try Self.picture(at: Double(index) / 10, track: right, value: 200)) }
+    harness.push(event: .custom(TrackEnded(track: left)))
+    harness.push(event: .custom(TrackEnded(track: right)))
+    harness.endInput()
+    harness.runUntilIdle()
+    // Every slot from 0 on, each with the slow input's picture in its cell (the right half).
+    let times = harness.outputItems.map(\.time.microseconds)
+    #expect(times.first == 0 && times.count == 60, "\(times)")
+    for frame in harness.outputItems {
+      let luma = frame.frame.withPlanes { $0.first?[240, 90] } ?? 0
+      #expect(luma > 150, "slot \(frame.time): the slow input's cell is \(luma)")
+    }
   }
 
   @Test func RC4_RC43_manyPicturesBetweenTwoSlotsDoNotCloseALane() throws {

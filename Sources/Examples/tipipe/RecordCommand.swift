@@ -77,13 +77,14 @@ enum RecordCommand {
       let videos = files.compactMap(\.video)
       let audios = files.compactMap(\.audio)
       if !videos.isEmpty {
-        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps)
+        // Files: a slow one (a huge picture, a busy machine) is waited for, never composed without.
+        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, waitsForEveryInput: true)
         video = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
       }
       if !audios.isEmpty {
-        let compositor = try AudioCompositor(tracks: audios)
+        let compositor = try AudioCompositor(tracks: audios, waitsForEveryInput: true)
         audio = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
