@@ -54,10 +54,12 @@ final class CompositorGraph: Sendable {
 
   func start() throws { try pipeline.start() }
 
-  /// The mixers' `maximumLag`: half a second for live tracks (the mixers' own), a day when every input is
-  /// waited for (as good as never, and far from overflowing when the mixers count it in samples).
-  static func maximumLag(waitingForEveryInput: Bool) -> MediaDuration {
-    .microseconds(waitingForEveryInput ? 86_400_000_000 : 500_000)
+  /// The mixers' `stallTime`: half a second for live tracks (the mixers' own), 5 s for files (a first
+  /// picture of 4000x3000 on a busy core took over a second to decode). The lag in media time stays the
+  /// mixers' own: an input runs at most a few seconds ahead of the others before it is held back, so a
+  /// longer lag would never be reached, and a file whose sound starts 20 s in would hold every input.
+  static func stallTime(inputsAreFiles: Bool) -> MediaDuration {
+    .microseconds(inputsAreFiles ? 5_000_000 : 500_000)
   }
 
   func stop() { for source in sources { source.close() } }
@@ -82,15 +84,16 @@ public final class VideoCompositor: Sendable {
   public let outputTrack: MediaTrack
   private let graph: CompositorGraph
 
-  /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`. With `waitsForEveryInput`
-  /// every track is waited for however long it brings nothing: tracks read from files, which a slow
-  /// decode or a busy machine holds back but which never stop; without it, a track that lags behind the
-  /// others and brings nothing for half a second is a live one that stalled, and is no longer waited for.
+  /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`. A track that lags behind the
+  /// others and brings nothing for half a second is a live one that stalled, and is no longer waited for;
+  /// with `inputsAreFiles`, for 5 s: a file that a slow decode or a busy machine holds back is waited for,
+  /// but not forever — a file whose sound starts later than its picture holds its picture back through the
+  /// reading they share, and waiting for that sound would hold every input.
   /// - Throws: `MediaError` `invalidArgument` for an audio track, a cell per track missing or outside
   ///   the picture, or a rate outside 1…240.
   public init(
     tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20,
-    waitsForEveryInput: Bool = false
+    inputsAreFiles: Bool = false
   ) throws {
     let output = MediaTrack(id: TrackID(.video, channel: 0))
     outputTrack = output
@@ -102,7 +105,7 @@ public final class VideoCompositor: Sendable {
       }
       return try VideoMixer(
         inputs: ids, cells: cells, width: size.width, height: size.height, fps: fps, output: output.id,
-        maximumLag: CompositorGraph.maximumLag(waitingForEveryInput: waitsForEveryInput))
+        stallTime: CompositorGraph.stallTime(inputsAreFiles: inputsAreFiles))
     } admission: {
       $0.admission
     }
@@ -127,19 +130,19 @@ public final class AudioCompositor: Sendable {
   private let graph: CompositorGraph
 
   /// A mixer of `tracks` (audio, 1…64) with `gains` (linear, 0…16; 1 each by default) into `sampleRate`
-  /// and `channels` (1 or 2); `waitsForEveryInput` as ``VideoCompositor/init(tracks:layout:size:fps:waitsForEveryInput:)``
+  /// and `channels` (1 or 2); `inputsAreFiles` as ``VideoCompositor/init(tracks:layout:size:fps:inputsAreFiles:)``
   /// says.
   /// - Throws: `MediaError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
   public init(
     tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2,
-    waitsForEveryInput: Bool = false
+    inputsAreFiles: Bool = false
   ) throws {
     let output = MediaTrack(id: TrackID(.audio, channel: 0))
     outputTrack = output
     graph = try CompositorGraph(name: "audio-compositor", inputs: tracks, output: output) { ids in
       try AudioMixer(
         inputs: ids, gains: gains, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels),
-        output: output.id, maximumLag: CompositorGraph.maximumLag(waitingForEveryInput: waitsForEveryInput))
+        output: output.id, stallTime: CompositorGraph.stallTime(inputsAreFiles: inputsAreFiles))
     } admission: {
       $0.admission
     }

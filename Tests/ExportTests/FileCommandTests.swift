@@ -178,7 +178,7 @@ struct FileCommandTests {
       // Less than a millisecond apart: the report (in ms) would say an empty range.
       ["--start", "2.5", "--end", "2.5004"], ["--start", "2.5", "--end", "2.5009", "--cut", "exact"],
       // Less than a millisecond before the end of the video (6 s).
-      ["--start", "5.9995"], ["--start", "5.999999", "--cut", "exact"],
+      ["--start", "5.9995"], ["--start", "5.999999", "--cut", "exact"], ["--start", "5.9999", "--end", "9"],
     ]
     for flags in bad {
       let finished = try tipipe(["export", "--input", file.path, "--out", out.path] + flags)

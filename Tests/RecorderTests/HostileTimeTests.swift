@@ -156,36 +156,45 @@ import Testing
     #expect(CompositorTests.samples(harness.outputItems).count >= 48_000)
   }
 
-  @Test func RC4_filesAreWaitedForHoweverLongTheyBringNothing() throws {
-    // record --grid of files (VideoCompositor(waitsForEveryInput: true)): a huge picture on a busy
-    // machine brought its first frame after more than half a second of the clock, and the mixer composed
-    // its first 1.3-1.7 s without it, as for a live track that stalled (helper-49).
+  @Test func RC4_filesAreWaitedForSecondsNotForever() throws {
+    // record --grid of files (VideoCompositor(inputsAreFiles: true)): a huge picture on a busy machine
+    // brought its first frame after more than half a second of the clock, and the mixer composed its first
+    // 1.3-1.7 s without it, as for a live track that stalled (helper-49). Waiting forever instead locked a
+    // grid whose second file's sound starts 20 s in (helper-50): 5 s.
     let left = TrackID(.video, channel: 0)
     let right = TrackID(.video, channel: 1)
-    let mixer = try VideoMixer(
-      inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
-      fps: 10, output: TrackID(.video, channel: 9),
-      maximumLag: CompositorGraph.maximumLag(waitingForEveryInput: true))
-    let harness = try NodeHarness(mixer)
-    // The fast input runs ahead until its lane closes (the mixer then looks again on its clock).
-    for index in 0..<60 { harness.push(try Self.picture(at: Double(index) / 10, track: left)) }
-    harness.runUntilIdle()
-    #expect(!mixer.admission.isOpen(left))
-    harness.advance(by: .seconds(30))
-    harness.runUntilIdle()
-    #expect(harness.outputItems.isEmpty, "nothing composed without the slow input")
-    for index in 0..<60 { harness.push(try Self.picture(at: Double(index) / 10, track: right, value: 200)) }
-    harness.push(event: .custom(TrackEnded(track: left)))
-    harness.push(event: .custom(TrackEnded(track: right)))
-    harness.endInput()
-    harness.runUntilIdle()
+    func harness() throws -> (VideoMixer, NodeHarness<VideoMixer>) {
+      let mixer = try VideoMixer(
+        inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
+        fps: 10, output: TrackID(.video, channel: 9), stallTime: CompositorGraph.stallTime(inputsAreFiles: true))
+      let harness = try NodeHarness(mixer)
+      // The fast input runs ahead until its lane closes (the mixer then looks again on its clock).
+      for index in 0..<60 { harness.push(try Self.picture(at: Double(index) / 10, track: left)) }
+      harness.runUntilIdle()
+      #expect(!mixer.admission.isOpen(left))
+      return (mixer, harness)
+    }
+    let (_, slow) = try harness()
+    slow.advance(by: .seconds(4))
+    slow.runUntilIdle()
+    #expect(slow.outputItems.isEmpty, "nothing composed without the slow input")
+    for index in 0..<60 { slow.push(try Self.picture(at: Double(index) / 10, track: right, value: 200)) }
+    slow.push(event: .custom(TrackEnded(track: left)))
+    slow.push(event: .custom(TrackEnded(track: right)))
+    slow.endInput()
+    slow.runUntilIdle()
     // Every slot from 0 on, each with the slow input's picture in its cell (the right half).
-    let times = harness.outputItems.map(\.time.microseconds)
+    let times = slow.outputItems.map(\.time.microseconds)
     #expect(times.first == 0 && times.count == 60, "\(times)")
-    for frame in harness.outputItems {
+    for frame in slow.outputItems {
       let luma = frame.frame.withPlanes { $0.first?[240, 90] } ?? 0
       #expect(luma > 150, "slot \(frame.time): the slow input's cell is \(luma)")
     }
+    // An input that brings nothing for longer is not waited for: the mix goes on without it.
+    let (mixer, silent) = try harness()
+    silent.advance(by: .seconds(6))
+    silent.runUntilIdle()
+    #expect(!silent.outputItems.isEmpty && mixer.admission.isOpen(left), "composed without the input that stopped")
   }
 
   @Test func RC4_RC43_manyPicturesBetweenTwoSlotsDoNotCloseALane() throws {

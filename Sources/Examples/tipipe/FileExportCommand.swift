@@ -76,7 +76,8 @@ enum FileExportCommand {
     let origin = info.start
     let start = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))
     let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
-    guard let length = try? end - start, length >= .microseconds(1_000) else {
+    // What is written ends with the video, whatever --end says.
+    guard let length = try? min(end, video.range.end) - start, length >= .microseconds(1_000) else {
       throw UsageError(
         message: "--start is at or after the end of the file's video (\(info.duration)), or less than 1 ms before it")
     }

@@ -77,14 +77,14 @@ enum RecordCommand {
       let videos = files.compactMap(\.video)
       let audios = files.compactMap(\.audio)
       if !videos.isEmpty {
-        // Files: a slow one (a huge picture, a busy machine) is waited for, never composed without.
-        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, waitsForEveryInput: true)
+        // Files: a slow one (a huge picture, a busy machine) is waited for up to 5 s, not half a second.
+        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, inputsAreFiles: true)
         video = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
       }
       if !audios.isEmpty {
-        let compositor = try AudioCompositor(tracks: audios, waitsForEveryInput: true)
+        let compositor = try AudioCompositor(tracks: audios, inputsAreFiles: true)
         audio = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
@@ -107,11 +107,21 @@ enum RecordCommand {
     // recorder finishes its file (the encoders' pictures in flight included), what was recorded is
     // reported and then the error line, as `record --endpoint` does; a recording with nothing in it leaves
     // no file.
+    // A reading held back by a full edge (a compositor waiting for another input) does not look at the
+    // stop: 3 s later, or at a second signal, the files stop where they are and the tracks end.
     let interruption = Locked<TiError?>(nil)
     Interruption.shared.onSignal { signal in
       let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
-      interruption.withLock { $0 = $0 ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+      let first = interruption.withLock { ending -> Bool in
+        defer { ending = ending ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+        return ending == nil
+      }
+      guard first else {
+        for file in files { file.stop() }
+        return
+      }
       for file in files { file.finishReading() }
+      DispatchQueue.global().asyncAfter(deadline: .now() + 3) { for file in files { file.stop() } }
     }
     defer { Interruption.shared.removeHandler() }
     let (recorders, failure) = startRecorders(
@@ -129,6 +139,14 @@ enum RecordCommand {
     whenIdle(recorders) { idle = true }
     while !idle { _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05)) }
     for file in files { file.stop() }
+    // Damaged packets were skipped, as ffmpeg skips them: said, since their frames are missing.
+    let damaged = files.reduce(0) { $0 + $1.damagedPackets }
+    if damaged > 0 {
+      StandardError.write(
+        Data(
+          "warning: \(damaged) damaged packet\(damaged == 1 ? " was" : "s were") skipped: their frames are missing\n"
+            .utf8))
+    }
     if let interrupted = interruption.withLock({ $0 }) {
       // What was recorded is kept and reported, then why it ended (exit 1).
       if recorders.contains(where: { $0.lastFinishedFile != nil }) { try report(recorders) }

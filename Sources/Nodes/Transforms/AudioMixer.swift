@@ -10,7 +10,7 @@ import PipelineGraph
 /// timestamps from the origin (the first frame of any input): a hole in one input is silence in it. The
 /// output is 16-bit interleaved in blocks of ``blockSamples``, each made once an input still running has
 /// reached its end and every other has too, has ended, or has stalled — lags more than ``maximumLag``
-/// behind and brought nothing for as long on the pipeline's clock (a live track that starts late or
+/// behind and brought nothing for ``stallTime`` on the pipeline's clock (a live track that starts late or
 /// stops does not hold the others back; what it brings for a stretch already mixed is dropped).
 /// The end of stream mixes up to the end of the longest input. What a mixer holds and does stays bounded
 /// whatever the inputs' times: a hole is never stored as silence, an input ``maximumAhead`` ahead of the
@@ -99,8 +99,13 @@ public final class AudioMixer: Node {
   /// The look again while a lane is closed.
   private var recheck: ClockTimer?
   private var timeBase: TimeBase { TimeBase(numerator: 1, denominator: Int32(format.sampleRate))! }
-  /// How far behind the most advanced input an input may be before blocks are mixed without it.
+  /// How far behind the most advanced input an input may be before blocks are mixed without it (once it
+  /// has also brought nothing for ``stallTime``).
   public let maximumLag: MediaDuration
+  /// How long (on the pipeline's clock) an input that lags more than ``maximumLag`` behind may bring
+  /// nothing before it is taken as stalled. Kept apart from the lag: the lag must stay below what the
+  /// admission lets the others run ahead (``maximumAhead``), or a stall would never be found.
+  public let stallTime: MediaDuration
   private var lanes: [TrackID: Lane] = [:]
   private var origin: MediaTime?
   /// When the first frame of any input arrived (pipeline clock).
@@ -111,13 +116,13 @@ public final class AudioMixer: Node {
   public private(set) var limitedSamples = 0
 
   /// A mixer of `inputs` with their `gains` (linear, 1 by default) into `format`, emitting frames of
-  /// track `output`.
+  /// track `output`; ``stallTime`` is `stallTime`, or `maximumLag` when not given.
   /// - Throws: ``MediaError`` `invalidArgument` for no input, mismatched gains, or a format outside 8–192 kHz
   ///   and 1–2 channels.
   public init(
     name: String = "AudioMixer", inputs: [TrackID], gains: [Double]? = nil,
     format: AudioDeviceFormat = AudioDeviceFormat(sampleRate: 48_000, channels: 2), output: TrackID,
-    maximumLag: MediaDuration = .microseconds(500_000)
+    maximumLag: MediaDuration = .microseconds(500_000), stallTime: MediaDuration? = nil
   ) throws {
     let gains = gains ?? inputs.map { _ in 1 }
     guard !inputs.isEmpty, gains.count == inputs.count, Set(inputs).count == inputs.count,
@@ -130,6 +135,7 @@ public final class AudioMixer: Node {
     self.output = output
     self.format = format
     self.maximumLag = maximumLag
+    self.stallTime = stallTime ?? maximumLag
     for (input, gain) in zip(inputs, gains) { lanes[input] = Lane(gain: Float(gain), format: format) }
   }
 
@@ -175,7 +181,7 @@ public final class AudioMixer: Node {
     // stalled: a live track that stops, not a file that decodes more slowly than another.
     let stalled = { (lane: Lane) -> Bool in
       guard let since = lane.arrival ?? self.firstArrival else { return false }
-      return now.microseconds - since.microseconds > self.maximumLag.microseconds
+      return now.microseconds - since.microseconds > self.stallTime.microseconds
     }
     let ahead = 4 * samples(in: Self.maximumAhead)
     defer { admit(below: ahead / 4, context: context) }
@@ -207,12 +213,12 @@ public final class AudioMixer: Node {
   }
 
   /// Closes the lanes of inputs `limit` samples ahead of the mix, opens the others; while one is closed,
-  /// looks again just after every `maximumLag` of the clock (an input that stopped must be found stalled even though
+  /// looks again just after every ``stallTime`` of the clock (an input that stopped must be found stalled even though
   /// nothing arrives any more).
   private func admit(below limit: Int64, context: NodeContext<DecodedFrame>) {
     let closed = admission.update(lanes.map { input, lane in (input, lane.ended || lane.end - position < limit) })
     guard closed, recheck == nil else { return }
-    recheck = context.scheduleTimer(after: .microseconds(maximumLag.microseconds + 1_000)) { [unowned self] in
+    recheck = context.scheduleTimer(after: .microseconds(stallTime.microseconds + 1_000)) { [unowned self] in
       recheck = nil
       do { try mixReady(context: context, final: false) } catch { context.fail(error) }
     }

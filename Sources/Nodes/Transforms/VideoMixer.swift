@@ -7,7 +7,7 @@ import PipelineGraph
 /// `origin + n / fps`, the origin being the first picture of any input; each shows, per cell, the latest
 /// picture of its input at or before that instant. A slot is composed once an input still running has
 /// reached it and every other has too, has ended, or has stalled — lags more than ``maximumLag`` behind
-/// and brought nothing for as long on the pipeline's clock (a live track that stalls does not hold the
+/// and brought nothing for ``stallTime`` on the pipeline's clock (a live track that stalls does not hold the
 /// others back; a file that decodes more slowly is waited for); an input that has not started, or ended more than ``holdAfterEnd``
 /// ago, is black (an input that stops shows its last picture, then black). The end of stream composes
 /// the slots up to the end of the last picture. What a mixer holds and does stays bounded whatever the
@@ -83,8 +83,13 @@ public final class VideoMixer: Node {
   public let height: Int
   /// Output pictures per second.
   public let fps: Int
-  /// How far behind the most advanced input an input may be before slots are composed without it.
+  /// How far behind the most advanced input an input may be before slots are composed without it (once it
+  /// has also brought nothing for ``stallTime``).
   public let maximumLag: MediaDuration
+  /// How long (on the pipeline's clock) an input that lags more than ``maximumLag`` behind may bring
+  /// nothing before it is taken as stalled. Kept apart from the lag: the lag must stay below what the
+  /// admission lets the others run ahead, or a stall would never be found.
+  public let stallTime: MediaDuration
   /// How long an input that ended keeps showing its last picture.
   public let holdAfterEnd: MediaDuration
   /// The longest stretch without any new picture that the mixer fills by showing what it has (10 s);
@@ -107,12 +112,12 @@ public final class VideoMixer: Node {
   public private(set) var composed = 0
 
   /// A mixer of `inputs` into `cells` (one each) of a `width`×`height` canvas at `fps`, emitting pictures
-  /// of track `output`.
+  /// of track `output`; ``stallTime`` is `stallTime`, or `maximumLag` when not given.
   /// - Throws: ``MediaError`` `invalidArgument` for mismatched inputs and cells, a cell outside the canvas or
   ///   odd, or a rate outside 1…240.
   public init(
     name: String = "VideoMixer", inputs: [TrackID], cells: [Cell], width: Int, height: Int, fps: Int,
-    output: TrackID, maximumLag: MediaDuration = .microseconds(500_000),
+    output: TrackID, maximumLag: MediaDuration = .microseconds(500_000), stallTime: MediaDuration? = nil,
     holdAfterEnd: MediaDuration = .microseconds(1_000_000)
   ) throws {
     guard !inputs.isEmpty, inputs.count == cells.count, Set(inputs).count == inputs.count else {
@@ -133,6 +138,7 @@ public final class VideoMixer: Node {
     self.fps = fps
     self.output = output
     self.maximumLag = maximumLag
+    self.stallTime = stallTime ?? maximumLag
     self.holdAfterEnd = holdAfterEnd
     for (input, cell) in zip(inputs, cells) { lanes[input] = try Lane(cell: cell) }
   }
@@ -158,7 +164,7 @@ public final class VideoMixer: Node {
   }
 
   /// Closes the lanes of inputs with `maximumQueued` pictures waiting, opens the others; while one is
-  /// closed, looks again just after every `maximumLag` of the clock (an input that stopped must be found stalled
+  /// closed, looks again just after every ``stallTime`` of the clock (an input that stopped must be found stalled
   /// even though nothing arrives any more).
   private func admit(context: NodeContext<DecodedFrame>) {
     // Pictures that a later one replaces before the next slot will never be shown: only the latest is
@@ -171,7 +177,7 @@ public final class VideoMixer: Node {
     let closed = admission.update(
       lanes.map { input, lane in (input, lane.ended || lane.queue.count < Self.maximumQueued) })
     guard closed, recheck == nil else { return }
-    recheck = context.scheduleTimer(after: .microseconds(maximumLag.microseconds + 1_000)) { [unowned self] in
+    recheck = context.scheduleTimer(after: .microseconds(stallTime.microseconds + 1_000)) { [unowned self] in
       recheck = nil
       do { try composeReady(context: context, final: false) } catch { context.fail(error) }
       admit(context: context)
@@ -205,7 +211,7 @@ public final class VideoMixer: Node {
       // Stalled — more than the limit behind the leader, and nothing for as long on the pipeline's clock
       // (a live track that stops, not a file that decodes more slowly): not waited for.
       if let behind = try? leader - (lane.frontier ?? origin ?? leader), behind > maximumLag,
-        let since = lane.arrival ?? firstArrival, now.microseconds - since.microseconds > maximumLag.microseconds
+        let since = lane.arrival ?? firstArrival, now.microseconds - since.microseconds > stallTime.microseconds
       {
         continue
       }
