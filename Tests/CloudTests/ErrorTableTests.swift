@@ -116,18 +116,23 @@ import TiCloudStorage
   }
 
   @Test func objectTimeoutIsDownloadFailed() async throws {
+    // The object sends a thousand bytes, then nothing until the server stops: only the transfer's
+    // deadline can end it (an answer merely slower than the deadline could be read whole by a
+    // transport thread that comes back late to a timer that has already expired: CI saw it).
     var faults = ServerFaults()
-    faults.latencyMilliseconds = 400
+    faults.stalledObjects = [String(recordingStart)]
     let served = try ServedLibrary(seconds: 3, faults: faults)
     let object = try await listing(served, token: served.token).get().segments[0]
+    #expect(object.id == String(recordingStart))
     var policy = fastPolicy
     policy.deadline = .milliseconds(300)
     let impatient = CloudService(endpoint: URL(string: served.server.endpoint)!, policy: policy)
-    guard case .failed(let error) = await wait({ impatient.fetchObject(object, completion: $0) }) else {
+    guard case .failed(let error) = try blockingWait({ impatient.fetchObject(object, completion: $0) }) else {
       Issue.record("a transfer past its deadline did not fail")
       return
     }
     #expect(TiError(error).code == .recordingDownloadFailed)
+    #expect(error.message.contains("gave up: deadline"), "\(error.message)")
   }
 
   @Test func objectLongerThanListedIsIntegrityFailed() async throws {
