@@ -69,7 +69,7 @@ public final class FileTracks: Sendable {
     pipeline.errorHandler = { [decoders] node in
       // A damaged packet (a few bad bytes, a truncated file's last frame) costs its own frames, as ffmpeg
       // skips it: the decoder goes on with the next one. Reading the file failing ends the tracks.
-      if decoders.contains(node.nodeID), (node.error as? MediaError)?.kind == .unreadableMedia {
+      if FrameDecoder.isDamagedPacket(node, from: decoders) {
         skipped.withLock { $0 += 1 }
         return .resume
       }

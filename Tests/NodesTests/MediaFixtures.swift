@@ -91,3 +91,33 @@ func allRecords(of library: URL) throws -> [SegmentRecord] {
   }
   return records
 }
+
+/// `MediaFileSource → FrameDecoder(video, audio) → collectors` over `file` on a thread executor, the
+/// decoders' damaged packets resumed after (`FrameDecoder.isDamagedPacket`): the frames and format
+/// changes collected, and how many packets were damaged. Any other failure is an issue of the test.
+func decodeFile(_ file: URL, start: MediaTime? = nil, threads: Int = FrameDecoder.defaultThreads) throws -> (
+  video: [DecodedFrame], audio: [DecodedFrame], changes: Int, damaged: Int
+) {
+  let executor = ThreadExecutor(name: "test.file")
+  defer { executor.shutdown() }
+  let pipeline = Pipeline(executor: executor, clock: VirtualClock(freeRunning: true))
+  let source = start.map { MediaFileSource(path: file.path, startTime: $0) } ?? MediaFileSource(path: file.path)
+  let videoDecoder = try FrameDecoder(track: TrackID(.video, channel: 0), threads: threads)
+  let audioDecoder = try FrameDecoder(track: TrackID(.audio, channel: 1), threads: threads)
+  let video = FrameCollector(name: "video")
+  let audio = FrameCollector(name: "audio")
+  pipeline.connect(source, to: videoDecoder)
+  pipeline.connect(source, to: audioDecoder)
+  pipeline.connect(videoDecoder, to: video)
+  pipeline.connect(audioDecoder, to: audio)
+  let decoders: Set = [ObjectIdentifier(videoDecoder), ObjectIdentifier(audioDecoder)]
+  let damaged = Locked(0)
+  pipeline.errorHandler = { failure in
+    guard FrameDecoder.isDamagedPacket(failure, from: decoders) else { return .stopPipeline }
+    damaged.withLock { $0 += 1 }
+    return .resume
+  }
+  let failures = try pipeline.runToCompletion().failures
+  #expect(failures.allSatisfy { FrameDecoder.isDamagedPacket($0, from: decoders) }, "\(failures)")
+  return (video.frames, audio.frames, video.formatChanges.count, damaged.withLock { $0 })
+}

@@ -126,7 +126,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     let decoders = Set(decoderIDs)
     pipeline.errorHandler = { node in
       // A damaged packet costs its own frames, as ffmpeg (and `record --input`) skips it.
-      if decoders.contains(node.nodeID), (node.error as? MediaError)?.kind == .unreadableMedia { return .resume }
+      if FrameDecoder.isDamagedPacket(node, from: decoders) { return .resume }
       failure.withLock { $0 = $0 ?? TiError(node) }
       finished.signal()
       return .stopPipeline

@@ -59,14 +59,15 @@ final class MediaDecoder {
   /// paid at every gap of previews that read one object a minute).
   func reset() { avcodec_flush_buffers(context.pointer) }
 
-  /// The frames decoded so far, with their time and duration.
-  /// - Throws: ``MediaError`` `unreadableMedia` (`mediaUnreadable`) when decoding fails.
-  func receive() throws -> [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] {
-    var frames: [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)] = []
+  /// Hands `deliver` each frame decoded so far, with its time and duration, as it comes: a failure
+  /// after some frames has not lost them.
+  /// - Throws: ``MediaError`` `unreadableMedia` (`mediaUnreadable`) when decoding fails (the frames
+  ///   after the failing one are still there for the next call), or what `deliver` throws.
+  func receive(_ deliver: (MediaTime, MediaDuration, FrameBuffer) throws -> Void) throws {
     while true {
       let frame = try FrameBuffer()
       let status = avcodec_receive_frame(context.pointer, frame.pointer)
-      if status == FFmpeg.again || status == FFmpeg.endOfFile { return frames }
+      if status == FFmpeg.again || status == FFmpeg.endOfFile { return }
       if status < 0 {
         throw MediaError(
           .unreadableMedia, "decoding \(format): \(FFmpeg.message(for: status))", gapReason: .mediaUnreadable,
@@ -74,7 +75,7 @@ final class MediaDecoder {
       }
       let pts = frame.pointer.pointee.best_effort_timestamp
       let time = MediaTime(microseconds: pts == cff_nopts_value() ? frame.pointer.pointee.pts : pts)
-      frames.append((time, .microseconds(frame.pointer.pointee.pkt_duration), frame))
+      try deliver(time, .microseconds(frame.pointer.pointee.pkt_duration), frame)
     }
   }
 }

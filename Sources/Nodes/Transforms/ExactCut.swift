@@ -133,7 +133,7 @@ public final class ExactCut: Node {
     let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: FrameDecoder.defaultThreads)
     self.decoder = decoder
     try decoder.send(packet)
-    for picture in try decoder.receive() { try accept(picture) }
+    try decoder.receive { try accept(($0, $1, $2)) }
   }
 
   /// A picture in presentation order: the one before it now has its duration.
@@ -225,7 +225,7 @@ public final class ExactCut: Node {
     passing = true
     if let decoder {
       decoder.sendEndOfStream()
-      for picture in try decoder.receive() { try accept(picture) }
+      try decoder.receive { try accept(($0, $1, $2)) }
     }
     if let pending = pendingPicture {
       let end = next?.time ?? pending.time.advanced(by: pending.duration, notAfter: MediaTime(microseconds: .max))

@@ -58,6 +58,13 @@ public final class FrameDecoder: Node {
   /// The time of the track's last packet taken (nil before the first, and after a flush).
   private var lastTaken: MediaTime?
 
+  /// True when `failure` is one of `decoders` refusing a damaged packet (`unreadableMedia`). A flow that
+  /// decodes as ffmpeg does answers it with `ErrorDisposition.resume`: the packet costs its own frames,
+  /// the decoder goes on with the next one.
+  public static func isDamagedPacket(_ failure: NodeFailure, from decoders: Set<ObjectIdentifier>) -> Bool {
+    decoders.contains(failure.nodeID) && (failure.error as? MediaError)?.kind == .unreadableMedia
+  }
+
   /// Creates a decoder for `track` with `threads` decoding threads (``defaultThreads`` unless said).
   public init(
     name: String = "FrameDecoder", track: TrackID, threads: Int = FrameDecoder.defaultThreads,
@@ -87,17 +94,22 @@ public final class FrameDecoder: Node {
       }
       return
     }
-    try decodeRetained(context: context)
-    try decode(input, context: context)
+    var failures = FirstFailure()
+    failures.run { try decodeRetained(context: context) }
+    failures.run { try decode(input, context: context) }
+    try failures.rethrow()
   }
 
-  /// Decodes what was kept while discarding, the part within ``retainedWhileDiscarding`` of the newest.
+  /// Decodes what was kept while discarding, the part within ``retainedWhileDiscarding`` of the newest:
+  /// each packet, whatever one of them costs (the first failure is thrown after the last).
   private func decodeRetained(context: NodeContext<DecodedFrame>) throws {
     guard let newest = retained.last else { return }
     let oldest = (try? newest.time - Self.retainedWhileDiscarding) ?? MediaTime(microseconds: .min)
     let waiting = retained.drop { $0.time < oldest }
     retained = []
-    for packet in waiting { try decode(packet, context: context) }
+    var failures = FirstFailure()
+    for packet in waiting { failures.run { try decode(packet, context: context) } }
+    try failures.rethrow()
   }
 
   private func decode(_ input: EncodedPacket, context: NodeContext<DecodedFrame>) throws {
@@ -117,31 +129,42 @@ public final class FrameDecoder: Node {
     }
     guard let decoder else { return }
     try decoder.send(input)
-    emit(try decoder.receive(), context)
+    try decoder.receive { emit($0, $1, $2, context) }
   }
 
   private func emit(
-    _ frames: [(time: MediaTime, duration: MediaDuration, frame: FrameBuffer)], _ context: NodeContext<DecodedFrame>
+    _ time: MediaTime, _ duration: MediaDuration, _ frame: FrameBuffer, _ context: NodeContext<DecodedFrame>
   ) {
-    for decoded in frames {
-      framesDecoded += 1
-      context.emit(DecodedFrame(track: track, time: decoded.time, duration: decoded.duration, frame: decoded.frame))
-    }
+    framesDecoded += 1
+    context.emit(DecodedFrame(track: track, time: time, duration: duration, frame: frame))
   }
 
-  /// Emits what the decoder holds; it is closed, or kept `resetting` for what follows a gap.
+  /// The most failures a drain reads past: libavcodec reports each failing frame once, so a drain ends
+  /// long before; the bound keeps a codec that repeats its failure from holding the node.
+  private static let drainFailureLimit = 64
+
+  /// Emits what the decoder holds, every frame but a damaged one (the first failure is thrown after the
+  /// last frame); the decoder is closed, or kept `resetting` for what follows a gap.
   private func drain(context: NodeContext<DecodedFrame>, resetting: Bool = false) throws {
     guard let decoder else { return }
     self.decoder = nil
     decoder.sendEndOfStream()
-    emit(try decoder.receive(), context)
-    guard resetting else { return }
-    decoder.reset()
-    self.decoder = decoder
+    var failures = FirstFailure()
+    for _ in 0..<Self.drainFailureLimit {
+      guard failures.run({ try decoder.receive { emit($0, $1, $2, context) } }) else { continue }
+      break
+    }
+    if resetting {
+      decoder.reset()
+      self.decoder = decoder
+    }
+    try failures.rethrow()
   }
 
   /// A format change of the track reopens the decoder at its next packet; a gap resets it.
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
+    // After the frames drained, even when one of them failed: a gap or a format change is never lost.
+    defer { context.send(event) }
     switch try MediaEvent(event) {
     case .formatChange(let change) where change.track == track:
       // The same format announced again (after a seek the demuxer announces what it reads) keeps the open
@@ -155,7 +178,6 @@ public final class FrameDecoder: Node {
     default:
       break
     }
-    context.send(event)
   }
 
   /// Takes its consumer's demand (see the type's documentation); other upstream events go on.
@@ -166,8 +188,10 @@ public final class FrameDecoder: Node {
 
   /// Emits the frames still inside the decoder.
   public func finish(context: NodeContext<DecodedFrame>) throws {
-    if !discardsAll { try decodeRetained(context: context) }
-    try drain(context: context)
+    var failures = FirstFailure()
+    if !discardsAll { failures.run { try decodeRetained(context: context) } }
+    failures.run { try drain(context: context) }
+    try failures.rethrow()
   }
 
   /// Drops the decoder's state (a seek). Keyframes-only ends here, as `QualityOfService` says of a flush;
