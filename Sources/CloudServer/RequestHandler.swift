@@ -541,7 +541,7 @@ final class RequestHandler: Sendable {
       if cutAt != nil || stallsAt != nil || configuration.faults.bytesPerSecond > 0 {
         let body = ShapedBody(
           descriptor: descriptor, offset: offset, length: length, cutAt: cutAt, stallsAt: stallsAt,
-          bytesPerSecond: configuration.faults.bytesPerSecond
+          bytesPerSecond: configuration.faults.bytesPerSecond, stallSeconds: configuration.faults.stallSeconds
         ) { [weak self] in self?.stopping.load(ordering: .relaxed) ?? true }
         response = MHD_create_response_from_callback(
           UInt64(length), 64 * 1024,
@@ -588,13 +588,15 @@ private final class ShapedBody: Sendable {
   let cutAt: Int64?
   let stallsAt: Int64?
   let bytesPerSecond: Int
+  let stallSeconds: Int
   /// True once the server stops: a stall ends then (the server's shutdown waits for its connections).
   let stopping: @Sendable () -> Bool
 
   init(
     descriptor: Int32, offset: Int64, length: Int64, cutAt: Int64?, stallsAt: Int64?, bytesPerSecond: Int,
-    stopping: @escaping @Sendable () -> Bool
+    stallSeconds: Int, stopping: @escaping @Sendable () -> Bool
   ) {
+    self.stallSeconds = stallSeconds
     self.stopping = stopping
     self.descriptor = descriptor
     self.offset = offset
@@ -608,7 +610,7 @@ private final class ShapedBody: Sendable {
     if let stallsAt, position >= stallsAt {
       // Silent on a connection of its own (a stall fault serves each on a thread), then closed unfinished;
       // at once when the server stops.
-      for _ in 0..<(ServerFaults.stallSeconds * 20) where !stopping() { usleep(50_000) }
+      for _ in 0..<(max(0, stallSeconds) * 20) where !stopping() { usleep(50_000) }
       return cmhd_reader_end_with_error
     }
     let end = min(cutAt ?? length, stallsAt ?? length)

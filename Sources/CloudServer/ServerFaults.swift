@@ -35,8 +35,9 @@ public struct ServerFaults: Sendable, Hashable {
   public var stalledObjects: Set<String> = []
   /// What a stalled object's request sends before it stalls.
   public static let stallBytes: Int64 = 1000
-  /// How long a stalled object's request stays silent before it closes.
-  public static let stallSeconds = 10
+  /// How long a stalled object's request stays silent before it closes, in seconds (10 by default); a
+  /// stall ends at once when the server stops. Tests that must not race a stall's end make it long.
+  public var stallSeconds = 10
   /// The seed of the random faults.
   public var seed: UInt64 = 1
 

@@ -30,6 +30,10 @@ public final class HoleCloser: Sendable {
 
   /// A jump shorter than this is a frame late or dropped, not a hole.
   public static let tolerance = MediaDuration.microseconds(100_000)
+  /// How long a frame after a jump waits for the reports' queue at most: seconds, as a busy machine may
+  /// keep a queue from running (a hole then stays in the recording); a play that stops calls
+  /// ``finish()`` first, which ends the wait at once.
+  public static let reportsPatience = Duration.seconds(10)
   /// The tracks recorded: a gap is a hole when it concerns all of them.
   public let recorded: Set<TrackID>
   /// The queue the gap reports arrive on.
@@ -75,12 +79,13 @@ public final class HoleCloser: Sendable {
       return MediaRange(start: previous, end: frame.time)
     }
     guard let jump else { return }
-    // The gap reports queued before this frame was presented run first (bounded: a reports' queue that
-    // is busy — stopping the play — leaves the stretch as it is; the play's end stops the wait).
+    // The gap reports queued before this frame was presented run first (bounded by reportsPatience; the
+    // play's end stops the wait: a queue held while the play stops leaves the stretch as it is).
     let ran = DispatchSemaphore(value: 0)
     reports.async { ran.signal() }
     var reportsRan = false
-    for _ in 0..<20 where !reportsRan && !state.withLock({ $0.finished }) {
+    let polls = Int(Self.reportsPatience / .milliseconds(50))
+    for _ in 0..<polls where !reportsRan && !state.withLock({ $0.finished }) {
       reportsRan = ran.wait(timeout: .now() + .milliseconds(50)) == .success
     }
     // Left out under the lock: another track's frame after the stretch waits until it is.
@@ -101,6 +106,8 @@ public final class HoleCloser: Sendable {
     }
   }
 
-  /// The play is over: no feeder waits for the reports' queue any more.
+  /// The play is over: no feeder waits for the reports' queue any more. Call it before stopping the play
+  /// from the reports' queue (a feeder waiting for that queue would hold the stop up to
+  /// ``reportsPatience``).
   public func finish() { state.withLock { $0.finished = true } }
 }

@@ -8,9 +8,9 @@ import Testing
 /// recording path swapped while the play runs, a work root that cannot exist, malformed endpoints.
 @Suite("Hostile command lines: nothing the run reads or keeps is replaced, every failure is a line")
 struct HostileCommandLineTests {
-  func library() throws -> TemporaryDirectory {
+  func library(seconds: Int = 3) throws -> TemporaryDirectory {
     let directory = try TemporaryDirectory()
-    try LibrarySynthesizer(options: smallOptions(seconds: 3)).write(to: directory.url)
+    try LibrarySynthesizer(options: smallOptions(seconds: seconds)).write(to: directory.url)
     return directory
   }
 
@@ -136,10 +136,14 @@ struct HostileCommandLineTests {
 
   @Test("a signal during a play ends it with the cancelled error event, then the summary")
   func aSignalDuringThePlay() throws {
-    let directory = try library()
+    // 30 s played in real time: the signal comes long before the end, however late this process runs.
+    let directory = try library(seconds: 30)
     let cache = try TemporaryDirectory()
     let played = try play(
-      ["--video-channel", "0", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path] + range
+      [
+        "--video-channel", "0", "--endpoint", "file://\(directory.url.path)", "--cache", cache.url.path, "--start",
+        String(recordingStart), "--end", String(recordingStart + 30_000),
+      ]
     ) { $0.signal(SIGINT) }
     let (text, errorText) = (played.stdout, played.stderr)
     #expect(played.status == 1)

@@ -48,11 +48,20 @@ import TiCloudStorage
   @Test func gettersDoNotWaitForTheExecutor() throws {
     let (replay, library, executor) = try replay(seconds: 6)
     defer { withExtendedLifetime(library) {} }
-    replay.bindVideo(channel: 0, renderer: NullRenderer())
+    // Paused at its first picture, from the output's event (a pause from here, after play returns, could
+    // come after a free-running play's end on a busy machine).
+    let paused = DispatchSemaphore(value: 0)
+    let pauses = Mutex<[TiErrorCode]>([])
+    replay.bindVideo(channel: 0, renderer: NullRenderer()) { [weak replay] event in
+      guard case .presenting = event, let replay, pauses.withLock({ $0.isEmpty }) else { return }
+      pauses.withLock { $0.append(replay.pause()) }
+      paused.signal()
+    }
     #expect(
       replay.play(MediaRange(startMilliseconds: recordingStart, endMilliseconds: recordingStart + 6000), token: "t")
         == .ok)
-    #expect(replay.pause() == .ok)
+    try paused.wait(for: "the pause made from the output's first-frame event")
+    #expect(pauses.withLock { $0 } == [.ok])
     #expect(replay.activeGraph != nil)
     // Block the executor: a seek's command is queued behind the blocking job.
     let blocked = DispatchSemaphore(value: 0)
