@@ -32,7 +32,17 @@ public final class FileTracks: Sendable {
     stopReading = source.stop
     let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack) : nil
     let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack) : nil
+    let unread = [
+      (TrackKind.video, video && info.video == nil, "picture"), (.audio, audio && info.audio == nil, "sound"),
+    ]
+    .compactMap { kind, asked, word in
+      asked ? info.tracks.first { $0.kind == kind }.map { "its \(word) (\($0.codecName))" } : nil
+    }
+    self.unread = unread
     guard videoTrack != nil || audioTrack != nil else {
+      guard unread.isEmpty else {
+        throw MediaError(.unsupportedFormat, "\(path): \(unread.joined(separator: " and ")), not read")
+      }
       throw MediaError(
         .noMedia, "\(path) has no \(video && audio ? "video or audio" : video ? "video" : "audio")")
     }
@@ -104,6 +114,10 @@ public final class FileTracks: Sendable {
 
   /// Why reading stopped early, if it did.
   public var failure: MediaError? { failed.withLock { $0 } }
+
+  /// What the file holds of a kind asked for in a codec that is not read (H.264/H.265 pictures and AAC
+  /// or G.711 sound are): "its sound (mp3)", "its picture (vp9)". The tracks carry none of it.
+  public let unread: [String]
 
   /// Packets a decoder could not decode (damaged ones): skipped, their frames missing from the tracks.
   public var damagedPackets: Int { skipped.withLock { $0 } }

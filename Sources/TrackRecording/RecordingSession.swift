@@ -60,7 +60,10 @@ final class RecordingSession: Sendable {
     if let audio, let audioID {
       let source = TrackSource(name: "AudioTrack", track: audio, capacity: 64)
       let gate = RecordingGate(name: "AudioGate", timeline: timeline)
-      let encoder = AudioEncoder(track: audioID, origin: origin)
+      // Sound that starts after the picture (a file whose sound begins seconds in) is preceded by silence
+      // from the file's start, as long as the writer waits for a track's first packet: the file has no
+      // other way to place it (each fragmented track starts at 0), and it stays in step with the picture.
+      let encoder = AudioEncoder(track: audioID, origin: origin, maximumLead: FragmentedMP4Writer.trackWait)
       pipeline.connect(source, to: gate, limits: EdgeLimits(items: 16))
       pipeline.connect(gate, to: encoder, limits: EdgeLimits(items: 16))
       pipeline.connect(encoder, to: writer, limits: EdgeLimits(items: 256, bytes: 4 << 20))

@@ -121,6 +121,7 @@ import TiCloudStorage
     // transport thread that comes back late to a timer that has already expired: CI saw it).
     var faults = ServerFaults()
     faults.stalledObjects = [String(recordingStart)]
+    faults.stallSeconds = 600
     let served = try ServedLibrary(seconds: 3, faults: faults)
     let object = try await listing(served, token: served.token).get().segments[0]
     #expect(object.id == String(recordingStart))

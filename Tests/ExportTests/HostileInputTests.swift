@@ -500,6 +500,14 @@ struct HostileInputTests {
     let general = try tipipe(["help"])
     #expect(general.status == 0 && general.stdout.contains("export"))
     #expect(try tipipe(["help", "nonsense"]).status == 2)
+    // Every command the general text lists is named whole: its own help answers to that name.
+    let listed = general.stdout.components(separatedBy: "commands:\n").last?.split(separator: "\n\n").first
+    let names = (listed ?? "").split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
+    #expect(names.count >= 15 && names.last == "help", "\(names)")
+    for name in names where name != "help" {
+      let finished = try tipipe([name, "--help"])
+      #expect(finished.status == 0 && finished.stdout.hasPrefix("usage: tipipe \(name)"), "\(name): \(finished.stdout)")
+    }
   }
 
   @Test("a failed export names its cause in one line, without keys; libav stays quiet")

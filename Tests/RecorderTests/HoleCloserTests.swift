@@ -138,4 +138,29 @@ import TrackRecording
     fixture.reports.sync {}
     #expect(fixture.leftOut.isEmpty)
   }
+
+  @Test("a play that ends while a frame waits for a held reports' queue lets it go at once, nothing left out")
+  func theEndLetsAWaitingFrameGo() throws {
+    let fixture = Fixture(tracks: [Self.video])
+    try fixture.run(Self.video, from: 0, to: 1_000, step: 40)
+    let held = DispatchSemaphore(value: 0)
+    fixture.reports.async { held.wait() }
+    fixture.report(1_000, 3_000)
+    // The frame after the jump waits for the held queue on a thread of its own; the play ends meanwhile
+    // (or just before its wait begins: either way it must not wait out the patience).
+    let admitted = DispatchSemaphore(value: 0)
+    let frame = try fixture.frame(Self.video, at: 3_000, lasting: 40)
+    let closer = fixture.closer
+    Thread {
+      closer.admit(frame); admitted.signal()
+    }.start()
+    fixture.closer.finish()
+    let patience = Double(HoleCloser.reportsPatience.components.seconds)
+    #expect(patience >= 10)
+    #expect(
+      admitted.wait(timeout: .now() + patience / 2) == .success, "the frame waited for the queue after the end")
+    held.signal()
+    fixture.reports.sync {}
+    #expect(fixture.leftOut.isEmpty)
+  }
 }

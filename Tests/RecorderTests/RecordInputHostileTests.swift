@@ -130,4 +130,108 @@ import Testing
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/grid.mp4"))
     #expect(streams.count == 2 && streams.allSatisfy { abs(($0.duration ?? 0) - 40) < 0.5 }, "\(streams)")
   }
+
+  @Test(
+    "sound at 44.1, 88.2 and 96 kHz is recorded whole: no frame left out where rounded frame times overlapped by a microsecond",
+    arguments: [44_100, 88_200, 96_000])
+  func soundAtEveryRateIsWhole(rate: Int) throws {
+    let directory = try TemporaryDirectory("record-rates")
+    let input = directory.url.appendingPathComponent("in.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=6", "-f", "lavfi", "-i",
+        "sine=frequency=1000:sample_rate=\(rate):d=6", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-c:a",
+        "aac", input,
+      ])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(["record", "--input", input, "--name", "rate", "--fps", "25", "--data-root", root])
+    #expect(done.status == 0 && done.stderr.isEmpty, "\(done.stderr)")
+    let output = root + "/Recordings/rate.mp4"
+    let audio = try #require(try RecorderFixtures.streams(of: URL(fileURLWithPath: output)).first { $0.codec == "aac" })
+    let recordedRate = try #require(audio.sampleRate)
+    // The packets, one AAC frame apart each, without a jump (a frame left out is a jump of two).
+    let times = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time", "-of", "csv=p=0", output]
+    ).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+    let frame = 1024 / Double(recordedRate)
+    let jumps = zip(times, times.dropFirst()).filter { $1 - $0 > frame * 1.5 }
+    #expect(jumps.isEmpty, "\(jumps.count) jumps at \(recordedRate) Hz: \(jumps.prefix(3))")
+    // As many frames as 6 s of sound holds (give or take the edges).
+    #expect(abs(Double(times.count) - 6 / frame) <= 3, "\(times.count) frames of \(frame) s")
+  }
+
+  @Test("record --input says which of a file's tracks it does not read (MP3 sound, VP9 picture) and records the rest")
+  func unreadTracksAreSaid() throws {
+    let directory = try TemporaryDirectory("record-unread")
+    let input = directory.url.appendingPathComponent("mp3.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=3", "-f", "lavfi", "-i",
+        "sine=frequency=1000:sample_rate=44100:d=3", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libmp3lame",
+        input,
+      ])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(["record", "--input", input, "--name", "mp3", "--fps", "25", "--data-root", root])
+    #expect(done.status == 0, "\(done.stderr)")
+    #expect(
+      done.stderr == "warning: \(input): its sound (mp3) is not read: the recording has none of it\n", "\(done.stderr)")
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/mp3.mp4"))
+    #expect(streams.map(\.codec) == ["h264"], "\(streams)")
+    // Nothing of the file read: a typed error, no recording.
+    let webm = directory.url.appendingPathComponent("vp9.webm").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=1", "-f", "lavfi", "-i",
+        "sine=d=1", "-c:v", "libvpx-vp9", "-deadline", "realtime", "-c:a", "libopus", webm,
+      ])
+    let refused = try tipipe(["record", "--input", webm, "--name", "vp9", "--data-root", root])
+    #expect(refused.status == 1)
+    #expect(
+      refused.stderr.hasPrefix("error: ") && refused.stderr.contains("(its streams: vp9, opus)"),
+      "\(refused.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: root + "/Recordings/vp9.mp4"))
+  }
+
+  @Test("a file whose sound starts 2 s after its picture is recorded with its sound 2 s in, not moved to the start")
+  func lateSoundKeepsItsPlace() throws {
+    let directory = try TemporaryDirectory("record-late-sound")
+    let source = directory.url.appendingPathComponent("source.mp4").path
+    try Self.makeFile(source, container: "mp4", seconds: 8)
+    let late = directory.url.appendingPathComponent("late.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-i", source, "-itsoffset", "2", "-i", source, "-map", "0:v", "-map", "1:a", "-c", "copy",
+        late,
+      ])
+    let starts = { (path: String) throws -> [Double] in
+      try run(
+        "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=start_time", "-of", "csv=p=0", path]
+      ).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+    }
+    let given = try starts(late)
+    try #require(given.count == 2)
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(["record", "--input", late, "--name", "late", "--fps", "25", "--data-root", root])
+    #expect(done.status == 0, "\(done.stderr)")
+    let output = root + "/Recordings/late.mp4"
+    let recorded = try starts(output)
+    try #require(recorded.count == 2, "\(recorded)")
+    // Both tracks from the start, the sound silent until its own start; its packets to the file's end.
+    #expect(recorded.allSatisfy { abs($0) < 0.001 }, "\(recorded)")
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: output))
+    #expect(streams.count == 2 && abs((streams[1].duration ?? 0) - 10) < 0.1, "\(streams)")
+    // The tone begins as far in as in the file (the first loud second of the decoded sound).
+    let samples = try runForData(
+      "/usr/bin/ffmpeg", ["-v", "error", "-i", output, "-map", "0:a", "-ac", "1", "-ar", "8000", "-f", "s16le", "-"])
+    let loud = samples.withUnsafeBytes { raw in
+      raw.bindMemory(to: Int16.self).firstIndex { abs(Int($0)) > 3000 }
+    }
+    let toneStart = Double(try #require(loud)) / 8000
+    #expect(abs(toneStart - (given[1] - given[0])) < 0.03, "the tone starts at \(toneStart) s, given \(given)")
+  }
 }

@@ -106,7 +106,7 @@ enum FacadeSession {
   /// clean up).
   static func stopOnSignal() {
     Interruption.shared.onSignal { signal in
-      StandardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
+      StandardError.report(Interruption.cancellation(by: signal))
       _exit(1)
     }
   }

@@ -189,8 +189,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
 
   /// Ends the play as cancelled by `signal`.
   func interrupt(by signal: Int32) {
-    let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
-    failure.withLock { $0 = $0 ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+    failure.withLock { $0 = $0 ?? Interruption.cancellation(by: signal) }
     finished.signal()
   }
 

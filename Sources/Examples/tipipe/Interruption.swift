@@ -1,4 +1,5 @@
 import Foundation
+import TiCloudStorage
 
 /// SIGINT, SIGTERM and SIGHUP, all three handled alike from the first statement of `main`
 /// (`spec/cli.md`: they cancel).
@@ -77,6 +78,12 @@ final class Interruption: @unchecked Sendable {
     lock.lock()
     handler = nil
     lock.unlock()
+  }
+
+  /// The error a command ends with when `signal` stops it: `cancelled (6115): interrupted by SIGTERM`.
+  static func cancellation(by signal: Int32) -> TiError {
+    let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
+    return TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")")
   }
 
   /// Handles `signal` as if it had arrived (SIGPIPE: standard output is gone).

@@ -6,9 +6,10 @@ import PipelineGraph
 import Synchronization
 import TiCloudStorage
 
-/// `tipipe play` (`spec/cli.md`): a Replay with null outputs, its events as JSON lines on stdout.
+/// `tipipe play` (`spec/cli.md`): a Replay (or a file) into null outputs or a window and the speakers, its
+/// events as JSON lines on stdout.
 enum PlayCommand {
-  static let summary = "replay [start, end) with null outputs; events as JSON lines"
+  static let summary = "replay [start, end) or a file: null outputs, a window (--window), a recording; JSON lines"
   static let usage = """
     usage: tipipe play --endpoint E [--token K] --start T --end T [--initial T]
                        [--speed 1/8|1/4|1/2|1|2|4|8] --video-channel N [--audio-channel N]
@@ -251,10 +252,7 @@ enum PlayCommand {
           + "\"render_size\":{\"width\":\(Int(video.renderSize.width)),\"height\":\(Int(video.renderSize.height))}}")
       // An exit status of 1 comes with its error line (cli.md): the lost output, or the cancelling signal.
       if let signal = interruption.withLock({ $0 }) {
-        let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
-        reportError(
-          PlayCommand.outputFailure.withLock { $0 }
-            ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")"))
+        reportError(PlayCommand.outputFailure.withLock { $0 } ?? Interruption.cancellation(by: signal))
       }
       return status.withLock { $0 }
     }

@@ -31,6 +31,9 @@ enum RecordCommand {
     SIGHUP end the play early: what was recorded is kept and reported, then the error line (exit 1).
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
     mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
+    A damaged packet of FILE is skipped, as ffmpeg skips it (a warning counts them). A FILE whose reading
+    fails, or SIGINT, SIGTERM or SIGHUP (a second one stops at once), ends the recording early: what was
+    recorded is kept and reported, then the error line (exit 1).
     """
 
   static let flags: [String: FlagParser.Kind] = [
@@ -68,6 +71,12 @@ enum RecordCommand {
     guard inputs.count <= 16 else { throw UsageError(message: "at most 16 --input files") }
     let (name, fps, copies, size) = (options.name, options.fps, options.copies, options.size)
     let files = try inputs.map { try FileTracks(path: $0, video: options.video, audio: options.audio) }
+    // A track in a codec that is not read is said, not left out silently.
+    for (file, path) in zip(files, inputs) {
+      for track in file.unread {
+        StandardError.write(Data("warning: \(path.oneLine): \(track) is not read: the recording has none of it\n".utf8))
+      }
+    }
     let cuts = options.cuts(from: files[0].mediaStart)
     // One file is recorded as it is; several are composed first, and the recorder takes the compositions.
     var video = files[0].video
@@ -111,9 +120,8 @@ enum RecordCommand {
     // stop: 3 s later, or at a second signal, the files stop where they are and the tracks end.
     let interruption = Locked<TiError?>(nil)
     Interruption.shared.onSignal { signal in
-      let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
       let first = interruption.withLock { ending -> Bool in
-        defer { ending = ending ?? TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")") }
+        defer { ending = ending ?? Interruption.cancellation(by: signal) }
         return ending == nil
       }
       guard first else {
@@ -147,12 +155,14 @@ enum RecordCommand {
           "warning: \(damaged) damaged packet\(damaged == 1 ? " was" : "s were") skipped: their frames are missing\n"
             .utf8))
     }
-    if let interrupted = interruption.withLock({ $0 }) {
-      // What was recorded is kept and reported, then why it ended (exit 1).
+    // Ended early: what was recorded is kept and reported, then why (exit 1) — a reading that failed (a
+    // signal's stop is no failure), else the signal.
+    var ending: (any Error)? = interruption.withLock { $0 }
+    if let failure = files.lazy.compactMap(\.failure).first { ending = failure }
+    if let ending {
       if recorders.contains(where: { $0.lastFinishedFile != nil }) { try report(recorders) }
-      throw interrupted
+      throw ending
     }
-    if let failure = files.lazy.compactMap(\.failure).first { throw failure }
     try report(recorders)
     return 0
   }

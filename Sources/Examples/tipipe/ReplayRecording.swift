@@ -195,9 +195,8 @@ enum ReplayRecording {
 
     /// A signal: the play is stopped (on the main queue, where the Replay's calls go), or never starts.
     func interrupt(_ signal: Int32) {
-      let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"]
       let stop = state.withLock { $0.stop }
-      finish(TiError(.cancelled, "interrupted by \(names[signal] ?? "signal \(signal)")"))
+      finish(Interruption.cancellation(by: signal))
       if let stop { DispatchQueue.main.async { stop() } }
     }
 

@@ -48,10 +48,12 @@ let commands: [(name: String, command: Command)] = [
 
 @MainActor func generalUsage() -> String {
   var text = "usage: tipipe <command> [options]   (tipipe help <command>, or <command> --help)\n\ncommands:\n"
-  for (name, command) in commands {
-    text += "  \(name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(command.summary)\n"
+  // One column as wide as the longest name: a name is never cut ("thumbnails" was "thumbnai").
+  let width = commands.map(\.0.count).max() ?? 0
+  for (name, summary) in commands.map({ ($0.0, $0.1.summary) }) + [("help", "this text, or a command's")] {
+    text += "  \(name.padding(toLength: width, withPad: " ", startingAt: 0)) \(summary)\n"
   }
-  text += "  help     this text, or a command's\n\n"
+  text += "\n"
   text += "Every command takes --verbose (the media libraries' own warnings on stderr).\n"
   text += "Times are UTC milliseconds or ISO-8601 with a zone.\n"
   text += "Secrets stay off the command line (every local user sees it through ps): --token K may be\n"
@@ -97,7 +99,7 @@ LibraryLogging.setVerbose(verbose)
 if !["export", "list", "days", "serve", "play"].contains(name) {
   // Commands without a cancellable task stop where they are; what they wrote is kept.
   Interruption.shared.onSignal { signal in
-    StandardError.write(Data("error: cancelled (6115): interrupted by signal \(signal)\n".utf8))
+    StandardError.report(Interruption.cancellation(by: signal))
     _exit(1)  // not exit(): the main thread is still at work, and must not race the exit handlers
   }
 }

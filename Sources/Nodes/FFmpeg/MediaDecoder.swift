@@ -50,7 +50,7 @@ final class MediaDecoder {
     }
   }
 
-  /// Tells the decoder no more packets come: ``receive()`` then gives what it still holds.
+  /// Tells the decoder no more packets come: ``receive(_:)`` then gives what it still holds.
   func sendEndOfStream() { avcodec_send_packet(context.pointer, nil) }
 
   /// Forgets every packet and frame it holds, and the end of stream, keeping the open codec and its

@@ -148,7 +148,11 @@ final class MediaFileReader {
       }
     }
     guard video != nil || audio != nil else {
-      throw MediaError.gap(.trackUnavailable, "\(path) has no H.264/H.265/AAC/G.711 stream")
+      // What it has instead, so that the line says why (probe too: it describes what it can read).
+      let found =
+        described.isEmpty
+        ? "no audio or video stream" : "its streams: \(described.map(\.codecName).joined(separator: ", "))"
+      throw MediaError.gap(.trackUnavailable, "\(path) has no H.264/H.265/AAC/G.711 stream (\(found))")
     }
   }
 

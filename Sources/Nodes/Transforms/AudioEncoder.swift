@@ -43,16 +43,25 @@ public final class AudioEncoder: Node {
     var channels: Int
   }
 
-  /// Where the first stretch starts when the first frame comes up to ``maximumSilence`` after it (the
-  /// time before is silence: a recording whose picture starts first has sound from its start).
+  /// Where the first stretch starts when the first frame comes up to ``maximumLead`` after it (the time
+  /// before is silence: a recording whose picture starts first has sound from its start, and its sound
+  /// in step with it).
   public let origin: MediaTime?
+  /// The longest silence put before the first frame, from ``origin`` (a first frame later than that
+  /// starts the sound at its own time).
+  public let maximumLead: MediaDuration
 
-  /// An encoder emitting packets of `track`, its first stretch from `origin`.
-  public init(name: String = "AudioEncoder", track: TrackID, bitRate: Int? = nil, origin: MediaTime? = nil) {
+  /// An encoder emitting packets of `track`, its first stretch from `origin` when the first frame comes
+  /// at most `maximumLead` after it (``maximumSilence`` unless said).
+  public init(
+    name: String = "AudioEncoder", track: TrackID, bitRate: Int? = nil, origin: MediaTime? = nil,
+    maximumLead: MediaDuration = AudioEncoder.maximumSilence
+  ) {
     self.name = name
     self.track = track
     self.bitRate = bitRate
     self.origin = origin
+    self.maximumLead = maximumLead
   }
 
   /// Encodes one frame (pictures are ignored).
@@ -74,7 +83,7 @@ public final class AudioEncoder: Node {
     if stretch == nil {
       let encoder = try AACFrameEncoder(sampleRate: layout.sampleRate, channels: layout.channels, bitRate: bitRate)
       var anchor = input.time
-      if let origin, !started, origin < input.time, let lead = try? input.time - origin, lead <= Self.maximumSilence {
+      if let origin, !started, origin < input.time, let lead = try? input.time - origin, lead <= maximumLead {
         anchor = origin
         try encoder.putSilence(Int(lead.microseconds * Int64(encoder.output.sampleRate) / 1_000_000))
       }
@@ -107,10 +116,14 @@ public final class AudioEncoder: Node {
       guard
         let header = ADTSHeader.make(sampleRate: format.sampleRate, channels: format.channels, payloadLength: raw.count)
       else { continue }
+      // Time and end both from the sample count, rounded alike: a frame ends exactly where the next one
+      // starts (1024 samples at 44.1 kHz are 23,219.95 µs: a rounded duration made frames overlap by a
+      // microsecond, and a writer that keeps time from going back dropped one every half second).
+      let start = try duration(of: position, open.encoder)
+      let end = try duration(of: position + Int64(open.encoder.frameSamples), open.encoder)
       context.emit(
         EncodedPacket(
-          track: track, format: format, time: try open.anchor + (try duration(of: position, open.encoder)),
-          duration: try duration(of: Int64(open.encoder.frameSamples), open.encoder), isKeyframe: true,
+          track: track, format: format, time: try open.anchor + start, duration: try end - start, isKeyframe: true,
           data: header + raw))
     }
   }

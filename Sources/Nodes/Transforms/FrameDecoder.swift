@@ -121,15 +121,21 @@ public final class FrameDecoder: Node {
     }
     skipping = false
     let open = decoder?.format
+    var failures = FirstFailure()
     if open?.codec != input.format.codec || open?.sampleRate != input.format.sampleRate
       || open?.channels != input.format.channels
     {
-      try drain(context: context)
+      // The old format's last frames; a damaged one among them does not cost the new format's keyframe.
+      failures.run { try drain(context: context) }
       decoder = try MediaDecoder(format: input.format, threads: threads)
     }
-    guard let decoder else { return }
-    try decoder.send(input)
-    try decoder.receive { emit($0, $1, $2, context) }
+    if let decoder {
+      failures.run {
+        try decoder.send(input)
+        try decoder.receive { emit($0, $1, $2, context) }
+      }
+    }
+    try failures.rethrow()
   }
 
   private func emit(
@@ -163,9 +169,10 @@ public final class FrameDecoder: Node {
 
   /// A format change of the track reopens the decoder at its next packet; a gap resets it.
   public func handle(_ event: PipelineEvent, context: NodeContext<DecodedFrame>) throws {
+    let media = try MediaEvent(event)
     // After the frames drained, even when one of them failed: a gap or a format change is never lost.
     defer { context.send(event) }
-    switch try MediaEvent(event) {
+    switch media {
     case .formatChange(let change) where change.track == track:
       // The same format announced again (after a seek the demuxer announces what it reads) keeps the open
       // codec, from the next keyframe; another format reopens it.
