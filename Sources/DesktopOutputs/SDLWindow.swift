@@ -30,6 +30,19 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     case snapshot
   }
 
+  /// Where a picture of `width` × `height` pixels shaped `pixelAspect` (width over height) is drawn in an
+  /// area of `area` pixels: the largest rectangle of the picture's shape inside it, centred (black bars).
+  package static func fit(width: Int, height: Int, pixelAspect: Double, into area: (width: Int, height: Int))
+    -> Placement
+  {
+    let pictureWidth = Double(width) * (pixelAspect > 0 && pixelAspect.isFinite ? pixelAspect : 1)
+    guard pictureWidth > 0, height > 0 else { return Placement(x: 0, y: 0, width: 0, height: 0) }
+    let scale = min(Double(area.width) / pictureWidth, Double(area.height) / Double(height))
+    let shown = (width: Int(pictureWidth * scale), height: Int(Double(height) * scale))
+    return Placement(
+      x: (area.width - shown.width) / 2, y: (area.height - shown.height) / 2, width: shown.width, height: shown.height)
+  }
+
   /// Where the window is on the screen and how big its drawing area is (pixels).
   public struct Placement: Sendable, Equatable {
     /// Left and top of the drawing area on the screen.
@@ -200,6 +213,8 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
     let renderer: OpaquePointer
     var texture: OpaquePointer?
     var textureSize = (width: 0, height: 0)
+    /// The width the uploaded picture is shown at for each of its pixels (its pixels' shape, 1 when square).
+    var pixelAspect = 1.0
     let wakeEvent: UInt32
     let shared: Locked<Shared>
     var fullscreen = false
@@ -345,6 +360,8 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
           Int32(height))
         textureSize = (width, height)
       }
+      // An anamorphic picture (a 16:9 film in 4:3 pixels) is shown in its shape, not its pixels'.
+      pixelAspect = frame.frame.pixelAspect
       guard let texture else { return }
       let uploaded = frame.frame.withPlanes { planes -> Bool in
         guard planes.count >= 3, let y = planes[0].row(0).baseAddress, let u = planes[1].row(0).baseAddress,
@@ -376,14 +393,11 @@ public final class SDLWindow: VideoRenderer, @unchecked Sendable {
       SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
       SDL_RenderClear(renderer)
       if let texture, textureSize.width > 0, textureSize.height > 0 {
-        // The largest rectangle of the picture's aspect inside the area, centred (black bars).
-        let scale = min(
-          Double(area.width) / Double(textureSize.width), Double(area.height) / Double(textureSize.height))
-        let (shownWidth, shownHeight) = (
-          Int32(Double(textureSize.width) * scale), Int32(Double(textureSize.height) * scale)
-        )
+        let shown = SDLWindow.fit(
+          width: textureSize.width, height: textureSize.height, pixelAspect: pixelAspect,
+          into: (Int(area.width), Int(area.height)))
         var target = SDL_Rect(
-          x: (area.width - shownWidth) / 2, y: (area.height - shownHeight) / 2, w: shownWidth, h: shownHeight)
+          x: Int32(shown.x), y: Int32(shown.y), w: Int32(shown.width), h: Int32(shown.height))
         SDL_RenderCopy(renderer, texture, nil, &target)
       }
       if let timeline, bar > 0 { drawBar(timeline, top: area.height, width: output.width, height: bar) }

@@ -28,6 +28,12 @@ public final class FrameBuffer: @unchecked Sendable {
   public var width: Int { Int(pointer.pointee.width) }
   /// Height in pixels (video).
   public var height: Int { Int(pointer.pointee.height) }
+  /// The shape of one pixel, width over height (the sample aspect ratio): a picture of `width` ×
+  /// `height` is shown `width × pixelAspect` wide. 1 for square pixels and when the stream does not say.
+  public var pixelAspect: Double {
+    let aspect = pointer.pointee.sample_aspect_ratio
+    return aspect.num > 0 && aspect.den > 0 ? Double(aspect.num) / Double(aspect.den) : 1
+  }
   /// Samples per channel (audio).
   public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
   /// Audio channels (0 for video).
