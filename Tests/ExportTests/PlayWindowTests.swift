@@ -276,6 +276,37 @@ struct PlayWindowTests {
     #expect((psnr ?? 0) >= 30, "PSNR \(String(describing: psnr)): \(measured.suffix(300))")
   }
 
+  @Test(
+    "play --input of sound alone reports its position from the sound; a --start at or past the end is a usage error"
+  )
+  func soundAloneAndAStartPastTheEnd() throws {
+    let out = try TemporaryDirectory()
+    let sound = out.url.appendingPathComponent("sound.m4a").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:d=2", "-c:a", "aac", sound])
+    let lines = try run(
+      "/usr/bin/env",
+      [
+        "SDL_AUDIODRIVER=disk", "SDL_DISKAUDIOFILE=\(out.url.appendingPathComponent("sdl.raw").path)",
+        "/usr/bin/timeout", "120", "/usr/bin/xvfb-run", "-a", "-s", "-screen 0 1280x720x24",
+        try tipipeExecutable().path, "play", "--input", sound, "--window", "--cache",
+        out.url.appendingPathComponent("cache").path,
+      ])
+    let events = Self.events(lines)
+    let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
+    // Every 100 ms of the 2 s, in order.
+    #expect(times.count >= 15 && times == times.sorted() && (times.last ?? 0) >= 1800, "\(times)")
+    #expect(events.last?["event"] as? String == "summary", "\(lines)")
+    // Past the end: refused before any window opens (no display needed), as export --input refuses it.
+    for start in ["2", "30"] {
+      let refused = try tipipe(
+        ["play", "--input", sound, "--window", "--start", start], environment: ["DISPLAY": "", "WAYLAND_DISPLAY": ""])
+      #expect(refused.status == 2, "\(refused.stderr)")
+      #expect(refused.stderr.hasPrefix("tipipe: --start is at or after the end of the file"), "\(refused.stderr)")
+    }
+  }
+
   @Test("without a display, --window is one error line and exit 2, before anything plays")
   func noDisplay() throws {
     let library = try TemporaryDirectory()

@@ -39,9 +39,10 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
 
   /// A play of `path` from `start` (the file's own time; nil: its start) at `speed`, shown on `screen`
   /// (turned as `turn` says: what its headers say) and heard on `speaker`; snapshots go to `snapshots`.
+  /// The time lines follow the picture, or the sound when the file has no picture (`hasVideo` false).
   init(
-    path: String, turn: PictureTurn?, start: MediaTime?, speed: ReplaySpeed, screen: SDLWindow,
-    speaker: SDLAudioDevice?, snapshots: URL
+    path: String, hasVideo: Bool = true, turn: PictureTurn?, start: MediaTime?, speed: ReplaySpeed,
+    screen: SDLWindow, speaker: SDLAudioDevice?, snapshots: URL
   )
     throws
   {
@@ -63,25 +64,28 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack, threads: 1)
     let videoPacer = Pacer(
       name: "VideoPacer", rate: speed.rate, presentFrom: start, showsFirstFrameAfterSeek: true, timeline: timeline)
+    // The position: at most one time line per 100 ms of media, as `tipipe play` prints them.
+    let presented = { @Sendable (time: MediaTime) in
+      let report = state.withLock { state -> Int64? in
+        state.position = time
+        guard state.reported.map({ (try? time - $0)?.microseconds ?? 0 >= 100_000 || time < $0 }) ?? true
+        else { return nil }
+        state.reported = time
+        return time.milliseconds
+      }
+      if let report {
+        DispatchQueue.main.async {
+          PlayCommand.line("{\"event\":\"time\",\"ms\":\(report)}")
+          onTime.withLock { $0 }?(report)
+        }
+      }
+    }
     let videoSink = PresentationSink(
       name: "VideoOutput",
       onFrame: { frame, _ in
         screen.render(frame)
-        let report = state.withLock { state -> Int64? in
-          state.videoFrames += 1
-          state.position = frame.time
-          // At most one time line per 100 ms of media, as `tipipe play` prints them.
-          guard state.reported.map({ (try? frame.time - $0)?.microseconds ?? 0 >= 100_000 || frame.time < $0 }) ?? true
-          else { return nil }
-          state.reported = frame.time
-          return frame.time.milliseconds
-        }
-        if let report {
-          DispatchQueue.main.async {
-            PlayCommand.line("{\"event\":\"time\",\"ms\":\(report)}")
-            onTime.withLock { $0 }?(report)
-          }
-        }
+        state.withLock { $0.videoFrames += 1 }
+        presented(frame.time)
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
     // A phone's recording is shown upright, as its container says (and its snapshots taken so).
@@ -105,6 +109,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
         name: "AudioOutput",
         onFrame: { frame, _ in
           // Sound at 1× only, as the Replay's Audio Output.
+          // A file of sound alone: its position is the sound's.
+          if !hasVideo { presented(frame.time) }
           guard
             state.withLock({ state in
               state.audioFrames += 1
@@ -227,8 +233,12 @@ enum FilePlayCommand {
     let start = try flags.string("--start").map { try FileExportCommand.offset("--start", $0) }
     let speed = try PlayCommand.speed(flags)
     let snapshots = try FacadeSession.cacheDirectory(flags)
-    // A file that cannot be read is its error line before any window opens.
+    // A file that cannot be read is its error line before any window opens; so is a start past its end
+    // (as for export --input), when its headers say how long it is.
     let headers = try MediaFileSource.check(path: input)
+    if let start, let length = headers.duration, start >= length {
+      throw UsageError(message: "--start is at or after the end of the file (\(length))")
+    }
     let screen: SDLWindow
     let speaker: SDLAudioDevice?
     do {
@@ -243,7 +253,8 @@ enum FilePlayCommand {
         screen.close()
       }
       let play = try FilePlay(
-        path: input, turn: headers.video?.turn, start: start.map { MediaTime(microseconds: $0.microseconds) },
+        path: input, hasVideo: headers.video != nil, turn: headers.video?.turn,
+        start: start.map { MediaTime(microseconds: $0.microseconds) },
         speed: speed, screen: screen, speaker: speaker, snapshots: snapshots)
       let keys = WindowKeys(play: play, screen: screen, showsDates: false)
       keys.start()

@@ -63,6 +63,9 @@ final class MediaFileReader {
   private(set) var described: [Described] = []
   /// The container's name (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
   let containerName: String
+  /// How long the file lasts by its headers (or, for a transport stream, the timestamps at its two
+  /// ends), in microseconds; nil when they do not say, or only guess it from the bit rate.
+  let headerDuration: Int64?
   /// An MPEG transport stream that ends inside one of its packets (no multiple of 188, 192 or 204 bytes):
   /// a recording cut off. Its last picture was being written when it was cut; a transport stream does
   /// not say how long a picture is, so libavformat hands it over torn.
@@ -98,6 +101,10 @@ final class MediaFileReader {
     input = try InputFormatContext(path: path)
     packet = try Packet()
     containerName = input.pointer.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "unknown"
+    let duration = input.pointer.pointee.duration
+    headerDuration =
+      duration > 0 && duration != cff_nopts_value()
+        && input.pointer.pointee.duration_estimation_method != AVFMT_DURATION_FROM_BITRATE ? duration : nil
     let size = Int64(status.st_size)
     isCutShort = containerName == "mpegts" && [188, 192, 204].allSatisfy { size % $0 != 0 }
     for stream in input.streams {

@@ -117,6 +117,9 @@ public final class MediaFileSource: SourceNode {
     public let container: String
     /// The video stream's format; nil when the file has none.
     public let video: TrackFormat?
+    /// How long the file lasts as its headers say (nil when they do not, or only guess from the bit
+    /// rate); ``probe(path:)`` measures it from the packets.
+    public let duration: MediaDuration?
   }
 
   /// Opens `path` as the source would and closes it again, without going through its packets
@@ -126,7 +129,9 @@ public final class MediaFileSource: SourceNode {
   @discardableResult
   public static func check(path: String) throws -> Headers {
     let reader = try MediaFileReader(path: path)
-    return Headers(container: reader.containerName, video: reader.video?.format)
+    return Headers(
+      container: reader.containerName, video: reader.video?.format,
+      duration: reader.headerDuration.map { .microseconds($0) })
   }
 
   /// Ends a source's reading where it is, from any thread: what was read goes on (each track's last packet
