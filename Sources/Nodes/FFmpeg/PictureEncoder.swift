@@ -23,6 +23,9 @@ final class PictureEncoder {
     /// The H.264 profile and level to keep to (`profile_idc`, `level_idc` of the stream an edge is
     /// re-encoded into; nil: x264's choice). Ignored for H.265 (libx265 makes Main, as cameras do).
     var h264Profile: H264Profile?
+    /// How the pictures are to be shown, as the stream an edge is re-encoded into says it (nil: square
+    /// pixels, limited range, colours unsaid).
+    var signal: Signal?
 
     /// x264's name of a profile an 8-bit 4:2:0 encoder can keep to: Baseline (66) and Main (77) as they
     /// are (Constrained Baseline included), High for every other profile.
@@ -32,6 +35,28 @@ final class PictureEncoder {
       case 77: "main"
       default: "high"
       }
+    }
+  }
+
+  /// How a stream's pictures are shown (what its SPS's video usability information says): the pixels'
+  /// shape, full or limited range, the colours' primaries, transfer and matrix. An exact cut's edge says
+  /// what the copied stream says: an anamorphic picture is not squashed, a full-range one not re-ranged.
+  struct Signal: Sendable, Hashable {
+    var sampleAspect: [Int32]
+    var fullRange: Bool
+    var primaries: UInt32
+    var transfer: UInt32
+    var matrix: UInt32
+
+    /// What a decoded picture says of itself.
+    init(of picture: FrameBuffer) {
+      let frame = picture.pointer.pointee
+      let aspect = frame.sample_aspect_ratio
+      sampleAspect = aspect.num > 0 && aspect.den > 0 ? [aspect.num, aspect.den] : []
+      fullRange = frame.color_range == AVCOL_RANGE_JPEG || frame.format == AV_PIX_FMT_YUVJ420P.rawValue
+      primaries = frame.color_primaries.rawValue
+      transfer = frame.color_trc.rawValue
+      matrix = frame.colorspace.rawValue
     }
   }
 
@@ -74,6 +99,23 @@ final class PictureEncoder {
     c.pointee.gop_size = 1 << 20  // keyframes where asked (or at the interval, below)
     c.pointee.max_b_frames = 0
     c.pointee.thread_count = 0
+    // Only what departs from x264's defaults (square pixels, limited range, colours unsaid): a square
+    // picture's edge said "1:1" where the stream said the same made libavcodec start its decoder afresh
+    // at the switch, and an open group's leading pictures lost their references (MediaFileExportTests).
+    if let signal = settings.signal {
+      if signal.sampleAspect.count == 2, signal.sampleAspect[0] != signal.sampleAspect[1] {
+        c.pointee.sample_aspect_ratio = AVRational(num: signal.sampleAspect[0], den: signal.sampleAspect[1])
+      }
+      if signal.fullRange { c.pointee.color_range = AVCOL_RANGE_JPEG }
+      let unsaid = AVCOL_PRI_UNSPECIFIED.rawValue
+      if signal.primaries != unsaid { c.pointee.color_primaries = AVColorPrimaries(rawValue: signal.primaries) }
+      if signal.transfer != AVCOL_TRC_UNSPECIFIED.rawValue {
+        c.pointee.color_trc = AVColorTransferCharacteristic(rawValue: signal.transfer)
+      }
+      if signal.matrix != AVCOL_SPC_UNSPECIFIED.rawValue {
+        c.pointee.colorspace = AVColorSpace(rawValue: signal.matrix)
+      }
+    }
     var options = [
       "preset": settings.preset, "tune": "zerolatency", "forced-idr": "1",
       "crf": "\(max(0, min(51, settings.quality)))",
@@ -97,9 +139,11 @@ final class PictureEncoder {
   func encode(_ picture: FrameBuffer, at time: MediaTime, keyframe: Bool) throws -> (data: Data, isKeyframe: Bool) {
     var input: FrameBuffer
     let source = picture.pointer.pointee
-    if source.format != AV_PIX_FMT_YUV420P.rawValue || Int(source.width) != settings.width
-      || Int(source.height) != settings.height
-    {
+    // Full-range 4:2:0 (`yuvj420p`) is encoded as it is when the stream is full range: its levels kept.
+    let asItIs =
+      source.format == AV_PIX_FMT_YUV420P.rawValue
+      || (source.format == AV_PIX_FMT_YUVJ420P.rawValue && settings.signal?.fullRange == true)
+    if !asItIs || Int(source.width) != settings.width || Int(source.height) != settings.height {
       if scaler == nil {
         scaler = try PictureScaler(to: PixelFormat(name: "yuv420p"), width: settings.width, height: settings.height)
       }
@@ -109,6 +153,8 @@ final class PictureEncoder {
       // the fields the encoder reads are set on this frame of our own.
       input = try FrameBuffer()
       try FFmpeg.check(av_frame_ref(input.pointer, picture.pointer), "referencing a picture")
+      // The same planes either way: full range is the context's `color_range`, not another format.
+      input.pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue
     }
     var due = lastKeyframe == nil
     if let last = lastKeyframe, let interval = settings.keyframeInterval {

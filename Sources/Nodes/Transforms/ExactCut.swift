@@ -168,7 +168,8 @@ public final class ExactCut: Node {
         .init(
           codec: codec, width: picture.width, height: picture.height, quality: quality, keyframeInterval: nil,
           preset: "veryfast", parameterSetId: freeParameterSetId(among: copiedParameterSets),
-          h264Profile: codec == .h264 ? PictureEncoder.H264Profile(in: copiedParameterSets) : nil))
+          h264Profile: codec == .h264 ? PictureEncoder.H264Profile(in: copiedParameterSets) : nil,
+          signal: PictureEncoder.Signal(of: picture)))
     self.encoder = encoder
     var (data, isKeyframe) = try encoder.encode(picture, at: shown, keyframe: picturesEncoded == 0)
     if codec == .h265 {
