@@ -95,7 +95,7 @@ public final class VideoCompositor: Sendable {
     tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20,
     inputsAreFiles: Bool = false
   ) throws {
-    let output = MediaTrack(id: TrackID(.video, channel: 0))
+    let output = MediaTrack(id: TrackID(.video, channel: 0), isLive: !inputsAreFiles)
     outputTrack = output
     graph = try CompositorGraph(name: "video-compositor", inputs: tracks, output: output) { ids in
       let cells: [VideoMixer.Cell]
@@ -137,7 +137,7 @@ public final class AudioCompositor: Sendable {
     tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2,
     inputsAreFiles: Bool = false
   ) throws {
-    let output = MediaTrack(id: TrackID(.audio, channel: 0))
+    let output = MediaTrack(id: TrackID(.audio, channel: 0), isLive: !inputsAreFiles)
     outputTrack = output
     graph = try CompositorGraph(name: "audio-compositor", inputs: tracks, output: output) { ids in
       try AudioMixer(

@@ -30,8 +30,8 @@ public final class FileTracks: Sendable {
     let info = try MediaFileSource.probe(path: path)
     let source = MediaFileSource(path: path)
     stopReading = source.stop
-    let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack) : nil
-    let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack) : nil
+    let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack, isLive: false) : nil
+    let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack, isLive: false) : nil
     let unread = [
       (TrackKind.video, video && info.video == nil, "picture"), (.audio, audio && info.audio == nil, "sound"),
     ]
@@ -57,7 +57,9 @@ public final class FileTracks: Sendable {
     if let videoTrack {
       let decoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack)
       decoders.insert(ObjectIdentifier(decoder))
-      let feed = TrackFeed(name: "VideoFeed", track: videoTrack)
+      // Pictures before the file's start (hidden by its edit list: a file cut without re-encoding) are
+      // decoded for those after them, not carried.
+      let feed = TrackFeed(name: "VideoFeed", track: videoTrack, presentFrom: info.start)
       pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
       // A phone's recording turned as its container says: the track carries the picture upright.
       if let turn = info.video?.turn {

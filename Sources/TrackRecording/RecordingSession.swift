@@ -24,20 +24,26 @@ final class RecordingSession: Sendable {
   private let ended = Locked(false)
 
   /// A recording of `video` and `audio` (at least one) into `url` (created by the caller), pictures at
-  /// `fps` fitted inside `size`, `cuts` (source time) left out.
+  /// `fps` fitted inside `size`, `cuts` (source time) left out, the file's 0 at source time `origin`
+  /// (nil: the first frame of either track).
   init(
-    url: URL, video: MediaTrack?, audio: MediaTrack?, fps: Int, size: VideoSize, cuts: [MediaRange] = []
+    url: URL, video: MediaTrack?, audio: MediaTrack?, fps: Int, size: VideoSize, cuts: [MediaRange] = [],
+    origin start: MediaTime? = nil
   ) throws {
     self.url = url
     let executor = ThreadExecutor(name: "tirtc.recorder")
     self.executor = executor
     let pipeline = Pipeline(executor: executor)
     self.pipeline = pipeline
-    let timeline = RecordingGate.Timeline(cuts: cuts)
+    let timeline = RecordingGate.Timeline(cuts: cuts, origin: start)
     self.timeline = timeline
     let videoID = video.map { _ in TrackID(.video, channel: 0) }
     let audioID = audio.map { _ in TrackID(.audio, channel: 0) }
-    let writer = try FragmentedMP4Writer(destination: url, videoTrack: videoID, audioTrack: audioID)
+    // A file's tracks are waited for longer than live ones: its sound may start minutes in.
+    let live = [video, audio].contains { $0?.isLive == true }
+    let trackWait = live ? FragmentedMP4Writer.liveTrackWait : FragmentedMP4Writer.fileTrackWait
+    let writer = try FragmentedMP4Writer(
+      destination: url, videoTrack: videoID, audioTrack: audioID, trackWait: trackWait)
     self.writer = ExecutorConfined(writer)
     let origin = MediaTime(microseconds: 0)
     var sources: [TrackSource] = []
@@ -61,9 +67,9 @@ final class RecordingSession: Sendable {
       let source = TrackSource(name: "AudioTrack", track: audio, capacity: 64)
       let gate = RecordingGate(name: "AudioGate", timeline: timeline)
       // Sound that starts after the picture (a file whose sound begins seconds in) is preceded by silence
-      // from the file's start, as long as the writer waits for a track's first packet: the file has no
+      // from the file's start, as far as the writer waits for a track's first packet: the file has no
       // other way to place it (each fragmented track starts at 0), and it stays in step with the picture.
-      let encoder = AudioEncoder(track: audioID, origin: origin, maximumLead: FragmentedMP4Writer.trackWait)
+      let encoder = AudioEncoder(track: audioID, origin: origin, maximumLead: trackWait)
       pipeline.connect(source, to: gate, limits: EdgeLimits(items: 16))
       pipeline.connect(gate, to: encoder, limits: EdgeLimits(items: 16))
       pipeline.connect(encoder, to: writer, limits: EdgeLimits(items: 256, bytes: 4 << 20))

@@ -214,8 +214,10 @@ public final class TrackRecorder {
 
   /// Starts recording as ``startRecording(fileName:)`` does, with `cuts` of the tracks' own time left out
   /// in advance as pauses would be (a recording of a file paused at known times: `tipipe record
-  /// --pause-at S --resume-at S`).
-  public func startRecording(fileName: String, leavingOut cuts: [MediaRange]) throws {
+  /// --pause-at S --resume-at S`), and the file's 0 at the tracks' time `start` (nil: the first frame of
+  /// either track): a file's tracks start together at the file's start, whichever frame comes first —
+  /// a sound starting a few milliseconds after the picture must not make the first picture too early.
+  public func startRecording(fileName: String, leavingOut cuts: [MediaRange], from start: MediaTime? = nil) throws {
     guard state == .idle else {
       throw RecordingEngine.error(RecordingEngine.busy, "this recorder is already recording or finishing a file")
     }
@@ -248,7 +250,7 @@ public final class TrackRecorder {
     let session: RecordingSession
     do {
       session = try RecordingSession(
-        url: url, video: videoTrack, audio: audioTrack, fps: videoFps, size: videoSize, cuts: cuts)
+        url: url, video: videoTrack, audio: audioTrack, fps: videoFps, size: videoSize, cuts: cuts, origin: start)
       // The session's graph keeps this handler: it names the session by identity, never holds it (a
       // strong capture was a cycle — session → pipeline → handler → session — that LeakSanitizer found).
       let id = ObjectIdentifier(session)

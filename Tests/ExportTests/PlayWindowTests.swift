@@ -285,14 +285,7 @@ struct PlayWindowTests {
     _ = try run(
       "/usr/bin/ffmpeg",
       ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:d=2", "-c:a", "aac", sound])
-    let lines = try run(
-      "/usr/bin/env",
-      [
-        "SDL_AUDIODRIVER=disk", "SDL_DISKAUDIOFILE=\(out.url.appendingPathComponent("sdl.raw").path)",
-        "/usr/bin/timeout", "120", "/usr/bin/xvfb-run", "-a", "-s", "-screen 0 1280x720x24",
-        try tipipeExecutable().path, "play", "--input", sound, "--window", "--cache",
-        out.url.appendingPathComponent("cache").path,
-      ])
+    let lines = try Self.playOnDisplay(sound, in: out)
     let events = Self.events(lines)
     let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
     // Every 100 ms of the 2 s, in order.
@@ -305,6 +298,44 @@ struct PlayWindowTests {
       #expect(refused.status == 2, "\(refused.stderr)")
       #expect(refused.stderr.hasPrefix("tipipe: --start is at or after the end of the file"), "\(refused.stderr)")
     }
+  }
+
+  /// The lines of `tipipe play --input FILE --window` on a virtual display, its sound written to a file
+  /// in `out`.
+  static func playOnDisplay(_ file: String, in out: TemporaryDirectory) throws -> String {
+    try run(
+      "/usr/bin/env",
+      [
+        "SDL_AUDIODRIVER=disk", "SDL_DISKAUDIOFILE=\(out.url.appendingPathComponent("sdl.raw").path)",
+        "/usr/bin/timeout", "120", "/usr/bin/xvfb-run", "-a", "-s", "-screen 0 1280x720x24",
+        try tipipeExecutable().path, "play", "--input", file, "--window", "--cache",
+        out.url.appendingPathComponent("cache").path,
+      ])
+  }
+
+  @Test(
+    "play --input of a file cut without re-encoding shows it from its cut: no picture its edit list hides, no time before 0"
+  )
+  func hiddenPicturesAreNotShown() throws {
+    let out = try TemporaryDirectory()
+    let source = out.url.appendingPathComponent("source.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4", "-c:v", "libx264", "-preset",
+        "ultrafast", "-bf", "3", "-g", "50", source,
+      ])
+    // Cut at 1.5 s inside the group from 0 s: 1.5 s of pictures kept for their references, hidden by the
+    // edit list; 2.5 s (62 pictures) shown.
+    let trimmed = out.url.appendingPathComponent("trimmed.mp4").path
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed])
+    let lines = try Self.playOnDisplay(trimmed, in: out)
+    let events = Self.events(lines)
+    let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
+    #expect(times.first == 0 && times == times.sorted() && (times.last ?? 0) >= 2300, "\(times)")
+    let summary = try #require(events.last { $0["event"] as? String == "summary" }, "\(lines)")
+    let frames = try #require(summary["video_frames"] as? Int, "\(summary)")
+    #expect((55...63).contains(frames), "\(frames) pictures shown of the cut's 62")
   }
 
   @Test("without a display, --window is one error line and exit 2, before anything plays")

@@ -1,6 +1,8 @@
 import Foundation
 import MediaTestSupport
+import Nodes
 import Testing
+import TrackRecording
 
 /// `tipipe record --input` against what a hostile user (or a damaged disk) gives it: a file with damaged
 /// packets is recorded to its end, as ffmpeg decodes it; a signal keeps what was recorded, reported,
@@ -196,17 +198,21 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: root + "/Recordings/vp9.mp4"))
   }
 
-  @Test("a file whose sound starts 2 s after its picture is recorded with its sound 2 s in, not moved to the start")
-  func lateSoundKeepsItsPlace() throws {
+  @Test(
+    "a file whose sound starts 2, 9 or 40 s after its picture is recorded with its sound that far in, not moved to the start nor left out",
+    arguments: [2, 9, 40])
+  func lateSoundKeepsItsPlace(lead: Int) throws {
     let directory = try TemporaryDirectory("record-late-sound")
-    let source = directory.url.appendingPathComponent("source.mp4").path
-    try Self.makeFile(source, container: "mp4", seconds: 8)
+    let picture = directory.url.appendingPathComponent("picture.mp4").path
+    let sound = directory.url.appendingPathComponent("sound.mp4").path
+    try Self.makeFile(picture, container: "mp4", seconds: lead + 6, size: "160x120")
+    try Self.makeFile(sound, container: "mp4", seconds: 8, size: "160x120")
     let late = directory.url.appendingPathComponent("late.mp4").path
     _ = try run(
       "/usr/bin/ffmpeg",
       [
-        "-v", "error", "-y", "-i", source, "-itsoffset", "2", "-i", source, "-map", "0:v", "-map", "1:a", "-c", "copy",
-        late,
+        "-v", "error", "-y", "-i", picture, "-itsoffset", "\(lead)", "-i", sound, "-map", "0:v", "-map", "1:a", "-c",
+        "copy", late,
       ])
     let starts = { (path: String) throws -> [Double] in
       try run(
@@ -216,15 +222,18 @@ import Testing
     let given = try starts(late)
     try #require(given.count == 2)
     let root = directory.url.appendingPathComponent("root").path
-    let done = try tipipe(["record", "--input", late, "--name", "late", "--fps", "25", "--data-root", root])
+    // Few small pictures: the recorder's picture runs far ahead of a sound that many seconds into the file.
+    let done = try tipipe(
+      ["record", "--input", late, "--name", "late", "--fps", "5", "--size", "160x120", "--data-root", root])
     #expect(done.status == 0, "\(done.stderr)")
+    #expect(!done.stderr.contains("warning"), "\(done.stderr)")
     let output = root + "/Recordings/late.mp4"
     let recorded = try starts(output)
     try #require(recorded.count == 2, "\(recorded)")
     // Both tracks from the start, the sound silent until its own start; its packets to the file's end.
     #expect(recorded.allSatisfy { abs($0) < 0.001 }, "\(recorded)")
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: output))
-    #expect(streams.count == 2 && abs((streams[1].duration ?? 0) - 10) < 0.1, "\(streams)")
+    #expect(streams.count == 2 && abs((streams[1].duration ?? 0) - Double(lead + 8)) < 0.1, "\(streams)")
     // The tone begins as far in as in the file (the first loud second of the decoded sound).
     let samples = try runForData(
       "/usr/bin/ffmpeg", ["-v", "error", "-i", output, "-map", "0:a", "-ac", "1", "-ar", "8000", "-f", "s16le", "-"])
@@ -233,5 +242,91 @@ import Testing
     }
     let toneStart = Double(try #require(loud)) / 8000
     #expect(abs(toneStart - (given[1] - given[0])) < 0.03, "the tone starts at \(toneStart) s, given \(given)")
+  }
+
+  @Test(
+    "a sound starting more than 2 minutes after the picture is not waited for: the recording has the picture, and says it has no sound"
+  )
+  func soundTooLateIsSaid() throws {
+    let directory = try TemporaryDirectory("record-too-late-sound")
+    let picture = directory.url.appendingPathComponent("picture.mp4").path
+    let sound = directory.url.appendingPathComponent("sound.mp4").path
+    let wait = Int(FragmentedMP4Writer.fileTrackWait.microseconds / 1_000_000)
+    try Self.makeFile(picture, container: "mp4", seconds: wait + 6, size: "64x64")
+    try Self.makeFile(sound, container: "mp4", seconds: 2, size: "64x64")
+    let late = directory.url.appendingPathComponent("late.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-i", picture, "-itsoffset", "\(wait + 2)", "-i", sound, "-map", "0:v", "-map", "1:a",
+        "-c", "copy", late,
+      ])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(
+      ["record", "--input", late, "--name", "late", "--fps", "1", "--size", "160x120", "--data-root", root])
+    #expect(done.status == 0, "\(done.stderr)")
+    #expect(done.stderr.contains("warning: the recording has no sound"), "\(done.stderr)")
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/late.mp4"))
+    #expect(streams.map(\.codec) == ["h264"], "\(streams)")
+  }
+
+  @Test(
+    "a file cut without re-encoding is recorded from its cut: the pictures its edit list hides are decoded, not recorded"
+  )
+  func hiddenPicturesAreNotRecorded() throws {
+    let directory = try TemporaryDirectory("record-edit-list")
+    let source = directory.url.appendingPathComponent("source.mp4").path
+    try Self.makeFile(source, container: "mp4", seconds: 8)
+    // Cut at 1.5 s, inside the group of pictures from 0 s: the file keeps 0–1.5 s for their references and
+    // its edit list hides them (libavformat: negative times, flagged to discard).
+    let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed.path])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(
+      ["record", "--input", trimmed.path, "--name", "cut", "--fps", "25", "--size", "320x240", "--data-root", root])
+    #expect(done.status == 0, "\(done.stderr)")
+    let output = URL(fileURLWithPath: root + "/Recordings/cut.mp4")
+    let streams = try RecorderFixtures.streams(of: output)
+    // 6.5 s as players show it (8 s with the hidden pictures).
+    #expect(streams.first.map { abs(($0.duration ?? 0) - 6.5) < 0.1 } == true, "\(streams)")
+    let first = try RecorderFixtures.luma(of: output, picture: 0)
+    let shown = try RecorderFixtures.luma(of: trimmed, picture: 0)
+    let hidden = try RecorderFixtures.luma(of: URL(fileURLWithPath: source), picture: 0)
+    try #require(first.count == 320 * 240 && shown.count == first.count && hidden.count == first.count)
+    #expect(RecorderFixtures.psnr(first, shown) > 30, "the first picture is not the cut's")
+    #expect(RecorderFixtures.psnr(first, hidden) < 25, "the first picture is a hidden one")
+  }
+
+  @Test(
+    "a file's tracks carry no picture its edit list hides: as many pictures as ffmpeg decodes, none before the start"
+  )
+  func fileTracksCarryNoHiddenPicture() throws {
+    let directory = try TemporaryDirectory("tracks-edit-list")
+    let source = directory.url.appendingPathComponent("source.mp4").path
+    try Self.makeFile(source, container: "mp4", seconds: 4)
+    let trimmed = directory.url.appendingPathComponent("trimmed.mp4").path
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed])
+    let decoded = try run(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-select_streams", "v", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of",
+        "csv=p=0", trimmed,
+      ]
+    ).trimmingCharacters(in: .whitespacesAndNewlines)
+    let tracks = try FileTracks(path: trimmed, audio: false)
+    let video = try #require(tracks.video)
+    let queued = DispatchSemaphore(value: 0)
+    let subscription = video.subscribe(capacity: 1_000) { queued.signal() }
+    try tracks.start()
+    var times: [Int64] = []
+    var ended = false
+    while !ended, queued.wait(timeout: .now() + 60) == .success {
+      let taken = subscription.take(upTo: 1_000)
+      times += taken.frames.map(\.time.microseconds)
+      ended = taken.ended
+    }
+    #expect(ended, "the track did not end")
+    #expect(String(times.count) == decoded, "\(times.count) pictures, ffmpeg decodes \(decoded)")
+    #expect(times.first == tracks.mediaStart.microseconds, "\(times.prefix(3)) from \(tracks.mediaStart)")
   }
 }

@@ -31,9 +31,12 @@ enum RecordCommand {
     SIGHUP end the play early: what was recorded is kept and reported, then the error line (exit 1).
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
     mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
-    A damaged packet of FILE is skipped, as ffmpeg skips it (a warning counts them). A FILE whose reading
-    fails, or SIGINT, SIGTERM or SIGHUP (a second one stops at once), ends the recording early: what was
-    recorded is kept and reported, then the error line (exit 1).
+    A sound of FILE that starts after its picture is recorded in its place, silence before it (a picture
+    that starts later: its first picture held), up to 2 minutes in; a later one is not waited for, and a
+    warning says the recording lacks it. A track in a codec not read (MP3, Opus, VP9…) is said in a
+    warning. A damaged packet of FILE is skipped, as ffmpeg skips it (a warning counts them). A FILE
+    whose reading fails, or SIGINT, SIGTERM or SIGHUP (a second one stops at once), ends the recording
+    early: what was recorded is kept and reported, then the error line (exit 1).
     """
 
   static let flags: [String: FlagParser.Kind] = [
@@ -132,8 +135,11 @@ enum RecordCommand {
       DispatchQueue.global().asyncAfter(deadline: .now() + 3) { for file in files { file.stop() } }
     }
     defer { Interruption.shared.removeHandler() }
+    // One file's tracks start at its start, whichever frame comes first; composed ones at the first frame.
+    let origin = files.count == 1 ? files[0].mediaStart : nil
     let (recorders, failure) = startRecorders(
-      video: videoTrack, audio: audioTrack, name: name, fps: fps, size: size, cuts: cuts, copies: copies)
+      video: videoTrack, audio: audioTrack, name: name, fps: fps, size: size, cuts: cuts, origin: origin,
+      copies: copies)
     var idle = false
     if let failure {
       whenIdle(recorders) { idle = true }
@@ -155,6 +161,17 @@ enum RecordCommand {
           "warning: \(damaged) damaged packet\(damaged == 1 ? " was" : "s were") skipped: their frames are missing\n"
             .utf8))
     }
+    // A track the input has and the recording lacks is said: the recorder waits for a file's track only
+    // so long (a sound beginning minutes after the picture, or none of whose frames decodes).
+    if let file = recorders.first?.lastFinishedFile, let recorded = try? MediaFileSource.probe(path: file.url.path) {
+      let lacking = [(videoTrack, recorded.video == nil, "picture"), (audioTrack, recorded.audio == nil, "sound")]
+      for (track, missing, word) in lacking where track != nil && missing {
+        let wait = FragmentedMP4Writer.fileTrackWait.microseconds / 1_000_000
+        StandardError.write(
+          Data(
+            "warning: the recording has no \(word): none came within \(wait) s of the input's start\n".utf8))
+      }
+    }
     // Ended early: what was recorded is kept and reported, then why (exit 1) — a reading that failed (a
     // signal's stop is no failure), else the signal.
     var ending: (any Error)? = interruption.withLock { $0 }
@@ -170,18 +187,19 @@ enum RecordCommand {
   /// Starts `copies` recorders of the tracks (`--recorders N`: NAME, NAME-2…, each its own file and
   /// graph). When one cannot start, those already started are stopped (with no frame recorded, their
   /// files are removed: a name is not kept by a recording that never ran) and the failure is returned
-  /// with them, for the caller to wait until they are idle and then report it (``fail(_:)``).
+  /// with them, for the caller to wait until they are idle and then report it (``fail(_:)``). Each file's
+  /// 0 is at the tracks' time `origin` (nil: their first frame).
   @MainActor
   static func startRecorders(
     video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int, size: VideoSize,
-    cuts: [MediaRange], copies: Int
+    cuts: [MediaRange], origin: MediaTime? = nil, copies: Int
   ) -> (recorders: [TrackRecorder], failure: (any Error)?) {
     let names = [name] + (1..<copies).map { "\(name)-\($0 + 1)" }
     var recorders: [TrackRecorder] = []
     for name in names {
       let recorder = TrackRecorder(videoTrack: videoTrack, audioTrack: audioTrack, videoFps: fps, videoSize: size)
       do {
-        try recorder.startRecording(fileName: name, leavingOut: cuts)
+        try recorder.startRecording(fileName: name, leavingOut: cuts, from: origin)
       } catch {
         for started in recorders { started.stopRecording() }
         return (recorders, error)

@@ -101,8 +101,16 @@ public final class MediaTrack: Sendable {
     }
   }
 
-  /// A track of `id`'s kind.
-  public init(id: TrackID) { self.id = id }
+  /// True when its frames come in real time (a camera, a replay's outputs): a consumer waiting for a
+  /// first frame gives up after a while. False for a file's track (``FileTracks``-like producers): every
+  /// frame comes, as fast as it is read, until the track ends — a file's sound may begin minutes in.
+  public let isLive: Bool
+
+  /// A track of `id`'s kind; `isLive` says whether its frames come in real time.
+  public init(id: TrackID, isLive: Bool = true) {
+    self.id = id
+    self.isLive = isLive
+  }
 
   /// The kind of media it carries.
   public var kind: TrackKind { id.kind }

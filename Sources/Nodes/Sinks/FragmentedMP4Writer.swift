@@ -9,9 +9,13 @@ import PipelineGraph
 /// file stays fragmented (without a fragment index: players find the fragments by reading the boxes).
 ///
 /// The file's tracks are declared when it is created: it waits until every declared track has its
-/// first packet (video from its first keyframe), or ``trackWait`` of one track's media without the
-/// other's — then the file has only the track that came. Packets of other tracks or formats are
-/// skipped (``skippedPackets``).
+/// first packet (video from its first keyframe) or has ended (its branch's ``TrackEnded``), or until
+/// ``trackWait`` of one track's media (or ``waitingBytes`` of its packets) came without the other's —
+/// then the file has only the tracks that came (a track whose first packet starts more than ``trackWait``
+/// after the other's is left out as well, however early it came). A live track's media comes in real time and a camera
+/// may have no sound at all: 10 s (``liveTrackWait``). A file's sound may start minutes into it, and
+/// comes as fast as the file is read: the wait is longer (``fileTrackWait``). Packets of other tracks or
+/// formats are skipped (``skippedPackets``).
 ///
 /// States: waiting → writing → finished at the end of the stream (``isFinished``), or stopped before
 /// that: the file is closed as it is (readable up to its last fragment), never removed. Confined to its
@@ -30,8 +34,18 @@ public final class FragmentedMP4Writer: Node {
   public let videoTrack: TrackID?
   /// The audio track written, if any.
   public let audioTrack: TrackID?
-  /// How long the file waits for a declared track's first packet once the other's media has come.
-  public static let trackWait = MediaDuration.microseconds(10_000_000)
+  /// How much of one track's media the file waits through for a declared track's first packet.
+  public let trackWait: MediaDuration
+  /// The wait for live tracks.
+  public static let liveTrackWait = MediaDuration.microseconds(10_000_000)
+  /// The wait for a file's tracks (a recorder's sound is preceded by silence up to it: 2 minutes of
+  /// silence cost ~0.4 s to encode).
+  public static let fileTrackWait = MediaDuration.microseconds(120_000_000)
+  /// The most bytes of packets held while waiting, whatever ``trackWait`` says.
+  public static let waitingBytes = 64 << 20
+  private var waitingSize = 0
+  /// The kinds of the declared tracks whose branch ended.
+  private var endedKinds: Set<TrackKind> = []
   private var file: MP4File?
   private var videoFormat: TrackFormat?
   private var audioFormat: TrackFormat?
@@ -48,10 +62,13 @@ public final class FragmentedMP4Writer: Node {
   public private(set) var isFinished = false
 
   /// A writer of `videoTrack` and `audioTrack` (at least one) into `destination`, which it creates or
-  /// truncates: the caller has reserved the name.
+  /// truncates: the caller has reserved the name. It waits `trackWait` of one track's media for the
+  /// other's first packet.
   /// - Throws: ``MediaError`` `invalidArgument` without a track.
-  public init(name: String = "FragmentedMP4Writer", destination: URL, videoTrack: TrackID?, audioTrack: TrackID?) throws
-  {
+  public init(
+    name: String = "FragmentedMP4Writer", destination: URL, videoTrack: TrackID?, audioTrack: TrackID?,
+    trackWait: MediaDuration = FragmentedMP4Writer.liveTrackWait
+  ) throws {
     guard videoTrack != nil || audioTrack != nil else {
       throw MediaError(.invalidArgument, "a recording needs a track")
     }
@@ -59,6 +76,7 @@ public final class FragmentedMP4Writer: Node {
     self.destination = destination
     self.videoTrack = videoTrack
     self.audioTrack = audioTrack
+    self.trackWait = trackWait
   }
 
   /// Writes one packet (or keeps it until the file exists).
@@ -76,6 +94,7 @@ public final class FragmentedMP4Writer: Node {
         audioFormat = audioFormat ?? input.format
       }
       waiting.append(input)
+      waitingSize += input.data.count
       return try openWhenReady(force: false)
     }
     try write(input, to: file)
@@ -102,19 +121,40 @@ public final class FragmentedMP4Writer: Node {
     duration = max(duration, end)
   }
 
-  /// Creates the file once every declared track has its format, or one track has ``trackWait`` of media
-  /// without the other (`force`: at the end, with what came).
+  /// Creates the file once every declared track has its format or has ended, or one track has
+  /// ``trackWait`` of media (or ``waitingBytes``) without the other (`force`: at the end, with what came).
   private func openWhenReady(force: Bool) throws {
     guard file == nil, let first = waiting.first else { return }
-    let complete = (videoTrack == nil || videoFormat != nil) && (audioTrack == nil || audioFormat != nil)
+    let come = { (track: TrackID?, format: TrackFormat?) in
+      track.map { format != nil || self.endedKinds.contains($0.kind) } ?? true
+    }
     let span = (try? waiting.last!.time - first.time) ?? .zero
-    guard complete || force || span >= Self.trackWait else { return }
+    guard
+      come(videoTrack, videoFormat) && come(audioTrack, audioFormat) || force || span >= trackWait
+        || waitingSize >= Self.waitingBytes
+    else { return }
+    // A track starting more than the wait after the other's start came in time only because its branch
+    // ran ahead of the other's (a picture delayed by its encoder): the wait is over in media time, and it
+    // cannot be placed that late (each of the file's tracks starts with its first sample) — left out.
+    let start = { (track: TrackID?) in self.waiting.first { $0.track == track }?.time }
+    if let video = start(videoTrack), let audio = start(audioTrack) {
+      if let late = try? audio - video, late > trackWait { audioFormat = nil }
+      if let late = try? video - audio, late > trackWait { videoFormat = nil }
+    }
     let file = try MP4File(
       path: destination.path, video: videoFormat, audio: audioFormat, reservedIndexBytes: 8)
     self.file = file
     let packets = waiting
     waiting = []
+    waitingSize = 0
     for packet in packets { try write(packet, to: file) }
+  }
+
+  /// A declared track's ``TrackEnded`` before its first packet: the file no longer waits for it.
+  public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
+    guard case .custom(let payload) = event, let ended = payload as? TrackEnded else { return }
+    endedKinds.insert(ended.track.kind)
+    try openWhenReady(force: false)
   }
 
   /// Writes the last fragment on the pipeline's workers; the end of stream follows once the file is
@@ -141,5 +181,6 @@ public final class FragmentedMP4Writer: Node {
     file?.close()
     file = nil
     waiting = []
+    waitingSize = 0
   }
 }

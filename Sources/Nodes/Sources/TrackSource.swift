@@ -1,4 +1,5 @@
 import PipelineGraph
+import Synchronization
 
 /// Takes a ``MediaTrack``'s frames into a graph: the start of a recorder's, a compositor's or an
 /// output's branch over a track that another flow produces.
@@ -28,6 +29,8 @@ public final class TrackSource: SourceNode, Sendable {
   private let subscription: MediaTrack.Subscription
   /// What the subscription calls when a frame is queued: nothing until `start` arms it.
   private let waker: Locked<(@Sendable () -> Void)?>
+  /// True while a wake-up is queued on the executor.
+  private let pending = WakePending()
 
   /// A source of `track`'s frames. It subscribes at once: frames pushed from now on are queued for the
   /// graph, even before it starts.
@@ -49,8 +52,20 @@ public final class TrackSource: SourceNode, Sendable {
 
   /// Arms the wake-up and takes what was queued before the start.
   public func start(context: NodeContext<DecodedFrame>) throws {
-    let wake = context.makeCompletion { (_: Void) in context.wake() }
-    waker.withLock { $0 = { wake(()) } }
+    // One wake-up queued at a time, not one per frame pushed: the executor's queue is first come, first
+    // served, and a busy track's wake-ups (a file's pictures, read faster than they are encoded) queued
+    // ahead of another source's kept that source waiting for seconds (a file's late sound reached the
+    // recorder after its writer had given up on it).
+    let pending = self.pending
+    let wake = context.makeCompletion { (_: Void) in
+      pending.flag.store(false, ordering: .releasing)
+      context.wake()
+    }
+    waker.withLock {
+      $0 = {
+        if !pending.flag.exchange(true, ordering: .acquiringAndReleasing) { wake(()) }
+      }
+    }
     admission?.register(lane) { wake(()) }
     wake(())
   }
@@ -58,6 +73,8 @@ public final class TrackSource: SourceNode, Sendable {
   /// Emits what is queued.
   public func produce(context: NodeContext<DecodedFrame>) throws -> ProduceResult {
     if let admission, !admission.isOpen(lane) { return .waiting }
+    // A wake-up dropped by a flush must not leave the next push thinking one is queued.
+    pending.flag.store(false, ordering: .releasing)
     let (frames, ended) = subscription.take(upTo: 16)
     for frame in frames {
       if let tag, tag != frame.track {
@@ -94,4 +111,9 @@ public final class TrackSource: SourceNode, Sendable {
     admission?.register(lane, wake: nil)
     subscription.cancel()
   }
+}
+
+/// Whether a ``TrackSource``'s wake-up is queued (shared with the closures that queue and run it).
+private final class WakePending: Sendable {
+  let flag = Atomic(false)
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// left out of the file, not recorded as black or silence").
 ///
 /// One ``Timeline`` is shared by the gates of one recording (its video and its audio branch, on the
-/// same executor): the first frame kept of either track is the file's 0; a pause is a stretch of source
+/// same executor): the first frame kept of either track is the file's 0 (or the origin it is given); a pause is a stretch of source
 /// time, from ``Timeline/pause(at:)`` to ``Timeline/resume(at:)`` (a recorder passes the end of the
 /// latest frame its tracks carried at each call), and every later frame leaves at its source time minus
 /// the origin and the cuts before it, so the video and the audio stay in step across a cut. Cuts can also
@@ -33,9 +33,11 @@ public final class RecordingGate: Node {
     private var origin: MediaTime?
 
     /// A time line with `cuts` (source time) left out in advance; cuts that overlap or touch are one cut
-    /// (a stretch is left out once, however many cuts name it).
-    public init(cuts: [MediaRange] = []) {
+    /// (a stretch is left out once, however many cuts name it). `origin` is the file's 0 in source time
+    /// (nil: the first frame kept of either track).
+    public init(cuts: [MediaRange] = [], origin: MediaTime? = nil) {
       control = Locked((Self.merged(cuts), nil))
+      self.origin = origin
     }
 
     /// `cuts` sorted, overlapping and touching ones joined, empty ones dropped.
