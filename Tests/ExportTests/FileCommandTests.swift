@@ -112,6 +112,53 @@ struct FileCommandTests {
     #expect(output.report.requested_range.end_ms == 6_000 && output.report.complete)
   }
 
+  @Test(
+    "export --input --start 0 of a remux to MKV, MPEG-TS, FLV or fragmented MP4 (the AAC priming a sound ahead of the picture) is complete, from the first picture",
+    arguments: ["mkv", "ts", "flv", "fragmented"])
+  func remuxFromTheStartIsComplete(container: String) throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), in: directory.url)
+    let remux = directory.url.appendingPathComponent("remux.\(container == "fragmented" ? "mp4" : container)")
+    let movflags = container == "fragmented" ? ["-movflags", "frag_keyframe+empty_moov"] : []
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", source.path, "-c", "copy"] + movflags + [remux.path])
+    let info = try MediaFileSource.probe(path: remux.path)
+    let video = try #require(info.video)
+    let lead = (try video.range.start - info.start).microseconds / 1000
+    try #require(lead > 0, "the remux's picture starts with its sound: nothing to check")
+    let out = directory.url.appendingPathComponent("out.mp4")
+    let finished = try tipipe(["export", "--input", remux.path, "--start", "0", "--out", out.path, "--report", "-"])
+    #expect(finished.status == 0 && !finished.stderr.contains("warning"), "\(finished.stderr)")
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+    #expect(output.report.complete, "\(output.report)")
+    #expect(output.report.requested_range.start_ms == lead, "\(output.report.requested_range) (picture at \(lead) ms)")
+    #expect(abs(output.report.covered_duration_ms - 6_000) <= 1, "\(output.report.covered_duration_ms)")
+    #expect(try MediaFileExportTests.judge(out).videoFrames == 150)
+  }
+
+  @Test(
+    "export --input of a file whose sound starts seconds before its picture: from the picture, and a warning says so")
+  func soundAloneBeforeThePictureIsSaid() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), in: directory.url)
+    let late = directory.url.appendingPathComponent("late-picture.mkv")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-i", source.path, "-itsoffset", "3", "-i", source.path, "-map", "1:v", "-map", "0:a",
+        "-c", "copy", late.path,
+      ])
+    let out = directory.url.appendingPathComponent("out.mp4")
+    let finished = try tipipe(["export", "--input", late.path, "--start", "0", "--out", out.path, "--report", "-"])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(finished.stderr.contains("warning: the file's sound starts 3.0"), "\(finished.stderr)")
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+    #expect(abs(output.report.requested_range.start_ms - 3_000) <= 30, "\(output.report.requested_range)")
+    let quiet = try tipipe(["export", "--input", late.path, "--start", "0", "--out", out.path, "--quiet"])
+    #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+  }
+
   @Test("E13 with --input: the last --progress-lines covered_ms is the report's, and progress reaches 1")
   func progressLinesEndWithTheReport() throws {
     let directory = try TemporaryDirectory()

@@ -78,8 +78,9 @@ enum ExportCommand {
     E are seconds from the file's start (12.5, 1:02.5, 01:00:00; `tipipe probe` lists its keyframes),
     --end defaults to the end of its video; its first video and audio tracks are kept. The export
     starts at the keyframe at or before S (--cut keyframe, the default) or exactly at S (--cut exact:
-    the group of pictures holding S is re-encoded from S on, the rest copied); the report's times are
-    milliseconds from the file's start.
+    the group of pictures holding S is re-encoded from S on, the rest copied), at the first picture
+    when S is before it (a warning says when more than 200 ms of sound alone is left out); the
+    report's times are milliseconds from the file's start.
     """
 
   /// The flags `export` (and `bench export`) take.

@@ -74,7 +74,20 @@ enum FileExportCommand {
       throw MediaError.gap(.trackUnavailable, "\(input) has no H.264/H.265 video to export")
     }
     let origin = info.start
-    let start = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))
+    let asked = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))
+    // The export follows the picture: a start before the video's first picture begins at it, and the
+    // report's range with it. (A remux to MKV, MPEG-TS or FLV makes the AAC encoder's priming a sound
+    // 21 ms ahead of the picture: `--start 0` reported that head as a gap of both tracks, incomplete.)
+    // Sound alone before the picture, longer than a silence the export tolerates, is said: it is not written.
+    let start = max(asked, video.range.start)
+    if let audio = info.audio, !flags.has("--quiet"),
+      let alone = try? video.range.start - max(asked, audio.range.start), alone > GapDetector.audioTolerance
+    {
+      StandardError.write(
+        Data(
+          ("warning: the file's sound starts \(String(format: "%.3f", Double(alone.microseconds) / 1e6)) s before its picture: "
+            + "the export starts at the picture, without that sound\n").utf8))
+    }
     let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
     // What is written ends with the video, whatever --end says.
     guard let length = try? min(end, video.range.end) - start, length >= .microseconds(1_000) else {
