@@ -285,7 +285,7 @@ struct PlayWindowTests {
     _ = try run(
       "/usr/bin/ffmpeg",
       ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:d=2", "-c:a", "aac", sound])
-    let lines = try Self.playOnDisplay(sound, in: out)
+    let (lines, _) = try Self.playOnDisplay(sound, in: out)
     let events = Self.events(lines)
     let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
     // Every 100 ms of the 2 s, in order.
@@ -300,17 +300,19 @@ struct PlayWindowTests {
     }
   }
 
-  /// The lines of `tipipe play --input FILE --window` on a virtual display, its sound written to a file
-  /// in `out`.
-  static func playOnDisplay(_ file: String, in out: TemporaryDirectory) throws -> String {
-    try run(
+  /// The lines of `tipipe play --input FILE --window` on a virtual display (and its standard error), its
+  /// sound written to a file in `out`.
+  static func playOnDisplay(_ file: String, in out: TemporaryDirectory) throws -> (lines: String, errors: String) {
+    let ended = try ChildProcess(
       "/usr/bin/env",
       [
         "SDL_AUDIODRIVER=disk", "SDL_DISKAUDIOFILE=\(out.url.appendingPathComponent("sdl.raw").path)",
         "/usr/bin/timeout", "120", "/usr/bin/xvfb-run", "-a", "-s", "-screen 0 1280x720x24",
         try tipipeExecutable().path, "play", "--input", file, "--window", "--cache",
         out.url.appendingPathComponent("cache").path,
-      ])
+      ]
+    ).finish()
+    return (String(decoding: ended.output, as: UTF8.self), String(decoding: ended.errors, as: UTF8.self))
   }
 
   @Test(
@@ -329,13 +331,31 @@ struct PlayWindowTests {
     // edit list; 2.5 s (62 pictures) shown.
     let trimmed = out.url.appendingPathComponent("trimmed.mp4").path
     _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed])
-    let lines = try Self.playOnDisplay(trimmed, in: out)
+    let (lines, errors) = try Self.playOnDisplay(trimmed, in: out)
+    #expect(errors.isEmpty, "\(errors)")
     let events = Self.events(lines)
     let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
     #expect(times.first == 0 && times == times.sorted() && (times.last ?? 0) >= 2300, "\(times)")
     let summary = try #require(events.last { $0["event"] as? String == "summary" }, "\(lines)")
     let frames = try #require(summary["video_frames"] as? Int, "\(summary)")
     #expect((55...63).contains(frames), "\(frames) pictures shown of the cut's 62")
+  }
+
+  @Test("play --input of a file whose sound is MP3 shows its picture and says the sound is not read")
+  func unreadSoundIsSaid() throws {
+    let out = try TemporaryDirectory()
+    let file = out.url.appendingPathComponent("mp3.mkv").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=1", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=48000:d=1", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libmp3lame",
+        file,
+      ])
+    let (lines, errors) = try Self.playOnDisplay(file, in: out)
+    #expect(errors.contains("warning: \(file): its sound (mp3) is not read: the play has none of it"), "\(errors)")
+    let summary = try #require(Self.events(lines).last { $0["event"] as? String == "summary" }, "\(lines)")
+    #expect((summary["video_frames"] as? Int ?? 0) >= 20 && summary["audio_frames"] as? Int == 0, "\(summary)")
   }
 
   @Test("without a display, --window is one error line and exit 2, before anything plays")

@@ -241,6 +241,12 @@ enum FilePlayCommand {
     if let start, let length = headers.duration, start >= length {
       throw UsageError(message: "--start is at or after the end of the file (\(length))")
     }
+    // A track in a codec that is not read is said, as record and export say it, not left out silently.
+    for (kind, codec) in headers.unread where !(kind == .audio && flags.has("--no-audio")) {
+      let word = kind == .video ? "picture" : "sound"
+      StandardError.write(
+        Data("warning: \(input.oneLine): its \(word) (\(codec.oneLine)) is not read: the play has none of it\n".utf8))
+    }
     let screen: SDLWindow
     let speaker: SDLAudioDevice?
     do {

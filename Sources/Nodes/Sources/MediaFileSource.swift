@@ -120,6 +120,9 @@ public final class MediaFileSource: SourceNode {
     /// How long the file lasts as its headers say (nil when they do not, or only guess from the bit
     /// rate); ``probe(path:)`` measures it from the packets.
     public let duration: MediaDuration?
+    /// The file's first stream of each kind the source reads none of (a sound in MP3 or Opus, a picture
+    /// in VP9): its kind and libavcodec's name of its codec.
+    public let unread: [(kind: TrackKind, codecName: String)]
   }
 
   /// Opens `path` as the source would and closes it again, without going through its packets
@@ -129,9 +132,14 @@ public final class MediaFileSource: SourceNode {
   @discardableResult
   public static func check(path: String) throws -> Headers {
     let reader = try MediaFileReader(path: path)
+    let read: Set<TrackKind> = Set(
+      [reader.video.map { _ in .video }, reader.audio.map { _ in .audio }].compactMap { $0 })
+    let unread = [TrackKind.video, .audio].filter { !read.contains($0) }.compactMap { kind in
+      reader.described.first { $0.kind == kind }.map { (kind: kind, codecName: $0.codecName) }
+    }
     return Headers(
       container: reader.containerName, video: reader.video?.format,
-      duration: reader.headerDuration.map { .microseconds($0) })
+      duration: reader.headerDuration.map { .microseconds($0) }, unread: unread)
   }
 
   /// Ends a source's reading where it is, from any thread: what was read goes on (each track's last packet
