@@ -182,6 +182,10 @@ import TrackRecording
       done.stderr == "warning: \(input): its sound (mp3) is not read: the recording has none of it\n", "\(done.stderr)")
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/mp3.mp4"))
     #expect(streams.map(\.codec) == ["h264"], "\(streams)")
+    let quiet = try tipipe([
+      "record", "--input", input, "--name", "quiet", "--fps", "25", "--data-root", root, "--quiet",
+    ])
+    #expect(quiet.status == 0 && quiet.stderr.isEmpty, "--quiet: \(quiet.stderr)")
     // Nothing of the file read: a typed error, no recording.
     let webm = directory.url.appendingPathComponent("vp9.webm").path
     _ = try run(
@@ -196,6 +200,20 @@ import TrackRecording
       refused.stderr.hasPrefix("error: ") && refused.stderr.contains("(its streams: vp9, opus)"),
       "\(refused.stderr)")
     #expect(!FileManager.default.fileExists(atPath: root + "/Recordings/vp9.mp4"))
+    // Only its sound asked for, in a codec not read (H.264 with Opus, --no-video): said as such.
+    let opus = directory.url.appendingPathComponent("opus.mkv").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=1", "-f", "lavfi", "-i", "sine=d=1",
+        "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libopus", opus,
+      ])
+    let soundOnly = try tipipe(["record", "--input", opus, "--name", "opus", "--no-video", "--data-root", root])
+    #expect(soundOnly.status == 1)
+    #expect(
+      soundOnly.stderr == "error: unsupportedFormat (6113): \(opus): its sound (opus), not read\n",
+      "\(soundOnly.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: root + "/Recordings/opus.mp4"))
   }
 
   @Test(

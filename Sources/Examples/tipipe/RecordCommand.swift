@@ -10,7 +10,7 @@ enum RecordCommand {
   static let summary = "record a file's decoded media into a fragmented MP4 (TrackRecorder), list/delete"
   static let usage = """
     usage: tipipe record --input FILE --name NAME [--fps 20] [--size 1280x720]
-                         [--pause-at S --resume-at S]… [--no-audio] [--no-video] [--data-root DIR]
+                         [--pause-at S --resume-at S]… [--no-audio] [--no-video] [--data-root DIR] [--quiet]
            tipipe record --endpoint E [--token K] --start T --end T --video-channel N
                          [--audio-channel N] [--pace realtime|fast] [--cache DIR] --name NAME [the options above]
            tipipe record --input FILE --input FILE… --grid --name NAME [the options above]
@@ -36,7 +36,8 @@ enum RecordCommand {
     warning says the recording lacks it. A track in a codec not read (MP3, Opus, VP9…) is said in a
     warning. A damaged packet of FILE is skipped, as ffmpeg skips it (a warning counts them). A FILE
     whose reading fails, or SIGINT, SIGTERM or SIGHUP (a second one stops at once), ends the recording
-    early: what was recorded is kept and reported, then the error line (exit 1).
+    early: what was recorded is kept and reported, then the error line (exit 1). Warnings go to stderr;
+    --quiet leaves only the error line there.
     """
 
   static let flags: [String: FlagParser.Kind] = [
@@ -45,7 +46,7 @@ enum RecordCommand {
     "--resume-at": .repeated, "--no-audio": .boolean, "--no-video": .boolean, "--data-root": .value,
     "--list": .boolean, "--json": .boolean, "--delete": .value, "--delete-all": .boolean,
     "--recorders": .value, "--endpoint": .value, "--token": .value, "--start": .value, "--end": .value,
-    "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--cache": .value,
+    "--video-channel": .value, "--audio-channel": .value, "--pace": .value, "--cache": .value, "--quiet": .boolean,
   ]
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -74,8 +75,9 @@ enum RecordCommand {
     guard inputs.count <= 16 else { throw UsageError(message: "at most 16 --input files") }
     let (name, fps, copies, size) = (options.name, options.fps, options.copies, options.size)
     let files = try inputs.map { try FileTracks(path: $0, video: options.video, audio: options.audio) }
-    // A track in a codec that is not read is said, not left out silently.
-    for (file, path) in zip(files, inputs) {
+    // A track in a codec that is not read is said, not left out silently (--quiet: only the error line).
+    let quiet = flags.has("--quiet")
+    for (file, path) in zip(files, inputs) where !quiet {
       for track in file.unread {
         StandardError.write(Data("warning: \(path.oneLine): \(track) is not read: the recording has none of it\n".utf8))
       }
@@ -105,7 +107,8 @@ enum RecordCommand {
     // The compositors live until the recording is written.
     return try withExtendedLifetime(compositors) {
       try MainActor.assumeIsolated {
-        try record(files, video: video, audio: audio, name: name, fps: fps, size: size, cuts: cuts, copies: copies)
+        try record(
+          files, video: video, audio: audio, name: name, fps: fps, size: size, cuts: cuts, copies: copies, quiet: quiet)
       }
     }
   }
@@ -113,7 +116,7 @@ enum RecordCommand {
   @MainActor
   private static func record(
     _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int,
-    size: VideoSize, cuts: [MediaRange], copies: Int
+    size: VideoSize, cuts: [MediaRange], copies: Int, quiet: Bool
   ) throws -> Int32 {
     // From here on a signal ends the reading where it is: what was read is decoded, the tracks end, every
     // recorder finishes its file (the encoders' pictures in flight included), what was recorded is
@@ -155,7 +158,7 @@ enum RecordCommand {
     for file in files { file.stop() }
     // Damaged packets were skipped, as ffmpeg skips them: said, since their frames are missing.
     let damaged = files.reduce(0) { $0 + $1.damagedPackets }
-    if damaged > 0 {
+    if damaged > 0 && !quiet {
       StandardError.write(
         Data(
           "warning: \(damaged) damaged packet\(damaged == 1 ? " was" : "s were") skipped: their frames are missing\n"
@@ -163,7 +166,9 @@ enum RecordCommand {
     }
     // A track the input has and the recording lacks is said: the recorder waits for a file's track only
     // so long (a sound beginning minutes after the picture, or none of whose frames decodes).
-    if let file = recorders.first?.lastFinishedFile, let recorded = try? MediaFileSource.probe(path: file.url.path) {
+    if !quiet, let file = recorders.first?.lastFinishedFile,
+      let recorded = try? MediaFileSource.probe(path: file.url.path)
+    {
       let lacking = [(videoTrack, recorded.video == nil, "picture"), (audioTrack, recorded.audio == nil, "sound")]
       for (track, missing, word) in lacking where track != nil && missing {
         let wait = FragmentedMP4Writer.fileTrackWait.microseconds / 1_000_000
