@@ -17,6 +17,10 @@ public final class FileTracks: Sendable {
   public let audio: MediaTrack?
   /// Where the file's media starts (its first timestamp): the tracks' frames carry the file's own times.
   public let mediaStart: MediaTime
+  /// Where the first frame shown of the tracks taken starts: the file's start for both of an ordinary
+  /// file; a track taken alone, its own start (a sound recorded alone starts with its first frame, not
+  /// with the file's picture).
+  public let tracksStart: MediaTime
   private let pipeline: Pipeline
   private let stopReading: MediaFileSource.Stop
   private let executor: ThreadExecutor
@@ -49,6 +53,8 @@ public final class FileTracks: Sendable {
     self.video = videoTrack
     self.audio = audioTrack
     mediaStart = info.start
+    let taken = [videoTrack.flatMap { _ in info.video }, audioTrack.flatMap { _ in info.audio }].compactMap { $0 }
+    tracksStart = taken.filter { $0.packets > 0 }.map(\.range.start).min() ?? info.start
     let executor = ThreadExecutor(name: "tirtc.file-tracks")
     self.executor = executor
     let pipeline = Pipeline(executor: executor)
@@ -57,9 +63,7 @@ public final class FileTracks: Sendable {
     if let videoTrack {
       let decoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack)
       decoders.insert(ObjectIdentifier(decoder))
-      // Pictures before the file's start (hidden by its edit list: a file cut without re-encoding) are
-      // decoded for those after them, not carried.
-      let feed = TrackFeed(name: "VideoFeed", track: videoTrack, presentFrom: info.start)
+      let feed = TrackFeed(name: "VideoFeed", track: videoTrack)
       pipeline.connect(source, to: decoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
       // A phone's recording turned as its container says: the track carries the picture upright.
       if let turn = info.video?.turn {

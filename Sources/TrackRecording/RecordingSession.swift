@@ -50,7 +50,9 @@ final class RecordingSession: Sendable {
     if let video, let videoID {
       let source = TrackSource(name: "VideoTrack", track: video)
       let gate = RecordingGate(name: "VideoGate", timeline: timeline)
-      let rate = try FrameRateConverter(fps: fps, origin: origin)
+      // A picture that starts after the sound: its first picture held from the start, as far as the
+      // writer waits for a track.
+      let rate = try FrameRateConverter(fps: fps, origin: origin, maximumLead: trackWait)
       let fitter = try VideoFitter(width: size.width, height: size.height)
       let encoder = try VideoEncoder(
         configuration: .init(

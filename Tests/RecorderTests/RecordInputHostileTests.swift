@@ -19,6 +19,24 @@ import TrackRecording
       ])
   }
 
+  /// `late.mp4` in `directory`: `picture` seconds of picture and `sound` seconds of sound (each made by
+  /// ``makeFile(_:container:seconds:size:)``), the `delayed` one starting `by` seconds after the other.
+  static func lateFile(
+    in directory: TemporaryDirectory, picture: Int, sound: Int, delayed: TrackKind, by seconds: Int, size: String
+  ) throws -> String {
+    let pictureFile = directory.url.appendingPathComponent("picture.mp4").path
+    let soundFile = directory.url.appendingPathComponent("sound.mp4").path
+    try makeFile(pictureFile, container: "mp4", seconds: picture, size: size)
+    try makeFile(soundFile, container: "mp4", seconds: sound, size: size)
+    let late = directory.url.appendingPathComponent("late.mp4").path
+    let (first, second) = delayed == .audio ? (pictureFile, soundFile) : (soundFile, pictureFile)
+    let maps = delayed == .audio ? ["-map", "0:v", "-map", "1:a"] : ["-map", "1:v", "-map", "0:a"]
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-y", "-i", first, "-itsoffset", "\(seconds)", "-i", second] + maps + ["-c", "copy", late])
+    return late
+  }
+
   @Test(
     "a file with damaged packets (bad bytes in its media, a truncated last packet) is recorded to its end: the damaged packets are skipped, as ffmpeg skips them",
     arguments: ["damaged", "truncated"])
@@ -221,17 +239,8 @@ import TrackRecording
     arguments: [2, 9, 40])
   func lateSoundKeepsItsPlace(lead: Int) throws {
     let directory = try TemporaryDirectory("record-late-sound")
-    let picture = directory.url.appendingPathComponent("picture.mp4").path
-    let sound = directory.url.appendingPathComponent("sound.mp4").path
-    try Self.makeFile(picture, container: "mp4", seconds: lead + 6, size: "160x120")
-    try Self.makeFile(sound, container: "mp4", seconds: 8, size: "160x120")
-    let late = directory.url.appendingPathComponent("late.mp4").path
-    _ = try run(
-      "/usr/bin/ffmpeg",
-      [
-        "-v", "error", "-y", "-i", picture, "-itsoffset", "\(lead)", "-i", sound, "-map", "0:v", "-map", "1:a", "-c",
-        "copy", late,
-      ])
+    let late = try Self.lateFile(
+      in: directory, picture: lead + 6, sound: 8, delayed: .audio, by: lead, size: "160x120")
     let starts = { (path: String) throws -> [Double] in
       try run(
         "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=start_time", "-of", "csv=p=0", path]
@@ -267,18 +276,9 @@ import TrackRecording
   )
   func soundTooLateIsSaid() throws {
     let directory = try TemporaryDirectory("record-too-late-sound")
-    let picture = directory.url.appendingPathComponent("picture.mp4").path
-    let sound = directory.url.appendingPathComponent("sound.mp4").path
     let wait = Int(FragmentedMP4Writer.fileTrackWait.microseconds / 1_000_000)
-    try Self.makeFile(picture, container: "mp4", seconds: wait + 6, size: "64x64")
-    try Self.makeFile(sound, container: "mp4", seconds: 2, size: "64x64")
-    let late = directory.url.appendingPathComponent("late.mp4").path
-    _ = try run(
-      "/usr/bin/ffmpeg",
-      [
-        "-v", "error", "-y", "-i", picture, "-itsoffset", "\(wait + 2)", "-i", sound, "-map", "0:v", "-map", "1:a",
-        "-c", "copy", late,
-      ])
+    let late = try Self.lateFile(
+      in: directory, picture: wait + 6, sound: 2, delayed: .audio, by: wait + 2, size: "64x64")
     let root = directory.url.appendingPathComponent("root").path
     let done = try tipipe(
       ["record", "--input", late, "--name", "late", "--fps", "1", "--size", "160x120", "--data-root", root])
@@ -346,5 +346,48 @@ import TrackRecording
     #expect(ended, "the track did not end")
     #expect(String(times.count) == decoded, "\(times.count) pictures, ffmpeg decodes \(decoded)")
     #expect(times.first == tracks.mediaStart.microseconds, "\(times.prefix(3)) from \(tracks.mediaStart)")
+    // Its video's range starts where its first picture is shown, not at the hidden keyframe.
+    #expect(try MediaFileSource.probe(path: trimmed).video?.range.start == tracks.mediaStart)
+  }
+
+  @Test(
+    "a picture starting 12 s after the sound (more than the 10 s hole a live picture is held over): its first picture is held from the start, the rest in place"
+  )
+  func latePictureKeepsItsPlace() throws {
+    let directory = try TemporaryDirectory("record-late-picture")
+    let late = try Self.lateFile(
+      in: directory, picture: 4, sound: 16, delayed: .video, by: 12, size: "160x120")
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(
+      ["record", "--input", late, "--name", "late", "--fps", "25", "--size", "160x120", "--data-root", root])
+    #expect(done.status == 0 && done.stderr.isEmpty, "\(done.stderr)")
+    let output = URL(fileURLWithPath: root + "/Recordings/late.mp4")
+    let streams = try RecorderFixtures.streams(of: output)
+    #expect(streams.count == 2 && abs((streams[0].duration ?? 0) - 16) < 0.1, "\(streams)")
+    // Held before it comes: the picture at 5 s is the file's first; 1.5 s after it comes, its own 1.5 s.
+    let picture = directory.url.appendingPathComponent("picture.mp4")
+    let first = try RecorderFixtures.scaledLuma(of: picture, at: 0, width: 160, height: 120)
+    let held = try RecorderFixtures.scaledLuma(of: output, at: 5, width: 160, height: 120)
+    #expect(RecorderFixtures.psnr(held, first) > 30, "the picture at 5 s is not the first one held")
+    let given = try RecorderFixtures.scaledLuma(of: picture, at: 1.5, width: 160, height: 120)
+    let recorded = try RecorderFixtures.scaledLuma(of: output, at: 13.5, width: 160, height: 120)
+    #expect(RecorderFixtures.psnr(recorded, given) > 30, "the picture at 13.5 s is not the file's at 13.5 s")
+  }
+
+  @Test(
+    "a track recorded alone starts the recording where it starts: --no-video of a sound 30 s in is 8 s long, as reported"
+  )
+  func aTrackAloneStartsTheRecording() throws {
+    let directory = try TemporaryDirectory("record-alone")
+    let late = try Self.lateFile(
+      in: directory, picture: 40, sound: 8, delayed: .audio, by: 30, size: "64x64")
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(["record", "--input", late, "--name", "alone", "--no-video", "--data-root", root])
+    #expect(done.status == 0, "\(done.stderr)")
+    let reported = try #require(
+      (try JSONSerialization.jsonObject(with: Data(done.stdout.utf8)) as? [String: Any])?["duration_ms"] as? Int)
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/alone.mp4"))
+    let duration = try #require(streams.first?.duration, "\(streams)")
+    #expect(abs(duration - 8) < 0.1 && abs(Double(reported) / 1000 - duration) < 0.05, "\(reported) ms, \(streams)")
   }
 }

@@ -58,14 +58,12 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     self.pipeline = pipeline
     // Times from the file's start: the title, the lines and --start all count from there.
     let source = MediaFileSource(path: path, startTime: MediaTime(microseconds: 0))
-    // Pictures before the file's start (hidden by its edit list) are decoded for those after, not shown.
-    let from = start ?? MediaTime(microseconds: 0)
     let tracks = Set([source.videoTrack] + (speaker == nil ? [] : [source.audioTrack]))
     let timeline = PlaybackTimeline(tracks: tracks, rate: speed.rate, startLatency: PlaybackTimeline.playerStartLatency)
     // One decoding thread, as the Replay: a seek's or a step's picture comes out with its own packet.
     let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack, threads: 1)
     let videoPacer = Pacer(
-      name: "VideoPacer", rate: speed.rate, presentFrom: from, showsFirstFrameAfterSeek: true, timeline: timeline)
+      name: "VideoPacer", rate: speed.rate, presentFrom: start, showsFirstFrameAfterSeek: true, timeline: timeline)
     // The position: at most one time line per 100 ms of media, as `tipipe play` prints them.
     let presented = { @Sendable (time: MediaTime) in
       let report = state.withLock { state -> Int64? in
@@ -105,7 +103,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
       let audioDecoder = try FrameDecoder(name: "AudioDecoder", track: source.audioTrack, threads: 1)
       decoderIDs.append(ObjectIdentifier(audioDecoder))
       let audioPacer = Pacer(
-        name: "AudioPacer", rate: speed.rate, presentFrom: from, timeline: timeline, prerolls: false,
+        name: "AudioPacer", rate: speed.rate, presentFrom: start, timeline: timeline, prerolls: false,
         lead: Pacer.audioLead)
       let audioSink = PresentationSink(
         name: "AudioOutput",

@@ -32,8 +32,8 @@ enum RecordCommand {
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
     mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
     A sound of FILE that starts after its picture is recorded in its place, silence before it (a picture
-    that starts later: its first picture held), up to 2 minutes in; a later one is not waited for, and a
-    warning says the recording lacks it. A track in a codec not read (MP3, Opus, VP9…) is said in a
+    that starts later: its first picture held), up to about 2 minutes in (less when the other's encoded
+    media passes 64 MB first); a later one is not waited for, and a warning says the recording lacks it. A track in a codec not read (MP3, Opus, VP9…) is said in a
     warning. A damaged packet of FILE is skipped, as ffmpeg skips it (a warning counts them). A FILE
     whose reading fails, or SIGINT, SIGTERM or SIGHUP (a second one stops at once), ends the recording
     early: what was recorded is kept and reported, then the error line (exit 1). Warnings go to stderr;
@@ -138,8 +138,9 @@ enum RecordCommand {
       DispatchQueue.global().asyncAfter(deadline: .now() + 3) { for file in files { file.stop() } }
     }
     defer { Interruption.shared.removeHandler() }
-    // One file's tracks start at its start, whichever frame comes first; composed ones at the first frame.
-    let origin = files.count == 1 ? files[0].mediaStart : nil
+    // One file's tracks start where the first of them starts, whichever frame comes first; composed ones at
+    // the first frame.
+    let origin = files.count == 1 ? files[0].tracksStart : nil
     let (recorders, failure) = startRecorders(
       video: videoTrack, audio: audioTrack, name: name, fps: fps, size: size, cuts: cuts, origin: origin,
       copies: copies)
@@ -172,9 +173,11 @@ enum RecordCommand {
       let lacking = [(videoTrack, recorded.video == nil, "picture"), (audioTrack, recorded.audio == nil, "sound")]
       for (track, missing, word) in lacking where track != nil && missing {
         let wait = FragmentedMP4Writer.fileTrackWait.microseconds / 1_000_000
+        let bytes = FragmentedMP4Writer.waitingBytes >> 20
         StandardError.write(
           Data(
-            "warning: the recording has no \(word): none came within \(wait) s of the input's start\n".utf8))
+            ("warning: the recording has no \(word): none came while the recorder waited for it "
+              + "(\(wait) s of the input, or \(bytes) MB of its encoded media)\n").utf8))
       }
     }
     // Ended early: what was recorded is kept and reported, then why (exit 1) — a reading that failed (a

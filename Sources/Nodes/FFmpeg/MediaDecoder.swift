@@ -42,6 +42,8 @@ final class MediaDecoder {
     packet.pointer.pointee.dts = input.decodeTime.microseconds
     packet.pointer.pointee.duration = input.duration.microseconds
     if input.isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
+    // libavcodec decodes a hidden packet and drops its frame (as ffmpeg shows an edit list's cut).
+    if input.isHidden { packet.pointer.pointee.flags |= AV_PKT_FLAG_DISCARD }
     let sent = avcodec_send_packet(context.pointer, packet.pointer)
     if sent < 0 && sent != FFmpeg.again {
       throw MediaError(

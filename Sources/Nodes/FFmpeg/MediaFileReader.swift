@@ -52,6 +52,8 @@ final class MediaFileReader {
     /// The container's duration (0 when it gives none).
     let duration: Int64
     let isKeyframe: Bool
+    /// Decoded for what follows, never shown (an edit list hides it: `AV_PKT_FLAG_DISCARD`).
+    var isHidden = false
   }
 
   let path: String
@@ -237,9 +239,12 @@ final class MediaFileReader {
     var isKeyframe: Bool
     /// True for a packet of a raw stream (no timestamps at all).
     var untimed = false
+    var isHidden = false
 
     var timed: RawPacket {
-      RawPacket(stream: stream, data: data, pts: pts, dts: dts ?? pts, duration: duration, isKeyframe: isKeyframe)
+      RawPacket(
+        stream: stream, data: data, pts: pts, dts: dts ?? pts, duration: duration, isKeyframe: isKeyframe,
+        isHidden: isHidden)
     }
   }
 
@@ -280,7 +285,7 @@ final class MediaFileReader {
       }
       return Read(
         stream: stream, data: payload ? Data(bytes: p.data, count: Int(p.size)) : Data(), pts: pts, dts: dts,
-        duration: duration, isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0)
+        duration: duration, isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0, isHidden: p.flags & AV_PKT_FLAG_DISCARD != 0)
     }
   }
 

@@ -19,13 +19,17 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
   public let duration: MediaDuration
   /// A random-access point (an IDR/IRAP access unit carrying its parameter sets).
   public let isKeyframe: Bool
+  /// True for a packet decoded only for the pictures or sound after it, never shown: what a file's edit
+  /// list hides (libavformat's `AV_PKT_FLAG_DISCARD`: a file cut without re-encoding keeps the start of
+  /// the group of pictures the cut is in). A decoder drops its frames, as ffmpeg does.
+  public let isHidden: Bool
   /// The payload: Annex B for video, one ADTS frame for AAC, G.711 bytes.
   public let data: Data
 
   /// Creates a packet.
   public init(
     track: TrackID, format: TrackFormat, time: MediaTime, decodeTime: MediaTime? = nil, duration: MediaDuration,
-    isKeyframe: Bool, data: Data
+    isKeyframe: Bool, data: Data, isHidden: Bool = false
   ) {
     self.track = track
     self.format = format
@@ -33,6 +37,7 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
     self.decodeTime = decodeTime ?? time
     self.duration = duration
     self.isKeyframe = isKeyframe
+    self.isHidden = isHidden
     self.data = data
   }
 

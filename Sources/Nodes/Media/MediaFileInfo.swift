@@ -90,9 +90,10 @@ public struct MediaFileInfo: Sendable, Equatable {
       counts[raw.stream, default: 0] += 1
       let frameEnd = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
       end = max(end, frameEnd)
-      if let span = spans[raw.stream] {
+      // What an edit list hides (a file cut without re-encoding) is not shown: the range starts after it.
+      if !raw.isHidden, let span = spans[raw.stream] {
         spans[raw.stream] = MediaRange(start: min(span.start, time), end: max(span.end, frameEnd))
-      } else {
+      } else if !raw.isHidden {
         spans[raw.stream] = MediaRange(start: time, end: frameEnd)
       }
       if stream.format.codec.kind == .video {

@@ -3,9 +3,7 @@ import PipelineGraph
 /// Hands a graph branch's decoded frames to a ``MediaTrack`` (a file's or a replay's pictures or sound
 /// becoming a track that recorders and compositors take). When a subscriber's queue is full the branch
 /// waits (its input suspended) until the track has room: a recorder slower than the decoder holds the
-/// decoder back instead of losing frames. The end of stream ends the track. Frames before
-/// ``presentFrom`` are decoded for the frames after them and not handed on (a file's pictures that its
-/// edit list hides: a file cut without re-encoding starts inside a group of pictures).
+/// decoder back instead of losing frames. The end of stream ends the track.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
 public final class TrackFeed: Node {
@@ -19,16 +17,13 @@ public final class TrackFeed: Node {
   /// The track fed.
   public let track: MediaTrack
   private var room: Completion<Void>?
-  /// Where the track starts: earlier frames are not handed on (nil: every frame is).
-  public let presentFrom: MediaTime?
   /// Whether the end of stream ends the track (false: the track goes on with another producer).
   public let endsTrack: Bool
 
-  /// A feed of `track`, from `presentFrom` on.
-  public init(name: String = "TrackFeed", track: MediaTrack, presentFrom: MediaTime? = nil, endsTrack: Bool = true) {
+  /// A feed of `track`.
+  public init(name: String = "TrackFeed", track: MediaTrack, endsTrack: Bool = true) {
     self.name = name
     self.track = track
-    self.presentFrom = presentFrom
     self.endsTrack = endsTrack
   }
 
@@ -39,7 +34,6 @@ public final class TrackFeed: Node {
 
   /// Hands one frame on.
   public func process(_ input: DecodedFrame, context: NodeContext<Never>) throws {
-    if let presentFrom, input.time < presentFrom { return }
     guard !track.push(input), let room else { return }
     context.suspendInput()
     track.whenRoom { room(()) }

@@ -217,7 +217,7 @@ public final class MediaFileSource: SourceNode {
       let packet = EncodedPacket(
         track: track.id, format: track.format, time: try mediaTime(raw.pts, track),
         decodeTime: try mediaTime(raw.dts, track), duration: .zero,
-        isKeyframe: track.id.kind == .audio || raw.isKeyframe, data: data)
+        isKeyframe: track.id.kind == .audio || raw.isKeyframe, data: data, isHidden: raw.isHidden)
       let containerDuration = try offset(raw.duration, track)
       let previous = track.pending
       track.pending = (packet, containerDuration)

@@ -73,7 +73,7 @@ public final class TrackSource: SourceNode, Sendable {
   /// Emits what is queued.
   public func produce(context: NodeContext<DecodedFrame>) throws -> ProduceResult {
     if let admission, !admission.isOpen(lane) { return .waiting }
-    // A wake-up dropped by a flush must not leave the next push thinking one is queued.
+    // What is queued is taken now: a push after this queues a wake-up of its own.
     pending.flag.store(false, ordering: .releasing)
     let (frames, ended) = subscription.take(upTo: 16)
     for frame in frames {

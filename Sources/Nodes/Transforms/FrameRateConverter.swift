@@ -37,16 +37,23 @@ public final class FrameRateConverter: Node {
 
   /// The longest hole filled by repeating a picture (10 s).
   public static let maximumHole = MediaDuration.microseconds(10_000_000)
+  /// How long after ``origin`` the first picture may come and still fill the slots before it.
+  public let maximumLead: MediaDuration
 
   /// A converter to `fps` pictures per second (1…240), its first slot at `origin` (the first picture
-  /// fills the slots before it comes when it comes within ``maximumHole`` of it: a recording whose sound
-  /// starts first has a picture from its start) or, without one, at the first picture.
+  /// fills the slots before it comes when it comes within `maximumLead` of it — ``maximumHole`` unless
+  /// said: a recording whose sound starts first has a picture from its start) or, without one, at the
+  /// first picture.
   /// - Throws: ``MediaError`` `invalidArgument` outside that range.
-  public init(name: String = "FrameRateConverter", fps: Int, origin: MediaTime? = nil) throws {
+  public init(
+    name: String = "FrameRateConverter", fps: Int, origin: MediaTime? = nil,
+    maximumLead: MediaDuration = FrameRateConverter.maximumHole
+  ) throws {
     guard (1...240).contains(fps) else { throw MediaError(.invalidArgument, "a frame rate of \(fps) is not 1…240") }
     self.name = name
     self.fps = fps
     self.origin = origin
+    self.maximumLead = maximumLead
   }
 
   private var slotDuration: MediaDuration { .microseconds(1_000_000 / Int64(fps)) }
@@ -63,9 +70,9 @@ public final class FrameRateConverter: Node {
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     guard input.frame.width > 0 else { return context.emit(input) }
     guard start != nil else {
-      // The first picture fills the slots from the origin when it comes within `maximumHole` of it (a
+      // The first picture fills the slots from the origin when it comes within `maximumLead` of it (a
       // picture that starts a day after the sound starts the slots itself).
-      if let origin, let lead = try? input.time - origin, lead <= Self.maximumHole {
+      if let origin, let lead = try? input.time - origin, lead <= maximumLead {
         start = min(origin, input.time)
       } else {
         start = input.time
@@ -74,7 +81,8 @@ public final class FrameRateConverter: Node {
       heldEmitted = false
       return
     }
-    if let held, let hole = try? input.time - slot(next), hole > Self.maximumHole {
+    // The hole runs from the held picture (or the slot after it): the first picture's lead is no hole.
+    if let held, let hole = try? input.time - max(slot(next), held.time), hole > Self.maximumHole {
       // Too long to fill: the held picture keeps its own slots, and the next picture starts the slots again.
       try emitSlots(before: min(input.time, try coverageEnd(of: held)), context: context)
       start = input.time
