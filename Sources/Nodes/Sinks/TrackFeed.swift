@@ -28,7 +28,13 @@ public final class TrackFeed: Node {
   }
 
   /// Arms the wake-up the track calls when it has room.
-  public func start(context: NodeContext<Never>) throws {
+  public func start(context: NodeContext<Never>) throws { arm(context) }
+
+  /// Arms the wake-up again: one made before a flush would be dropped as stale, and a feed that waits
+  /// for room after it would wait forever.
+  public func flush(context: NodeContext<Never>) { arm(context) }
+
+  private func arm(_ context: NodeContext<Never>) {
     room = context.makeCompletion { (_: Void) in context.resumeInput() }
   }
 

@@ -51,7 +51,13 @@ public final class TrackSource: SourceNode, Sendable {
   }
 
   /// Arms the wake-up and takes what was queued before the start.
-  public func start(context: NodeContext<DecodedFrame>) throws {
+  public func start(context: NodeContext<DecodedFrame>) throws { arm(context) }
+
+  /// Arms the wake-up again: one made before a flush would be dropped as stale, and the source would
+  /// never wake again. What was queued meanwhile is kept (a track goes on through a seek).
+  public func flush(context: NodeContext<DecodedFrame>) { arm(context) }
+
+  private func arm(_ context: NodeContext<DecodedFrame>) {
     // One wake-up queued at a time, not one per frame pushed: the executor's queue is first come, first
     // served, and a busy track's wake-ups (a file's pictures, read faster than they are encoded) queued
     // ahead of another source's kept that source waiting for seconds (a file's late sound reached the
@@ -66,6 +72,7 @@ public final class TrackSource: SourceNode, Sendable {
         if !pending.flag.exchange(true, ordering: .acquiringAndReleasing) { wake(()) }
       }
     }
+    pending.flag.store(false, ordering: .releasing)
     admission?.register(lane) { wake(()) }
     wake(())
   }
