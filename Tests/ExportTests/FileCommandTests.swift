@@ -17,6 +17,7 @@ struct FileCommandTests {
       var b_frames: Bool?
       var sample_rate: Int?
       var channels: Int?
+      var frames: Int?
     }
     var duration_s: Double
     var start_s: Double
@@ -152,11 +153,70 @@ struct FileCommandTests {
     let out = directory.url.appendingPathComponent("out.mp4")
     let finished = try tipipe(["export", "--input", late.path, "--start", "0", "--out", out.path, "--report", "-"])
     #expect(finished.status == 0, "\(finished.stderr)")
-    #expect(finished.stderr.contains("warning: the file's sound starts 3.0"), "\(finished.stderr)")
+    #expect(
+      finished.stderr.hasPrefix("warning: the export starts at the file's first picture (3.0")
+        && finished.stderr.contains("the 3.0"), "\(finished.stderr)")
     let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
     #expect(abs(output.report.requested_range.start_ms - 3_000) <= 30, "\(output.report.requested_range)")
     let quiet = try tipipe(["export", "--input", late.path, "--start", "0", "--out", out.path, "--quiet"])
     #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+  }
+
+  @Test(
+    "a file cut without re-encoding: probe lists the keyframes it shows and the pictures ffmpeg decodes; a keyframe export from its start re-encodes the part of the group it shows, never a hidden picture"
+  )
+  func editListCutFile() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), seconds: 8, in: directory.url)
+    // Cut at 1.5 s inside the group from 0 s (2 s groups): the edit list hides 0–1.5 s.
+    let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source.path, "-c", "copy", trimmed.path])
+    let shown = try #require(
+      Int(
+        try run(
+          "/usr/bin/ffprobe",
+          [
+            "-v", "error", "-select_streams", "v", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of",
+            "csv=p=0", trimmed.path,
+          ]
+        ).trimmingCharacters(in: .whitespacesAndNewlines)))
+    let probed = try tipipe(["probe", trimmed.path, "--json"])
+    let described = try JSONDecoder().decode(ProbeOutput.self, from: Data(probed.stdout.utf8))
+    #expect(described.keyframes_s.allSatisfy { $0 >= 0 }, "\(described.keyframes_s)")
+    #expect(described.tracks.first { $0.kind == "video" }?.frames == shown, "\(described.tracks)")
+    let out = directory.url.appendingPathComponent("out.mp4")
+    let finished = try tipipe(["export", "--input", trimmed.path, "--start", "0", "--out", out.path, "--report", "-"])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(finished.stderr.hasPrefix("note: the file starts inside a group of pictures"), "\(finished.stderr)")
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+    #expect(output.report.complete && output.report.segments.first?.source_range.start_ms == 0, "\(output.report)")
+    #expect(try MediaFileExportTests.judge(out).videoFrames == shown)
+    // Its first picture is the file's first shown one.
+    #expect(try MediaFileExportTests.firstPicturePSNR(out, against: trimmed, at: 0) > 35)
+  }
+
+  @Test("export --input names the end that is wrong: --start past the video's end, --end before its first picture")
+  func rangeOutsideThePictureIsSaid() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 4, in: directory.url)
+    // Picture 5–9 s, sound 0–4 s.
+    let late = directory.url.appendingPathComponent("late-picture.mp4")
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-i", source.path, "-itsoffset", "5", "-i", source.path, "-map", "1:v", "-map", "0:a",
+        "-c", "copy", late.path,
+      ])
+    let out = directory.url.appendingPathComponent("out.mp4").path
+    let past = try tipipe(["export", "--input", late.path, "--start", "9.5", "--out", out])
+    #expect(past.status == 2)
+    #expect(past.stderr.contains("at or after the end of the file's video (9.0"), "\(past.stderr)")
+    let before = try tipipe(["export", "--input", late.path, "--start", "0", "--end", "4", "--out", out])
+    #expect(before.status == 2)
+    #expect(before.stderr == "tipipe: --end is at or before the file's first picture (5.000 s)\n", "\(before.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: out))
   }
 
   @Test("E13 with --input: the last --progress-lines covered_ms is the report's, and progress reaches 1")

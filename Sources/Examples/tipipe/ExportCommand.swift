@@ -79,8 +79,9 @@ enum ExportCommand {
     --end defaults to the end of its video; its first video and audio tracks are kept. The export
     starts at the keyframe at or before S (--cut keyframe, the default) or exactly at S (--cut exact:
     the group of pictures holding S is re-encoded from S on, the rest copied), at the first picture
-    when S is before it (a warning says when more than 200 ms of sound alone is left out); the
-    report's times are milliseconds from the file's start.
+    when S is before it (a warning says when more than 200 ms of sound alone is left out); a file cut
+    without re-encoding, whose edit list hides the keyframe before S, is cut exactly there (a note says
+    so). The report's times are milliseconds from the file's start.
     """
 
   /// The flags `export` (and `bench export`) take.

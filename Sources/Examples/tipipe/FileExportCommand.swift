@@ -51,7 +51,7 @@ enum FileExportCommand {
       }
     }
     let cutName = flags.string("--cut") ?? "keyframe"
-    guard let cut = ExportJob.Cut(rawValue: cutName) else {
+    guard let askedCut = ExportJob.Cut(rawValue: cutName) else {
       throw UsageError(message: "--cut must be keyframe or exact, not '\(cutName)'")
     }
     guard let startText = flags.string("--start") else { throw UsageError(message: "--start is required") }
@@ -80,19 +80,42 @@ enum FileExportCommand {
     // 21 ms ahead of the picture: `--start 0` reported that head as a gap of both tracks, incomplete.)
     // Sound alone before the picture, longer than a silence the export tolerates, is said: it is not written.
     let start = max(asked, video.range.start)
-    if let audio = info.audio, !flags.has("--quiet"),
+    let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
+    let seconds = { (time: MediaTime) in
+      String(format: "%.3f", Double(((try? time - origin) ?? .zero).microseconds) / 1e6)
+    }
+    guard end > video.range.start else {
+      throw UsageError(message: "--end is at or before the file's first picture (\(seconds(video.range.start)) s)")
+    }
+    // What is written ends with the video, whatever --end says.
+    guard let length = try? min(end, video.range.end) - start, length >= .microseconds(1_000) else {
+      throw UsageError(
+        message: "--start is at or after the end of the file's video (\(seconds(video.range.end)) s), "
+          + "or less than 1 ms before it")
+    }
+    let quiet = flags.has("--quiet")
+    if let audio = info.audio, !quiet,
       let alone = try? video.range.start - max(asked, audio.range.start), alone > GapDetector.audioTolerance
     {
       StandardError.write(
         Data(
-          ("warning: the file's sound starts \(String(format: "%.3f", Double(alone.microseconds) / 1e6)) s before its picture: "
-            + "the export starts at the picture, without that sound\n").utf8))
+          ("warning: the export starts at the file's first picture (\(seconds(video.range.start)) s): the "
+            + "\(String(format: "%.3f", Double(alone.microseconds) / 1e6)) s of sound alone before it are not written\n")
+            .utf8))
     }
-    let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
-    // What is written ends with the video, whatever --end says.
-    guard let length = try? min(end, video.range.end) - start, length >= .microseconds(1_000) else {
-      throw UsageError(
-        message: "--start is at or after the end of the file's video (\(info.duration)), or less than 1 ms before it")
+    // A keyframe cut starts at a keyframe the file shows: where the file starts inside a group of pictures
+    // whose keyframe its edit list hides (a file cut without re-encoding), the part of that group it shows
+    // is re-encoded, as an exact cut does (copying from the hidden keyframe showed what the file hides).
+    var cut = askedCut
+    if cut == .keyframe, let key = info.keyframes.first, video.range.start < key, start < key {
+      cut = .exact
+      if !quiet {
+        StandardError.write(
+          Data(
+            ("note: the file starts inside a group of pictures its edit list cut: its first "
+              + "\(String(format: "%.3f", Double(((try? key - start) ?? .zero).microseconds) / 1e6)) s are re-encoded\n")
+              .utf8))
+      }
     }
     // Sound in a codec the export does not carry (MP3, Opus, AC-3, PCM…) is still asked for: the file is
     // written without it, and the report says so (an audio gap over the range, not complete), instead of a
@@ -101,7 +124,6 @@ enum FileExportCommand {
     let request = ExportJob.Request(
       range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
       audioTrack: info.audio == nil && unreadSound == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
-    let quiet = flags.has("--quiet")
     if let unreadSound, !quiet {
       StandardError.write(
         Data(

@@ -87,10 +87,11 @@ public struct MediaFileInfo: Sendable, Equatable {
         throw MediaError.gap(.mediaUnreadable, "\(reader.path): a timestamp of \(raw.pts) ticks is out of range")
       }
       if stream.format.codec.kind == .audio && time < self.start { continue }
-      counts[raw.stream, default: 0] += 1
+      // What an edit list hides (a file cut without re-encoding) is not shown: not a frame of the file, nor
+      // a keyframe an export can start at, and the track's range starts after it.
+      if !raw.isHidden { counts[raw.stream, default: 0] += 1 }
       let frameEnd = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
       end = max(end, frameEnd)
-      // What an edit list hides (a file cut without re-encoding) is not shown: the range starts after it.
       if !raw.isHidden, let span = spans[raw.stream] {
         spans[raw.stream] = MediaRange(start: min(span.start, time), end: max(span.end, frameEnd))
       } else if !raw.isHidden {
@@ -99,7 +100,7 @@ public struct MediaFileInfo: Sendable, Equatable {
       if stream.format.codec.kind == .video {
         if let previous = latest[raw.stream], time < previous { reordered = true }
         latest[raw.stream] = max(latest[raw.stream] ?? time, time)
-        if raw.isKeyframe { keyframes.append(time) }
+        if raw.isKeyframe && !raw.isHidden { keyframes.append(time) }
       }
     }
     if let video = reader.video, let last = latest[video.index], end <= last {
