@@ -390,4 +390,32 @@ import TrackRecording
     let duration = try #require(streams.first?.duration, "\(streams)")
     #expect(abs(duration - 8) < 0.1 && abs(Double(reported) / 1000 - duration) < 0.05, "\(reported) ms, \(streams)")
   }
+
+  @Test(
+    "the sound packet a cut leaves partly shown is kept, as players play its end: probe counts ffmpeg's sound frames, and a recording of the sound alone lasts as long"
+  )
+  func partlyShownSoundIsKept() throws {
+    let directory = try TemporaryDirectory("record-cut-sound")
+    let source = directory.url.appendingPathComponent("source.mp4").path
+    try Self.makeFile(source, container: "mp4", seconds: 8, size: "64x64")
+    let trimmed = directory.url.appendingPathComponent("trimmed.mp4").path
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed])
+    let fields = try run(
+      "/usr/bin/ffprobe",
+      [
+        "-v", "error", "-select_streams", "a", "-count_frames", "-show_entries", "stream=nb_read_frames,duration",
+        "-of", "csv=p=0", trimmed,
+      ]
+    ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+    let (length, frames) = (try #require(Double(fields.first ?? "")), try #require(Int(fields.last ?? "")))
+    let info = try MediaFileSource.probe(path: trimmed)
+    #expect(info.audio?.packets == frames, "\(String(describing: info.audio))")
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(["record", "--input", trimmed, "--name", "sound", "--no-video", "--data-root", root])
+    #expect(done.status == 0, "\(done.stderr)")
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/sound.mp4"))
+    let recorded = try #require(streams.first?.duration, "\(streams)")
+    // Its whole sound, and at most the one frame's part before the cut more (21 ms at 48 kHz).
+    #expect(recorded >= length - 0.002 && recorded < length + 0.022, "\(recorded) s of \(length) s")
+  }
 }

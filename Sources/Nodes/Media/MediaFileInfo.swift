@@ -86,7 +86,12 @@ public struct MediaFileInfo: Sendable, Equatable {
       } catch {
         throw MediaError.gap(.mediaUnreadable, "\(reader.path): a timestamp of \(raw.pts) ticks is out of range")
       }
-      if stream.format.codec.kind == .audio && time < self.start { continue }
+      // Sound before the file's start (priming an edit list hides), as the source skips it.
+      if stream.format.codec.kind == .audio,
+        (try? MediaFileSource.endsBefore(start, raw.pts, raw.duration, stream.timeBase)) == true
+      {
+        continue
+      }
       // What an edit list hides (a file cut without re-encoding) is not shown: not a frame of the file, nor
       // a keyframe an export can start at, and the track's range starts after it.
       if !raw.isHidden { counts[raw.stream, default: 0] += 1 }

@@ -194,8 +194,13 @@ public final class MediaFileSource: SourceNode {
     }
     while !stop.isAsked, let raw = try reader.read() {
       guard var track = tracks[raw.stream] else { continue }
-      // Before the file's start: encoder priming that an edit list hides from players. Skip it.
-      if track.id.kind == .audio, try offset(raw.pts, track) < anchor { continue }
+      // Before the file's start: encoder priming that an edit list hides from players. Skip it — not a
+      // frame that ends after the start (a file cut without re-encoding, or 2112 samples of priming):
+      // players play its end, and it keeps the sound in step.
+      // (A time out of range is thrown as such below.)
+      if track.id.kind == .audio, (try? Self.endsBefore(anchor, raw.pts, raw.duration, track.timeBase)) == true {
+        continue
+      }
       var data = raw.data
       if track.id.kind == .video && raw.isKeyframe {
         let sets = VideoParameterProbe.parameterSets(in: data, codec: track.format.codec)
@@ -331,6 +336,15 @@ public final class MediaFileSource: SourceNode {
       }
     }
     context.emit(packet)
+  }
+
+  /// True when a sound packet at `pts` lasting `duration` (ticks of `timeBase`; 0: unknown) ends at or
+  /// before `start` (one of unknown length: starts before it).
+  static func endsBefore(_ start: MediaDuration, _ pts: Int64, _ duration: Int64, _ timeBase: TimeBase) throws -> Bool {
+    let (end, overflow) = pts.addingReportingOverflow(max(0, duration))
+    guard !overflow else { return false }
+    let time = try MediaDuration(ticks: duration > 0 ? end : pts, timeBase: timeBase)
+    return duration > 0 ? time <= start : time < start
   }
 
   /// `ticks` of the track's time base as a duration from the file's time 0.
