@@ -1,8 +1,10 @@
 import PipelineGraph
 
 /// Makes a video stream's frame rate constant: output pictures at `start + n / fps` (the start being the
-/// first picture's time), each the latest input picture shown at or before that instant — pictures
-/// repeated when the input is slower, dropped when it is faster. Every output lasts `1 / fps`.
+/// first picture's time), each picture in the slot nearest its own time, as ffmpeg's `fps` filter puts it
+/// (a slot takes the last picture that rounds to it, or holds the one before) — pictures repeated when
+/// the input is slower, dropped when it is faster, none more than half a slot from its time. Every
+/// output lasts `1 / fps`.
 ///
 /// A hole in the input (a `gap`, or pictures that stop coming) is filled by repeating the last picture
 /// up to the next picture's time, for at most ``maximumHole``: past it (a camera that came back after a
@@ -57,6 +59,7 @@ public final class FrameRateConverter: Node {
   }
 
   private var slotDuration: MediaDuration { .microseconds(1_000_000 / Int64(fps)) }
+  private var halfSlot: MediaDuration { .microseconds(500_000 / Int64(fps)) }
 
   private func slot(_ index: Int64) throws -> MediaTime {
     guard let start else { return MediaTime(microseconds: 0) }
@@ -88,7 +91,8 @@ public final class FrameRateConverter: Node {
       start = input.time
       next = 0
     } else {
-      try emitSlots(before: input.time, context: context)
+      // The held picture fills the slots nearer to it than to this one (half a slot before this one's time).
+      try emitSlots(before: (try? input.time - halfSlot) ?? input.time, context: context)
     }
     if let held, !heldEmitted, held !== input { dropped += 1 }
     held = input
