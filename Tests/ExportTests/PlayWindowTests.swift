@@ -341,6 +341,37 @@ struct PlayWindowTests {
     #expect((55...63).contains(frames), "\(frames) pictures shown of the cut's 62")
   }
 
+  @Test("play --input of a file whose picture starts 2 s after its sound: the time lines run from the sound, in order")
+  func latePictureTimeLinesFollowTheSound() throws {
+    let out = try TemporaryDirectory()
+    let sound = out.url.appendingPathComponent("sound.m4a").path
+    let picture = out.url.appendingPathComponent("picture.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:d=4", "-c:a", "aac", sound])
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=2", "-c:v", "libx264", "-preset",
+        "ultrafast", picture,
+      ])
+    let late = out.url.appendingPathComponent("late.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-i", sound, "-itsoffset", "2", "-i", picture, "-map", "1:v", "-map", "0:a", "-c", "copy",
+        late,
+      ])
+    let (lines, errors) = try Self.playOnDisplay(late, in: out)
+    let events = Self.events(lines)
+    let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
+    // From 300 ms into the sound, every 100 ms, through the picture's start to its end.
+    #expect((times.first ?? .max) <= 500 && times == times.sorted(), "\(times) \(errors)")
+    #expect(times.filter { $0 < 2_000 }.count >= 10 && (times.last ?? 0) >= 3_800, "\(times)")
+    let summary = try #require(events.last { $0["event"] as? String == "summary" }, "\(lines)")
+    #expect((summary["video_frames"] as? Int ?? 0) >= 45, "\(summary)")
+  }
+
   @Test("play --input of a file whose sound is MP3 shows its picture and says the sound is not read")
   func unreadSoundIsSaid() throws {
     let out = try TemporaryDirectory()

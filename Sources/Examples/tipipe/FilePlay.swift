@@ -17,6 +17,12 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     var speed: ReplaySpeed
     var position: MediaTime?
     var reported: MediaTime?
+    /// The last time line came from the sound (handed 100 ms ahead of the clock).
+    var reportedBySound = false
+    /// A picture was shown since the start or the last seek.
+    var pictureShown = false
+    /// The first sound frame presented since the start or the last seek.
+    var soundSince: MediaTime?
     var videoFrames = 0
     var audioFrames = 0
     var ended = false
@@ -39,7 +45,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
 
   /// A play of `path` from `start` (the file's own time; nil: its start) at `speed`, shown on `screen`
   /// (turned as `turn` says: what its headers say) and heard on `speaker`; snapshots go to `snapshots`.
-  /// The time lines follow the picture, or the sound when the file has no picture (`hasVideo` false).
+  /// The time lines follow the picture (`hasVideo`), or the sound: in a file of sound alone, and where
+  /// no picture was shown 300 ms into the sound (a picture that starts after its sound).
   init(
     path: String, hasVideo: Bool = true, turn: PictureTurn?, start: MediaTime?, speed: ReplaySpeed,
     screen: SDLWindow, speaker: SDLAudioDevice?, snapshots: URL
@@ -64,13 +71,27 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     let videoDecoder = try FrameDecoder(name: "VideoDecoder", track: source.videoTrack, threads: 1)
     let videoPacer = Pacer(
       name: "VideoPacer", rate: speed.rate, presentFrom: start, showsFirstFrameAfterSeek: true, timeline: timeline)
-    // The position: at most one time line per 100 ms of media, as `tipipe play` prints them.
-    let presented = { @Sendable (time: MediaTime) in
+    // The position: at most one time line per 100 ms of media, as `tipipe play` prints them. It follows
+    // the picture; the sound in a file of sound alone, and where no picture was shown 300 ms into the
+    // sound (a picture starting after its sound: the lines and the title ran only from the picture on).
+    let presented = { @Sendable (time: MediaTime, bySound: Bool) in
       let report = state.withLock { state -> Int64? in
+        if bySound && hasVideo {
+          guard !state.pictureShown else { return nil }
+          let since = state.soundSince ?? time
+          state.soundSince = since
+          guard ((try? time - since) ?? .zero) >= .microseconds(300_000) else { return nil }
+        } else if !bySound {
+          let after = state.reportedBySound
+          state.pictureShown = true
+          // The first picture after the sound's lines (handed 100 ms ahead) does not go back over them.
+          if after, let reported = state.reported, time < reported { return nil }
+        }
         state.position = time
         guard state.reported.map({ (try? time - $0)?.microseconds ?? 0 >= 100_000 || time < $0 }) ?? true
         else { return nil }
         state.reported = time
+        state.reportedBySound = bySound
         return time.milliseconds
       }
       if let report {
@@ -85,7 +106,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
       onFrame: { frame, _ in
         screen.render(frame)
         state.withLock { $0.videoFrames += 1 }
-        presented(frame.time)
+        presented(frame.time, false)
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
     // A phone's recording is shown upright, as its container says (and its snapshots taken so).
@@ -109,8 +130,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
         name: "AudioOutput",
         onFrame: { frame, _ in
           // Sound at 1× only, as the Replay's Audio Output.
-          // A file of sound alone: its position is the sound's.
-          if !hasVideo { presented(frame.time) }
+          presented(frame.time, true)
           guard
             state.withLock({ state in
               state.audioFrames += 1
@@ -180,7 +200,11 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   }
 
   func seek(toMs ms: Int64) {
-    state.withLock { $0.reported = nil }
+    state.withLock { state in
+      state.reported = nil
+      state.pictureShown = false
+      state.soundSince = nil
+    }
     speaker?.flush()
     guard let target = MediaTime(checkedMilliseconds: max(0, ms)) else { return }
     _ = pipeline.flush(seekingTo: target)
