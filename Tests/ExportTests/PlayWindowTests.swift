@@ -389,6 +389,31 @@ struct PlayWindowTests {
     #expect((summary["video_frames"] as? Int ?? 0) >= 20 && summary["audio_frames"] as? Int == 0, "\(summary)")
   }
 
+  @Test(
+    "play --input's end is where the file's media ends: an MKV that starts at 10 s (its headers count from 0) and a piped FLV (its headers end at the last picture's start)"
+  )
+  func startPastTheEndOfOffsetFiles() throws {
+    let out = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 4, in: out.url)
+    let offset = out.url.appendingPathComponent("offset.mkv").path
+    _ = try run(
+      "/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", source.path, "-c", "copy", "-output_ts_offset", "10", offset])
+    let piped = out.url.appendingPathComponent("piped.flv")
+    let flv = try runForData("/usr/bin/ffmpeg", ["-v", "error", "-i", source.path, "-c", "copy", "-f", "flv", "-"])
+    try flv.write(to: piped)
+    let noDisplay = ["DISPLAY": "", "WAYLAND_DISPLAY": ""]
+    for file in [offset, piped.path] {
+      // Inside the last picture: let through to the window (which cannot open here); past the end: refused.
+      let inside = try tipipe(["play", "--input", file, "--window", "--start", "3.99"], environment: noDisplay)
+      #expect(
+        inside.status == 2 && inside.stderr.hasPrefix("tipipe: --window: cannot open"), "\(file): \(inside.stderr)")
+      let past = try tipipe(["play", "--input", file, "--window", "--start", "4.1"], environment: noDisplay)
+      #expect(
+        past.status == 2 && past.stderr.hasPrefix("tipipe: --start is at or after the end"), "\(file): \(past.stderr)")
+    }
+  }
+
   @Test("without a display, --window is one error line and exit 2, before anything plays")
   func noDisplay() throws {
     let library = try TemporaryDirectory()

@@ -384,6 +384,36 @@ final class MediaFileReader {
     return false
   }
 
+  /// Where the file's media ends (microseconds of its time), from its last packets: the reader goes to
+  /// the last stretch its headers point at and reads to the end (a picture without a duration lasts one
+  /// frame). The headers alone are not exact: Matroska and MOV count their duration from their time 0,
+  /// not from their start; FLV's metadata ends at its last picture's start. Nil when the file cannot seek
+  /// (a raw stream), its headers give no duration, or it has no packet there; the reader is left at the end.
+  func measuredEnd() -> Int64? {
+    // Without a duration in its headers the end is not near any point known: not read through.
+    guard order == nil, !["h264", "hevc"].contains(containerName), let headerDuration else { return nil }
+    let claimed = start.microseconds.addingReportingOverflow(headerDuration).partialValue
+    let at = max(start.microseconds, claimed.subtractingReportingOverflow(10_000_000).partialValue)
+    guard avformat_seek_file(input.pointer, -1, .min, at, at, 0) >= 0 else { return nil }
+    untimedNext.removeAll()
+    readAhead.removeAll()
+    var end: Int64?
+    var looked = 0
+    while looked < 100_000, let packet = try? read(payload: false) {
+      looked += 1
+      guard !packet.isHidden,
+        let stream = [video, audio].compactMap({ $0 }).first(where: { $0.index == packet.stream })
+      else { continue }
+      let frame = stream.framesPerSecond.map { Int64(1_000_000 / max($0, 1)) } ?? 0
+      guard let time = try? MediaDuration(ticks: packet.pts, timeBase: stream.timeBase).microseconds,
+        let length = try? MediaDuration(ticks: packet.duration, timeBase: stream.timeBase).microseconds
+      else { continue }
+      let last = time.addingReportingOverflow(length > 0 ? length : frame).partialValue
+      end = max(end ?? last, last)
+    }
+    return end
+  }
+
   /// Goes back to the start of the file.
   /// Seeks back to the file's start; false when libavformat cannot (the reader is then where it was,
   /// and the caller opens the file again).

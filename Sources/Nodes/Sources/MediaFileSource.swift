@@ -117,8 +117,9 @@ public final class MediaFileSource: SourceNode {
     public let container: String
     /// The video stream's format; nil when the file has none.
     public let video: TrackFormat?
-    /// How long the file lasts as its headers say (nil when they do not, or only guess from the bit
-    /// rate); ``probe(path:)`` measures it from the packets.
+    /// How long the file lasts: from its start to the end of its last packets (read from near its end),
+    /// or as its headers say when it cannot seek (nil when they do not, or only guess from the bit rate).
+    /// ``probe(path:)`` measures it from all the packets.
     public let duration: MediaDuration?
     /// The file's first stream of each kind the source reads none of (a sound in MP3 or Opus, a picture
     /// in VP9): its kind and libavcodec's name of its codec.
@@ -139,7 +140,9 @@ public final class MediaFileSource: SourceNode {
     }
     return Headers(
       container: reader.containerName, video: reader.video?.format,
-      duration: reader.headerDuration.map { .microseconds($0) }, unread: unread)
+      duration: (reader.measuredEnd().map { $0 - reader.start.microseconds } ?? reader.headerDuration).map {
+        .microseconds($0)
+      }, unread: unread)
   }
 
   /// Ends a source's reading where it is, from any thread: what was read goes on (each track's last packet
