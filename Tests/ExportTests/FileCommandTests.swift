@@ -194,6 +194,36 @@ struct FileCommandTests {
     #expect(try MediaFileExportTests.judge(out).videoFrames == shown)
     // Its first picture is the file's first shown one.
     #expect(try MediaFileExportTests.firstPicturePSNR(out, against: trimmed, at: 0) > 35)
+    // A cut shorter than its group: the file shows no keyframe at all, and is cut exactly too.
+    let long = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), seconds: 6, extra: ["-g", "250"], in: directory.url)
+    let short = directory.url.appendingPathComponent("short.mp4")
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", long.path, "-c", "copy", short.path])
+    let whole = try tipipe(["export", "--input", short.path, "--start", "0", "--out", out.path, "--report", "-"])
+    #expect(whole.status == 0 && whole.stderr.hasPrefix("note: "), "\(whole.stderr)")
+    let shortShown = try MediaFileExportTests.judge(short).videoFrames
+    #expect(try MediaFileExportTests.judge(out).videoFrames == shortShown, "of \(shortShown)")
+  }
+
+  @Test(
+    "a 10-bit file cut without re-encoding, exported from its start at a keyframe: the exact cut it would need is refused, so the keyframe cut asked for is made from the hidden keyframe, said"
+  )
+  func editListCutOfATenBitFile() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 4, extra: ["-pix_fmt", "yuv420p10le"],
+      in: directory.url)
+    let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
+    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source.path, "-c", "copy", trimmed.path])
+    let out = directory.url.appendingPathComponent("out.mp4")
+    let finished = try tipipe(["export", "--input", trimmed.path, "--start", "0", "--out", out.path, "--report", "-"])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(finished.stderr.contains("warning: ") && finished.stderr.contains("hides"), "\(finished.stderr)")
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+    #expect(output.report.complete, "\(output.report)")
+    // From the hidden keyframe at 0 s of the source (1.5 s before the file's start).
+    let first = output.report.segments.first?.source_range.start_ms ?? 0
+    #expect((-1_560)...(-1_440) ~= first, "\(output.report.segments)")
   }
 
   @Test("export --input names the end that is wrong: --start past the video's end, --end before its first picture")

@@ -418,4 +418,23 @@ import TrackRecording
     // Its whole sound, and at most the one frame's part before the cut more (21 ms at 48 kHz).
     #expect(recorded >= length - 0.002 && recorded < length + 0.022, "\(recorded) s of \(length) s")
   }
+
+  @Test(
+    "a file whose picture is one still (a cover over its sound) is recorded with both: the still held over the sound")
+  func oneStillAndItsSound() throws {
+    let directory = try TemporaryDirectory("record-still")
+    let still = directory.url.appendingPathComponent("still.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=0.04", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=48000:d=3", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", still,
+      ])
+    let root = directory.url.appendingPathComponent("root").path
+    let done = try tipipe(
+      ["record", "--input", still, "--name", "still", "--fps", "10", "--size", "160x120", "--data-root", root])
+    #expect(done.status == 0 && done.stderr.isEmpty, "\(done.stderr)")
+    let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/still.mp4"))
+    #expect(streams.map(\.codec) == ["h264", "aac"], "\(streams)")
+  }
 }

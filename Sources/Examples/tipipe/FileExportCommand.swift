@@ -106,24 +106,23 @@ enum FileExportCommand {
     // A keyframe cut starts at a keyframe the file shows: where the file starts inside a group of pictures
     // whose keyframe its edit list hides (a file cut without re-encoding), the part of that group it shows
     // is re-encoded, as an exact cut does (copying from the hidden keyframe showed what the file hides).
+    // (A file shorter than a group: no keyframe it shows at all.)
     var cut = askedCut
-    if cut == .keyframe, let key = info.keyframes.first, video.range.start < key, start < key {
+    let shownKey = info.keyframes.first
+    if cut == .keyframe, shownKey.map({ video.range.start < $0 && start < $0 }) ?? true {
       cut = .exact
       if !quiet {
+        let reencoded = ((try? (shownKey ?? video.range.end) - start) ?? .zero).microseconds
         StandardError.write(
           Data(
             ("note: the file starts inside a group of pictures its edit list cut: its first "
-              + "\(String(format: "%.3f", Double(((try? key - start) ?? .zero).microseconds) / 1e6)) s are re-encoded\n")
-              .utf8))
+              + "\(String(format: "%.3f", Double(reencoded) / 1e6)) s are re-encoded\n").utf8))
       }
     }
     // Sound in a codec the export does not carry (MP3, Opus, AC-3, PCM…) is still asked for: the file is
     // written without it, and the report says so (an audio gap over the range, not complete), instead of a
     // silent video-only file reported complete.
     let unreadSound = info.audio == nil ? info.tracks.first { $0.kind == .audio } : nil
-    let request = ExportJob.Request(
-      range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
-      audioTrack: info.audio == nil && unreadSound == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
     if let unreadSound, !quiet {
       StandardError.write(
         Data(
@@ -132,19 +131,36 @@ enum FileExportCommand {
     }
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
     let progressLines = flags.has("--progress-lines")
-    let job = try ExportJob(
-      request: request, packets: MediaFileSource(path: input),
-      progress: { fraction, covered in
-        if progressLines {
-          StandardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
-        } else if showProgress {
-          StandardError.write(
-            Data(String(format: "\r%5.1f%%  %.1f s covered", fraction * 100, Double(covered) / 1000).utf8))
-        }
-      }, completion: { _ in })
-    Interruption.shared.onSignal { _ in job.cancel() }
-    let result = job.waitForResult()
-    Interruption.shared.removeHandler()
+    func export(_ cut: ExportJob.Cut) throws -> ExportResult {
+      let request = ExportJob.Request(
+        range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
+        audioTrack: info.audio == nil && unreadSound == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
+      let job = try ExportJob(
+        request: request, packets: MediaFileSource(path: input),
+        progress: { fraction, covered in
+          if progressLines {
+            StandardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
+          } else if showProgress {
+            StandardError.write(
+              Data(String(format: "\r%5.1f%%  %.1f s covered", fraction * 100, Double(covered) / 1000).utf8))
+          }
+        }, completion: { _ in })
+      Interruption.shared.onSignal { _ in job.cancel() }
+      defer { Interruption.shared.removeHandler() }
+      return job.waitForResult()
+    }
+    var result = try export(cut)
+    // Pictures an exact cut does not re-encode (10-bit, 4:2:2, odd sizes): the keyframe cut asked for,
+    // from the keyframe the file hides, said.
+    if cut != askedCut, result.code != .ok, result.message?.contains("(cut at a keyframe instead)") == true {
+      if !quiet {
+        StandardError.write(
+          Data(
+            ("warning: \(result.message?.oneLine ?? ""): the export starts at the keyframe the file's edit list "
+              + "hides, with the pictures it hides\n").utf8))
+      }
+      result = try export(askedCut)
+    }
     if showProgress { StandardError.write(Data("\n".utf8)) }
     let report = relative(result.report, to: origin)
     // As `export` does: the export's own failure is the one line said, before a report left unwritten.

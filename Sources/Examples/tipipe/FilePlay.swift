@@ -84,6 +84,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
         } else if !bySound {
           let after = state.reportedBySound
           state.pictureShown = true
+          state.position = time
           // The first picture after the sound's lines (handed 100 ms ahead) does not go back over them.
           if after, let reported = state.reported, time < reported { return nil }
         }
@@ -92,7 +93,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
         else { return nil }
         state.reported = time
         state.reportedBySound = bySound
-        return time.milliseconds
+        // (A sound frame the file's start cuts into begins a few ms before 0.)
+        return max(0, time.milliseconds)
       }
       if let report {
         DispatchQueue.main.async {

@@ -408,7 +408,8 @@ final class MediaFileReader {
       guard let time = try? MediaDuration(ticks: packet.pts, timeBase: stream.timeBase).microseconds,
         let length = try? MediaDuration(ticks: packet.duration, timeBase: stream.timeBase).microseconds
       else { continue }
-      let last = time.addingReportingOverflow(length > 0 ? length : frame).partialValue
+      let (last, overflow) = time.addingReportingOverflow(length > 0 ? length : frame)
+      guard !overflow else { continue }
       end = max(end ?? last, last)
     }
     return end

@@ -34,8 +34,9 @@ public struct MediaFileInfo: Sendable, Equatable {
     public var channels: Int
     /// Packets of the stream (frames), for the streams that are read; 0 for the others.
     public var packets: Int
-    /// From its first frame shown to the end of its last, for the streams that are read (empty for
-    /// the others). An export that follows the video covers the file when it asks for the video's range.
+    /// From its first frame shown (a sound frame the file's start cuts into: that frame's start) to the
+    /// end of its last, for the streams that are read (empty for the others). An export that follows the
+    /// video covers the file when it asks for the video's range.
     public var range: MediaRange
   }
 
@@ -93,10 +94,10 @@ public struct MediaFileInfo: Sendable, Equatable {
         continue
       }
       // What an edit list hides (a file cut without re-encoding) is not shown: not a frame of the file, nor
-      // a keyframe an export can start at, and the track's range starts after it.
+      // a keyframe an export can start at, nor the file's end, and the track's range starts after it.
       if !raw.isHidden { counts[raw.stream, default: 0] += 1 }
       let frameEnd = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
-      end = max(end, frameEnd)
+      if !raw.isHidden { end = max(end, frameEnd) }
       if !raw.isHidden, let span = spans[raw.stream] {
         spans[raw.stream] = MediaRange(start: min(span.start, time), end: max(span.end, frameEnd))
       } else if !raw.isHidden {

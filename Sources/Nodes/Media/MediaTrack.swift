@@ -102,7 +102,7 @@ public final class MediaTrack: Sendable {
   }
 
   /// True when its frames come in real time (a camera, a replay's outputs): a consumer waiting for a
-  /// first frame gives up after a while. False for a file's track (``FileTracks``-like producers): every
+  /// first frame gives up after a while. False for a file's track (`FileTracks`-like producers): every
   /// frame comes, as fast as it is read, until the track ends — a file's sound may begin minutes in.
   public let isLive: Bool
 

@@ -9,9 +9,10 @@ import PipelineGraph
 /// file stays fragmented (without a fragment index: players find the fragments by reading the boxes).
 ///
 /// The file's tracks are declared when it is created: it waits until every declared track has its
-/// first packet (video from its first keyframe) or has ended (its branch's ``TrackEnded``), or until
-/// ``trackWait`` of one track's media (or ``waitingBytes`` of its packets) came without the other's —
-/// then the file has only the tracks that came (a track whose first packet starts more than ``trackWait``
+/// first packet (video from its first keyframe), or until ``trackWait`` of one track's media (or
+/// ``waitingBytes`` of its packets) came without the other's, or the stream's end — then the file has only
+/// the tracks that came (a branch's ``TrackEnded`` is no sign: its encoder may still hold its last
+/// pictures or sound) (a track whose first packet starts more than ``trackWait``
 /// after the other's is left out as well, however early it came). A live track's media comes in real time and a camera
 /// may have no sound at all: 10 s (``liveTrackWait``). A file's sound may start minutes into it, and
 /// comes as fast as the file is read: the wait is longer (``fileTrackWait``). Packets of other tracks or
@@ -44,8 +45,6 @@ public final class FragmentedMP4Writer: Node {
   /// The most bytes of packets held while waiting, whatever ``trackWait`` says.
   public static let waitingBytes = 64 << 20
   private var waitingSize = 0
-  /// The kinds of the declared tracks whose branch ended.
-  private var endedKinds: Set<TrackKind> = []
   private var file: MP4File?
   private var videoFormat: TrackFormat?
   private var audioFormat: TrackFormat?
@@ -121,18 +120,13 @@ public final class FragmentedMP4Writer: Node {
     duration = max(duration, end)
   }
 
-  /// Creates the file once every declared track has its format or has ended, or one track has
-  /// ``trackWait`` of media (or ``waitingBytes``) without the other (`force`: at the end, with what came).
+  /// Creates the file once every declared track has its format, or one track has ``trackWait`` of media
+  /// (or ``waitingBytes``) without the other (`force`: at the end, with what came).
   private func openWhenReady(force: Bool) throws {
     guard file == nil, let first = waiting.first else { return }
-    let come = { (track: TrackID?, format: TrackFormat?) in
-      track.map { format != nil || self.endedKinds.contains($0.kind) } ?? true
-    }
+    let complete = (videoTrack == nil || videoFormat != nil) && (audioTrack == nil || audioFormat != nil)
     let span = (try? waiting.last!.time - first.time) ?? .zero
-    guard
-      come(videoTrack, videoFormat) && come(audioTrack, audioFormat) || force || span >= trackWait
-        || waitingSize >= Self.waitingBytes
-    else { return }
+    guard complete || force || span >= trackWait || waitingSize >= Self.waitingBytes else { return }
     // A track starting more than the wait after the other's start came in time only because its branch
     // ran ahead of the other's (a picture delayed by its encoder): the wait is over in media time, and it
     // cannot be placed that late (each of the file's tracks starts with its first sample) — left out.
@@ -148,13 +142,6 @@ public final class FragmentedMP4Writer: Node {
     waiting = []
     waitingSize = 0
     for packet in packets { try write(packet, to: file) }
-  }
-
-  /// A declared track's ``TrackEnded`` before its first packet: the file no longer waits for it.
-  public func handle(_ event: PipelineEvent, context: NodeContext<Never>) throws {
-    guard case .custom(let payload) = event, let ended = payload as? TrackEnded else { return }
-    endedKinds.insert(ended.track.kind)
-    try openWhenReady(force: false)
   }
 
   /// Writes the last fragment on the pipeline's workers; the end of stream follows once the file is

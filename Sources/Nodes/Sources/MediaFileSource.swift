@@ -110,8 +110,9 @@ public final class MediaFileSource: SourceNode {
     try MediaFileInfo(reading: MediaFileReader(path: path))
   }
 
-  /// What a file's headers say before its packets are gone through: its container and the format of the
-  /// video stream the source reads (its codec, size and display matrix).
+  /// What a file says before its packets are gone through (its headers, and its last stretch for its
+  /// end): its container and the format of the video stream the source reads (its codec, size and display
+  /// matrix).
   public struct Headers: Sendable {
     /// libavformat's name of the container (`mov,mp4,m4a,3gp,3g2,mj2`, `mpegts`, `h264`…).
     public let container: String
@@ -126,9 +127,10 @@ public final class MediaFileSource: SourceNode {
     public let unread: [(kind: TrackKind, codecName: String)]
   }
 
-  /// Opens `path` as the source would and closes it again, without going through its packets
-  /// (libavformat reads the headers and, to probe the streams, a few packets): a missing file, one that
-  /// is not media or one without a supported track throws what ``start(context:)`` would.
+  /// Opens `path` as the source would and closes it again, without going through all its packets
+  /// (libavformat reads the headers and, to probe the streams, a few packets; the end is measured from
+  /// the last stretch): a missing file, one that is not media or one without a supported track throws
+  /// what ``start(context:)`` would.
   /// - Throws: ``MediaError`` as ``start(context:)`` does.
   @discardableResult
   public static func check(path: String) throws -> Headers {
@@ -138,11 +140,14 @@ public final class MediaFileSource: SourceNode {
     let unread = [TrackKind.video, .audio].filter { !read.contains($0) }.compactMap { kind in
       reader.described.first { $0.kind == kind }.map { (kind: kind, codecName: $0.codecName) }
     }
+    // (Times from a file: an end and a start that cannot be subtracted say nothing.)
+    let measured = reader.measuredEnd().flatMap { end -> Int64? in
+      let (length, overflow) = end.subtractingReportingOverflow(reader.start.microseconds)
+      return overflow || length <= 0 ? nil : length
+    }
     return Headers(
       container: reader.containerName, video: reader.video?.format,
-      duration: (reader.measuredEnd().map { $0 - reader.start.microseconds } ?? reader.headerDuration).map {
-        .microseconds($0)
-      }, unread: unread)
+      duration: (measured ?? reader.headerDuration).map { .microseconds($0) }, unread: unread)
   }
 
   /// Ends a source's reading where it is, from any thread: what was read goes on (each track's last packet

@@ -47,7 +47,9 @@ public final class TrackSource: SourceNode, Sendable {
     self.capacity = capacity
     let waker = Locked<(@Sendable () -> Void)?>(nil)
     self.waker = waker
-    subscription = track.subscribe(capacity: capacity) { waker.withLock { $0 }?() }
+    // Called under the lock: a push that took the wake-up of before a flush (re-armed) and called it after
+    // would set the one-queued flag with a stale wake-up, dropped, and the source would wait forever.
+    subscription = track.subscribe(capacity: capacity) { waker.withLock { $0?() } }
   }
 
   /// Arms the wake-up and takes what was queued before the start.

@@ -128,7 +128,8 @@ public final class ExactCut: Node {
       // open group of pictures' I picture) comes without them from an MP4 or a Matroska file.
       packet = EncodedPacket(
         track: packet.track, format: packet.format, time: packet.time, decodeTime: packet.decodeTime,
-        duration: packet.duration, isKeyframe: packet.isKeyframe, data: packet.format.parameterSets + packet.data)
+        duration: packet.duration, isKeyframe: packet.isKeyframe, data: packet.format.parameterSets + packet.data,
+        isHidden: packet.isHidden)
     }
     let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: FrameDecoder.defaultThreads)
     self.decoder = decoder

@@ -3,8 +3,8 @@ import PipelineGraph
 /// Makes a video stream's frame rate constant: output pictures at `start + n / fps` (the start being the
 /// first picture's time), each picture in the slot nearest its own time, as ffmpeg's `fps` filter puts it
 /// (a slot takes the last picture that rounds to it, or holds the one before) — pictures repeated when
-/// the input is slower, dropped when it is faster, none more than half a slot from its time. Every
-/// output lasts `1 / fps`.
+/// the input is slower, dropped when it is faster, none first shown more than half a slot from its time.
+/// Every output lasts `1 / fps`.
 ///
 /// A hole in the input (a `gap`, or pictures that stop coming) is filled by repeating the last picture
 /// up to the next picture's time, for at most ``maximumHole``: past it (a camera that came back after a

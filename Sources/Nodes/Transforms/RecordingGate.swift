@@ -9,7 +9,7 @@ import Synchronization
 /// time, from ``Timeline/pause(at:)`` to ``Timeline/resume(at:)`` (a recorder passes the end of the
 /// latest frame its tracks carried at each call), and every later frame leaves at its source time minus
 /// the origin and the cuts before it, so the video and the audio stay in step across a cut. Cuts can also
-/// be given in advance (``Timeline/init(cuts:)``: a command line's `--pause-at`/`--resume-at`). Frames
+/// be given in advance (``Timeline/init(cuts:origin:)``: a command line's `--pause-at`/`--resume-at`). Frames
 /// before the origin or inside a cut are dropped.
 ///
 /// The gates are confined to their pipeline's executor; ``Timeline/pause(at:)`` and
