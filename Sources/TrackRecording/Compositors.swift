@@ -54,13 +54,17 @@ final class CompositorGraph: Sendable {
 
   func start() throws { try pipeline.start() }
 
-  /// The mixers' `stallTime`: half a second for live tracks (the mixers' own), 5 s for files (a first
-  /// picture of 4000x3000 on a busy core took over a second to decode). The lag in media time stays the
-  /// mixers' own: an input runs at most a few seconds ahead of the others before it is held back, so a
-  /// longer lag would never be reached, and a file whose sound starts 20 s in would hold every input.
-  static func stallTime(inputsAreFiles: Bool) -> MediaDuration {
-    .microseconds(inputsAreFiles ? 5_000_000 : 500_000)
+  /// The mixers' `stallTime` for `inputs`: half a second when one of them is live (the mixers' own), 5 s
+  /// when all are files (a first picture of 4000x3000 on a busy core took over a second to decode). The
+  /// lag in media time stays the mixers' own: an input runs at most a few seconds ahead of the others
+  /// before it is held back, so a longer lag would never be reached, and a file whose sound starts 20 s in
+  /// would hold every input.
+  static func stallTime(for inputs: [MediaTrack]) -> MediaDuration {
+    .microseconds(isLive(inputs) ? 500_000 : 5_000_000)
   }
+
+  /// Whether a composition of `inputs` comes in real time: when one of them does.
+  static func isLive(_ inputs: [MediaTrack]) -> Bool { inputs.contains { $0.isLive } }
 
   func stop() { for source in sources { source.close() } }
 
@@ -86,16 +90,16 @@ public final class VideoCompositor: Sendable {
 
   /// A compositor of `tracks` (video, 1…64) into pictures of `size` at `fps`. A track that lags behind the
   /// others and brings nothing for half a second is a live one that stalled, and is no longer waited for;
-  /// with `inputsAreFiles`, for 5 s: a file that a slow decode or a busy machine holds back is waited for,
-  /// but not forever — a file whose sound starts later than its picture holds its picture back through the
-  /// reading they share, and waiting for that sound would hold every input.
+  /// when every track is a file's (`MediaTrack.isLive` false), for 5 s: a file that a slow decode or a
+  /// busy machine holds back is waited for, but not forever — a file whose sound starts later than its
+  /// picture holds its picture back through the reading they share, and waiting for that sound would hold
+  /// every input. The output is live when one of the tracks is.
   /// - Throws: `MediaError` `invalidArgument` for an audio track, a cell per track missing or outside
   ///   the picture, or a rate outside 1…240.
   public init(
-    tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20,
-    inputsAreFiles: Bool = false
+    tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20
   ) throws {
-    let output = MediaTrack(id: TrackID(.video, channel: 0), isLive: !inputsAreFiles)
+    let output = MediaTrack(id: TrackID(.video, channel: 0), isLive: CompositorGraph.isLive(tracks))
     outputTrack = output
     graph = try CompositorGraph(name: "video-compositor", inputs: tracks, output: output) { ids in
       let cells: [VideoMixer.Cell]
@@ -105,7 +109,7 @@ public final class VideoCompositor: Sendable {
       }
       return try VideoMixer(
         inputs: ids, cells: cells, width: size.width, height: size.height, fps: fps, output: output.id,
-        stallTime: CompositorGraph.stallTime(inputsAreFiles: inputsAreFiles))
+        stallTime: CompositorGraph.stallTime(for: tracks))
     } admission: {
       $0.admission
     }
@@ -130,19 +134,18 @@ public final class AudioCompositor: Sendable {
   private let graph: CompositorGraph
 
   /// A mixer of `tracks` (audio, 1…64) with `gains` (linear, 0…16; 1 each by default) into `sampleRate`
-  /// and `channels` (1 or 2); `inputsAreFiles` as ``VideoCompositor/init(tracks:layout:size:fps:inputsAreFiles:)``
-  /// says.
+  /// and `channels` (1 or 2); tracks that stall are waited for as
+  /// ``VideoCompositor/init(tracks:layout:size:fps:)`` says.
   /// - Throws: `MediaError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
   public init(
-    tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2,
-    inputsAreFiles: Bool = false
+    tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2
   ) throws {
-    let output = MediaTrack(id: TrackID(.audio, channel: 0), isLive: !inputsAreFiles)
+    let output = MediaTrack(id: TrackID(.audio, channel: 0), isLive: CompositorGraph.isLive(tracks))
     outputTrack = output
     graph = try CompositorGraph(name: "audio-compositor", inputs: tracks, output: output) { ids in
       try AudioMixer(
         inputs: ids, gains: gains, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels),
-        output: output.id, stallTime: CompositorGraph.stallTime(inputsAreFiles: inputsAreFiles))
+        output: output.id, stallTime: CompositorGraph.stallTime(for: tracks))
     } admission: {
       $0.admission
     }

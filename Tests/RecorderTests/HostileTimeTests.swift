@@ -157,7 +157,7 @@ import Testing
   }
 
   @Test func RC4_filesAreWaitedForSecondsNotForever() throws {
-    // record --grid of files (VideoCompositor(inputsAreFiles: true)): a huge picture on a busy machine
+    // record --grid of files (VideoCompositor of tracks that are not live): a huge picture on a busy machine
     // brought its first frame after more than half a second of the clock, and the mixer composed its first
     // 1.3-1.7 s without it, as for a live track that stalled (helper-49). Waiting forever instead locked a
     // grid whose second file's sound starts 20 s in (helper-50): 5 s.
@@ -166,7 +166,8 @@ import Testing
     func harness() throws -> (VideoMixer, NodeHarness<VideoMixer>) {
       let mixer = try VideoMixer(
         inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
-        fps: 10, output: TrackID(.video, channel: 9), stallTime: CompositorGraph.stallTime(inputsAreFiles: true))
+        fps: 10, output: TrackID(.video, channel: 9),
+        stallTime: CompositorGraph.stallTime(for: [MediaTrack(id: left, isLive: false)]))
       let harness = try NodeHarness(mixer)
       // The fast input runs ahead until its lane closes (the mixer then looks again on its clock).
       for index in 0..<60 { harness.push(try Self.picture(at: Double(index) / 10, track: left)) }
@@ -195,6 +196,22 @@ import Testing
     silent.advance(by: .seconds(6))
     silent.runUntilIdle()
     #expect(!silent.outputItems.isEmpty && mixer.admission.isOpen(left), "composed without the input that stopped")
+  }
+
+  @Test func RC4_aCompositionIsLiveWhenOneOfItsTracksIs() throws {
+    // What the compositors wait for follows from their tracks: files are waited for 5 s and make a file's
+    // composition (which the recorder then waits for as a file's); one live track makes it live.
+    let files = [MediaTrack(id: Self.video, isLive: false), MediaTrack(id: TrackID(.video, channel: 1), isLive: false)]
+    let mixed = [files[0], MediaTrack(id: TrackID(.video, channel: 1))]
+    #expect(CompositorGraph.stallTime(for: files) == .microseconds(5_000_000))
+    #expect(CompositorGraph.stallTime(for: mixed) == .microseconds(500_000))
+    let fileVideo = try VideoCompositor(tracks: files)
+    let mixedVideo = try VideoCompositor(tracks: mixed)
+    #expect(!fileVideo.outputTrack.isLive && mixedVideo.outputTrack.isLive)
+    let sounds = [MediaTrack(id: Self.a, isLive: false), MediaTrack(id: Self.b, isLive: false)]
+    let fileSound = try AudioCompositor(tracks: sounds)
+    let mixedSound = try AudioCompositor(tracks: [sounds[0], MediaTrack(id: Self.b)])
+    #expect(!fileSound.outputTrack.isLive && mixedSound.outputTrack.isLive)
   }
 
   @Test func RC4_RC43_manyPicturesBetweenTwoSlotsDoNotCloseALane() throws {

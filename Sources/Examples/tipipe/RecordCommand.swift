@@ -91,14 +91,14 @@ enum RecordCommand {
       let videos = files.compactMap(\.video)
       let audios = files.compactMap(\.audio)
       if !videos.isEmpty {
-        // Files: a slow one (a huge picture, a busy machine) is waited for up to 5 s, not half a second.
-        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, inputsAreFiles: true)
+        // Files' tracks are not live: a slow one (a huge picture, a busy machine) is waited for up to 5 s.
+        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps)
         video = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
       }
       if !audios.isEmpty {
-        let compositor = try AudioCompositor(tracks: audios, inputsAreFiles: true)
+        let compositor = try AudioCompositor(tracks: audios)
         audio = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
