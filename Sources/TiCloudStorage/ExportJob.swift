@@ -45,6 +45,15 @@ public final class ExportJob: @unchecked Sendable {
     /// from the start on (`ExactCut`), the rest is copied; the report's first source range starts at
     /// the range's start.
     case exact
+
+    /// The cut an export of `file` from `start` makes when this one is asked for: the same, but exact
+    /// where a keyframe cut would copy pictures the file's edit list hides
+    /// (`MediaFileInfo.keyframeCutShowsHiddenPictures(at:)`): the pictures of that group the file shows
+    /// are re-encoded instead. When the exact cut is refused (an `ExactCut.Refusal` among the result's
+    /// causes), the keyframe cut asked for is what is left.
+    public func showing(_ file: MediaFileInfo, from start: MediaTime) -> Cut {
+      self == .keyframe && file.keyframeCutShowsHiddenPictures(at: start) ? .exact : self
+    }
   }
 
   private enum Ending {

@@ -171,7 +171,7 @@ struct FileCommandTests {
       .init(container: "mp4", codec: "h264", bFrames: true), seconds: 8, in: directory.url)
     // Cut at 1.5 s inside the group from 0 s (2 s groups): the edit list hides 0–1.5 s.
     let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
-    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source.path, "-c", "copy", trimmed.path])
+    try cutWithoutReencoding(source.path, to: trimmed.path)
     let shown = try #require(
       Int(
         try run(
@@ -198,7 +198,7 @@ struct FileCommandTests {
     let long = try MediaFileExportTests.makeFile(
       .init(container: "mp4", codec: "h264", bFrames: true), seconds: 6, extra: ["-g", "250"], in: directory.url)
     let short = directory.url.appendingPathComponent("short.mp4")
-    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", long.path, "-c", "copy", short.path])
+    try cutWithoutReencoding(long.path, to: short.path)
     let whole = try tipipe(["export", "--input", short.path, "--start", "0", "--out", out.path, "--report", "-"])
     #expect(whole.status == 0 && whole.stderr.hasPrefix("note: "), "\(whole.stderr)")
     let shortShown = try MediaFileExportTests.judge(short).videoFrames
@@ -214,7 +214,7 @@ struct FileCommandTests {
       .init(container: "mp4", codec: "h264", bFrames: false), seconds: 4, extra: ["-pix_fmt", "yuv420p10le"],
       in: directory.url)
     let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
-    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source.path, "-c", "copy", trimmed.path])
+    try cutWithoutReencoding(source.path, to: trimmed.path)
     let out = directory.url.appendingPathComponent("out.mp4")
     let finished = try tipipe(["export", "--input", trimmed.path, "--start", "0", "--out", out.path, "--report", "-"])
     #expect(finished.status == 0, "\(finished.stderr)")

@@ -684,5 +684,57 @@ struct ExactCutBoundTests {
     harness.runUntilIdle()
     let failure = try #require(harness.reportedFailures.first)
     #expect((failure.error as? MediaError)?.kind == .resourceExhausted, "\(failure)")
+    #expect((failure.error as? MediaError)?.cause as? ExactCut.Refusal == .groupTooLarge, "\(failure)")
+  }
+
+  @Test(
+    "an exact cut of 10-bit pictures is refused with a typed cause a caller can fall back on: the keyframe cut is made"
+  )
+  func refusedExactCutSaysWhy() throws {
+    let directory = try TemporaryDirectory()
+    let file = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 4, extra: ["-pix_fmt", "yuv420p10le"],
+      in: directory.url)
+    let video = try #require(try MediaFileSource.probe(path: file.path).video)
+    let export = { (cut: ExportJob.Cut) throws -> ExportResult in
+      try ExportJob(
+        request: .init(
+          range: MediaRange(start: try video.range.start + .microseconds(1_300_000), end: video.range.end),
+          videoTrack: TrackID(.video, channel: 0), audioTrack: TrackID(.audio, channel: 1),
+          output: directory.url.appendingPathComponent("\(cut).mp4"), cut: cut),
+        packets: MediaFileSource(path: file.path), completion: { _ in }
+      ).resultWithinDeadline()
+    }
+    let exact = try export(.exact)
+    #expect(exact.code == .unsupportedFormat && exact.file == nil, "\(exact.message ?? "")")
+    let causes = try #require(exact.error?.causes)
+    #expect(causes.contains { $0 as? ExactCut.Refusal == .pictureFormat }, "\(causes)")
+    #expect(try export(.keyframe).code == .ok)
+  }
+
+  @Test(
+    "a file cut without re-encoding: a keyframe cut from inside its first group, whose keyframe the file hides, is made exactly; elsewhere, and in other files, as asked"
+  )
+  func keyframeCutOfAnEditListFile() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), seconds: 8, in: directory.url)
+    let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
+    try cutWithoutReencoding(source.path, to: trimmed.path)
+    let cut = try MediaFileSource.probe(path: trimmed.path)
+    let whole = try MediaFileSource.probe(path: source.path)
+    let firstShown = try #require(cut.keyframes.first)
+    let start = try #require(cut.video?.range.start)
+    // 2 s groups: the file shows 1.5–2 s of the group from 0, then its keyframe at 2 s.
+    #expect(start < firstShown)
+    #expect(cut.keyframeCutShowsHiddenPictures(at: start))
+    #expect(ExportJob.Cut.keyframe.showing(cut, from: start) == .exact)
+    #expect(ExportJob.Cut.exact.showing(cut, from: start) == .exact)
+    #expect(!cut.keyframeCutShowsHiddenPictures(at: firstShown))
+    #expect(ExportJob.Cut.keyframe.showing(cut, from: firstShown) == .keyframe)
+    let wholeStart = try #require(whole.video?.range.start)
+    #expect(!whole.keyframeCutShowsHiddenPictures(at: wholeStart))
+    let inside = try wholeStart + .microseconds(1_500_000)
+    #expect(ExportJob.Cut.keyframe.showing(whole, from: inside) == .keyframe)
   }
 }

@@ -390,3 +390,11 @@ public func turnedCopy(of file: URL, degrees: Int, to turned: URL) throws {
     "/usr/bin/ffmpeg",
     ["-v", "error", "-y", "-i", file.path, "-c", "copy", "-metadata:s:v:0", "rotate=\(degrees)", turned.path])
 }
+
+/// Copies the media file at `source` to `cut` from `seconds` on without re-encoding (`ffmpeg -ss S -i
+/// source -c copy`), as people trim a file: the pictures from the keyframe before `seconds` are kept for
+/// their references and hidden by the MP4's edit list (libavformat gives them negative times and flags
+/// them to discard).
+public func cutWithoutReencoding(_ source: String, from seconds: Double = 1.5, to cut: String) throws {
+  _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "\(seconds)", "-i", source, "-c", "copy", cut])
+}

@@ -298,7 +298,7 @@ import TrackRecording
     // Cut at 1.5 s, inside the group of pictures from 0 s: the file keeps 0–1.5 s for their references and
     // its edit list hides them (libavformat: negative times, flagged to discard).
     let trimmed = directory.url.appendingPathComponent("trimmed.mp4")
-    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed.path])
+    try cutWithoutReencoding(source, to: trimmed.path)
     let root = directory.url.appendingPathComponent("root").path
     let done = try tipipe(
       ["record", "--input", trimmed.path, "--name", "cut", "--fps", "25", "--size", "320x240", "--data-root", root])
@@ -323,7 +323,7 @@ import TrackRecording
     let source = directory.url.appendingPathComponent("source.mp4").path
     try Self.makeFile(source, container: "mp4", seconds: 4)
     let trimmed = directory.url.appendingPathComponent("trimmed.mp4").path
-    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed])
+    try cutWithoutReencoding(source, to: trimmed)
     let decoded = try run(
       "/usr/bin/ffprobe",
       [
@@ -399,7 +399,7 @@ import TrackRecording
     let source = directory.url.appendingPathComponent("source.mp4").path
     try Self.makeFile(source, container: "mp4", seconds: 8, size: "64x64")
     let trimmed = directory.url.appendingPathComponent("trimmed.mp4").path
-    _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-ss", "1.5", "-i", source, "-c", "copy", trimmed])
+    try cutWithoutReencoding(source, to: trimmed)
     let fields = try run(
       "/usr/bin/ffprobe",
       [

@@ -10,17 +10,23 @@ import Testing
 /// gave up on it; and both wake after a flush (a wake-up made before it is dropped as stale).
 @Suite("Track source and feed wake-ups")
 struct TrackSourceWakeTests {
-  @Test("a track pushed 200 frames queues one wake-up; the run takes all of them; a later push queues one again")
-  func oneWakeUpIsQueuedAtATime() throws {
-    let track = MediaTrack(id: TrackID(.audio, channel: 0))
-    let source = TrackSource(track: track, capacity: 1_000)
+  /// `source → sink` on a manual executor, started and run until idle.
+  static func started(_ source: TrackSource) throws -> (ManualExecutor, Pipeline, CollectingSink<DecodedFrame>) {
     let executor = ManualExecutor()
     let pipeline = Pipeline(executor: executor, clock: VirtualClock())
     let sink = CollectingSink<DecodedFrame>()
     pipeline.connect(source, to: sink)
     try pipeline.start()
-    defer { pipeline.stop() }
     executor.runUntilIdle()
+    return (executor, pipeline, sink)
+  }
+
+  @Test("a track pushed 200 frames queues one wake-up; the run takes all of them; a later push queues one again")
+  func oneWakeUpIsQueuedAtATime() throws {
+    let track = MediaTrack(id: TrackID(.audio, channel: 0))
+    let source = TrackSource(track: track, capacity: 1_000)
+    let (executor, pipeline, sink) = try Self.started(source)
+    defer { pipeline.stop() }
     let frame = { (index: Int) in
       DecodedFrame(
         track: track.id, time: MediaTime(microseconds: Int64(index) * 21_333), duration: .microseconds(21_333),
@@ -40,13 +46,8 @@ struct TrackSourceWakeTests {
   func aFlushKeepsTheWakeUp() throws {
     let track = MediaTrack(id: TrackID(.video, channel: 0))
     let source = TrackSource(track: track)
-    let executor = ManualExecutor()
-    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
-    let sink = CollectingSink<DecodedFrame>()
-    pipeline.connect(source, to: sink)
-    try pipeline.start()
+    let (executor, pipeline, sink) = try Self.started(source)
     defer { pipeline.stop() }
-    executor.runUntilIdle()
     let picture = try RecorderFixtures.picture(width: 16, height: 16, value: 100)
     let frame = { (index: Int) in
       DecodedFrame(

@@ -81,16 +81,14 @@ enum FileExportCommand {
     // Sound alone before the picture, longer than a silence the export tolerates, is said: it is not written.
     let start = max(asked, video.range.start)
     let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
-    let seconds = { (time: MediaTime) in
-      String(format: "%.3f", Double(((try? time - origin) ?? .zero).microseconds) / 1e6)
-    }
+    let fromStart = { (time: MediaTime) in Self.seconds((try? time - origin) ?? .zero) }
     guard end > video.range.start else {
-      throw UsageError(message: "--end is at or before the file's first picture (\(seconds(video.range.start)) s)")
+      throw UsageError(message: "--end is at or before the file's first picture (\(fromStart(video.range.start)) s)")
     }
     // What is written ends with the video, whatever --end says.
     guard let length = try? min(end, video.range.end) - start, length >= .microseconds(1_000) else {
       throw UsageError(
-        message: "--start is at or after the end of the file's video (\(seconds(video.range.end)) s), "
+        message: "--start is at or after the end of the file's video (\(fromStart(video.range.end)) s), "
           + "or less than 1 ms before it")
     }
     let quiet = flags.has("--quiet")
@@ -99,25 +97,20 @@ enum FileExportCommand {
     {
       StandardError.write(
         Data(
-          ("warning: the export starts at the file's first picture (\(seconds(video.range.start)) s): the "
-            + "\(String(format: "%.3f", Double(alone.microseconds) / 1e6)) s of sound alone before it are not written\n")
+          ("warning: the export starts at the file's first picture (\(fromStart(video.range.start)) s): the "
+            + "\(Self.seconds(alone)) s of sound alone before it are not written\n")
             .utf8))
     }
     // A keyframe cut starts at a keyframe the file shows: where the file starts inside a group of pictures
     // whose keyframe its edit list hides (a file cut without re-encoding), the part of that group it shows
     // is re-encoded, as an exact cut does (copying from the hidden keyframe showed what the file hides).
-    // (A file shorter than a group: no keyframe it shows at all.)
-    var cut = askedCut
-    let shownKey = info.keyframes.first
-    if cut == .keyframe, shownKey.map({ video.range.start < $0 && start < $0 }) ?? true {
-      cut = .exact
-      if !quiet {
-        let reencoded = ((try? (shownKey ?? video.range.end) - start) ?? .zero).microseconds
-        StandardError.write(
-          Data(
-            ("note: the file starts inside a group of pictures its edit list cut: its first "
-              + "\(String(format: "%.3f", Double(reencoded) / 1e6)) s are re-encoded\n").utf8))
-      }
+    let cut = askedCut.showing(info, from: start)
+    if cut != askedCut, !quiet {
+      let reencoded = (try? (info.keyframes.first ?? video.range.end) - start) ?? .zero
+      StandardError.write(
+        Data(
+          ("note: the file starts inside a group of pictures its edit list cut: its first "
+            + "\(Self.seconds(reencoded)) s are re-encoded\n").utf8))
     }
     // Sound in a codec the export does not carry (MP3, Opus, AC-3, PCM…) is still asked for: the file is
     // written without it, and the report says so (an audio gap over the range, not complete), instead of a
@@ -152,7 +145,7 @@ enum FileExportCommand {
     var result = try export(cut)
     // Pictures an exact cut does not re-encode (10-bit, 4:2:2, odd sizes): the keyframe cut asked for,
     // from the keyframe the file hides, said.
-    if cut != askedCut, result.code != .ok, result.message?.contains("(cut at a keyframe instead)") == true {
+    if cut != askedCut, result.error?.causes.contains(where: { $0 is ExactCut.Refusal }) == true {
       if !quiet {
         StandardError.write(
           Data(
@@ -185,6 +178,11 @@ enum FileExportCommand {
         complete: report.complete)
     }
     return 0
+  }
+
+  /// `duration` as the command's messages give it: seconds, to the millisecond.
+  static func seconds(_ duration: MediaDuration) -> String {
+    String(format: "%.3f", Double(duration.microseconds) / 1e6)
   }
 
   /// The report with its times in milliseconds from `origin` (the file's start).

@@ -360,9 +360,7 @@ final class MediaFileReader {
     guard order == nil, !["h264", "hevc"].contains(containerName) else { return false }
     for back: Int64 in [0, 2_000_000, 10_000_000, 60_000_000] {
       let at = target.subtractingReportingOverflow(back).partialValue
-      guard avformat_seek_file(input.pointer, -1, .min, at, at, 0) >= 0 else { return false }
-      untimedNext.removeAll()
-      readAhead.removeAll()
+      guard reposition(to: at) else { return false }
       guard let video else { return true }
       // Up to the first video keyframe: the pictures before it refer to what was not read (dropped),
       // the audio stays.
@@ -394,9 +392,7 @@ final class MediaFileReader {
     guard order == nil, !["h264", "hevc"].contains(containerName), let headerDuration else { return nil }
     let claimed = start.microseconds.addingReportingOverflow(headerDuration).partialValue
     let at = max(start.microseconds, claimed.subtractingReportingOverflow(10_000_000).partialValue)
-    guard avformat_seek_file(input.pointer, -1, .min, at, at, 0) >= 0 else { return nil }
-    untimedNext.removeAll()
-    readAhead.removeAll()
+    guard reposition(to: at) else { return nil }
     var end: Int64?
     var looked = 0
     while looked < 100_000, let packet = try? read(payload: false) {
@@ -415,7 +411,16 @@ final class MediaFileReader {
     return end
   }
 
-  /// Goes back to the start of the file.
+  /// Seeks libavformat to `microseconds` (a keyframe at or before it where it can) and forgets what was
+  /// read ahead and the times counted for packets without one: they belonged to the place left. False
+  /// when libavformat cannot seek there.
+  private func reposition(to microseconds: Int64) -> Bool {
+    guard avformat_seek_file(input.pointer, -1, .min, microseconds, microseconds, 0) >= 0 else { return false }
+    untimedNext.removeAll()
+    readAhead.removeAll()
+    return true
+  }
+
   /// Seeks back to the file's start; false when libavformat cannot (the reader is then where it was,
   /// and the caller opens the file again).
   func rewind() -> Bool {

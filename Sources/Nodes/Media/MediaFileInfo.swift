@@ -65,6 +65,15 @@ public struct MediaFileInfo: Sendable, Equatable {
     keyframes.last { $0 <= time } ?? keyframes.first
   }
 
+  /// Whether a keyframe cut at `time` would copy pictures the file hides: `time` lies in a group of
+  /// pictures whose keyframe the file's edit list hides (a file cut without re-encoding begins inside a
+  /// group), or the file shows no keyframe at all. False for a file without video.
+  public func keyframeCutShowsHiddenPictures(at time: MediaTime) -> Bool {
+    guard let video else { return false }
+    guard let first = keyframes.first else { return true }
+    return video.range.start < first && time < first
+  }
+
   init(reading reader: MediaFileReader) throws {
     path = reader.path
     container = reader.containerName

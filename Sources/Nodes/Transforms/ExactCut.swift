@@ -29,6 +29,15 @@ public final class ExactCut: Node {
   /// Emits the cut stream.
   public typealias Output = EncodedPacket
 
+  /// Why a cut could not be made exactly where a keyframe cut of the same stream can be made: the cause of
+  /// the `MediaError` the node fails with.
+  public enum Refusal: Error, Sendable, Hashable {
+    /// The pictures are not 8-bit 4:2:0 of even size, the only ones the edge is re-encoded as.
+    case pictureFormat
+    /// The group of pictures grew past ``ExactCut/holdLimit`` without a next keyframe.
+    case groupTooLarge
+  }
+
   private enum Held {
     case packet(EncodedPacket)
     case event(PipelineEvent)
@@ -117,7 +126,7 @@ public final class ExactCut: Node {
       throw MediaError(
         .resourceExhausted,
         "an exact cut at \(start) holds the group of pictures until the next keyframe, and this one passed "
-          + "\(Self.holdLimit >> 20) MiB without one (cut at a keyframe instead)")
+          + "\(Self.holdLimit >> 20) MiB without one (cut at a keyframe instead)", cause: Refusal.groupTooLarge)
     }
   }
 
@@ -160,7 +169,7 @@ public final class ExactCut: Node {
         .unsupportedFormat,
         "an exact cut re-encodes 8-bit 4:2:0 pictures of even size; this stream has "
           + "\(picture.pixelFormat.map { "\($0)" } ?? "unknown") \(picture.width)x\(picture.height) pictures "
-          + "(cut at a keyframe instead)")
+          + "(cut at a keyframe instead)", cause: Refusal.pictureFormat)
     }
     let codec = keyframe?.format.codec ?? .h264
     let encoder =
