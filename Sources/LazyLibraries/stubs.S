@@ -941,14 +941,14 @@ tipipe_lazy_thunk_54:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_log_set_level
-    .hidden av_log_set_level
-    .type av_log_set_level, @function
-av_log_set_level:
+    .globl av_mallocz
+    .hidden av_mallocz
+    .type av_mallocz, @function
+av_mallocz:
     .cfi_startproc
     jmp *tipipe_lazy_table+440(%rip)
     .cfi_endproc
-    .size av_log_set_level, .-av_log_set_level
+    .size av_mallocz, .-av_mallocz
     .globl tipipe_lazy_thunk_55
     .hidden tipipe_lazy_thunk_55
     .type tipipe_lazy_thunk_55, @function
@@ -958,14 +958,14 @@ tipipe_lazy_thunk_55:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_mallocz
-    .hidden av_mallocz
-    .type av_mallocz, @function
-av_mallocz:
+    .globl av_new_packet
+    .hidden av_new_packet
+    .type av_new_packet, @function
+av_new_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+448(%rip)
     .cfi_endproc
-    .size av_mallocz, .-av_mallocz
+    .size av_new_packet, .-av_new_packet
     .globl tipipe_lazy_thunk_56
     .hidden tipipe_lazy_thunk_56
     .type tipipe_lazy_thunk_56, @function
@@ -975,14 +975,14 @@ tipipe_lazy_thunk_56:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_new_packet
-    .hidden av_new_packet
-    .type av_new_packet, @function
-av_new_packet:
+    .globl av_packet_alloc
+    .hidden av_packet_alloc
+    .type av_packet_alloc, @function
+av_packet_alloc:
     .cfi_startproc
     jmp *tipipe_lazy_table+456(%rip)
     .cfi_endproc
-    .size av_new_packet, .-av_new_packet
+    .size av_packet_alloc, .-av_packet_alloc
     .globl tipipe_lazy_thunk_57
     .hidden tipipe_lazy_thunk_57
     .type tipipe_lazy_thunk_57, @function
@@ -992,14 +992,14 @@ tipipe_lazy_thunk_57:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_alloc
-    .hidden av_packet_alloc
-    .type av_packet_alloc, @function
-av_packet_alloc:
+    .globl av_packet_free
+    .hidden av_packet_free
+    .type av_packet_free, @function
+av_packet_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+464(%rip)
     .cfi_endproc
-    .size av_packet_alloc, .-av_packet_alloc
+    .size av_packet_free, .-av_packet_free
     .globl tipipe_lazy_thunk_58
     .hidden tipipe_lazy_thunk_58
     .type tipipe_lazy_thunk_58, @function
@@ -1009,14 +1009,14 @@ tipipe_lazy_thunk_58:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_free
-    .hidden av_packet_free
-    .type av_packet_free, @function
-av_packet_free:
+    .globl av_packet_get_side_data
+    .hidden av_packet_get_side_data
+    .type av_packet_get_side_data, @function
+av_packet_get_side_data:
     .cfi_startproc
     jmp *tipipe_lazy_table+472(%rip)
     .cfi_endproc
-    .size av_packet_free, .-av_packet_free
+    .size av_packet_get_side_data, .-av_packet_get_side_data
     .globl tipipe_lazy_thunk_59
     .hidden tipipe_lazy_thunk_59
     .type tipipe_lazy_thunk_59, @function
@@ -1026,14 +1026,14 @@ tipipe_lazy_thunk_59:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_rescale_ts
-    .hidden av_packet_rescale_ts
-    .type av_packet_rescale_ts, @function
-av_packet_rescale_ts:
+    .globl av_packet_new_side_data
+    .hidden av_packet_new_side_data
+    .type av_packet_new_side_data, @function
+av_packet_new_side_data:
     .cfi_startproc
     jmp *tipipe_lazy_table+480(%rip)
     .cfi_endproc
-    .size av_packet_rescale_ts, .-av_packet_rescale_ts
+    .size av_packet_new_side_data, .-av_packet_new_side_data
     .globl tipipe_lazy_thunk_60
     .hidden tipipe_lazy_thunk_60
     .type tipipe_lazy_thunk_60, @function
@@ -1043,14 +1043,14 @@ tipipe_lazy_thunk_60:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_unref
-    .hidden av_packet_unref
-    .type av_packet_unref, @function
-av_packet_unref:
+    .globl av_packet_rescale_ts
+    .hidden av_packet_rescale_ts
+    .type av_packet_rescale_ts, @function
+av_packet_rescale_ts:
     .cfi_startproc
     jmp *tipipe_lazy_table+488(%rip)
     .cfi_endproc
-    .size av_packet_unref, .-av_packet_unref
+    .size av_packet_rescale_ts, .-av_packet_rescale_ts
     .globl tipipe_lazy_thunk_61
     .hidden tipipe_lazy_thunk_61
     .type tipipe_lazy_thunk_61, @function
@@ -1060,14 +1060,14 @@ tipipe_lazy_thunk_61:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_parser_close
-    .hidden av_parser_close
-    .type av_parser_close, @function
-av_parser_close:
+    .globl av_packet_unref
+    .hidden av_packet_unref
+    .type av_packet_unref, @function
+av_packet_unref:
     .cfi_startproc
     jmp *tipipe_lazy_table+496(%rip)
     .cfi_endproc
-    .size av_parser_close, .-av_parser_close
+    .size av_packet_unref, .-av_packet_unref
     .globl tipipe_lazy_thunk_62
     .hidden tipipe_lazy_thunk_62
     .type tipipe_lazy_thunk_62, @function
@@ -1077,14 +1077,14 @@ tipipe_lazy_thunk_62:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_parser_init
-    .hidden av_parser_init
-    .type av_parser_init, @function
-av_parser_init:
+    .globl av_parser_close
+    .hidden av_parser_close
+    .type av_parser_close, @function
+av_parser_close:
     .cfi_startproc
     jmp *tipipe_lazy_table+504(%rip)
     .cfi_endproc
-    .size av_parser_init, .-av_parser_init
+    .size av_parser_close, .-av_parser_close
     .globl tipipe_lazy_thunk_63
     .hidden tipipe_lazy_thunk_63
     .type tipipe_lazy_thunk_63, @function
@@ -1094,14 +1094,14 @@ tipipe_lazy_thunk_63:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_parser_parse2
-    .hidden av_parser_parse2
-    .type av_parser_parse2, @function
-av_parser_parse2:
+    .globl av_parser_init
+    .hidden av_parser_init
+    .type av_parser_init, @function
+av_parser_init:
     .cfi_startproc
     jmp *tipipe_lazy_table+512(%rip)
     .cfi_endproc
-    .size av_parser_parse2, .-av_parser_parse2
+    .size av_parser_init, .-av_parser_init
     .globl tipipe_lazy_thunk_64
     .hidden tipipe_lazy_thunk_64
     .type tipipe_lazy_thunk_64, @function
@@ -1111,14 +1111,14 @@ tipipe_lazy_thunk_64:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_pix_fmt_desc_get
-    .hidden av_pix_fmt_desc_get
-    .type av_pix_fmt_desc_get, @function
-av_pix_fmt_desc_get:
+    .globl av_parser_parse2
+    .hidden av_parser_parse2
+    .type av_parser_parse2, @function
+av_parser_parse2:
     .cfi_startproc
     jmp *tipipe_lazy_table+520(%rip)
     .cfi_endproc
-    .size av_pix_fmt_desc_get, .-av_pix_fmt_desc_get
+    .size av_parser_parse2, .-av_parser_parse2
     .globl tipipe_lazy_thunk_65
     .hidden tipipe_lazy_thunk_65
     .type tipipe_lazy_thunk_65, @function
@@ -1128,14 +1128,14 @@ tipipe_lazy_thunk_65:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_read_frame
-    .hidden av_read_frame
-    .type av_read_frame, @function
-av_read_frame:
+    .globl av_pix_fmt_desc_get
+    .hidden av_pix_fmt_desc_get
+    .type av_pix_fmt_desc_get, @function
+av_pix_fmt_desc_get:
     .cfi_startproc
     jmp *tipipe_lazy_table+528(%rip)
     .cfi_endproc
-    .size av_read_frame, .-av_read_frame
+    .size av_pix_fmt_desc_get, .-av_pix_fmt_desc_get
     .globl tipipe_lazy_thunk_66
     .hidden tipipe_lazy_thunk_66
     .type tipipe_lazy_thunk_66, @function
@@ -1145,14 +1145,14 @@ tipipe_lazy_thunk_66:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_rescale_rnd
-    .hidden av_rescale_rnd
-    .type av_rescale_rnd, @function
-av_rescale_rnd:
+    .globl av_read_frame
+    .hidden av_read_frame
+    .type av_read_frame, @function
+av_read_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+536(%rip)
     .cfi_endproc
-    .size av_rescale_rnd, .-av_rescale_rnd
+    .size av_read_frame, .-av_read_frame
     .globl tipipe_lazy_thunk_67
     .hidden tipipe_lazy_thunk_67
     .type tipipe_lazy_thunk_67, @function
@@ -1162,14 +1162,14 @@ tipipe_lazy_thunk_67:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_sample_fmt_is_planar
-    .hidden av_sample_fmt_is_planar
-    .type av_sample_fmt_is_planar, @function
-av_sample_fmt_is_planar:
+    .globl av_rescale_rnd
+    .hidden av_rescale_rnd
+    .type av_rescale_rnd, @function
+av_rescale_rnd:
     .cfi_startproc
     jmp *tipipe_lazy_table+544(%rip)
     .cfi_endproc
-    .size av_sample_fmt_is_planar, .-av_sample_fmt_is_planar
+    .size av_rescale_rnd, .-av_rescale_rnd
     .globl tipipe_lazy_thunk_68
     .hidden tipipe_lazy_thunk_68
     .type tipipe_lazy_thunk_68, @function
@@ -1179,14 +1179,14 @@ tipipe_lazy_thunk_68:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_seek_frame
-    .hidden av_seek_frame
-    .type av_seek_frame, @function
-av_seek_frame:
+    .globl av_sample_fmt_is_planar
+    .hidden av_sample_fmt_is_planar
+    .type av_sample_fmt_is_planar, @function
+av_sample_fmt_is_planar:
     .cfi_startproc
     jmp *tipipe_lazy_table+552(%rip)
     .cfi_endproc
-    .size av_seek_frame, .-av_seek_frame
+    .size av_sample_fmt_is_planar, .-av_sample_fmt_is_planar
     .globl tipipe_lazy_thunk_69
     .hidden tipipe_lazy_thunk_69
     .type tipipe_lazy_thunk_69, @function
@@ -1196,14 +1196,14 @@ tipipe_lazy_thunk_69:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_strerror
-    .hidden av_strerror
-    .type av_strerror, @function
-av_strerror:
+    .globl av_seek_frame
+    .hidden av_seek_frame
+    .type av_seek_frame, @function
+av_seek_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+560(%rip)
     .cfi_endproc
-    .size av_strerror, .-av_strerror
+    .size av_seek_frame, .-av_seek_frame
     .globl tipipe_lazy_thunk_70
     .hidden tipipe_lazy_thunk_70
     .type tipipe_lazy_thunk_70, @function
@@ -1213,14 +1213,14 @@ tipipe_lazy_thunk_70:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_write_trailer
-    .hidden av_write_trailer
-    .type av_write_trailer, @function
-av_write_trailer:
+    .globl av_strerror
+    .hidden av_strerror
+    .type av_strerror, @function
+av_strerror:
     .cfi_startproc
     jmp *tipipe_lazy_table+568(%rip)
     .cfi_endproc
-    .size av_write_trailer, .-av_write_trailer
+    .size av_strerror, .-av_strerror
     .globl tipipe_lazy_thunk_71
     .hidden tipipe_lazy_thunk_71
     .type tipipe_lazy_thunk_71, @function
@@ -1230,14 +1230,14 @@ tipipe_lazy_thunk_71:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_alloc_context3
-    .hidden avcodec_alloc_context3
-    .type avcodec_alloc_context3, @function
-avcodec_alloc_context3:
+    .globl av_write_trailer
+    .hidden av_write_trailer
+    .type av_write_trailer, @function
+av_write_trailer:
     .cfi_startproc
     jmp *tipipe_lazy_table+576(%rip)
     .cfi_endproc
-    .size avcodec_alloc_context3, .-avcodec_alloc_context3
+    .size av_write_trailer, .-av_write_trailer
     .globl tipipe_lazy_thunk_72
     .hidden tipipe_lazy_thunk_72
     .type tipipe_lazy_thunk_72, @function
@@ -1247,14 +1247,14 @@ tipipe_lazy_thunk_72:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_find_decoder
-    .hidden avcodec_find_decoder
-    .type avcodec_find_decoder, @function
-avcodec_find_decoder:
+    .globl avcodec_alloc_context3
+    .hidden avcodec_alloc_context3
+    .type avcodec_alloc_context3, @function
+avcodec_alloc_context3:
     .cfi_startproc
     jmp *tipipe_lazy_table+584(%rip)
     .cfi_endproc
-    .size avcodec_find_decoder, .-avcodec_find_decoder
+    .size avcodec_alloc_context3, .-avcodec_alloc_context3
     .globl tipipe_lazy_thunk_73
     .hidden tipipe_lazy_thunk_73
     .type tipipe_lazy_thunk_73, @function
@@ -1264,14 +1264,14 @@ tipipe_lazy_thunk_73:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_find_encoder
-    .hidden avcodec_find_encoder
-    .type avcodec_find_encoder, @function
-avcodec_find_encoder:
+    .globl avcodec_find_decoder
+    .hidden avcodec_find_decoder
+    .type avcodec_find_decoder, @function
+avcodec_find_decoder:
     .cfi_startproc
     jmp *tipipe_lazy_table+592(%rip)
     .cfi_endproc
-    .size avcodec_find_encoder, .-avcodec_find_encoder
+    .size avcodec_find_decoder, .-avcodec_find_decoder
     .globl tipipe_lazy_thunk_74
     .hidden tipipe_lazy_thunk_74
     .type tipipe_lazy_thunk_74, @function
@@ -1281,14 +1281,14 @@ tipipe_lazy_thunk_74:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_find_encoder_by_name
-    .hidden avcodec_find_encoder_by_name
-    .type avcodec_find_encoder_by_name, @function
-avcodec_find_encoder_by_name:
+    .globl avcodec_find_encoder
+    .hidden avcodec_find_encoder
+    .type avcodec_find_encoder, @function
+avcodec_find_encoder:
     .cfi_startproc
     jmp *tipipe_lazy_table+600(%rip)
     .cfi_endproc
-    .size avcodec_find_encoder_by_name, .-avcodec_find_encoder_by_name
+    .size avcodec_find_encoder, .-avcodec_find_encoder
     .globl tipipe_lazy_thunk_75
     .hidden tipipe_lazy_thunk_75
     .type tipipe_lazy_thunk_75, @function
@@ -1298,14 +1298,14 @@ tipipe_lazy_thunk_75:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_flush_buffers
-    .hidden avcodec_flush_buffers
-    .type avcodec_flush_buffers, @function
-avcodec_flush_buffers:
+    .globl avcodec_find_encoder_by_name
+    .hidden avcodec_find_encoder_by_name
+    .type avcodec_find_encoder_by_name, @function
+avcodec_find_encoder_by_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+608(%rip)
     .cfi_endproc
-    .size avcodec_flush_buffers, .-avcodec_flush_buffers
+    .size avcodec_find_encoder_by_name, .-avcodec_find_encoder_by_name
     .globl tipipe_lazy_thunk_76
     .hidden tipipe_lazy_thunk_76
     .type tipipe_lazy_thunk_76, @function
@@ -1315,14 +1315,14 @@ tipipe_lazy_thunk_76:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_free_context
-    .hidden avcodec_free_context
-    .type avcodec_free_context, @function
-avcodec_free_context:
+    .globl avcodec_flush_buffers
+    .hidden avcodec_flush_buffers
+    .type avcodec_flush_buffers, @function
+avcodec_flush_buffers:
     .cfi_startproc
     jmp *tipipe_lazy_table+616(%rip)
     .cfi_endproc
-    .size avcodec_free_context, .-avcodec_free_context
+    .size avcodec_flush_buffers, .-avcodec_flush_buffers
     .globl tipipe_lazy_thunk_77
     .hidden tipipe_lazy_thunk_77
     .type tipipe_lazy_thunk_77, @function
@@ -1332,14 +1332,14 @@ tipipe_lazy_thunk_77:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_get_name
-    .hidden avcodec_get_name
-    .type avcodec_get_name, @function
-avcodec_get_name:
+    .globl avcodec_free_context
+    .hidden avcodec_free_context
+    .type avcodec_free_context, @function
+avcodec_free_context:
     .cfi_startproc
     jmp *tipipe_lazy_table+624(%rip)
     .cfi_endproc
-    .size avcodec_get_name, .-avcodec_get_name
+    .size avcodec_free_context, .-avcodec_free_context
     .globl tipipe_lazy_thunk_78
     .hidden tipipe_lazy_thunk_78
     .type tipipe_lazy_thunk_78, @function
@@ -1349,14 +1349,14 @@ tipipe_lazy_thunk_78:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_open2
-    .hidden avcodec_open2
-    .type avcodec_open2, @function
-avcodec_open2:
+    .globl avcodec_get_name
+    .hidden avcodec_get_name
+    .type avcodec_get_name, @function
+avcodec_get_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+632(%rip)
     .cfi_endproc
-    .size avcodec_open2, .-avcodec_open2
+    .size avcodec_get_name, .-avcodec_get_name
     .globl tipipe_lazy_thunk_79
     .hidden tipipe_lazy_thunk_79
     .type tipipe_lazy_thunk_79, @function
@@ -1366,14 +1366,14 @@ tipipe_lazy_thunk_79:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_parameters_copy
-    .hidden avcodec_parameters_copy
-    .type avcodec_parameters_copy, @function
-avcodec_parameters_copy:
+    .globl avcodec_open2
+    .hidden avcodec_open2
+    .type avcodec_open2, @function
+avcodec_open2:
     .cfi_startproc
     jmp *tipipe_lazy_table+640(%rip)
     .cfi_endproc
-    .size avcodec_parameters_copy, .-avcodec_parameters_copy
+    .size avcodec_open2, .-avcodec_open2
     .globl tipipe_lazy_thunk_80
     .hidden tipipe_lazy_thunk_80
     .type tipipe_lazy_thunk_80, @function
@@ -1383,14 +1383,14 @@ tipipe_lazy_thunk_80:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_receive_frame
-    .hidden avcodec_receive_frame
-    .type avcodec_receive_frame, @function
-avcodec_receive_frame:
+    .globl avcodec_parameters_copy
+    .hidden avcodec_parameters_copy
+    .type avcodec_parameters_copy, @function
+avcodec_parameters_copy:
     .cfi_startproc
     jmp *tipipe_lazy_table+648(%rip)
     .cfi_endproc
-    .size avcodec_receive_frame, .-avcodec_receive_frame
+    .size avcodec_parameters_copy, .-avcodec_parameters_copy
     .globl tipipe_lazy_thunk_81
     .hidden tipipe_lazy_thunk_81
     .type tipipe_lazy_thunk_81, @function
@@ -1400,14 +1400,14 @@ tipipe_lazy_thunk_81:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_receive_packet
-    .hidden avcodec_receive_packet
-    .type avcodec_receive_packet, @function
-avcodec_receive_packet:
+    .globl avcodec_receive_frame
+    .hidden avcodec_receive_frame
+    .type avcodec_receive_frame, @function
+avcodec_receive_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+656(%rip)
     .cfi_endproc
-    .size avcodec_receive_packet, .-avcodec_receive_packet
+    .size avcodec_receive_frame, .-avcodec_receive_frame
     .globl tipipe_lazy_thunk_82
     .hidden tipipe_lazy_thunk_82
     .type tipipe_lazy_thunk_82, @function
@@ -1417,14 +1417,14 @@ tipipe_lazy_thunk_82:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_send_frame
-    .hidden avcodec_send_frame
-    .type avcodec_send_frame, @function
-avcodec_send_frame:
+    .globl avcodec_receive_packet
+    .hidden avcodec_receive_packet
+    .type avcodec_receive_packet, @function
+avcodec_receive_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+664(%rip)
     .cfi_endproc
-    .size avcodec_send_frame, .-avcodec_send_frame
+    .size avcodec_receive_packet, .-avcodec_receive_packet
     .globl tipipe_lazy_thunk_83
     .hidden tipipe_lazy_thunk_83
     .type tipipe_lazy_thunk_83, @function
@@ -1434,14 +1434,14 @@ tipipe_lazy_thunk_83:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_send_packet
-    .hidden avcodec_send_packet
-    .type avcodec_send_packet, @function
-avcodec_send_packet:
+    .globl avcodec_send_frame
+    .hidden avcodec_send_frame
+    .type avcodec_send_frame, @function
+avcodec_send_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+672(%rip)
     .cfi_endproc
-    .size avcodec_send_packet, .-avcodec_send_packet
+    .size avcodec_send_frame, .-avcodec_send_frame
     .globl tipipe_lazy_thunk_84
     .hidden tipipe_lazy_thunk_84
     .type tipipe_lazy_thunk_84, @function
@@ -1451,14 +1451,14 @@ tipipe_lazy_thunk_84:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_version
-    .hidden avcodec_version
-    .type avcodec_version, @function
-avcodec_version:
+    .globl avcodec_send_packet
+    .hidden avcodec_send_packet
+    .type avcodec_send_packet, @function
+avcodec_send_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+680(%rip)
     .cfi_endproc
-    .size avcodec_version, .-avcodec_version
+    .size avcodec_send_packet, .-avcodec_send_packet
     .globl tipipe_lazy_thunk_85
     .hidden tipipe_lazy_thunk_85
     .type tipipe_lazy_thunk_85, @function
@@ -1468,14 +1468,14 @@ tipipe_lazy_thunk_85:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_alloc_output_context2
-    .hidden avformat_alloc_output_context2
-    .type avformat_alloc_output_context2, @function
-avformat_alloc_output_context2:
+    .globl avcodec_version
+    .hidden avcodec_version
+    .type avcodec_version, @function
+avcodec_version:
     .cfi_startproc
     jmp *tipipe_lazy_table+688(%rip)
     .cfi_endproc
-    .size avformat_alloc_output_context2, .-avformat_alloc_output_context2
+    .size avcodec_version, .-avcodec_version
     .globl tipipe_lazy_thunk_86
     .hidden tipipe_lazy_thunk_86
     .type tipipe_lazy_thunk_86, @function
@@ -1485,14 +1485,14 @@ tipipe_lazy_thunk_86:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_close_input
-    .hidden avformat_close_input
-    .type avformat_close_input, @function
-avformat_close_input:
+    .globl avformat_alloc_output_context2
+    .hidden avformat_alloc_output_context2
+    .type avformat_alloc_output_context2, @function
+avformat_alloc_output_context2:
     .cfi_startproc
     jmp *tipipe_lazy_table+696(%rip)
     .cfi_endproc
-    .size avformat_close_input, .-avformat_close_input
+    .size avformat_alloc_output_context2, .-avformat_alloc_output_context2
     .globl tipipe_lazy_thunk_87
     .hidden tipipe_lazy_thunk_87
     .type tipipe_lazy_thunk_87, @function
@@ -1502,14 +1502,14 @@ tipipe_lazy_thunk_87:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_find_stream_info
-    .hidden avformat_find_stream_info
-    .type avformat_find_stream_info, @function
-avformat_find_stream_info:
+    .globl avformat_close_input
+    .hidden avformat_close_input
+    .type avformat_close_input, @function
+avformat_close_input:
     .cfi_startproc
     jmp *tipipe_lazy_table+704(%rip)
     .cfi_endproc
-    .size avformat_find_stream_info, .-avformat_find_stream_info
+    .size avformat_close_input, .-avformat_close_input
     .globl tipipe_lazy_thunk_88
     .hidden tipipe_lazy_thunk_88
     .type tipipe_lazy_thunk_88, @function
@@ -1519,14 +1519,14 @@ tipipe_lazy_thunk_88:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_free_context
-    .hidden avformat_free_context
-    .type avformat_free_context, @function
-avformat_free_context:
+    .globl avformat_find_stream_info
+    .hidden avformat_find_stream_info
+    .type avformat_find_stream_info, @function
+avformat_find_stream_info:
     .cfi_startproc
     jmp *tipipe_lazy_table+712(%rip)
     .cfi_endproc
-    .size avformat_free_context, .-avformat_free_context
+    .size avformat_find_stream_info, .-avformat_find_stream_info
     .globl tipipe_lazy_thunk_89
     .hidden tipipe_lazy_thunk_89
     .type tipipe_lazy_thunk_89, @function
@@ -1536,14 +1536,14 @@ tipipe_lazy_thunk_89:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_new_stream
-    .hidden avformat_new_stream
-    .type avformat_new_stream, @function
-avformat_new_stream:
+    .globl avformat_free_context
+    .hidden avformat_free_context
+    .type avformat_free_context, @function
+avformat_free_context:
     .cfi_startproc
     jmp *tipipe_lazy_table+720(%rip)
     .cfi_endproc
-    .size avformat_new_stream, .-avformat_new_stream
+    .size avformat_free_context, .-avformat_free_context
     .globl tipipe_lazy_thunk_90
     .hidden tipipe_lazy_thunk_90
     .type tipipe_lazy_thunk_90, @function
@@ -1553,14 +1553,14 @@ tipipe_lazy_thunk_90:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_open_input
-    .hidden avformat_open_input
-    .type avformat_open_input, @function
-avformat_open_input:
+    .globl avformat_new_stream
+    .hidden avformat_new_stream
+    .type avformat_new_stream, @function
+avformat_new_stream:
     .cfi_startproc
     jmp *tipipe_lazy_table+728(%rip)
     .cfi_endproc
-    .size avformat_open_input, .-avformat_open_input
+    .size avformat_new_stream, .-avformat_new_stream
     .globl tipipe_lazy_thunk_91
     .hidden tipipe_lazy_thunk_91
     .type tipipe_lazy_thunk_91, @function
@@ -1570,14 +1570,14 @@ tipipe_lazy_thunk_91:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_seek_file
-    .hidden avformat_seek_file
-    .type avformat_seek_file, @function
-avformat_seek_file:
+    .globl avformat_open_input
+    .hidden avformat_open_input
+    .type avformat_open_input, @function
+avformat_open_input:
     .cfi_startproc
     jmp *tipipe_lazy_table+736(%rip)
     .cfi_endproc
-    .size avformat_seek_file, .-avformat_seek_file
+    .size avformat_open_input, .-avformat_open_input
     .globl tipipe_lazy_thunk_92
     .hidden tipipe_lazy_thunk_92
     .type tipipe_lazy_thunk_92, @function
@@ -1587,14 +1587,14 @@ tipipe_lazy_thunk_92:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_version
-    .hidden avformat_version
-    .type avformat_version, @function
-avformat_version:
+    .globl avformat_seek_file
+    .hidden avformat_seek_file
+    .type avformat_seek_file, @function
+avformat_seek_file:
     .cfi_startproc
     jmp *tipipe_lazy_table+744(%rip)
     .cfi_endproc
-    .size avformat_version, .-avformat_version
+    .size avformat_seek_file, .-avformat_seek_file
     .globl tipipe_lazy_thunk_93
     .hidden tipipe_lazy_thunk_93
     .type tipipe_lazy_thunk_93, @function
@@ -1604,14 +1604,14 @@ tipipe_lazy_thunk_93:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_write_header
-    .hidden avformat_write_header
-    .type avformat_write_header, @function
-avformat_write_header:
+    .globl avformat_version
+    .hidden avformat_version
+    .type avformat_version, @function
+avformat_version:
     .cfi_startproc
     jmp *tipipe_lazy_table+752(%rip)
     .cfi_endproc
-    .size avformat_write_header, .-avformat_write_header
+    .size avformat_version, .-avformat_version
     .globl tipipe_lazy_thunk_94
     .hidden tipipe_lazy_thunk_94
     .type tipipe_lazy_thunk_94, @function
@@ -1621,14 +1621,14 @@ tipipe_lazy_thunk_94:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avio_closep
-    .hidden avio_closep
-    .type avio_closep, @function
-avio_closep:
+    .globl avformat_write_header
+    .hidden avformat_write_header
+    .type avformat_write_header, @function
+avformat_write_header:
     .cfi_startproc
     jmp *tipipe_lazy_table+760(%rip)
     .cfi_endproc
-    .size avio_closep, .-avio_closep
+    .size avformat_write_header, .-avformat_write_header
     .globl tipipe_lazy_thunk_95
     .hidden tipipe_lazy_thunk_95
     .type tipipe_lazy_thunk_95, @function
@@ -1638,14 +1638,14 @@ tipipe_lazy_thunk_95:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avio_open
-    .hidden avio_open
-    .type avio_open, @function
-avio_open:
+    .globl avio_closep
+    .hidden avio_closep
+    .type avio_closep, @function
+avio_closep:
     .cfi_startproc
     jmp *tipipe_lazy_table+768(%rip)
     .cfi_endproc
-    .size avio_open, .-avio_open
+    .size avio_closep, .-avio_closep
     .globl tipipe_lazy_thunk_96
     .hidden tipipe_lazy_thunk_96
     .type tipipe_lazy_thunk_96, @function
@@ -1655,14 +1655,14 @@ tipipe_lazy_thunk_96:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avutil_version
-    .hidden avutil_version
-    .type avutil_version, @function
-avutil_version:
+    .globl avio_open
+    .hidden avio_open
+    .type avio_open, @function
+avio_open:
     .cfi_startproc
     jmp *tipipe_lazy_table+776(%rip)
     .cfi_endproc
-    .size avutil_version, .-avutil_version
+    .size avio_open, .-avio_open
     .globl tipipe_lazy_thunk_97
     .hidden tipipe_lazy_thunk_97
     .type tipipe_lazy_thunk_97, @function
@@ -1672,14 +1672,14 @@ tipipe_lazy_thunk_97:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_alloc_set_opts2
-    .hidden swr_alloc_set_opts2
-    .type swr_alloc_set_opts2, @function
-swr_alloc_set_opts2:
+    .globl avutil_version
+    .hidden avutil_version
+    .type avutil_version, @function
+avutil_version:
     .cfi_startproc
     jmp *tipipe_lazy_table+784(%rip)
     .cfi_endproc
-    .size swr_alloc_set_opts2, .-swr_alloc_set_opts2
+    .size avutil_version, .-avutil_version
     .globl tipipe_lazy_thunk_98
     .hidden tipipe_lazy_thunk_98
     .type tipipe_lazy_thunk_98, @function
@@ -1689,14 +1689,14 @@ tipipe_lazy_thunk_98:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_convert
-    .hidden swr_convert
-    .type swr_convert, @function
-swr_convert:
+    .globl swr_alloc_set_opts2
+    .hidden swr_alloc_set_opts2
+    .type swr_alloc_set_opts2, @function
+swr_alloc_set_opts2:
     .cfi_startproc
     jmp *tipipe_lazy_table+792(%rip)
     .cfi_endproc
-    .size swr_convert, .-swr_convert
+    .size swr_alloc_set_opts2, .-swr_alloc_set_opts2
     .globl tipipe_lazy_thunk_99
     .hidden tipipe_lazy_thunk_99
     .type tipipe_lazy_thunk_99, @function
@@ -1706,14 +1706,14 @@ tipipe_lazy_thunk_99:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_free
-    .hidden swr_free
-    .type swr_free, @function
-swr_free:
+    .globl swr_convert
+    .hidden swr_convert
+    .type swr_convert, @function
+swr_convert:
     .cfi_startproc
     jmp *tipipe_lazy_table+800(%rip)
     .cfi_endproc
-    .size swr_free, .-swr_free
+    .size swr_convert, .-swr_convert
     .globl tipipe_lazy_thunk_100
     .hidden tipipe_lazy_thunk_100
     .type tipipe_lazy_thunk_100, @function
@@ -1723,14 +1723,14 @@ tipipe_lazy_thunk_100:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_get_delay
-    .hidden swr_get_delay
-    .type swr_get_delay, @function
-swr_get_delay:
+    .globl swr_free
+    .hidden swr_free
+    .type swr_free, @function
+swr_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+808(%rip)
     .cfi_endproc
-    .size swr_get_delay, .-swr_get_delay
+    .size swr_free, .-swr_free
     .globl tipipe_lazy_thunk_101
     .hidden tipipe_lazy_thunk_101
     .type tipipe_lazy_thunk_101, @function
@@ -1740,14 +1740,14 @@ tipipe_lazy_thunk_101:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_init
-    .hidden swr_init
-    .type swr_init, @function
-swr_init:
+    .globl swr_get_delay
+    .hidden swr_get_delay
+    .type swr_get_delay, @function
+swr_get_delay:
     .cfi_startproc
     jmp *tipipe_lazy_table+816(%rip)
     .cfi_endproc
-    .size swr_init, .-swr_init
+    .size swr_get_delay, .-swr_get_delay
     .globl tipipe_lazy_thunk_102
     .hidden tipipe_lazy_thunk_102
     .type tipipe_lazy_thunk_102, @function
@@ -1757,14 +1757,14 @@ tipipe_lazy_thunk_102:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl sws_freeContext
-    .hidden sws_freeContext
-    .type sws_freeContext, @function
-sws_freeContext:
+    .globl swr_init
+    .hidden swr_init
+    .type swr_init, @function
+swr_init:
     .cfi_startproc
     jmp *tipipe_lazy_table+824(%rip)
     .cfi_endproc
-    .size sws_freeContext, .-sws_freeContext
+    .size swr_init, .-swr_init
     .globl tipipe_lazy_thunk_103
     .hidden tipipe_lazy_thunk_103
     .type tipipe_lazy_thunk_103, @function
@@ -1774,14 +1774,14 @@ tipipe_lazy_thunk_103:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl sws_getCachedContext
-    .hidden sws_getCachedContext
-    .type sws_getCachedContext, @function
-sws_getCachedContext:
+    .globl sws_freeContext
+    .hidden sws_freeContext
+    .type sws_freeContext, @function
+sws_freeContext:
     .cfi_startproc
     jmp *tipipe_lazy_table+832(%rip)
     .cfi_endproc
-    .size sws_getCachedContext, .-sws_getCachedContext
+    .size sws_freeContext, .-sws_freeContext
     .globl tipipe_lazy_thunk_104
     .hidden tipipe_lazy_thunk_104
     .type tipipe_lazy_thunk_104, @function
@@ -1791,20 +1791,37 @@ tipipe_lazy_thunk_104:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl sws_scale
-    .hidden sws_scale
-    .type sws_scale, @function
-sws_scale:
+    .globl sws_getCachedContext
+    .hidden sws_getCachedContext
+    .type sws_getCachedContext, @function
+sws_getCachedContext:
     .cfi_startproc
     jmp *tipipe_lazy_table+840(%rip)
     .cfi_endproc
-    .size sws_scale, .-sws_scale
+    .size sws_getCachedContext, .-sws_getCachedContext
     .globl tipipe_lazy_thunk_105
     .hidden tipipe_lazy_thunk_105
     .type tipipe_lazy_thunk_105, @function
 tipipe_lazy_thunk_105:
     .cfi_startproc
     pushq $105
+    .cfi_adjust_cfa_offset 8
+    jmp tipipe_lazy_enter
+    .cfi_endproc
+    .globl sws_scale
+    .hidden sws_scale
+    .type sws_scale, @function
+sws_scale:
+    .cfi_startproc
+    jmp *tipipe_lazy_table+848(%rip)
+    .cfi_endproc
+    .size sws_scale, .-sws_scale
+    .globl tipipe_lazy_thunk_106
+    .hidden tipipe_lazy_thunk_106
+    .type tipipe_lazy_thunk_106, @function
+tipipe_lazy_thunk_106:
+    .cfi_startproc
+    pushq $106
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
@@ -2919,25 +2936,6 @@ tipipe_lazy_thunk_54:
     mov x17, #54
     b tipipe_lazy_enter
     .cfi_endproc
-    .globl av_log_set_level
-    .hidden av_log_set_level
-    .type av_log_set_level, %function
-av_log_set_level:
-    .cfi_startproc
-    adrp x16, tipipe_lazy_table
-    add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #440]
-    br x17
-    .cfi_endproc
-    .size av_log_set_level, .-av_log_set_level
-    .globl tipipe_lazy_thunk_55
-    .hidden tipipe_lazy_thunk_55
-    .type tipipe_lazy_thunk_55, %function
-tipipe_lazy_thunk_55:
-    .cfi_startproc
-    mov x17, #55
-    b tipipe_lazy_enter
-    .cfi_endproc
     .globl av_mallocz
     .hidden av_mallocz
     .type av_mallocz, %function
@@ -2945,16 +2943,16 @@ av_mallocz:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #448]
+    ldr x17, [x16, #440]
     br x17
     .cfi_endproc
     .size av_mallocz, .-av_mallocz
-    .globl tipipe_lazy_thunk_56
-    .hidden tipipe_lazy_thunk_56
-    .type tipipe_lazy_thunk_56, %function
-tipipe_lazy_thunk_56:
+    .globl tipipe_lazy_thunk_55
+    .hidden tipipe_lazy_thunk_55
+    .type tipipe_lazy_thunk_55, %function
+tipipe_lazy_thunk_55:
     .cfi_startproc
-    mov x17, #56
+    mov x17, #55
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_new_packet
@@ -2964,16 +2962,16 @@ av_new_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #456]
+    ldr x17, [x16, #448]
     br x17
     .cfi_endproc
     .size av_new_packet, .-av_new_packet
-    .globl tipipe_lazy_thunk_57
-    .hidden tipipe_lazy_thunk_57
-    .type tipipe_lazy_thunk_57, %function
-tipipe_lazy_thunk_57:
+    .globl tipipe_lazy_thunk_56
+    .hidden tipipe_lazy_thunk_56
+    .type tipipe_lazy_thunk_56, %function
+tipipe_lazy_thunk_56:
     .cfi_startproc
-    mov x17, #57
+    mov x17, #56
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_alloc
@@ -2983,16 +2981,16 @@ av_packet_alloc:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #464]
+    ldr x17, [x16, #456]
     br x17
     .cfi_endproc
     .size av_packet_alloc, .-av_packet_alloc
-    .globl tipipe_lazy_thunk_58
-    .hidden tipipe_lazy_thunk_58
-    .type tipipe_lazy_thunk_58, %function
-tipipe_lazy_thunk_58:
+    .globl tipipe_lazy_thunk_57
+    .hidden tipipe_lazy_thunk_57
+    .type tipipe_lazy_thunk_57, %function
+tipipe_lazy_thunk_57:
     .cfi_startproc
-    mov x17, #58
+    mov x17, #57
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_free
@@ -3002,16 +3000,54 @@ av_packet_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #472]
+    ldr x17, [x16, #464]
     br x17
     .cfi_endproc
     .size av_packet_free, .-av_packet_free
+    .globl tipipe_lazy_thunk_58
+    .hidden tipipe_lazy_thunk_58
+    .type tipipe_lazy_thunk_58, %function
+tipipe_lazy_thunk_58:
+    .cfi_startproc
+    mov x17, #58
+    b tipipe_lazy_enter
+    .cfi_endproc
+    .globl av_packet_get_side_data
+    .hidden av_packet_get_side_data
+    .type av_packet_get_side_data, %function
+av_packet_get_side_data:
+    .cfi_startproc
+    adrp x16, tipipe_lazy_table
+    add x16, x16, :lo12:tipipe_lazy_table
+    ldr x17, [x16, #472]
+    br x17
+    .cfi_endproc
+    .size av_packet_get_side_data, .-av_packet_get_side_data
     .globl tipipe_lazy_thunk_59
     .hidden tipipe_lazy_thunk_59
     .type tipipe_lazy_thunk_59, %function
 tipipe_lazy_thunk_59:
     .cfi_startproc
     mov x17, #59
+    b tipipe_lazy_enter
+    .cfi_endproc
+    .globl av_packet_new_side_data
+    .hidden av_packet_new_side_data
+    .type av_packet_new_side_data, %function
+av_packet_new_side_data:
+    .cfi_startproc
+    adrp x16, tipipe_lazy_table
+    add x16, x16, :lo12:tipipe_lazy_table
+    ldr x17, [x16, #480]
+    br x17
+    .cfi_endproc
+    .size av_packet_new_side_data, .-av_packet_new_side_data
+    .globl tipipe_lazy_thunk_60
+    .hidden tipipe_lazy_thunk_60
+    .type tipipe_lazy_thunk_60, %function
+tipipe_lazy_thunk_60:
+    .cfi_startproc
+    mov x17, #60
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_rescale_ts
@@ -3021,16 +3057,16 @@ av_packet_rescale_ts:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #480]
+    ldr x17, [x16, #488]
     br x17
     .cfi_endproc
     .size av_packet_rescale_ts, .-av_packet_rescale_ts
-    .globl tipipe_lazy_thunk_60
-    .hidden tipipe_lazy_thunk_60
-    .type tipipe_lazy_thunk_60, %function
-tipipe_lazy_thunk_60:
+    .globl tipipe_lazy_thunk_61
+    .hidden tipipe_lazy_thunk_61
+    .type tipipe_lazy_thunk_61, %function
+tipipe_lazy_thunk_61:
     .cfi_startproc
-    mov x17, #60
+    mov x17, #61
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_unref
@@ -3040,16 +3076,16 @@ av_packet_unref:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #488]
+    ldr x17, [x16, #496]
     br x17
     .cfi_endproc
     .size av_packet_unref, .-av_packet_unref
-    .globl tipipe_lazy_thunk_61
-    .hidden tipipe_lazy_thunk_61
-    .type tipipe_lazy_thunk_61, %function
-tipipe_lazy_thunk_61:
+    .globl tipipe_lazy_thunk_62
+    .hidden tipipe_lazy_thunk_62
+    .type tipipe_lazy_thunk_62, %function
+tipipe_lazy_thunk_62:
     .cfi_startproc
-    mov x17, #61
+    mov x17, #62
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_parser_close
@@ -3059,16 +3095,16 @@ av_parser_close:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #496]
+    ldr x17, [x16, #504]
     br x17
     .cfi_endproc
     .size av_parser_close, .-av_parser_close
-    .globl tipipe_lazy_thunk_62
-    .hidden tipipe_lazy_thunk_62
-    .type tipipe_lazy_thunk_62, %function
-tipipe_lazy_thunk_62:
+    .globl tipipe_lazy_thunk_63
+    .hidden tipipe_lazy_thunk_63
+    .type tipipe_lazy_thunk_63, %function
+tipipe_lazy_thunk_63:
     .cfi_startproc
-    mov x17, #62
+    mov x17, #63
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_parser_init
@@ -3078,16 +3114,16 @@ av_parser_init:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #504]
+    ldr x17, [x16, #512]
     br x17
     .cfi_endproc
     .size av_parser_init, .-av_parser_init
-    .globl tipipe_lazy_thunk_63
-    .hidden tipipe_lazy_thunk_63
-    .type tipipe_lazy_thunk_63, %function
-tipipe_lazy_thunk_63:
+    .globl tipipe_lazy_thunk_64
+    .hidden tipipe_lazy_thunk_64
+    .type tipipe_lazy_thunk_64, %function
+tipipe_lazy_thunk_64:
     .cfi_startproc
-    mov x17, #63
+    mov x17, #64
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_parser_parse2
@@ -3097,16 +3133,16 @@ av_parser_parse2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #512]
+    ldr x17, [x16, #520]
     br x17
     .cfi_endproc
     .size av_parser_parse2, .-av_parser_parse2
-    .globl tipipe_lazy_thunk_64
-    .hidden tipipe_lazy_thunk_64
-    .type tipipe_lazy_thunk_64, %function
-tipipe_lazy_thunk_64:
+    .globl tipipe_lazy_thunk_65
+    .hidden tipipe_lazy_thunk_65
+    .type tipipe_lazy_thunk_65, %function
+tipipe_lazy_thunk_65:
     .cfi_startproc
-    mov x17, #64
+    mov x17, #65
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_pix_fmt_desc_get
@@ -3116,16 +3152,16 @@ av_pix_fmt_desc_get:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #520]
+    ldr x17, [x16, #528]
     br x17
     .cfi_endproc
     .size av_pix_fmt_desc_get, .-av_pix_fmt_desc_get
-    .globl tipipe_lazy_thunk_65
-    .hidden tipipe_lazy_thunk_65
-    .type tipipe_lazy_thunk_65, %function
-tipipe_lazy_thunk_65:
+    .globl tipipe_lazy_thunk_66
+    .hidden tipipe_lazy_thunk_66
+    .type tipipe_lazy_thunk_66, %function
+tipipe_lazy_thunk_66:
     .cfi_startproc
-    mov x17, #65
+    mov x17, #66
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_read_frame
@@ -3135,16 +3171,16 @@ av_read_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #528]
+    ldr x17, [x16, #536]
     br x17
     .cfi_endproc
     .size av_read_frame, .-av_read_frame
-    .globl tipipe_lazy_thunk_66
-    .hidden tipipe_lazy_thunk_66
-    .type tipipe_lazy_thunk_66, %function
-tipipe_lazy_thunk_66:
+    .globl tipipe_lazy_thunk_67
+    .hidden tipipe_lazy_thunk_67
+    .type tipipe_lazy_thunk_67, %function
+tipipe_lazy_thunk_67:
     .cfi_startproc
-    mov x17, #66
+    mov x17, #67
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_rescale_rnd
@@ -3154,16 +3190,16 @@ av_rescale_rnd:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #536]
+    ldr x17, [x16, #544]
     br x17
     .cfi_endproc
     .size av_rescale_rnd, .-av_rescale_rnd
-    .globl tipipe_lazy_thunk_67
-    .hidden tipipe_lazy_thunk_67
-    .type tipipe_lazy_thunk_67, %function
-tipipe_lazy_thunk_67:
+    .globl tipipe_lazy_thunk_68
+    .hidden tipipe_lazy_thunk_68
+    .type tipipe_lazy_thunk_68, %function
+tipipe_lazy_thunk_68:
     .cfi_startproc
-    mov x17, #67
+    mov x17, #68
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_sample_fmt_is_planar
@@ -3173,16 +3209,16 @@ av_sample_fmt_is_planar:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #544]
+    ldr x17, [x16, #552]
     br x17
     .cfi_endproc
     .size av_sample_fmt_is_planar, .-av_sample_fmt_is_planar
-    .globl tipipe_lazy_thunk_68
-    .hidden tipipe_lazy_thunk_68
-    .type tipipe_lazy_thunk_68, %function
-tipipe_lazy_thunk_68:
+    .globl tipipe_lazy_thunk_69
+    .hidden tipipe_lazy_thunk_69
+    .type tipipe_lazy_thunk_69, %function
+tipipe_lazy_thunk_69:
     .cfi_startproc
-    mov x17, #68
+    mov x17, #69
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_seek_frame
@@ -3192,16 +3228,16 @@ av_seek_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #552]
+    ldr x17, [x16, #560]
     br x17
     .cfi_endproc
     .size av_seek_frame, .-av_seek_frame
-    .globl tipipe_lazy_thunk_69
-    .hidden tipipe_lazy_thunk_69
-    .type tipipe_lazy_thunk_69, %function
-tipipe_lazy_thunk_69:
+    .globl tipipe_lazy_thunk_70
+    .hidden tipipe_lazy_thunk_70
+    .type tipipe_lazy_thunk_70, %function
+tipipe_lazy_thunk_70:
     .cfi_startproc
-    mov x17, #69
+    mov x17, #70
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_strerror
@@ -3211,16 +3247,16 @@ av_strerror:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #560]
+    ldr x17, [x16, #568]
     br x17
     .cfi_endproc
     .size av_strerror, .-av_strerror
-    .globl tipipe_lazy_thunk_70
-    .hidden tipipe_lazy_thunk_70
-    .type tipipe_lazy_thunk_70, %function
-tipipe_lazy_thunk_70:
+    .globl tipipe_lazy_thunk_71
+    .hidden tipipe_lazy_thunk_71
+    .type tipipe_lazy_thunk_71, %function
+tipipe_lazy_thunk_71:
     .cfi_startproc
-    mov x17, #70
+    mov x17, #71
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_write_trailer
@@ -3230,16 +3266,16 @@ av_write_trailer:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #568]
+    ldr x17, [x16, #576]
     br x17
     .cfi_endproc
     .size av_write_trailer, .-av_write_trailer
-    .globl tipipe_lazy_thunk_71
-    .hidden tipipe_lazy_thunk_71
-    .type tipipe_lazy_thunk_71, %function
-tipipe_lazy_thunk_71:
+    .globl tipipe_lazy_thunk_72
+    .hidden tipipe_lazy_thunk_72
+    .type tipipe_lazy_thunk_72, %function
+tipipe_lazy_thunk_72:
     .cfi_startproc
-    mov x17, #71
+    mov x17, #72
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_alloc_context3
@@ -3249,16 +3285,16 @@ avcodec_alloc_context3:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #576]
+    ldr x17, [x16, #584]
     br x17
     .cfi_endproc
     .size avcodec_alloc_context3, .-avcodec_alloc_context3
-    .globl tipipe_lazy_thunk_72
-    .hidden tipipe_lazy_thunk_72
-    .type tipipe_lazy_thunk_72, %function
-tipipe_lazy_thunk_72:
+    .globl tipipe_lazy_thunk_73
+    .hidden tipipe_lazy_thunk_73
+    .type tipipe_lazy_thunk_73, %function
+tipipe_lazy_thunk_73:
     .cfi_startproc
-    mov x17, #72
+    mov x17, #73
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_find_decoder
@@ -3268,16 +3304,16 @@ avcodec_find_decoder:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #584]
+    ldr x17, [x16, #592]
     br x17
     .cfi_endproc
     .size avcodec_find_decoder, .-avcodec_find_decoder
-    .globl tipipe_lazy_thunk_73
-    .hidden tipipe_lazy_thunk_73
-    .type tipipe_lazy_thunk_73, %function
-tipipe_lazy_thunk_73:
+    .globl tipipe_lazy_thunk_74
+    .hidden tipipe_lazy_thunk_74
+    .type tipipe_lazy_thunk_74, %function
+tipipe_lazy_thunk_74:
     .cfi_startproc
-    mov x17, #73
+    mov x17, #74
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_find_encoder
@@ -3287,16 +3323,16 @@ avcodec_find_encoder:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #592]
+    ldr x17, [x16, #600]
     br x17
     .cfi_endproc
     .size avcodec_find_encoder, .-avcodec_find_encoder
-    .globl tipipe_lazy_thunk_74
-    .hidden tipipe_lazy_thunk_74
-    .type tipipe_lazy_thunk_74, %function
-tipipe_lazy_thunk_74:
+    .globl tipipe_lazy_thunk_75
+    .hidden tipipe_lazy_thunk_75
+    .type tipipe_lazy_thunk_75, %function
+tipipe_lazy_thunk_75:
     .cfi_startproc
-    mov x17, #74
+    mov x17, #75
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_find_encoder_by_name
@@ -3306,16 +3342,16 @@ avcodec_find_encoder_by_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #600]
+    ldr x17, [x16, #608]
     br x17
     .cfi_endproc
     .size avcodec_find_encoder_by_name, .-avcodec_find_encoder_by_name
-    .globl tipipe_lazy_thunk_75
-    .hidden tipipe_lazy_thunk_75
-    .type tipipe_lazy_thunk_75, %function
-tipipe_lazy_thunk_75:
+    .globl tipipe_lazy_thunk_76
+    .hidden tipipe_lazy_thunk_76
+    .type tipipe_lazy_thunk_76, %function
+tipipe_lazy_thunk_76:
     .cfi_startproc
-    mov x17, #75
+    mov x17, #76
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_flush_buffers
@@ -3325,16 +3361,16 @@ avcodec_flush_buffers:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #608]
+    ldr x17, [x16, #616]
     br x17
     .cfi_endproc
     .size avcodec_flush_buffers, .-avcodec_flush_buffers
-    .globl tipipe_lazy_thunk_76
-    .hidden tipipe_lazy_thunk_76
-    .type tipipe_lazy_thunk_76, %function
-tipipe_lazy_thunk_76:
+    .globl tipipe_lazy_thunk_77
+    .hidden tipipe_lazy_thunk_77
+    .type tipipe_lazy_thunk_77, %function
+tipipe_lazy_thunk_77:
     .cfi_startproc
-    mov x17, #76
+    mov x17, #77
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_free_context
@@ -3344,16 +3380,16 @@ avcodec_free_context:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #616]
+    ldr x17, [x16, #624]
     br x17
     .cfi_endproc
     .size avcodec_free_context, .-avcodec_free_context
-    .globl tipipe_lazy_thunk_77
-    .hidden tipipe_lazy_thunk_77
-    .type tipipe_lazy_thunk_77, %function
-tipipe_lazy_thunk_77:
+    .globl tipipe_lazy_thunk_78
+    .hidden tipipe_lazy_thunk_78
+    .type tipipe_lazy_thunk_78, %function
+tipipe_lazy_thunk_78:
     .cfi_startproc
-    mov x17, #77
+    mov x17, #78
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_get_name
@@ -3363,16 +3399,16 @@ avcodec_get_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #624]
+    ldr x17, [x16, #632]
     br x17
     .cfi_endproc
     .size avcodec_get_name, .-avcodec_get_name
-    .globl tipipe_lazy_thunk_78
-    .hidden tipipe_lazy_thunk_78
-    .type tipipe_lazy_thunk_78, %function
-tipipe_lazy_thunk_78:
+    .globl tipipe_lazy_thunk_79
+    .hidden tipipe_lazy_thunk_79
+    .type tipipe_lazy_thunk_79, %function
+tipipe_lazy_thunk_79:
     .cfi_startproc
-    mov x17, #78
+    mov x17, #79
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_open2
@@ -3382,16 +3418,16 @@ avcodec_open2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #632]
+    ldr x17, [x16, #640]
     br x17
     .cfi_endproc
     .size avcodec_open2, .-avcodec_open2
-    .globl tipipe_lazy_thunk_79
-    .hidden tipipe_lazy_thunk_79
-    .type tipipe_lazy_thunk_79, %function
-tipipe_lazy_thunk_79:
+    .globl tipipe_lazy_thunk_80
+    .hidden tipipe_lazy_thunk_80
+    .type tipipe_lazy_thunk_80, %function
+tipipe_lazy_thunk_80:
     .cfi_startproc
-    mov x17, #79
+    mov x17, #80
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_parameters_copy
@@ -3401,16 +3437,16 @@ avcodec_parameters_copy:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #640]
+    ldr x17, [x16, #648]
     br x17
     .cfi_endproc
     .size avcodec_parameters_copy, .-avcodec_parameters_copy
-    .globl tipipe_lazy_thunk_80
-    .hidden tipipe_lazy_thunk_80
-    .type tipipe_lazy_thunk_80, %function
-tipipe_lazy_thunk_80:
+    .globl tipipe_lazy_thunk_81
+    .hidden tipipe_lazy_thunk_81
+    .type tipipe_lazy_thunk_81, %function
+tipipe_lazy_thunk_81:
     .cfi_startproc
-    mov x17, #80
+    mov x17, #81
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_receive_frame
@@ -3420,16 +3456,16 @@ avcodec_receive_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #648]
+    ldr x17, [x16, #656]
     br x17
     .cfi_endproc
     .size avcodec_receive_frame, .-avcodec_receive_frame
-    .globl tipipe_lazy_thunk_81
-    .hidden tipipe_lazy_thunk_81
-    .type tipipe_lazy_thunk_81, %function
-tipipe_lazy_thunk_81:
+    .globl tipipe_lazy_thunk_82
+    .hidden tipipe_lazy_thunk_82
+    .type tipipe_lazy_thunk_82, %function
+tipipe_lazy_thunk_82:
     .cfi_startproc
-    mov x17, #81
+    mov x17, #82
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_receive_packet
@@ -3439,16 +3475,16 @@ avcodec_receive_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #656]
+    ldr x17, [x16, #664]
     br x17
     .cfi_endproc
     .size avcodec_receive_packet, .-avcodec_receive_packet
-    .globl tipipe_lazy_thunk_82
-    .hidden tipipe_lazy_thunk_82
-    .type tipipe_lazy_thunk_82, %function
-tipipe_lazy_thunk_82:
+    .globl tipipe_lazy_thunk_83
+    .hidden tipipe_lazy_thunk_83
+    .type tipipe_lazy_thunk_83, %function
+tipipe_lazy_thunk_83:
     .cfi_startproc
-    mov x17, #82
+    mov x17, #83
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_send_frame
@@ -3458,16 +3494,16 @@ avcodec_send_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #664]
+    ldr x17, [x16, #672]
     br x17
     .cfi_endproc
     .size avcodec_send_frame, .-avcodec_send_frame
-    .globl tipipe_lazy_thunk_83
-    .hidden tipipe_lazy_thunk_83
-    .type tipipe_lazy_thunk_83, %function
-tipipe_lazy_thunk_83:
+    .globl tipipe_lazy_thunk_84
+    .hidden tipipe_lazy_thunk_84
+    .type tipipe_lazy_thunk_84, %function
+tipipe_lazy_thunk_84:
     .cfi_startproc
-    mov x17, #83
+    mov x17, #84
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_send_packet
@@ -3477,16 +3513,16 @@ avcodec_send_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #672]
+    ldr x17, [x16, #680]
     br x17
     .cfi_endproc
     .size avcodec_send_packet, .-avcodec_send_packet
-    .globl tipipe_lazy_thunk_84
-    .hidden tipipe_lazy_thunk_84
-    .type tipipe_lazy_thunk_84, %function
-tipipe_lazy_thunk_84:
+    .globl tipipe_lazy_thunk_85
+    .hidden tipipe_lazy_thunk_85
+    .type tipipe_lazy_thunk_85, %function
+tipipe_lazy_thunk_85:
     .cfi_startproc
-    mov x17, #84
+    mov x17, #85
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_version
@@ -3496,16 +3532,16 @@ avcodec_version:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #680]
+    ldr x17, [x16, #688]
     br x17
     .cfi_endproc
     .size avcodec_version, .-avcodec_version
-    .globl tipipe_lazy_thunk_85
-    .hidden tipipe_lazy_thunk_85
-    .type tipipe_lazy_thunk_85, %function
-tipipe_lazy_thunk_85:
+    .globl tipipe_lazy_thunk_86
+    .hidden tipipe_lazy_thunk_86
+    .type tipipe_lazy_thunk_86, %function
+tipipe_lazy_thunk_86:
     .cfi_startproc
-    mov x17, #85
+    mov x17, #86
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_alloc_output_context2
@@ -3515,16 +3551,16 @@ avformat_alloc_output_context2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #688]
+    ldr x17, [x16, #696]
     br x17
     .cfi_endproc
     .size avformat_alloc_output_context2, .-avformat_alloc_output_context2
-    .globl tipipe_lazy_thunk_86
-    .hidden tipipe_lazy_thunk_86
-    .type tipipe_lazy_thunk_86, %function
-tipipe_lazy_thunk_86:
+    .globl tipipe_lazy_thunk_87
+    .hidden tipipe_lazy_thunk_87
+    .type tipipe_lazy_thunk_87, %function
+tipipe_lazy_thunk_87:
     .cfi_startproc
-    mov x17, #86
+    mov x17, #87
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_close_input
@@ -3534,16 +3570,16 @@ avformat_close_input:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #696]
+    ldr x17, [x16, #704]
     br x17
     .cfi_endproc
     .size avformat_close_input, .-avformat_close_input
-    .globl tipipe_lazy_thunk_87
-    .hidden tipipe_lazy_thunk_87
-    .type tipipe_lazy_thunk_87, %function
-tipipe_lazy_thunk_87:
+    .globl tipipe_lazy_thunk_88
+    .hidden tipipe_lazy_thunk_88
+    .type tipipe_lazy_thunk_88, %function
+tipipe_lazy_thunk_88:
     .cfi_startproc
-    mov x17, #87
+    mov x17, #88
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_find_stream_info
@@ -3553,16 +3589,16 @@ avformat_find_stream_info:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #704]
+    ldr x17, [x16, #712]
     br x17
     .cfi_endproc
     .size avformat_find_stream_info, .-avformat_find_stream_info
-    .globl tipipe_lazy_thunk_88
-    .hidden tipipe_lazy_thunk_88
-    .type tipipe_lazy_thunk_88, %function
-tipipe_lazy_thunk_88:
+    .globl tipipe_lazy_thunk_89
+    .hidden tipipe_lazy_thunk_89
+    .type tipipe_lazy_thunk_89, %function
+tipipe_lazy_thunk_89:
     .cfi_startproc
-    mov x17, #88
+    mov x17, #89
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_free_context
@@ -3572,16 +3608,16 @@ avformat_free_context:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #712]
+    ldr x17, [x16, #720]
     br x17
     .cfi_endproc
     .size avformat_free_context, .-avformat_free_context
-    .globl tipipe_lazy_thunk_89
-    .hidden tipipe_lazy_thunk_89
-    .type tipipe_lazy_thunk_89, %function
-tipipe_lazy_thunk_89:
+    .globl tipipe_lazy_thunk_90
+    .hidden tipipe_lazy_thunk_90
+    .type tipipe_lazy_thunk_90, %function
+tipipe_lazy_thunk_90:
     .cfi_startproc
-    mov x17, #89
+    mov x17, #90
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_new_stream
@@ -3591,16 +3627,16 @@ avformat_new_stream:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #720]
+    ldr x17, [x16, #728]
     br x17
     .cfi_endproc
     .size avformat_new_stream, .-avformat_new_stream
-    .globl tipipe_lazy_thunk_90
-    .hidden tipipe_lazy_thunk_90
-    .type tipipe_lazy_thunk_90, %function
-tipipe_lazy_thunk_90:
+    .globl tipipe_lazy_thunk_91
+    .hidden tipipe_lazy_thunk_91
+    .type tipipe_lazy_thunk_91, %function
+tipipe_lazy_thunk_91:
     .cfi_startproc
-    mov x17, #90
+    mov x17, #91
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_open_input
@@ -3610,16 +3646,16 @@ avformat_open_input:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #728]
+    ldr x17, [x16, #736]
     br x17
     .cfi_endproc
     .size avformat_open_input, .-avformat_open_input
-    .globl tipipe_lazy_thunk_91
-    .hidden tipipe_lazy_thunk_91
-    .type tipipe_lazy_thunk_91, %function
-tipipe_lazy_thunk_91:
+    .globl tipipe_lazy_thunk_92
+    .hidden tipipe_lazy_thunk_92
+    .type tipipe_lazy_thunk_92, %function
+tipipe_lazy_thunk_92:
     .cfi_startproc
-    mov x17, #91
+    mov x17, #92
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_seek_file
@@ -3629,16 +3665,16 @@ avformat_seek_file:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #736]
+    ldr x17, [x16, #744]
     br x17
     .cfi_endproc
     .size avformat_seek_file, .-avformat_seek_file
-    .globl tipipe_lazy_thunk_92
-    .hidden tipipe_lazy_thunk_92
-    .type tipipe_lazy_thunk_92, %function
-tipipe_lazy_thunk_92:
+    .globl tipipe_lazy_thunk_93
+    .hidden tipipe_lazy_thunk_93
+    .type tipipe_lazy_thunk_93, %function
+tipipe_lazy_thunk_93:
     .cfi_startproc
-    mov x17, #92
+    mov x17, #93
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_version
@@ -3648,16 +3684,16 @@ avformat_version:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #744]
+    ldr x17, [x16, #752]
     br x17
     .cfi_endproc
     .size avformat_version, .-avformat_version
-    .globl tipipe_lazy_thunk_93
-    .hidden tipipe_lazy_thunk_93
-    .type tipipe_lazy_thunk_93, %function
-tipipe_lazy_thunk_93:
+    .globl tipipe_lazy_thunk_94
+    .hidden tipipe_lazy_thunk_94
+    .type tipipe_lazy_thunk_94, %function
+tipipe_lazy_thunk_94:
     .cfi_startproc
-    mov x17, #93
+    mov x17, #94
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_write_header
@@ -3667,16 +3703,16 @@ avformat_write_header:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #752]
+    ldr x17, [x16, #760]
     br x17
     .cfi_endproc
     .size avformat_write_header, .-avformat_write_header
-    .globl tipipe_lazy_thunk_94
-    .hidden tipipe_lazy_thunk_94
-    .type tipipe_lazy_thunk_94, %function
-tipipe_lazy_thunk_94:
+    .globl tipipe_lazy_thunk_95
+    .hidden tipipe_lazy_thunk_95
+    .type tipipe_lazy_thunk_95, %function
+tipipe_lazy_thunk_95:
     .cfi_startproc
-    mov x17, #94
+    mov x17, #95
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avio_closep
@@ -3686,16 +3722,16 @@ avio_closep:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #760]
+    ldr x17, [x16, #768]
     br x17
     .cfi_endproc
     .size avio_closep, .-avio_closep
-    .globl tipipe_lazy_thunk_95
-    .hidden tipipe_lazy_thunk_95
-    .type tipipe_lazy_thunk_95, %function
-tipipe_lazy_thunk_95:
+    .globl tipipe_lazy_thunk_96
+    .hidden tipipe_lazy_thunk_96
+    .type tipipe_lazy_thunk_96, %function
+tipipe_lazy_thunk_96:
     .cfi_startproc
-    mov x17, #95
+    mov x17, #96
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avio_open
@@ -3705,16 +3741,16 @@ avio_open:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #768]
+    ldr x17, [x16, #776]
     br x17
     .cfi_endproc
     .size avio_open, .-avio_open
-    .globl tipipe_lazy_thunk_96
-    .hidden tipipe_lazy_thunk_96
-    .type tipipe_lazy_thunk_96, %function
-tipipe_lazy_thunk_96:
+    .globl tipipe_lazy_thunk_97
+    .hidden tipipe_lazy_thunk_97
+    .type tipipe_lazy_thunk_97, %function
+tipipe_lazy_thunk_97:
     .cfi_startproc
-    mov x17, #96
+    mov x17, #97
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avutil_version
@@ -3724,16 +3760,16 @@ avutil_version:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #776]
+    ldr x17, [x16, #784]
     br x17
     .cfi_endproc
     .size avutil_version, .-avutil_version
-    .globl tipipe_lazy_thunk_97
-    .hidden tipipe_lazy_thunk_97
-    .type tipipe_lazy_thunk_97, %function
-tipipe_lazy_thunk_97:
+    .globl tipipe_lazy_thunk_98
+    .hidden tipipe_lazy_thunk_98
+    .type tipipe_lazy_thunk_98, %function
+tipipe_lazy_thunk_98:
     .cfi_startproc
-    mov x17, #97
+    mov x17, #98
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_alloc_set_opts2
@@ -3743,16 +3779,16 @@ swr_alloc_set_opts2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #784]
+    ldr x17, [x16, #792]
     br x17
     .cfi_endproc
     .size swr_alloc_set_opts2, .-swr_alloc_set_opts2
-    .globl tipipe_lazy_thunk_98
-    .hidden tipipe_lazy_thunk_98
-    .type tipipe_lazy_thunk_98, %function
-tipipe_lazy_thunk_98:
+    .globl tipipe_lazy_thunk_99
+    .hidden tipipe_lazy_thunk_99
+    .type tipipe_lazy_thunk_99, %function
+tipipe_lazy_thunk_99:
     .cfi_startproc
-    mov x17, #98
+    mov x17, #99
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_convert
@@ -3762,16 +3798,16 @@ swr_convert:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #792]
+    ldr x17, [x16, #800]
     br x17
     .cfi_endproc
     .size swr_convert, .-swr_convert
-    .globl tipipe_lazy_thunk_99
-    .hidden tipipe_lazy_thunk_99
-    .type tipipe_lazy_thunk_99, %function
-tipipe_lazy_thunk_99:
+    .globl tipipe_lazy_thunk_100
+    .hidden tipipe_lazy_thunk_100
+    .type tipipe_lazy_thunk_100, %function
+tipipe_lazy_thunk_100:
     .cfi_startproc
-    mov x17, #99
+    mov x17, #100
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_free
@@ -3781,16 +3817,16 @@ swr_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #800]
+    ldr x17, [x16, #808]
     br x17
     .cfi_endproc
     .size swr_free, .-swr_free
-    .globl tipipe_lazy_thunk_100
-    .hidden tipipe_lazy_thunk_100
-    .type tipipe_lazy_thunk_100, %function
-tipipe_lazy_thunk_100:
+    .globl tipipe_lazy_thunk_101
+    .hidden tipipe_lazy_thunk_101
+    .type tipipe_lazy_thunk_101, %function
+tipipe_lazy_thunk_101:
     .cfi_startproc
-    mov x17, #100
+    mov x17, #101
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_get_delay
@@ -3800,16 +3836,16 @@ swr_get_delay:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #808]
+    ldr x17, [x16, #816]
     br x17
     .cfi_endproc
     .size swr_get_delay, .-swr_get_delay
-    .globl tipipe_lazy_thunk_101
-    .hidden tipipe_lazy_thunk_101
-    .type tipipe_lazy_thunk_101, %function
-tipipe_lazy_thunk_101:
+    .globl tipipe_lazy_thunk_102
+    .hidden tipipe_lazy_thunk_102
+    .type tipipe_lazy_thunk_102, %function
+tipipe_lazy_thunk_102:
     .cfi_startproc
-    mov x17, #101
+    mov x17, #102
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_init
@@ -3819,16 +3855,16 @@ swr_init:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #816]
+    ldr x17, [x16, #824]
     br x17
     .cfi_endproc
     .size swr_init, .-swr_init
-    .globl tipipe_lazy_thunk_102
-    .hidden tipipe_lazy_thunk_102
-    .type tipipe_lazy_thunk_102, %function
-tipipe_lazy_thunk_102:
+    .globl tipipe_lazy_thunk_103
+    .hidden tipipe_lazy_thunk_103
+    .type tipipe_lazy_thunk_103, %function
+tipipe_lazy_thunk_103:
     .cfi_startproc
-    mov x17, #102
+    mov x17, #103
     b tipipe_lazy_enter
     .cfi_endproc
     .globl sws_freeContext
@@ -3838,16 +3874,16 @@ sws_freeContext:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #824]
+    ldr x17, [x16, #832]
     br x17
     .cfi_endproc
     .size sws_freeContext, .-sws_freeContext
-    .globl tipipe_lazy_thunk_103
-    .hidden tipipe_lazy_thunk_103
-    .type tipipe_lazy_thunk_103, %function
-tipipe_lazy_thunk_103:
+    .globl tipipe_lazy_thunk_104
+    .hidden tipipe_lazy_thunk_104
+    .type tipipe_lazy_thunk_104, %function
+tipipe_lazy_thunk_104:
     .cfi_startproc
-    mov x17, #103
+    mov x17, #104
     b tipipe_lazy_enter
     .cfi_endproc
     .globl sws_getCachedContext
@@ -3857,16 +3893,16 @@ sws_getCachedContext:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #832]
+    ldr x17, [x16, #840]
     br x17
     .cfi_endproc
     .size sws_getCachedContext, .-sws_getCachedContext
-    .globl tipipe_lazy_thunk_104
-    .hidden tipipe_lazy_thunk_104
-    .type tipipe_lazy_thunk_104, %function
-tipipe_lazy_thunk_104:
+    .globl tipipe_lazy_thunk_105
+    .hidden tipipe_lazy_thunk_105
+    .type tipipe_lazy_thunk_105, %function
+tipipe_lazy_thunk_105:
     .cfi_startproc
-    mov x17, #104
+    mov x17, #105
     b tipipe_lazy_enter
     .cfi_endproc
     .globl sws_scale
@@ -3876,16 +3912,16 @@ sws_scale:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #840]
+    ldr x17, [x16, #848]
     br x17
     .cfi_endproc
     .size sws_scale, .-sws_scale
-    .globl tipipe_lazy_thunk_105
-    .hidden tipipe_lazy_thunk_105
-    .type tipipe_lazy_thunk_105, %function
-tipipe_lazy_thunk_105:
+    .globl tipipe_lazy_thunk_106
+    .hidden tipipe_lazy_thunk_106
+    .type tipipe_lazy_thunk_106, %function
+tipipe_lazy_thunk_106:
     .cfi_startproc
-    mov x17, #105
+    mov x17, #106
     b tipipe_lazy_enter
     .cfi_endproc
     .type tipipe_lazy_enter, %function

@@ -134,8 +134,9 @@ extern void tipipe_lazy_thunk_102(void);
 extern void tipipe_lazy_thunk_103(void);
 extern void tipipe_lazy_thunk_104(void);
 extern void tipipe_lazy_thunk_105(void);
+extern void tipipe_lazy_thunk_106(void);
 
-const int tipipe_lazy_count = 106;
+const int tipipe_lazy_count = 107;
 const char *const tipipe_lazy_libraries[] = {
   "libavcodec.so.59",
   "libavformat.so.59",
@@ -202,11 +203,12 @@ const struct tipipe_lazy_function tipipe_lazy_functions[] = {
   {"av_get_sample_fmt_name", 2},
   {"av_image_get_linesize", 2},
   {"av_interleaved_write_frame", 1},
-  {"av_log_set_level", 2},
   {"av_mallocz", 2},
   {"av_new_packet", 0},
   {"av_packet_alloc", 0},
   {"av_packet_free", 0},
+  {"av_packet_get_side_data", 0},
+  {"av_packet_new_side_data", 0},
   {"av_packet_rescale_ts", 0},
   {"av_packet_unref", 0},
   {"av_parser_close", 0},
@@ -362,4 +364,5 @@ void *tipipe_lazy_table[] = {
   (void *)tipipe_lazy_thunk_103,
   (void *)tipipe_lazy_thunk_104,
   (void *)tipipe_lazy_thunk_105,
+  (void *)tipipe_lazy_thunk_106,
 };

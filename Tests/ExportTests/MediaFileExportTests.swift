@@ -737,4 +737,39 @@ struct ExactCutBoundTests {
     let inside = try wholeStart + .microseconds(1_500_000)
     #expect(ExportJob.Cut.keyframe.showing(whole, from: inside) == .keyframe)
   }
+
+  @Test(
+    "the sound packet a file's cut falls inside is decoded from the cut on, as ffmpeg decodes it: every sound frame at ffmpeg's time with ffmpeg's samples, none before 0"
+  )
+  func partlyShownSoundIsDecodedFromTheCut() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 4, in: directory.url)
+    let cut = directory.url.appendingPathComponent("cut.mp4").path
+    try cutWithoutReencoding(source.path, to: cut)
+    // ffmpeg's decoded sound frames: their times (µs) and samples.
+    let judged = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "a", "-show_entries", "frame=pts_time,nb_samples", "-of", "csv=p=0", cut]
+    ).split(separator: "\n").map { line in
+      let fields = line.split(separator: ",")
+      return (Int64(((Double(fields.first ?? "") ?? -1) * 1e6).rounded()), Int(fields.last ?? "") ?? -1)
+    }
+    let executor = ManualExecutor()
+    let pipeline = Pipeline(executor: executor, clock: VirtualClock())
+    let audio = TrackID(.audio, channel: 1)
+    let router = TrackRouter(tracks: [audio])
+    let decoder = try FrameDecoder(track: audio)
+    let frames = CollectingSink<DecodedFrame>()
+    pipeline.connect(MediaFileSource(path: cut), to: router)
+    pipeline.connect(router, to: decoder)
+    pipeline.connect(decoder, to: frames)
+    try pipeline.start()
+    executor.runUntilIdle()
+    let decoded = frames.items.map { ($0.time.microseconds, $0.frame.sampleCount) }
+    #expect(decoded.count == judged.count && judged.first?.1 ?? 0 < 1024, "\(decoded.prefix(3)) \(judged.prefix(3))")
+    for (ours, theirs) in zip(decoded, judged) {
+      #expect(abs(ours.0 - theirs.0) <= 23 && ours.1 == theirs.1, "\(ours) against ffmpeg's \(theirs)")
+    }
+  }
 }

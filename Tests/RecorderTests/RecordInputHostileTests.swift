@@ -415,7 +415,7 @@ import TrackRecording
     #expect(done.status == 0, "\(done.stderr)")
     let streams = try RecorderFixtures.streams(of: URL(fileURLWithPath: root + "/Recordings/sound.mp4"))
     let recorded = try #require(streams.first?.duration, "\(streams)")
-    // Its whole sound, and at most the one frame's part before the cut more (21 ms at 48 kHz).
+    // Its whole sound from the cut, and the encoder's last frame filled up (at most 21 ms at 48 kHz).
     #expect(recorded >= length - 0.002 && recorded < length + 0.022, "\(recorded) s of \(length) s")
   }
 

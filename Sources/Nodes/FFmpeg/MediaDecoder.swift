@@ -44,6 +44,12 @@ final class MediaDecoder {
     if input.isKeyframe { packet.pointer.pointee.flags |= AV_PKT_FLAG_KEY }
     // libavcodec decodes a hidden packet and drops its frame (as ffmpeg shows an edit list's cut).
     if input.isHidden { packet.pointer.pointee.flags |= AV_PKT_FLAG_DISCARD }
+    // The samples an edit list hides at the packet's start: libavcodec drops them and moves the frame's
+    // time to its first sample shown (skip samples: 32-bit little-endian count, padding, two reasons).
+    if input.hiddenSamples > 0, let side = av_packet_new_side_data(packet.pointer, AV_PKT_DATA_SKIP_SAMPLES, 10) {
+      let count = UInt32(clamping: input.hiddenSamples)
+      for index in 0..<10 { side[index] = index < 4 ? UInt8(truncatingIfNeeded: count >> (8 * UInt32(index))) : 0 }
+    }
     let sent = avcodec_send_packet(context.pointer, packet.pointer)
     if sent < 0 && sent != FFmpeg.again {
       throw MediaError(

@@ -54,6 +54,8 @@ final class MediaFileReader {
     let isKeyframe: Bool
     /// Decoded for what follows, never shown (an edit list hides it: `AV_PKT_FLAG_DISCARD`).
     var isHidden = false
+    /// Audio: the samples at its start that are not shown (an edit list starts inside it).
+    var hiddenSamples = 0
   }
 
   let path: String
@@ -182,6 +184,9 @@ final class MediaFileReader {
 
   /// Packets read ahead (while decode times are being recovered), oldest first.
   private var readAhead: [RawPacket] = []
+  /// Audio samples libavformat says are not shown (`AV_PKT_DATA_SKIP_SAMPLES`, given once for the stretch
+  /// an edit list hides) that the packets read since have not covered yet.
+  private var audioSamplesToHide: Int64 = 0
 
   /// The next packet of a selected stream, or nil at the end of the file.
   ///
@@ -240,11 +245,12 @@ final class MediaFileReader {
     /// True for a packet of a raw stream (no timestamps at all).
     var untimed = false
     var isHidden = false
+    var hiddenSamples = 0
 
     var timed: RawPacket {
       RawPacket(
         stream: stream, data: data, pts: pts, dts: dts ?? pts, duration: duration, isKeyframe: isKeyframe,
-        isHidden: isHidden)
+        isHidden: isHidden, hiddenSamples: hiddenSamples)
     }
   }
 
@@ -283,10 +289,33 @@ final class MediaFileReader {
       } else if dts == nil && (stream != video?.index || video?.reorders != true) {
         dts = pts
       }
+      let isHidden = p.flags & AV_PKT_FLAG_DISCARD != 0
       return Read(
         stream: stream, data: payload ? Data(bytes: p.data, count: Int(p.size)) : Data(), pts: pts, dts: dts,
-        duration: duration, isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0, isHidden: p.flags & AV_PKT_FLAG_DISCARD != 0)
+        duration: duration, isKeyframe: p.flags & AV_PKT_FLAG_KEY != 0, isHidden: isHidden,
+        hiddenSamples: stream == audio?.index ? hiddenSamples(ofPacketLasting: duration, hidden: isHidden) : 0)
     }
+  }
+
+  /// The samples at the start of the audio packet just read (`packet`, lasting `duration` ticks) that are
+  /// not shown. libavformat says how many samples an edit list hides once, on the first packet of the
+  /// stretch (a file cut without re-encoding: hundreds of packets flagged to discard, then one the cut
+  /// falls inside): they are counted off packet by packet, and what is left at a shown packet is its
+  /// hidden start — the decoder drops it, as ffmpeg does.
+  private func hiddenSamples(ofPacketLasting duration: Int64, hidden: Bool) -> Int {
+    var size = 0
+    if let side = av_packet_get_side_data(packet.pointer, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 4 {
+      audioSamplesToHide = (0..<4).reduce(Int64(0)) { $0 | Int64(side[$1]) << (8 * $1) }
+    }
+    guard audioSamplesToHide > 0, let audio, duration > 0 else { return 0 }
+    // The packet's samples: its duration in its time base, at the stream's rate.
+    let rate = Int64(audio.format.sampleRate)
+    let (scaled, overflow) = duration.multipliedReportingOverflow(by: rate * Int64(audio.timeBase.numerator))
+    guard !overflow else { return 0 }
+    let samples = scaled / Int64(audio.timeBase.denominator)
+    let hiddenHere = min(audioSamplesToHide, samples)
+    audioSamplesToHide -= hiddenHere
+    return hidden ? 0 : Int(hiddenHere)
   }
 
   /// The next packet of a raw video stream with B-frames, timed by its decoder's order: shown at
@@ -418,6 +447,7 @@ final class MediaFileReader {
     guard avformat_seek_file(input.pointer, -1, .min, microseconds, microseconds, 0) >= 0 else { return false }
     untimedNext.removeAll()
     readAhead.removeAll()
+    audioSamplesToHide = 0
     return true
   }
 
@@ -427,6 +457,7 @@ final class MediaFileReader {
     guard av_seek_frame(input.pointer, -1, 0, AVSEEK_FLAG_BACKWARD) >= 0 else { return false }
     untimedNext.removeAll()
     readAhead.removeAll()
+    audioSamplesToHide = 0
     order?.reset()
     (ordering, nextSerial, orderingEnded, ranked, lastOrderedDts) = ([], 0, false, 0, nil)
     return true

@@ -23,13 +23,17 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
   /// list hides (libavformat's `AV_PKT_FLAG_DISCARD`: a file cut without re-encoding keeps the start of
   /// the group of pictures the cut is in). A decoder drops its frames, as ffmpeg does.
   public let isHidden: Bool
+  /// Audio: the samples at the packet's start that are not shown — a file's edit list starts inside it
+  /// (a file cut without re-encoding, or an encoder's priming longer than a frame). A decoder drops them,
+  /// as ffmpeg does; 0 for every other packet.
+  public let hiddenSamples: Int
   /// The payload: Annex B for video, one ADTS frame for AAC, G.711 bytes.
   public let data: Data
 
   /// Creates a packet.
   public init(
     track: TrackID, format: TrackFormat, time: MediaTime, decodeTime: MediaTime? = nil, duration: MediaDuration,
-    isKeyframe: Bool, data: Data, isHidden: Bool = false
+    isKeyframe: Bool, data: Data, isHidden: Bool = false, hiddenSamples: Int = 0
   ) {
     self.track = track
     self.format = format
@@ -38,6 +42,7 @@ public final class EncodedPacket: WeighedItem, Sendable, CustomStringConvertible
     self.duration = duration
     self.isKeyframe = isKeyframe
     self.isHidden = isHidden
+    self.hiddenSamples = hiddenSamples
     self.data = data
   }
 

@@ -204,7 +204,8 @@ public final class MediaFileSource: SourceNode {
       guard var track = tracks[raw.stream] else { continue }
       // Before the file's start: encoder priming that an edit list hides from players. Skip it — not a
       // frame that ends after the start (a file cut without re-encoding, or 2112 samples of priming):
-      // players play its end, and it keeps the sound in step.
+      // players play its end, and it keeps the sound in step (its `hiddenSamples` tell a decoder where
+      // that end begins; a copy keeps the whole frame, as ffmpeg's does).
       // (A time out of range is thrown as such below.)
       if track.id.kind == .audio, (try? Self.endsBefore(anchor, raw.pts, raw.duration, track.timeBase)) == true {
         continue
@@ -230,7 +231,8 @@ public final class MediaFileSource: SourceNode {
       let packet = EncodedPacket(
         track: track.id, format: track.format, time: try mediaTime(raw.pts, track),
         decodeTime: try mediaTime(raw.dts, track), duration: .zero,
-        isKeyframe: track.id.kind == .audio || raw.isKeyframe, data: data, isHidden: raw.isHidden)
+        isKeyframe: track.id.kind == .audio || raw.isKeyframe, data: data, isHidden: raw.isHidden,
+        hiddenSamples: raw.hiddenSamples)
       let containerDuration = try offset(raw.duration, track)
       let previous = track.pending
       track.pending = (packet, containerDuration)

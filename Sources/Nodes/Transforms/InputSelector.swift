@@ -206,7 +206,8 @@ public final class InputSelector: Node {
     context.emit(
       EncodedPacket(
         track: track, format: packet.format, time: packet.time, decodeTime: packet.decodeTime,
-        duration: packet.duration, isKeyframe: packet.isKeyframe, data: packet.data, isHidden: packet.isHidden))
+        duration: packet.duration, isKeyframe: packet.isKeyframe, data: packet.data, isHidden: packet.isHidden,
+        hiddenSamples: packet.hiddenSamples))
   }
 
   /// Events of the active input pass (its gaps and formats on the output tracks); the others' are dropped.

@@ -342,6 +342,6 @@ extension EncodedPacket {
   func withDuration(_ duration: MediaDuration) -> EncodedPacket {
     EncodedPacket(
       track: track, format: format, time: time, decodeTime: decodeTime, duration: duration,
-      isKeyframe: isKeyframe, data: data, isHidden: isHidden)
+      isKeyframe: isKeyframe, data: data, isHidden: isHidden, hiddenSamples: hiddenSamples)
   }
 }
