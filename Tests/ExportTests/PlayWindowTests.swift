@@ -372,6 +372,27 @@ struct PlayWindowTests {
     #expect((summary["video_frames"] as? Int ?? 0) >= 45, "\(summary)")
   }
 
+  @Test(
+    "play --input of a file whose picture ends 2 s before its sound: the time lines run on from the sound, in order")
+  func earlyPictureEndTimeLinesFollowTheSound() throws {
+    let out = try TemporaryDirectory()
+    let early = out.url.appendingPathComponent("early.mp4").path
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=2", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=48000:d=4", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", early,
+      ])
+    let (lines, errors) = try Self.playOnDisplay(early, in: out)
+    let events = Self.events(lines)
+    let times = events.filter { $0["event"] as? String == "time" }.compactMap { $0["ms"] as? Int }
+    // Every 100 ms through the picture, then on with the sound to its end (after 300 ms without a picture).
+    #expect(times.first == 0 && times == times.sorted(), "\(times) \(errors)")
+    #expect(times.filter { $0 > 2_300 }.count >= 10 && (times.last ?? 0) >= 3_800, "\(times)")
+    let summary = try #require(events.last { $0["event"] as? String == "summary" }, "\(lines)")
+    #expect((summary["video_frames"] as? Int ?? 0) >= 45, "\(summary)")
+  }
+
   @Test("play --input of a file whose sound is MP3 shows its picture and says the sound is not read")
   func unreadSoundIsSaid() throws {
     let out = try TemporaryDirectory()

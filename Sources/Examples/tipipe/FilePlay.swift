@@ -19,8 +19,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     var reported: MediaTime?
     /// The last time line came from the sound (handed 100 ms ahead of the clock).
     var reportedBySound = false
-    /// A picture was shown since the start or the last seek.
-    var pictureShown = false
+    /// Where the last picture shown since the start or the last seek ends.
+    var pictureEnd: MediaTime?
     /// The first sound frame presented since the start or the last seek.
     var soundSince: MediaTime?
     var videoFrames = 0
@@ -46,7 +46,8 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   /// A play of `path` from `start` (the file's own time; nil: its start) at `speed`, shown on `screen`
   /// (turned as `turn` says: what its headers say) and heard on `speaker`; snapshots go to `snapshots`.
   /// The time lines follow the picture (`hasVideo`), or the sound: in a file of sound alone, and where
-  /// no picture was shown 300 ms into the sound (a picture that starts after its sound).
+  /// no picture was shown for 300 ms of the sound (a picture that starts after its sound, or ends before
+  /// it).
   init(
     path: String, hasVideo: Bool = true, turn: PictureTurn?, start: MediaTime?, speed: ReplaySpeed,
     screen: SDLWindow, speaker: SDLAudioDevice?, snapshots: URL
@@ -72,18 +73,19 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
     let videoPacer = Pacer(
       name: "VideoPacer", rate: speed.rate, presentFrom: start, showsFirstFrameAfterSeek: true, timeline: timeline)
     // The position: at most one time line per 100 ms of media, as `tipipe play` prints them. It follows
-    // the picture; the sound in a file of sound alone, and where no picture was shown 300 ms into the
-    // sound (a picture starting after its sound: the lines and the title ran only from the picture on).
-    let presented = { @Sendable (time: MediaTime, bySound: Bool) in
+    // the picture; the sound in a file of sound alone, and where no picture was shown for 300 ms of the
+    // sound (a picture starting after its sound, or ending before it: the lines and the title stood still
+    // while the sound played on).
+    let presented = { @Sendable (time: MediaTime, duration: MediaDuration, bySound: Bool) in
       let report = state.withLock { state -> Int64? in
         if bySound && hasVideo {
-          guard !state.pictureShown else { return nil }
           let since = state.soundSince ?? time
           state.soundSince = since
-          guard ((try? time - since) ?? .zero) >= .microseconds(300_000) else { return nil }
+          let quiet = max(since, state.pictureEnd ?? since)
+          guard ((try? time - quiet) ?? .zero) >= .microseconds(300_000) else { return nil }
         } else if !bySound {
           let after = state.reportedBySound
-          state.pictureShown = true
+          state.pictureEnd = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
           state.position = time
           // The first picture after the sound's lines (handed 100 ms ahead) does not go back over them.
           if after, let reported = state.reported, time < reported { return nil }
@@ -108,7 +110,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
       onFrame: { frame, _ in
         screen.render(frame)
         state.withLock { $0.videoFrames += 1 }
-        presented(frame.time, false)
+        presented(frame.time, frame.duration, false)
       })
     pipeline.connect(source, to: videoDecoder, limits: EdgeLimits(items: 64, bytes: 8 << 20))
     // A phone's recording is shown upright, as its container says (and its snapshots taken so).
@@ -132,7 +134,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
         name: "AudioOutput",
         onFrame: { frame, _ in
           // Sound at 1× only, as the Replay's Audio Output.
-          presented(frame.time, true)
+          presented(frame.time, frame.duration, true)
           guard
             state.withLock({ state in
               state.audioFrames += 1
@@ -204,7 +206,7 @@ final class FilePlay: WindowPlay, @unchecked Sendable {
   func seek(toMs ms: Int64) {
     state.withLock { state in
       state.reported = nil
-      state.pictureShown = false
+      state.pictureEnd = nil
       state.soundSince = nil
     }
     speaker?.flush()

@@ -43,7 +43,8 @@ enum PlayCommand {
     With --input, plays a media file (MP4, MOV, MKV, MPEG-TS, raw H.264/H.265/AAC) in the window from S
     seconds of its start (12.5, 1:02.5), its audio on SDL's audio (--no-audio: none), with the same keys
     and lines (times in ms from the file's start: the picture's, or the sound's where no picture was
-    shown 300 ms into it); s saves snapshot-<ms>.jpg in --cache DIR.
+    shown for 300 ms of it: before the picture starts, after it ends); s saves snapshot-<ms>.jpg in
+    --cache DIR.
     {"event":"window","x":…,"y":…,"width":…,"height":…} says where its drawing area is on the screen.
     An S at or after the file's end is a usage error (exit 2) before any window opens; a track in a
     codec not read (MP3, Opus, VP9…) is said in a warning.
