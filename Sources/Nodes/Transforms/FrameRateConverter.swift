@@ -10,7 +10,7 @@ import PipelineGraph
 /// up to the next picture's time, for at most ``maximumHole``: past it (a camera that came back after a
 /// minute, a clock that jumped by days) the stream has a hole and the slots start again at the next
 /// picture, so no input makes the converter repeat a picture without bound. The end of the stream emits
-/// the slots the last picture covers (its own duration). Time that goes back is ignored (the picture replaces the held one). Audio frames pass
+/// the slots the last picture covers (its own duration, rounded to the nearest slot). Time that goes back is ignored (the picture replaces the held one). Audio frames pass
 /// unchanged. A flush starts again at the next picture.
 ///
 /// Confined to its pipeline's executor, with the `Node` lifecycle.
@@ -91,8 +91,9 @@ public final class FrameRateConverter: Node {
       start = input.time
       next = 0
     } else {
-      // The held picture fills the slots nearer to it than to this one (half a slot before this one's time).
-      try emitSlots(before: (try? input.time - halfSlot) ?? input.time, context: context)
+      // The held picture fills the slots nearer to it than to this one (up to half a slot before this
+      // one's time; a slot halfway between goes to this one, as ffmpeg rounds half away from zero).
+      try emitSlots(through: (try? input.time - halfSlot) ?? input.time, context: context)
     }
     if let held, !heldEmitted, held !== input { dropped += 1 }
     held = input
@@ -101,8 +102,13 @@ public final class FrameRateConverter: Node {
 
   /// Emits the held picture in every slot before `time`.
   private func emitSlots(before time: MediaTime, context: NodeContext<DecodedFrame>) throws {
+    try emitSlots(through: MediaTime(microseconds: time.microseconds - 1), context: context)
+  }
+
+  /// Emits the held picture in every slot at or before `time`.
+  private func emitSlots(through time: MediaTime, context: NodeContext<DecodedFrame>) throws {
     guard let held else { return }
-    while try slot(next) < time {
+    while try slot(next) <= time {
       let at = try slot(next)
       if heldEmitted { repeated += 1 }
       context.emit(DecodedFrame(track: held.track, time: at, duration: slotDuration, frame: held.frame))
@@ -111,10 +117,15 @@ public final class FrameRateConverter: Node {
     }
   }
 
-  /// Emits the slots the last picture covers.
+  /// Emits the slots the last picture covers: those starting up to half a slot before its end, as
+  /// ffmpeg's `fps` filter rounds the end of its input to the nearest slot — and one, were it the only
+  /// picture and shorter than that (a file whose picture is one still keeps it).
   public func finish(context: NodeContext<DecodedFrame>) throws {
     guard let held else { return }
-    try emitSlots(before: try coverageEnd(of: held), context: context)
+    let end = try coverageEnd(of: held)
+    var last = (try? end - halfSlot) ?? end
+    if next == 0 { last = max(last, try slot(next)) }
+    try emitSlots(through: last, context: context)
   }
 
   /// Where a picture's own slots end: its duration (at least an instant, at most ``maximumHole``).
