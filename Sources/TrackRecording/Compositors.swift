@@ -93,11 +93,13 @@ public final class VideoCompositor: Sendable {
   /// when every track is a file's (`MediaTrack.isLive` false), for 5 s: a file that a slow decode or a
   /// busy machine holds back is waited for, but not forever — a file whose sound starts later than its
   /// picture holds its picture back through the reading they share, and waiting for that sound would hold
-  /// every input. The output is live when one of the tracks is.
+  /// every input. The output is live when one of the tracks is. Its pictures are at `origin + n / fps`:
+  /// give the time the tracks start from when they have one (files read from a common start: a picture
+  /// that starts late in its file starts late in the composition); nil, at the first picture of any track.
   /// - Throws: `MediaError` `invalidArgument` for an audio track, a cell per track missing or outside
   ///   the picture, or a rate outside 1…240.
   public init(
-    tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20
+    tracks: [MediaTrack], layout: Layout = .grid, size: VideoSize = .hd720, fps: Int = 20, origin: MediaTime? = nil
   ) throws {
     let output = MediaTrack(id: TrackID(.video, channel: 0), isLive: CompositorGraph.isLive(tracks))
     outputTrack = output
@@ -109,7 +111,7 @@ public final class VideoCompositor: Sendable {
       }
       return try VideoMixer(
         inputs: ids, cells: cells, width: size.width, height: size.height, fps: fps, output: output.id,
-        stallTime: CompositorGraph.stallTime(for: tracks))
+        stallTime: CompositorGraph.stallTime(for: tracks), origin: origin)
     } admission: {
       $0.admission
     }
@@ -134,18 +136,19 @@ public final class AudioCompositor: Sendable {
   private let graph: CompositorGraph
 
   /// A mixer of `tracks` (audio, 1…64) with `gains` (linear, 0…16; 1 each by default) into `sampleRate`
-  /// and `channels` (1 or 2); tracks that stall are waited for as
-  /// ``VideoCompositor/init(tracks:layout:size:fps:)`` says.
+  /// and `channels` (1 or 2), from `origin` (nil: the first frame of any track); tracks that stall are
+  /// waited for, and `origin` is given, as ``VideoCompositor/init(tracks:layout:size:fps:origin:)`` says.
   /// - Throws: `MediaError` `invalidArgument` for a video track, mismatched gains or an unsupported format.
   public init(
-    tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2
+    tracks: [MediaTrack], gains: [Double]? = nil, sampleRate: Int = 48_000, channels: Int = 2,
+    origin: MediaTime? = nil
   ) throws {
     let output = MediaTrack(id: TrackID(.audio, channel: 0), isLive: CompositorGraph.isLive(tracks))
     outputTrack = output
     graph = try CompositorGraph(name: "audio-compositor", inputs: tracks, output: output) { ids in
       try AudioMixer(
         inputs: ids, gains: gains, format: AudioDeviceFormat(sampleRate: sampleRate, channels: channels),
-        output: output.id, stallTime: CompositorGraph.stallTime(for: tracks))
+        output: output.id, stallTime: CompositorGraph.stallTime(for: tracks), origin: origin)
     } admission: {
       $0.admission
     }

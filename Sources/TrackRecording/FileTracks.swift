@@ -15,7 +15,8 @@ public final class FileTracks: Sendable {
   public let video: MediaTrack?
   /// The file's audio as a track (nil when not asked for or absent).
   public let audio: MediaTrack?
-  /// Where the file's media starts (its first timestamp): the tracks' frames carry the file's own times.
+  /// Where the file's media starts: its first timestamp (the tracks' frames carry the file's own times),
+  /// or the `startTime` it was placed at.
   public let mediaStart: MediaTime
   /// Where the first frame shown of the tracks taken starts: the file's start for both of an ordinary
   /// file; a track taken alone, its own start (a sound recorded alone starts with its first frame, not
@@ -28,11 +29,12 @@ public final class FileTracks: Sendable {
   private let skipped = Locked(0)
 
   /// The tracks of the file at `path` (`video`/`audio`: whether to take each kind; one the file lacks is
-  /// nil).
+  /// nil), in the file's own times, or with its start placed at `startTime` (files composed together
+  /// each from their start: every one at 0).
   /// - Throws: `MediaError` for a file that cannot be read, or that has none of the kinds asked for.
-  public init(path: String, video: Bool = true, audio: Bool = true) throws {
+  public init(path: String, video: Bool = true, audio: Bool = true, startTime: MediaTime? = nil) throws {
     let info = try MediaFileSource.probe(path: path)
-    let source = MediaFileSource(path: path)
+    let source = startTime.map { MediaFileSource(path: path, startTime: $0) } ?? MediaFileSource(path: path)
     stopReading = source.stop
     let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack, isLive: false) : nil
     let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack, isLive: false) : nil
@@ -52,9 +54,11 @@ public final class FileTracks: Sendable {
     }
     self.video = videoTrack
     self.audio = audioTrack
-    mediaStart = info.start
+    mediaStart = startTime ?? info.start
     let taken = [videoTrack.flatMap { _ in info.video }, audioTrack.flatMap { _ in info.audio }].compactMap { $0 }
-    tracksStart = taken.filter { $0.packets > 0 }.map(\.range.start).min() ?? info.start
+    let firstShown = taken.filter { $0.packets > 0 }.map(\.range.start).min() ?? info.start
+    tracksStart =
+      startTime.flatMap { start in (try? firstShown - info.start).flatMap { try? start + $0 } } ?? firstShown
     let executor = ThreadExecutor(name: "tirtc.file-tracks")
     self.executor = executor
     let pipeline = Pipeline(executor: executor)

@@ -198,6 +198,43 @@ import Testing
     #expect(!silent.outputItems.isEmpty && mixer.admission.isOpen(left), "composed without the input that stopped")
   }
 
+  @Test func RC4_filesComposedFromTheirStartKeepTheirPlaceWhicheverArrivesFirst() throws {
+    // record --grid of A (sound from 0) and B (sound from 2 s into its file): on a busy machine B's first
+    // sound reached the mixer before A's, the mix began there and A's sound was moved 2 s late, out of
+    // step with its picture (helper-58). Files composed from their start give the mixers their origin.
+    let origin = MediaTime(microseconds: 0)
+    let mixer = try AudioMixer(
+      inputs: [Self.a, Self.b], format: AudioDeviceFormat(sampleRate: 48_000, channels: 1),
+      output: TrackID(.audio, channel: 9), origin: origin)
+    let harness = try NodeHarness(mixer)
+    harness.push(try CompositorTests.level(200, at: 2, track: Self.b))
+    for index in 0..<300 { harness.push(try CompositorTests.level(100, at: Double(index) / 100, track: Self.a)) }
+    for index in 1..<100 { harness.push(try CompositorTests.level(200, at: 2 + Double(index) / 100, track: Self.b)) }
+    for track in [Self.a, Self.b] { harness.push(event: .custom(TrackEnded(track: track))) }
+    harness.endInput()
+    harness.runUntilIdle()
+    let samples = CompositorTests.samples(harness.outputItems)
+    #expect(harness.outputItems.first?.time == origin)
+    // A alone for 2 s, then both (the limiter bends 300 a little at most), then A to 3 s.
+    #expect((144_000..<144_000 + 1_024).contains(samples.count), "\(samples.count) (3 s, in whole blocks)")
+    #expect(samples.prefix(96_000).allSatisfy { $0 == 100 }, "A's sound from 0, alone")
+    #expect(samples[96_000..<144_000].allSatisfy { $0 >= 290 }, "B's from 2 s, with A's")
+    // The same for pictures: B's first picture at 2 s comes first; the slots start at 0 with A's.
+    let left = TrackID(.video, channel: 0)
+    let right = TrackID(.video, channel: 1)
+    let video = try VideoMixer(
+      inputs: [left, right], cells: VideoMixer.Cell.grid(2, width: 320, height: 180), width: 320, height: 180,
+      fps: 10, output: TrackID(.video, channel: 9), origin: origin)
+    let pictures = try NodeHarness(video)
+    pictures.push(try Self.picture(at: 2, track: right, value: 200))
+    for index in 0..<30 { pictures.push(try Self.picture(at: Double(index) / 10, track: left)) }
+    for track in [left, right] { pictures.push(event: .custom(TrackEnded(track: track))) }
+    pictures.endInput()
+    pictures.runUntilIdle()
+    let times = pictures.outputItems.map(\.time.microseconds)
+    #expect(times.first == 0 && times.count == 30, "\(times)")
+  }
+
   @Test func RC4_aCompositionIsLiveWhenOneOfItsTracksIs() throws {
     // What the compositors wait for follows from their tracks: files are waited for 5 s and make a file's
     // composition (which the recorder then waits for as a file's); one live track makes it live.

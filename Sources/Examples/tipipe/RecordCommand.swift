@@ -30,7 +30,8 @@ enum RecordCommand {
     closed up in the file, as the play showed it; the recording ends with the play. SIGINT, SIGTERM and
     SIGHUP end the play early: what was recorded is kept and reported, then the error line (exit 1).
     --grid composes several files: their pictures side by side in a grid (VideoCompositor), their sound
-    mixed (AudioCompositor, 48 kHz stereo); the recording ends with the longest file.
+    mixed (AudioCompositor, 48 kHz stereo), each file from its start (a track starting 2 s into its file
+    starts 2 s into the recording); the recording ends with the longest file.
     A sound of FILE that starts after its picture is recorded in its place, silence before it (a picture
     that starts later: its first picture held), up to about 2 minutes in (less when the other's encoded
     media passes 64 MB first); a later one is not waited for, and a warning says the recording lacks it. A track in a codec not read (MP3, Opus, VP9…) is said in a
@@ -74,7 +75,13 @@ enum RecordCommand {
     }
     guard inputs.count <= 16 else { throw UsageError(message: "at most 16 --input files") }
     let (name, fps, copies, size) = (options.name, options.fps, options.copies, options.size)
-    let files = try inputs.map { try FileTracks(path: $0, video: options.video, audio: options.audio) }
+    // Files composed together each start at 0 (as ffmpeg reads each input from its start): a track that
+    // starts late in its file starts as late in the composition, whatever the other files' times.
+    let grid = flags.has("--grid")
+    let start = grid ? MediaTime(microseconds: 0) : nil
+    let files = try inputs.map {
+      try FileTracks(path: $0, video: options.video, audio: options.audio, startTime: start)
+    }
     // A track in a codec that is not read is said, not left out silently (--quiet: only the error line).
     let quiet = flags.has("--quiet")
     for (file, path) in zip(files, inputs) where !quiet {
@@ -87,18 +94,18 @@ enum RecordCommand {
     var video = files[0].video
     var audio = files[0].audio
     var compositors: [AnyObject] = []
-    if flags.has("--grid") {
+    if grid {
       let videos = files.compactMap(\.video)
       let audios = files.compactMap(\.audio)
       if !videos.isEmpty {
         // Files' tracks are not live: a slow one (a huge picture, a busy machine) is waited for up to 5 s.
-        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps)
+        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, origin: start)
         video = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
       }
       if !audios.isEmpty {
-        let compositor = try AudioCompositor(tracks: audios)
+        let compositor = try AudioCompositor(tracks: audios, origin: start)
         audio = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
@@ -107,15 +114,19 @@ enum RecordCommand {
     // The compositors live until the recording is written.
     return try withExtendedLifetime(compositors) {
       try MainActor.assumeIsolated {
+        // One file's tracks start where the first of them starts, whichever frame comes first; composed
+        // ones at 0, where every file starts.
         try record(
-          files, video: video, audio: audio, name: name, fps: fps, size: size, cuts: cuts, copies: copies, quiet: quiet)
+          files, video: video, audio: audio, origin: start ?? files[0].tracksStart, name: name, fps: fps, size: size,
+          cuts: cuts, copies: copies, quiet: quiet)
       }
     }
   }
 
   @MainActor
   private static func record(
-    _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, name: String, fps: Int,
+    _ files: [FileTracks], video videoTrack: MediaTrack?, audio audioTrack: MediaTrack?, origin: MediaTime,
+    name: String, fps: Int,
     size: VideoSize, cuts: [MediaRange], copies: Int, quiet: Bool
   ) throws -> Int32 {
     // From here on a signal ends the reading where it is: what was read is decoded, the tracks end, every
@@ -138,9 +149,6 @@ enum RecordCommand {
       DispatchQueue.global().asyncAfter(deadline: .now() + 3) { for file in files { file.stop() } }
     }
     defer { Interruption.shared.removeHandler() }
-    // One file's tracks start where the first of them starts, whichever frame comes first; composed ones at
-    // the first frame.
-    let origin = files.count == 1 ? files[0].tracksStart : nil
     let (recorders, failure) = startRecorders(
       video: videoTrack, audio: audioTrack, name: name, fps: fps, size: size, cuts: cuts, origin: origin,
       copies: copies)

@@ -7,7 +7,9 @@ import PipelineGraph
 /// audio compositor.
 ///
 /// Inputs are told apart by their frames' track (a ``TrackSource`` tags them) and placed by their
-/// timestamps from the origin (the first frame of any input): a hole in one input is silence in it. The
+/// timestamps from the origin (given — files composed from their start: a sound that starts 2 s into
+/// its file is placed 2 s in — or else the first frame of any input): a hole in one input is silence in
+/// it. The
 /// output is 16-bit interleaved in blocks of ``blockSamples``, each made once an input still running has
 /// reached its end and every other has too, has ended, or has stalled — lags more than ``maximumLag``
 /// behind and brought nothing for ``stallTime`` on the pipeline's clock (a live track that starts late or
@@ -108,6 +110,8 @@ public final class AudioMixer: Node {
   public let stallTime: MediaDuration
   private var lanes: [TrackID: Lane] = [:]
   private var origin: MediaTime?
+  /// The origin given, kept through a flush.
+  private let givenOrigin: MediaTime?
   /// When the first frame of any input arrived (pipeline clock).
   private var firstArrival: ClockInstant?
   /// The next block's first sample position.
@@ -116,13 +120,14 @@ public final class AudioMixer: Node {
   public private(set) var limitedSamples = 0
 
   /// A mixer of `inputs` with their `gains` (linear, 1 by default) into `format`, emitting frames of
-  /// track `output`; ``stallTime`` is `stallTime`, or `maximumLag` when not given.
+  /// track `output` from `origin` (nil: the first frame of any input); ``stallTime`` is `stallTime`, or
+  /// `maximumLag` when not given.
   /// - Throws: ``MediaError`` `invalidArgument` for no input, mismatched gains, or a format outside 8–192 kHz
   ///   and 1–2 channels.
   public init(
     name: String = "AudioMixer", inputs: [TrackID], gains: [Double]? = nil,
     format: AudioDeviceFormat = AudioDeviceFormat(sampleRate: 48_000, channels: 2), output: TrackID,
-    maximumLag: MediaDuration = .microseconds(500_000), stallTime: MediaDuration? = nil
+    maximumLag: MediaDuration = .microseconds(500_000), stallTime: MediaDuration? = nil, origin: MediaTime? = nil
   ) throws {
     let gains = gains ?? inputs.map { _ in 1 }
     guard !inputs.isEmpty, gains.count == inputs.count, Set(inputs).count == inputs.count,
@@ -136,6 +141,8 @@ public final class AudioMixer: Node {
     self.format = format
     self.maximumLag = maximumLag
     self.stallTime = stallTime ?? maximumLag
+    self.origin = origin
+    givenOrigin = origin
     for (input, gain) in zip(inputs, gains) { lanes[input] = Lane(gain: Float(gain), format: format) }
   }
 
@@ -148,8 +155,8 @@ public final class AudioMixer: Node {
   /// Takes one input frame.
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     guard let lane = lanes[input.track], input.frame.width == 0, input.frame.sampleCount > 0 else { return }
-    if origin == nil {
-      origin = input.time
+    if firstArrival == nil {
+      origin = origin ?? input.time
       firstArrival = context.now
     }
     lane.arrival = context.now
@@ -174,7 +181,7 @@ public final class AudioMixer: Node {
   }
 
   private func mixReady(context: NodeContext<DecodedFrame>, final: Bool) throws {
-    guard origin != nil else { return }
+    guard origin != nil, firstArrival != nil else { return }
     let lag = samples(in: maximumLag)
     let now = context.now
     // An input that lags behind and has brought nothing for as long (on the pipeline's clock) has
@@ -281,7 +288,8 @@ public final class AudioMixer: Node {
       lane.started = false
       lane.converter.reset()
     }
-    origin = nil
+    origin = givenOrigin
+    firstArrival = nil
     position = 0
     recheck = nil
     admission.update(lanes.keys.map { ($0, true) })

@@ -4,7 +4,8 @@ import PipelineGraph
 /// canvas (black bars, never stretched), at a constant frame rate — the heart of a video compositor.
 ///
 /// Inputs are told apart by their frames' track (a ``TrackSource`` tags them). Output pictures are at
-/// `origin + n / fps`, the origin being the first picture of any input; each shows, per cell, the latest
+/// `origin + n / fps`, the origin being given (files composed from their start) or else the first picture
+/// of any input; each shows, per cell, the latest
 /// picture of its input at or before that instant. A slot is composed once an input still running has
 /// reached it and every other has too, has ended, or has stalled — lags more than ``maximumLag`` behind
 /// and brought nothing for ``stallTime`` on the pipeline's clock (a live track that stalls does not hold the
@@ -112,13 +113,14 @@ public final class VideoMixer: Node {
   public private(set) var composed = 0
 
   /// A mixer of `inputs` into `cells` (one each) of a `width`×`height` canvas at `fps`, emitting pictures
-  /// of track `output`; ``stallTime`` is `stallTime`, or `maximumLag` when not given.
+  /// of track `output` from `origin` (nil: the first picture of any input); ``stallTime`` is `stallTime`,
+  /// or `maximumLag` when not given.
   /// - Throws: ``MediaError`` `invalidArgument` for mismatched inputs and cells, a cell outside the canvas or
   ///   odd, or a rate outside 1…240.
   public init(
     name: String = "VideoMixer", inputs: [TrackID], cells: [Cell], width: Int, height: Int, fps: Int,
     output: TrackID, maximumLag: MediaDuration = .microseconds(500_000), stallTime: MediaDuration? = nil,
-    holdAfterEnd: MediaDuration = .microseconds(1_000_000)
+    holdAfterEnd: MediaDuration = .microseconds(1_000_000), origin: MediaTime? = nil
   ) throws {
     guard !inputs.isEmpty, inputs.count == cells.count, Set(inputs).count == inputs.count else {
       throw MediaError(.invalidArgument, "a mixer needs one cell for each of its distinct inputs")
@@ -140,6 +142,7 @@ public final class VideoMixer: Node {
     self.maximumLag = maximumLag
     self.stallTime = stallTime ?? maximumLag
     self.holdAfterEnd = holdAfterEnd
+    self.origin = origin
     for (input, cell) in zip(inputs, cells) { lanes[input] = try Lane(cell: cell) }
   }
 
@@ -152,8 +155,8 @@ public final class VideoMixer: Node {
   /// Takes one input picture.
   public func process(_ input: DecodedFrame, context: NodeContext<DecodedFrame>) throws {
     guard let lane = lanes[input.track], input.frame.width > 0 else { return }
-    if origin == nil {
-      origin = input.time
+    if firstArrival == nil {
+      origin = origin ?? input.time
       firstArrival = context.now
     }
     lane.arrival = context.now
@@ -221,7 +224,7 @@ public final class VideoMixer: Node {
   }
 
   private func composeReady(context: NodeContext<DecodedFrame>, final: Bool) throws {
-    guard origin != nil else { return }
+    guard origin != nil, firstArrival != nil else { return }
     let end = lanes.values.compactMap { lane in
       (lane.queue.last ?? lane.shown).flatMap { try? $0.time + $0.duration }
     }.max()
