@@ -27,6 +27,7 @@ public final class FileTracks: Sendable {
   private let executor: ThreadExecutor
   private let failed = Locked<MediaError?>(nil)
   private let skipped = Locked(0)
+  private let damagedInFile: MediaFileSource.DamagedPackets
 
   /// The tracks of the file at `path` (`video`/`audio`: whether to take each kind; one the file lacks is
   /// nil), in the file's own times, or with its start placed at `startTime` (files composed together
@@ -36,6 +37,7 @@ public final class FileTracks: Sendable {
     let info = try MediaFileSource.probe(path: path)
     let source = startTime.map { MediaFileSource(path: path, startTime: $0) } ?? MediaFileSource(path: path)
     stopReading = source.stop
+    damagedInFile = source.damaged
     let videoTrack = video && info.video != nil ? MediaTrack(id: source.videoTrack, isLive: false) : nil
     let audioTrack = audio && info.audio != nil ? MediaTrack(id: source.audioTrack, isLive: false) : nil
     let unread = [
@@ -129,8 +131,9 @@ public final class FileTracks: Sendable {
   /// or G.711 sound are): "its sound (mp3)", "its picture (vp9)". The tracks carry none of it.
   public let unread: [String]
 
-  /// Packets a decoder could not decode (damaged ones): skipped, their frames missing from the tracks.
-  public var damagedPackets: Int { skipped.withLock { $0 } }
+  /// Damaged packets — the file's reading could not take them apart, or a decoder could not decode them:
+  /// skipped, their frames missing from the tracks.
+  public var damagedPackets: Int { skipped.withLock { $0 } + damagedInFile.count }
 
   /// True once every track has ended.
   public var isEnded: Bool { (video?.isEnded ?? true) && (audio?.isEnded ?? true) }

@@ -43,6 +43,8 @@ struct FileCommandTests {
       var gaps: [Gap]
       var complete: Bool
       var covered_duration_ms: Int64
+      var termination: String?
+      var unprocessed_ranges: [Range]?
     }
     var code: Int32
     var file: String?
@@ -301,6 +303,51 @@ struct FileCommandTests {
     let probe = try tipipe(["probe", file.path])
     #expect(
       probe.stdout.contains("mp3 44100 Hz, 1 channel(s)") && probe.stdout.contains("(not read)"), "\(probe.stdout)")
+  }
+
+  @Test(
+    "export --input of an MP4 with bad bytes in some pictures: they are skipped and said, the rest of the range exported, as ffmpeg reads on"
+  )
+  func exportInputSkipsDamagedPictures() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), seconds: 10, extra: ["-movflags", "+faststart"],
+      in: directory.url)
+    // Three pictures 5 s in overwritten with noise, where ffprobe says they lie: their NAL unit lengths
+    // make no sense (reading them had ended the export there, "interrupted", exit 0 and no word).
+    let packets = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pos,size", "-of", "csv=p=0", source.path]
+    ).split(separator: "\n").compactMap { line -> (size: Int, position: Int)? in
+      let fields = line.split(separator: ",").compactMap { Int($0) }
+      return fields.count == 2 ? (fields[0], fields[1]) : nil
+    }
+    try #require(packets.count == 250)
+    var bytes = [UInt8](try Data(contentsOf: source))
+    var state: UInt64 = 7
+    for packet in packets[126..<129] {
+      for index in packet.position..<packet.position + packet.size {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        bytes[index] = UInt8(truncatingIfNeeded: state >> 33)
+      }
+    }
+    let damaged = directory.url.appendingPathComponent("damaged.mp4")
+    try Data(bytes).write(to: damaged)
+    let out = directory.url.appendingPathComponent("out.mp4")
+    let finished = try tipipe([
+      "export", "--input", damaged.path, "--start", "3", "--end", "8", "--out", out.path, "--report", "-",
+    ])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(finished.stderr.contains("warning: 3 damaged packets were skipped"), "\(finished.stderr)")
+    let output = try JSONDecoder().decode(ReportOutput.self, from: Data(finished.stdout.utf8))
+    #expect(
+      output.report.termination == "exhausted" && output.report.unprocessed_ranges?.isEmpty == true,
+      "\(output.report)")
+    #expect(output.report.segments.last?.source_range.end_ms == 8_000, "\(output.report)")
+    // The file holds the range to its end: the pictures after the damage, and the sound throughout.
+    let judged = try MediaFileExportTests.judge(out)
+    #expect(judged.videoFrames >= 147 && judged.videoDuration > 5.9, "\(judged)")
+    #expect((judged.audioDuration ?? 0) > 5.9, "\(judged)")
   }
 
   @Test("export --input refuses bad times, a bad cut and writing over its input (usage errors, nothing written)")

@@ -124,12 +124,15 @@ enum FileExportCommand {
     }
     let showProgress = !quiet && isatty(STDERR_FILENO) == 1
     let progressLines = flags.has("--progress-lines")
+    var damaged: [MediaFileSource.DamagedPackets] = []
     func export(_ cut: ExportJob.Cut) throws -> ExportResult {
+      let source = MediaFileSource(path: input)
+      damaged.append(source.damaged)
       let request = ExportJob.Request(
         range: MediaRange(start: start, end: end), videoTrack: TrackID(.video, channel: 0),
         audioTrack: info.audio == nil && unreadSound == nil ? nil : TrackID(.audio, channel: 1), output: out, cut: cut)
       let job = try ExportJob(
-        request: request, packets: MediaFileSource(path: input),
+        request: request, packets: source,
         progress: { fraction, covered in
           if progressLines {
             StandardError.write(Data("{\"progress\":\(fraction),\"covered_ms\":\(covered)}\n".utf8))
@@ -155,6 +158,14 @@ enum FileExportCommand {
       result = try export(askedCut)
     }
     if showProgress { StandardError.write(Data("\n".utf8)) }
+    // Damaged packets were skipped, as ffmpeg skips them (as `record` says): said, since their frames are
+    // missing.
+    if let skipped = damaged.last?.count, skipped > 0, !quiet {
+      StandardError.write(
+        Data(
+          "warning: \(skipped) damaged packet\(skipped == 1 ? " was" : "s were") skipped: their frames are missing\n"
+            .utf8))
+    }
     let report = relative(result.report, to: origin)
     // As `export` does: the export's own failure is the one line said, before a report left unwritten.
     var unwritten: (any Error)?

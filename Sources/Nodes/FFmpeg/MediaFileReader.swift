@@ -184,6 +184,8 @@ final class MediaFileReader {
 
   /// Packets read ahead (while decode times are being recovered), oldest first.
   private var readAhead: [RawPacket] = []
+  /// Called for each packet skipped as damaged (its payload could not be converted to Annex B).
+  var onDamagedPacket: (() -> Void)?
   /// Audio samples libavformat says are not shown (`AV_PKT_DATA_SKIP_SAMPLES`, given once for the stretch
   /// an edit list hides) that the packets read since have not covered yet.
   private var audioSamplesToHide: Int64 = 0
@@ -265,7 +267,14 @@ final class MediaFileReader {
       // A sound frame read short (a file cut off inside it: libavformat marks it corrupt) would be copied
       // as an AAC frame no decoder can finish; it is left out (a picture read short still decodes in part).
       if stream == audio?.index && packet.pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 { continue }
-      if payload { try filters[stream]?.filter(packet.pointer) }
+      if payload {
+        do { try filters[stream]?.filter(packet.pointer) } catch {
+          // Bad bytes where the packet's NAL unit lengths are (a damaged file): it cannot be made Annex B,
+          // nor decoded. Skipped, as ffmpeg skips what it cannot decode, and counted: the rest is read.
+          onDamagedPacket?()
+          continue
+        }
+      }
       let p = packet.pointer.pointee
       let none = cff_nopts_value()
       let duration = max(0, p.duration)

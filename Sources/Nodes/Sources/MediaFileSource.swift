@@ -58,6 +58,8 @@ public final class MediaFileSource: SourceNode {
   private var reopenFailure: (any Error)?
   /// Ends the reading where it is, from any thread (the source itself is confined to its executor).
   public let stop = Stop()
+  /// The packets skipped as damaged.
+  public let damaged = DamagedPackets()
   /// The file has sound in a codec the source does not read (MP3, Opus, AC-3, PCM…): said once, at the
   /// first read, as an `unsupportedMedia` fact of the audio track over the file, so that what waits for
   /// sound reports why there is none.
@@ -150,6 +152,17 @@ public final class MediaFileSource: SourceNode {
       duration: (measured ?? reader.headerDuration).map { .microseconds($0) }, unread: unread)
   }
 
+  /// The packets a source skipped as damaged (bad bytes where a packet's structure is: it can be neither
+  /// copied as a frame nor decoded), read from any thread; what follows them is read as ffmpeg reads it.
+  public final class DamagedPackets: Sendable {
+    private let counted = Atomic(0)
+
+    /// How many so far.
+    public var count: Int { counted.load(ordering: .relaxed) }
+
+    func add() { counted.add(1, ordering: .relaxed) }
+  }
+
   /// Ends a source's reading where it is, from any thread: what was read goes on (each track's last packet
   /// included), then the end of stream, as at the file's end. A recording stopped by a signal keeps what
   /// was read, each track as far as the file's order took it, instead of losing what waited in the edges.
@@ -165,6 +178,7 @@ public final class MediaFileSource: SourceNode {
   /// Opens the file and picks its streams.
   public func start(context: NodeContext<EncodedPacket>) throws {
     let reader = try MediaFileReader(path: path)
+    reader.onDamagedPacket = { [damaged] in damaged.add() }
     self.reader = reader
     tracks.removeAll()
     if let video = reader.video {
@@ -388,7 +402,9 @@ public final class MediaFileSource: SourceNode {
     } else if let reader, !reader.rewind() {
       // A stream libavformat cannot seek in: read it again from the start, or fail at the next read.
       do {
-        self.reader = try MediaFileReader(path: path)
+        let reader = try MediaFileReader(path: path)
+        reader.onDamagedPacket = { [damaged] in damaged.add() }
+        self.reader = reader
       } catch {
         self.reader = nil
         reopenFailure = error
