@@ -350,6 +350,33 @@ struct FileCommandTests {
     #expect((judged.audioDuration ?? 0) > 5.9, "\(judged)")
   }
 
+  @Test(
+    "export --out with a long legal name (250 bytes) is written: its temporary file's name stays within 255 bytes, and a dead writer's is still found"
+  )
+  func longOutputName() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: false), seconds: 2, in: directory.url)
+    let name = String(repeating: "é", count: 100) + String(repeating: "b", count: 46) + ".mp4"
+    #expect(name.utf8.count == 250)
+    let out = directory.url.appendingPathComponent(name)
+    let finished = try tipipe(["export", "--input", source.path, "--start", "0", "--out", out.path])
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(try MediaFileExportTests.judge(out).videoFrames == 50)
+    let left = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix(".") }
+    #expect(left.isEmpty, "\(left)")
+    // The temporary name: within NAME_MAX, and a dead writer's is removed by the next writer of the file.
+    let working = URL(fileURLWithPath: OutputFile.workingPath(for: out)).lastPathComponent
+    #expect(working.utf8.count <= 255, "\(working.utf8.count) bytes")
+    let ended = try ChildProcess("/bin/true", [])
+    _ = try ended.finish()
+    let stale = directory.url.appendingPathComponent(
+      working.replacingOccurrences(of: ".\(getpid()).", with: ".\(ended.pid)."))
+    #expect(FileManager.default.createFile(atPath: stale.path, contents: Data()))
+    OutputFile.removeStaleWorkingFiles(besides: out)
+    #expect(!FileManager.default.fileExists(atPath: stale.path))
+  }
+
   @Test("export --input refuses bad times, a bad cut and writing over its input (usage errors, nothing written)")
   func exportInputRefuses() throws {
     let directory = try TemporaryDirectory()

@@ -62,7 +62,23 @@ public enum OutputFile {
   /// A fresh temporary path beside `destination`, named after it and this process.
   package static func workingPath(for destination: URL, suffix: String = ".partial.mp4") -> String {
     destination.deletingLastPathComponent()
-      .appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(UUID().uuidString)\(suffix)").path
+      .appendingPathComponent(
+        ".\(workingName(of: destination.lastPathComponent)).\(getpid()).\(UUID().uuidString)\(suffix)"
+      ).path
+  }
+
+  /// The part of a temporary file's name that comes from its destination's `name`: the name, or as much of
+  /// it as leaves room for the rest (a dot, a pid, a UUID, a suffix: at most 80 bytes) within the 255 bytes a
+  /// file name may have — a destination with a long legal name is written too.
+  static func workingName(of name: String) -> String {
+    let room = Int(NAME_MAX) - 80
+    guard name.utf8.count > room else { return name }
+    var kept = ""
+    for character in name {
+      guard kept.utf8.count + character.utf8.count <= room else { break }
+      kept.append(character)
+    }
+    return kept
   }
 
   /// Renames `temporary` to `destination`, which must be missing or a regular file (checked just
@@ -97,7 +113,7 @@ public enum OutputFile {
       guard let index = parts.lastIndex(where: { UUID(uuidString: String($0)) != nil }), index >= 2,
         index + 1 < parts.count, parts[index + 1].hasPrefix("partial"), let pid = Int32(parts[index - 1]), pid > 0
       else { continue }
-      if let name, parts[..<(index - 1)].joined(separator: ".") != name { continue }
+      if let name, parts[..<(index - 1)].joined(separator: ".") != workingName(of: name) { continue }
       guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
       let path = directory.appendingPathComponent(entry).path
       var status = stat()
