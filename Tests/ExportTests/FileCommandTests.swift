@@ -403,6 +403,13 @@ struct FileCommandTests {
     // A start past the end of the video.
     let late = try tipipe(["export", "--input", file.path, "--start", "60", "--out", out.path])
     #expect(late.status == 2, "\(late.stderr)")
+    // A library export's flag is not "unknown": it is one an export of a file does not take.
+    for flag in [["--video-channel", "0"], ["--endpoint", "file:///x"], ["--token", "t"]] {
+      let library = try tipipe(["export", "--input", file.path, "--start", "1", "--out", out.path] + flag)
+      #expect(
+        library.status == 2 && library.stderr.contains("\(flag[0]) is for an export of a library"),
+        "\(library.stderr)")
+    }
   }
 
   @Test("hostile runs: --report naming the input, an exact cut of 4:4:4 or odd-sized video, a start in the last frame")

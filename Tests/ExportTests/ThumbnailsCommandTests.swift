@@ -108,6 +108,8 @@ import Testing
       let done = try tipipe(base + extra)
       #expect(done.status == 2, "\(extra): \(done.stderr)")
       #expect(done.stderr.split(separator: "\n").count == 1, "\(extra): \(done.stderr)")
+      // A period, not a time of a file (there is none).
+      if extra.contains("-1") { #expect(done.stderr.contains("--every must be a period in seconds"), "\(done.stderr)") }
     }
     // Nothing in the range: the seed's code, and no file.
     let empty = try tipipe(base + ["--start", "\(start - 60_000)", "--end", "\(start - 1)", "--every", "1"])

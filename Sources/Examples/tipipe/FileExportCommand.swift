@@ -12,8 +12,14 @@ enum FileExportCommand {
     "--quiet": .boolean, "--progress-lines": .boolean,
   ]
 
-  /// `12.5`, `90`, `1:02.25`, `01:00:00`: seconds from the file's start, to the microsecond.
-  static func offset(_ flag: String, _ text: String) throws -> MediaDuration {
+  /// `12.5`, `90`, `1:02.25`, `01:00:00`: seconds from the file's start (or, as `meaning` says, a
+  /// period), to the microsecond.
+  static func offset(
+    _ flag: String, _ text: String, meaning: String = "seconds from the file's start"
+  ) throws -> MediaDuration {
+    let invalid = { (flag: String, text: String) in
+      UsageError(message: "\(flag) must be \(meaning) (12.5, 1:02.5, 01:00:00), not '\(text)'")
+    }
     let fields = text.split(separator: ":", omittingEmptySubsequences: false)
     guard (1...3).contains(fields.count) else { throw invalid(flag, text) }
     var seconds: Int64 = 0
@@ -36,11 +42,11 @@ enum FileExportCommand {
     return .microseconds(seconds * 1_000_000 + fraction)
   }
 
-  private static func invalid(_ flag: String, _ text: String) -> UsageError {
-    UsageError(message: "\(flag) must be seconds from the file's start (12.5, 1:02.5, 01:00:00), not '\(text)'")
-  }
-
   static func run(_ arguments: [String]) throws -> Int32 {
+    // A flag of a library's export is not "unknown": it is one this form does not take.
+    if let misplaced = arguments.first(where: { Self.flags[$0] == nil && ExportCommand.flags[$0] != nil }) {
+      throw UsageError(message: "\(misplaced) is for an export of a library (--endpoint), not of a file (--input)")
+    }
     let flags = try FlagParser(arguments, known: flags)
     let input = try flags.required("--input")
     let out = try outputPath("--out", try flags.required("--out"))

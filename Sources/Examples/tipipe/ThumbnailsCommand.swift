@@ -34,7 +34,7 @@ enum ThumbnailsCommand {
     guard start < end else { throw UsageError(message: "--start must be before --end") }
     guard flags.string("--video-channel") != nil else { throw UsageError(message: "--video-channel is required") }
     let channel = UInt8(try flags.integer("--video-channel", default: 0, range: 0...255))
-    let every = try FileExportCommand.offset("--every", try flags.required("--every"))
+    let every = try FileExportCommand.offset("--every", try flags.required("--every"), meaning: "a period in seconds")
     guard every >= .microseconds(100_000) else { throw UsageError(message: "--every must be at least 0.1 s") }
     let width = try flags.integer("--width", default: 160, range: 16...1_920)
     guard width % 2 == 0 else { throw UsageError(message: "--width must be even") }
