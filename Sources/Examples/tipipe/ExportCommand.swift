@@ -79,9 +79,10 @@ enum ExportCommand {
     --end defaults to the end of its video; its first video and audio tracks are kept. The export
     starts at the keyframe at or before S (--cut keyframe, the default) or exactly at S (--cut exact:
     the group of pictures holding S is re-encoded from S on, the rest copied), at the first picture
-    when S is before it (a warning says when more than 200 ms of sound alone is left out); a file cut
-    without re-encoding, whose edit list hides the keyframe before S, is cut exactly there (a note says
-    so). The report's times are milliseconds from the file's start.
+    when S is before it — the report's range from S all the same, the stretch before the picture a gap,
+    unless it is at most 200 ms (an encoder's priming: the range from the picture); a warning says what
+    sound alone is left out. A file cut without re-encoding, whose edit list hides the keyframe before
+    S, is cut exactly there (a note says so). The report's times are milliseconds from the file's start.
     """
 
   /// The flags `export` (and `bench export`) take.

@@ -81,11 +81,14 @@ enum FileExportCommand {
     }
     let origin = info.start
     let asked = origin.advanced(by: startOffset, notAfter: MediaTime(microseconds: .max))
-    // The export follows the picture: a start before the video's first picture begins at it, and the
-    // report's range with it. (A remux to MKV, MPEG-TS or FLV makes the AAC encoder's priming a sound
-    // 21 ms ahead of the picture: `--start 0` reported that head as a gap of both tracks, incomplete.)
-    // Sound alone before the picture, longer than a silence the export tolerates, is said: it is not written.
-    let start = max(asked, video.range.start)
+    // The export follows the picture. A start before the video's first picture by no more than a silence
+    // the export tolerates begins at the picture, and the report's range with it (a remux to MKV, MPEG-TS
+    // or FLV makes the AAC encoder's priming a sound 21–80 ms ahead of the picture: `--start 0` reported
+    // that head as a gap, incomplete). An earlier start stays the one asked (the report's range is the
+    // request, E20): the stretch before the picture is a gap there, as in a library's export — and said,
+    // with the sound alone in it that is not written.
+    let head = (try? video.range.start - asked) ?? .zero
+    let start = head > .zero && head <= GapDetector.audioTolerance ? video.range.start : asked
     let end = endOffset.map { origin.advanced(by: $0, notAfter: MediaTime(microseconds: .max)) } ?? video.range.end
     let fromStart = { (time: MediaTime) in Self.seconds((try? time - origin) ?? .zero) }
     guard end > video.range.start else {
@@ -104,7 +107,7 @@ enum FileExportCommand {
       StandardError.write(
         Data(
           ("warning: the export starts at the file's first picture (\(fromStart(video.range.start)) s): the "
-            + "\(Self.seconds(alone)) s of sound alone before it are not written\n")
+            + "\(Self.seconds(alone)) s of sound alone before it are not written (a gap in the report)\n")
             .utf8))
     }
     // A keyframe cut starts at a keyframe the file shows: where the file starts inside a group of pictures
