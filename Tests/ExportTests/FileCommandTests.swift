@@ -357,6 +357,34 @@ struct FileCommandTests {
   }
 
   @Test(
+    "export --input of a range inside a hole of a variable-frame-rate file: no picture in it, so no file, whichever the cut (the keyframe cut had written its group's pictures from before the range)"
+  )
+  func rangeInsideAHoleHasNoPicture() throws {
+    let directory = try TemporaryDirectory()
+    let file = directory.url.appendingPathComponent("vfr.mp4")
+    // Pictures 10–30 of every 50 left out: none between 0.40 and 1.24 s, 2.40 and 3.24 s…
+    _ = try run(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25", "-t", "6", "-vf",
+        "select='not(between(mod(n\\,50)\\,10\\,30))'", "-fps_mode", "vfr", "-c:v", "libx264", "-g", "50",
+        file.path,
+      ])
+    let out = directory.url.appendingPathComponent("out.mp4")
+    for cut in ["keyframe", "exact"] {
+      let inside = try tipipe([
+        "export", "--input", file.path, "--start", "2.45", "--end", "3.0", "--cut", cut, "--out", out.path,
+      ])
+      #expect(
+        inside.status == 1 && inside.stderr.hasPrefix("error: noRecordableMedia (6119)"), "\(cut): \(inside.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: out.path), "\(cut)")
+    }
+    // A range the pictures reach is exported.
+    let reached = try tipipe(["export", "--input", file.path, "--start", "2.3", "--end", "3.0", "--out", out.path])
+    #expect(reached.status == 0, "\(reached.stderr)")
+  }
+
+  @Test(
     "export --out with a long legal name (250 bytes) is written: its temporary file's name stays within 255 bytes, and a dead writer's is still found"
   )
   func longOutputName() throws {

@@ -200,7 +200,12 @@ public final class Exporter: Node {
   /// Finishes the MP4 and puts the final, seekable file at `destination` (renamed into place; only a
   /// regular file there is replaced).
   public func finalizeFile(to destination: String) throws {
-    guard let recording, hasMedia else {
+    // A keyframe cut copies the group of pictures leading into the range: when no picture of it reaches
+    // the range (a hole in the stream from before the start to past the end), the range has none.
+    let reaches = (timeline.stretches + (recording?.openRange.map { [$0] } ?? [])).contains {
+      $0.end > timeline.range.start
+    }
+    guard let recording, hasMedia, reaches else {
       throw MediaError(.noMedia, "the range has no video that can be written")
     }
     keepOpenStretch()
