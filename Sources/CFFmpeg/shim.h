@@ -16,6 +16,7 @@
 static inline int cff_averror(int posixError) { return AVERROR(posixError); }
 static inline int cff_error_eagain(void) { return AVERROR(EAGAIN); }
 static inline int cff_error_eof(void) { return AVERROR_EOF; }
+static inline int cff_error_invalid_data(void) { return AVERROR_INVALIDDATA; }
 static inline int64_t cff_nopts_value(void) { return AV_NOPTS_VALUE; }
 static inline AVRational cff_time_base_q(void) { return AV_TIME_BASE_Q; }
 static inline AVChannelLayout cff_channel_layout_mono(void) {

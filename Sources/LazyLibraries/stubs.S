@@ -567,14 +567,14 @@ tipipe_lazy_thunk_32:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_bsf_free
-    .hidden av_bsf_free
-    .type av_bsf_free, @function
-av_bsf_free:
+    .globl av_bsf_flush
+    .hidden av_bsf_flush
+    .type av_bsf_flush, @function
+av_bsf_flush:
     .cfi_startproc
     jmp *tipipe_lazy_table+264(%rip)
     .cfi_endproc
-    .size av_bsf_free, .-av_bsf_free
+    .size av_bsf_flush, .-av_bsf_flush
     .globl tipipe_lazy_thunk_33
     .hidden tipipe_lazy_thunk_33
     .type tipipe_lazy_thunk_33, @function
@@ -584,14 +584,14 @@ tipipe_lazy_thunk_33:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_bsf_get_by_name
-    .hidden av_bsf_get_by_name
-    .type av_bsf_get_by_name, @function
-av_bsf_get_by_name:
+    .globl av_bsf_free
+    .hidden av_bsf_free
+    .type av_bsf_free, @function
+av_bsf_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+272(%rip)
     .cfi_endproc
-    .size av_bsf_get_by_name, .-av_bsf_get_by_name
+    .size av_bsf_free, .-av_bsf_free
     .globl tipipe_lazy_thunk_34
     .hidden tipipe_lazy_thunk_34
     .type tipipe_lazy_thunk_34, @function
@@ -601,14 +601,14 @@ tipipe_lazy_thunk_34:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_bsf_init
-    .hidden av_bsf_init
-    .type av_bsf_init, @function
-av_bsf_init:
+    .globl av_bsf_get_by_name
+    .hidden av_bsf_get_by_name
+    .type av_bsf_get_by_name, @function
+av_bsf_get_by_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+280(%rip)
     .cfi_endproc
-    .size av_bsf_init, .-av_bsf_init
+    .size av_bsf_get_by_name, .-av_bsf_get_by_name
     .globl tipipe_lazy_thunk_35
     .hidden tipipe_lazy_thunk_35
     .type tipipe_lazy_thunk_35, @function
@@ -618,14 +618,14 @@ tipipe_lazy_thunk_35:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_bsf_receive_packet
-    .hidden av_bsf_receive_packet
-    .type av_bsf_receive_packet, @function
-av_bsf_receive_packet:
+    .globl av_bsf_init
+    .hidden av_bsf_init
+    .type av_bsf_init, @function
+av_bsf_init:
     .cfi_startproc
     jmp *tipipe_lazy_table+288(%rip)
     .cfi_endproc
-    .size av_bsf_receive_packet, .-av_bsf_receive_packet
+    .size av_bsf_init, .-av_bsf_init
     .globl tipipe_lazy_thunk_36
     .hidden tipipe_lazy_thunk_36
     .type tipipe_lazy_thunk_36, @function
@@ -635,14 +635,14 @@ tipipe_lazy_thunk_36:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_bsf_send_packet
-    .hidden av_bsf_send_packet
-    .type av_bsf_send_packet, @function
-av_bsf_send_packet:
+    .globl av_bsf_receive_packet
+    .hidden av_bsf_receive_packet
+    .type av_bsf_receive_packet, @function
+av_bsf_receive_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+296(%rip)
     .cfi_endproc
-    .size av_bsf_send_packet, .-av_bsf_send_packet
+    .size av_bsf_receive_packet, .-av_bsf_receive_packet
     .globl tipipe_lazy_thunk_37
     .hidden tipipe_lazy_thunk_37
     .type tipipe_lazy_thunk_37, @function
@@ -652,14 +652,14 @@ tipipe_lazy_thunk_37:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_channel_layout_copy
-    .hidden av_channel_layout_copy
-    .type av_channel_layout_copy, @function
-av_channel_layout_copy:
+    .globl av_bsf_send_packet
+    .hidden av_bsf_send_packet
+    .type av_bsf_send_packet, @function
+av_bsf_send_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+304(%rip)
     .cfi_endproc
-    .size av_channel_layout_copy, .-av_channel_layout_copy
+    .size av_bsf_send_packet, .-av_bsf_send_packet
     .globl tipipe_lazy_thunk_38
     .hidden tipipe_lazy_thunk_38
     .type tipipe_lazy_thunk_38, @function
@@ -669,14 +669,14 @@ tipipe_lazy_thunk_38:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_channel_layout_default
-    .hidden av_channel_layout_default
-    .type av_channel_layout_default, @function
-av_channel_layout_default:
+    .globl av_channel_layout_copy
+    .hidden av_channel_layout_copy
+    .type av_channel_layout_copy, @function
+av_channel_layout_copy:
     .cfi_startproc
     jmp *tipipe_lazy_table+312(%rip)
     .cfi_endproc
-    .size av_channel_layout_default, .-av_channel_layout_default
+    .size av_channel_layout_copy, .-av_channel_layout_copy
     .globl tipipe_lazy_thunk_39
     .hidden tipipe_lazy_thunk_39
     .type tipipe_lazy_thunk_39, @function
@@ -686,14 +686,14 @@ tipipe_lazy_thunk_39:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_channel_layout_uninit
-    .hidden av_channel_layout_uninit
-    .type av_channel_layout_uninit, @function
-av_channel_layout_uninit:
+    .globl av_channel_layout_default
+    .hidden av_channel_layout_default
+    .type av_channel_layout_default, @function
+av_channel_layout_default:
     .cfi_startproc
     jmp *tipipe_lazy_table+320(%rip)
     .cfi_endproc
-    .size av_channel_layout_uninit, .-av_channel_layout_uninit
+    .size av_channel_layout_default, .-av_channel_layout_default
     .globl tipipe_lazy_thunk_40
     .hidden tipipe_lazy_thunk_40
     .type tipipe_lazy_thunk_40, @function
@@ -703,14 +703,14 @@ tipipe_lazy_thunk_40:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_dict_free
-    .hidden av_dict_free
-    .type av_dict_free, @function
-av_dict_free:
+    .globl av_channel_layout_uninit
+    .hidden av_channel_layout_uninit
+    .type av_channel_layout_uninit, @function
+av_channel_layout_uninit:
     .cfi_startproc
     jmp *tipipe_lazy_table+328(%rip)
     .cfi_endproc
-    .size av_dict_free, .-av_dict_free
+    .size av_channel_layout_uninit, .-av_channel_layout_uninit
     .globl tipipe_lazy_thunk_41
     .hidden tipipe_lazy_thunk_41
     .type tipipe_lazy_thunk_41, @function
@@ -720,14 +720,14 @@ tipipe_lazy_thunk_41:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_dict_set
-    .hidden av_dict_set
-    .type av_dict_set, @function
-av_dict_set:
+    .globl av_dict_free
+    .hidden av_dict_free
+    .type av_dict_free, @function
+av_dict_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+336(%rip)
     .cfi_endproc
-    .size av_dict_set, .-av_dict_set
+    .size av_dict_free, .-av_dict_free
     .globl tipipe_lazy_thunk_42
     .hidden tipipe_lazy_thunk_42
     .type tipipe_lazy_thunk_42, @function
@@ -737,14 +737,14 @@ tipipe_lazy_thunk_42:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_frame_alloc
-    .hidden av_frame_alloc
-    .type av_frame_alloc, @function
-av_frame_alloc:
+    .globl av_dict_set
+    .hidden av_dict_set
+    .type av_dict_set, @function
+av_dict_set:
     .cfi_startproc
     jmp *tipipe_lazy_table+344(%rip)
     .cfi_endproc
-    .size av_frame_alloc, .-av_frame_alloc
+    .size av_dict_set, .-av_dict_set
     .globl tipipe_lazy_thunk_43
     .hidden tipipe_lazy_thunk_43
     .type tipipe_lazy_thunk_43, @function
@@ -754,14 +754,14 @@ tipipe_lazy_thunk_43:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_frame_free
-    .hidden av_frame_free
-    .type av_frame_free, @function
-av_frame_free:
+    .globl av_frame_alloc
+    .hidden av_frame_alloc
+    .type av_frame_alloc, @function
+av_frame_alloc:
     .cfi_startproc
     jmp *tipipe_lazy_table+352(%rip)
     .cfi_endproc
-    .size av_frame_free, .-av_frame_free
+    .size av_frame_alloc, .-av_frame_alloc
     .globl tipipe_lazy_thunk_44
     .hidden tipipe_lazy_thunk_44
     .type tipipe_lazy_thunk_44, @function
@@ -771,14 +771,14 @@ tipipe_lazy_thunk_44:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_frame_get_buffer
-    .hidden av_frame_get_buffer
-    .type av_frame_get_buffer, @function
-av_frame_get_buffer:
+    .globl av_frame_free
+    .hidden av_frame_free
+    .type av_frame_free, @function
+av_frame_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+360(%rip)
     .cfi_endproc
-    .size av_frame_get_buffer, .-av_frame_get_buffer
+    .size av_frame_free, .-av_frame_free
     .globl tipipe_lazy_thunk_45
     .hidden tipipe_lazy_thunk_45
     .type tipipe_lazy_thunk_45, @function
@@ -788,14 +788,14 @@ tipipe_lazy_thunk_45:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_frame_make_writable
-    .hidden av_frame_make_writable
-    .type av_frame_make_writable, @function
-av_frame_make_writable:
+    .globl av_frame_get_buffer
+    .hidden av_frame_get_buffer
+    .type av_frame_get_buffer, @function
+av_frame_get_buffer:
     .cfi_startproc
     jmp *tipipe_lazy_table+368(%rip)
     .cfi_endproc
-    .size av_frame_make_writable, .-av_frame_make_writable
+    .size av_frame_get_buffer, .-av_frame_get_buffer
     .globl tipipe_lazy_thunk_46
     .hidden tipipe_lazy_thunk_46
     .type tipipe_lazy_thunk_46, @function
@@ -805,14 +805,14 @@ tipipe_lazy_thunk_46:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_frame_ref
-    .hidden av_frame_ref
-    .type av_frame_ref, @function
-av_frame_ref:
+    .globl av_frame_make_writable
+    .hidden av_frame_make_writable
+    .type av_frame_make_writable, @function
+av_frame_make_writable:
     .cfi_startproc
     jmp *tipipe_lazy_table+376(%rip)
     .cfi_endproc
-    .size av_frame_ref, .-av_frame_ref
+    .size av_frame_make_writable, .-av_frame_make_writable
     .globl tipipe_lazy_thunk_47
     .hidden tipipe_lazy_thunk_47
     .type tipipe_lazy_thunk_47, @function
@@ -822,14 +822,14 @@ tipipe_lazy_thunk_47:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_frame_unref
-    .hidden av_frame_unref
-    .type av_frame_unref, @function
-av_frame_unref:
+    .globl av_frame_ref
+    .hidden av_frame_ref
+    .type av_frame_ref, @function
+av_frame_ref:
     .cfi_startproc
     jmp *tipipe_lazy_table+384(%rip)
     .cfi_endproc
-    .size av_frame_unref, .-av_frame_unref
+    .size av_frame_ref, .-av_frame_ref
     .globl tipipe_lazy_thunk_48
     .hidden tipipe_lazy_thunk_48
     .type tipipe_lazy_thunk_48, @function
@@ -839,14 +839,14 @@ tipipe_lazy_thunk_48:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_get_bytes_per_sample
-    .hidden av_get_bytes_per_sample
-    .type av_get_bytes_per_sample, @function
-av_get_bytes_per_sample:
+    .globl av_frame_unref
+    .hidden av_frame_unref
+    .type av_frame_unref, @function
+av_frame_unref:
     .cfi_startproc
     jmp *tipipe_lazy_table+392(%rip)
     .cfi_endproc
-    .size av_get_bytes_per_sample, .-av_get_bytes_per_sample
+    .size av_frame_unref, .-av_frame_unref
     .globl tipipe_lazy_thunk_49
     .hidden tipipe_lazy_thunk_49
     .type tipipe_lazy_thunk_49, @function
@@ -856,14 +856,14 @@ tipipe_lazy_thunk_49:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_get_pix_fmt
-    .hidden av_get_pix_fmt
-    .type av_get_pix_fmt, @function
-av_get_pix_fmt:
+    .globl av_get_bytes_per_sample
+    .hidden av_get_bytes_per_sample
+    .type av_get_bytes_per_sample, @function
+av_get_bytes_per_sample:
     .cfi_startproc
     jmp *tipipe_lazy_table+400(%rip)
     .cfi_endproc
-    .size av_get_pix_fmt, .-av_get_pix_fmt
+    .size av_get_bytes_per_sample, .-av_get_bytes_per_sample
     .globl tipipe_lazy_thunk_50
     .hidden tipipe_lazy_thunk_50
     .type tipipe_lazy_thunk_50, @function
@@ -873,14 +873,14 @@ tipipe_lazy_thunk_50:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_get_pix_fmt_name
-    .hidden av_get_pix_fmt_name
-    .type av_get_pix_fmt_name, @function
-av_get_pix_fmt_name:
+    .globl av_get_pix_fmt
+    .hidden av_get_pix_fmt
+    .type av_get_pix_fmt, @function
+av_get_pix_fmt:
     .cfi_startproc
     jmp *tipipe_lazy_table+408(%rip)
     .cfi_endproc
-    .size av_get_pix_fmt_name, .-av_get_pix_fmt_name
+    .size av_get_pix_fmt, .-av_get_pix_fmt
     .globl tipipe_lazy_thunk_51
     .hidden tipipe_lazy_thunk_51
     .type tipipe_lazy_thunk_51, @function
@@ -890,14 +890,14 @@ tipipe_lazy_thunk_51:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_get_sample_fmt_name
-    .hidden av_get_sample_fmt_name
-    .type av_get_sample_fmt_name, @function
-av_get_sample_fmt_name:
+    .globl av_get_pix_fmt_name
+    .hidden av_get_pix_fmt_name
+    .type av_get_pix_fmt_name, @function
+av_get_pix_fmt_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+416(%rip)
     .cfi_endproc
-    .size av_get_sample_fmt_name, .-av_get_sample_fmt_name
+    .size av_get_pix_fmt_name, .-av_get_pix_fmt_name
     .globl tipipe_lazy_thunk_52
     .hidden tipipe_lazy_thunk_52
     .type tipipe_lazy_thunk_52, @function
@@ -907,14 +907,14 @@ tipipe_lazy_thunk_52:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_image_get_linesize
-    .hidden av_image_get_linesize
-    .type av_image_get_linesize, @function
-av_image_get_linesize:
+    .globl av_get_sample_fmt_name
+    .hidden av_get_sample_fmt_name
+    .type av_get_sample_fmt_name, @function
+av_get_sample_fmt_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+424(%rip)
     .cfi_endproc
-    .size av_image_get_linesize, .-av_image_get_linesize
+    .size av_get_sample_fmt_name, .-av_get_sample_fmt_name
     .globl tipipe_lazy_thunk_53
     .hidden tipipe_lazy_thunk_53
     .type tipipe_lazy_thunk_53, @function
@@ -924,14 +924,14 @@ tipipe_lazy_thunk_53:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_interleaved_write_frame
-    .hidden av_interleaved_write_frame
-    .type av_interleaved_write_frame, @function
-av_interleaved_write_frame:
+    .globl av_image_get_linesize
+    .hidden av_image_get_linesize
+    .type av_image_get_linesize, @function
+av_image_get_linesize:
     .cfi_startproc
     jmp *tipipe_lazy_table+432(%rip)
     .cfi_endproc
-    .size av_interleaved_write_frame, .-av_interleaved_write_frame
+    .size av_image_get_linesize, .-av_image_get_linesize
     .globl tipipe_lazy_thunk_54
     .hidden tipipe_lazy_thunk_54
     .type tipipe_lazy_thunk_54, @function
@@ -941,14 +941,14 @@ tipipe_lazy_thunk_54:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_mallocz
-    .hidden av_mallocz
-    .type av_mallocz, @function
-av_mallocz:
+    .globl av_interleaved_write_frame
+    .hidden av_interleaved_write_frame
+    .type av_interleaved_write_frame, @function
+av_interleaved_write_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+440(%rip)
     .cfi_endproc
-    .size av_mallocz, .-av_mallocz
+    .size av_interleaved_write_frame, .-av_interleaved_write_frame
     .globl tipipe_lazy_thunk_55
     .hidden tipipe_lazy_thunk_55
     .type tipipe_lazy_thunk_55, @function
@@ -958,14 +958,14 @@ tipipe_lazy_thunk_55:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_new_packet
-    .hidden av_new_packet
-    .type av_new_packet, @function
-av_new_packet:
+    .globl av_mallocz
+    .hidden av_mallocz
+    .type av_mallocz, @function
+av_mallocz:
     .cfi_startproc
     jmp *tipipe_lazy_table+448(%rip)
     .cfi_endproc
-    .size av_new_packet, .-av_new_packet
+    .size av_mallocz, .-av_mallocz
     .globl tipipe_lazy_thunk_56
     .hidden tipipe_lazy_thunk_56
     .type tipipe_lazy_thunk_56, @function
@@ -975,14 +975,14 @@ tipipe_lazy_thunk_56:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_alloc
-    .hidden av_packet_alloc
-    .type av_packet_alloc, @function
-av_packet_alloc:
+    .globl av_new_packet
+    .hidden av_new_packet
+    .type av_new_packet, @function
+av_new_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+456(%rip)
     .cfi_endproc
-    .size av_packet_alloc, .-av_packet_alloc
+    .size av_new_packet, .-av_new_packet
     .globl tipipe_lazy_thunk_57
     .hidden tipipe_lazy_thunk_57
     .type tipipe_lazy_thunk_57, @function
@@ -992,14 +992,14 @@ tipipe_lazy_thunk_57:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_free
-    .hidden av_packet_free
-    .type av_packet_free, @function
-av_packet_free:
+    .globl av_packet_alloc
+    .hidden av_packet_alloc
+    .type av_packet_alloc, @function
+av_packet_alloc:
     .cfi_startproc
     jmp *tipipe_lazy_table+464(%rip)
     .cfi_endproc
-    .size av_packet_free, .-av_packet_free
+    .size av_packet_alloc, .-av_packet_alloc
     .globl tipipe_lazy_thunk_58
     .hidden tipipe_lazy_thunk_58
     .type tipipe_lazy_thunk_58, @function
@@ -1009,14 +1009,14 @@ tipipe_lazy_thunk_58:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_get_side_data
-    .hidden av_packet_get_side_data
-    .type av_packet_get_side_data, @function
-av_packet_get_side_data:
+    .globl av_packet_free
+    .hidden av_packet_free
+    .type av_packet_free, @function
+av_packet_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+472(%rip)
     .cfi_endproc
-    .size av_packet_get_side_data, .-av_packet_get_side_data
+    .size av_packet_free, .-av_packet_free
     .globl tipipe_lazy_thunk_59
     .hidden tipipe_lazy_thunk_59
     .type tipipe_lazy_thunk_59, @function
@@ -1026,14 +1026,14 @@ tipipe_lazy_thunk_59:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_new_side_data
-    .hidden av_packet_new_side_data
-    .type av_packet_new_side_data, @function
-av_packet_new_side_data:
+    .globl av_packet_get_side_data
+    .hidden av_packet_get_side_data
+    .type av_packet_get_side_data, @function
+av_packet_get_side_data:
     .cfi_startproc
     jmp *tipipe_lazy_table+480(%rip)
     .cfi_endproc
-    .size av_packet_new_side_data, .-av_packet_new_side_data
+    .size av_packet_get_side_data, .-av_packet_get_side_data
     .globl tipipe_lazy_thunk_60
     .hidden tipipe_lazy_thunk_60
     .type tipipe_lazy_thunk_60, @function
@@ -1043,14 +1043,14 @@ tipipe_lazy_thunk_60:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_rescale_ts
-    .hidden av_packet_rescale_ts
-    .type av_packet_rescale_ts, @function
-av_packet_rescale_ts:
+    .globl av_packet_new_side_data
+    .hidden av_packet_new_side_data
+    .type av_packet_new_side_data, @function
+av_packet_new_side_data:
     .cfi_startproc
     jmp *tipipe_lazy_table+488(%rip)
     .cfi_endproc
-    .size av_packet_rescale_ts, .-av_packet_rescale_ts
+    .size av_packet_new_side_data, .-av_packet_new_side_data
     .globl tipipe_lazy_thunk_61
     .hidden tipipe_lazy_thunk_61
     .type tipipe_lazy_thunk_61, @function
@@ -1060,14 +1060,14 @@ tipipe_lazy_thunk_61:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_packet_unref
-    .hidden av_packet_unref
-    .type av_packet_unref, @function
-av_packet_unref:
+    .globl av_packet_rescale_ts
+    .hidden av_packet_rescale_ts
+    .type av_packet_rescale_ts, @function
+av_packet_rescale_ts:
     .cfi_startproc
     jmp *tipipe_lazy_table+496(%rip)
     .cfi_endproc
-    .size av_packet_unref, .-av_packet_unref
+    .size av_packet_rescale_ts, .-av_packet_rescale_ts
     .globl tipipe_lazy_thunk_62
     .hidden tipipe_lazy_thunk_62
     .type tipipe_lazy_thunk_62, @function
@@ -1077,14 +1077,14 @@ tipipe_lazy_thunk_62:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_parser_close
-    .hidden av_parser_close
-    .type av_parser_close, @function
-av_parser_close:
+    .globl av_packet_unref
+    .hidden av_packet_unref
+    .type av_packet_unref, @function
+av_packet_unref:
     .cfi_startproc
     jmp *tipipe_lazy_table+504(%rip)
     .cfi_endproc
-    .size av_parser_close, .-av_parser_close
+    .size av_packet_unref, .-av_packet_unref
     .globl tipipe_lazy_thunk_63
     .hidden tipipe_lazy_thunk_63
     .type tipipe_lazy_thunk_63, @function
@@ -1094,14 +1094,14 @@ tipipe_lazy_thunk_63:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_parser_init
-    .hidden av_parser_init
-    .type av_parser_init, @function
-av_parser_init:
+    .globl av_parser_close
+    .hidden av_parser_close
+    .type av_parser_close, @function
+av_parser_close:
     .cfi_startproc
     jmp *tipipe_lazy_table+512(%rip)
     .cfi_endproc
-    .size av_parser_init, .-av_parser_init
+    .size av_parser_close, .-av_parser_close
     .globl tipipe_lazy_thunk_64
     .hidden tipipe_lazy_thunk_64
     .type tipipe_lazy_thunk_64, @function
@@ -1111,14 +1111,14 @@ tipipe_lazy_thunk_64:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_parser_parse2
-    .hidden av_parser_parse2
-    .type av_parser_parse2, @function
-av_parser_parse2:
+    .globl av_parser_init
+    .hidden av_parser_init
+    .type av_parser_init, @function
+av_parser_init:
     .cfi_startproc
     jmp *tipipe_lazy_table+520(%rip)
     .cfi_endproc
-    .size av_parser_parse2, .-av_parser_parse2
+    .size av_parser_init, .-av_parser_init
     .globl tipipe_lazy_thunk_65
     .hidden tipipe_lazy_thunk_65
     .type tipipe_lazy_thunk_65, @function
@@ -1128,14 +1128,14 @@ tipipe_lazy_thunk_65:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_pix_fmt_desc_get
-    .hidden av_pix_fmt_desc_get
-    .type av_pix_fmt_desc_get, @function
-av_pix_fmt_desc_get:
+    .globl av_parser_parse2
+    .hidden av_parser_parse2
+    .type av_parser_parse2, @function
+av_parser_parse2:
     .cfi_startproc
     jmp *tipipe_lazy_table+528(%rip)
     .cfi_endproc
-    .size av_pix_fmt_desc_get, .-av_pix_fmt_desc_get
+    .size av_parser_parse2, .-av_parser_parse2
     .globl tipipe_lazy_thunk_66
     .hidden tipipe_lazy_thunk_66
     .type tipipe_lazy_thunk_66, @function
@@ -1145,14 +1145,14 @@ tipipe_lazy_thunk_66:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_read_frame
-    .hidden av_read_frame
-    .type av_read_frame, @function
-av_read_frame:
+    .globl av_pix_fmt_desc_get
+    .hidden av_pix_fmt_desc_get
+    .type av_pix_fmt_desc_get, @function
+av_pix_fmt_desc_get:
     .cfi_startproc
     jmp *tipipe_lazy_table+536(%rip)
     .cfi_endproc
-    .size av_read_frame, .-av_read_frame
+    .size av_pix_fmt_desc_get, .-av_pix_fmt_desc_get
     .globl tipipe_lazy_thunk_67
     .hidden tipipe_lazy_thunk_67
     .type tipipe_lazy_thunk_67, @function
@@ -1162,14 +1162,14 @@ tipipe_lazy_thunk_67:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_rescale_rnd
-    .hidden av_rescale_rnd
-    .type av_rescale_rnd, @function
-av_rescale_rnd:
+    .globl av_read_frame
+    .hidden av_read_frame
+    .type av_read_frame, @function
+av_read_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+544(%rip)
     .cfi_endproc
-    .size av_rescale_rnd, .-av_rescale_rnd
+    .size av_read_frame, .-av_read_frame
     .globl tipipe_lazy_thunk_68
     .hidden tipipe_lazy_thunk_68
     .type tipipe_lazy_thunk_68, @function
@@ -1179,14 +1179,14 @@ tipipe_lazy_thunk_68:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_sample_fmt_is_planar
-    .hidden av_sample_fmt_is_planar
-    .type av_sample_fmt_is_planar, @function
-av_sample_fmt_is_planar:
+    .globl av_rescale_rnd
+    .hidden av_rescale_rnd
+    .type av_rescale_rnd, @function
+av_rescale_rnd:
     .cfi_startproc
     jmp *tipipe_lazy_table+552(%rip)
     .cfi_endproc
-    .size av_sample_fmt_is_planar, .-av_sample_fmt_is_planar
+    .size av_rescale_rnd, .-av_rescale_rnd
     .globl tipipe_lazy_thunk_69
     .hidden tipipe_lazy_thunk_69
     .type tipipe_lazy_thunk_69, @function
@@ -1196,14 +1196,14 @@ tipipe_lazy_thunk_69:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_seek_frame
-    .hidden av_seek_frame
-    .type av_seek_frame, @function
-av_seek_frame:
+    .globl av_sample_fmt_is_planar
+    .hidden av_sample_fmt_is_planar
+    .type av_sample_fmt_is_planar, @function
+av_sample_fmt_is_planar:
     .cfi_startproc
     jmp *tipipe_lazy_table+560(%rip)
     .cfi_endproc
-    .size av_seek_frame, .-av_seek_frame
+    .size av_sample_fmt_is_planar, .-av_sample_fmt_is_planar
     .globl tipipe_lazy_thunk_70
     .hidden tipipe_lazy_thunk_70
     .type tipipe_lazy_thunk_70, @function
@@ -1213,14 +1213,14 @@ tipipe_lazy_thunk_70:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_strerror
-    .hidden av_strerror
-    .type av_strerror, @function
-av_strerror:
+    .globl av_seek_frame
+    .hidden av_seek_frame
+    .type av_seek_frame, @function
+av_seek_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+568(%rip)
     .cfi_endproc
-    .size av_strerror, .-av_strerror
+    .size av_seek_frame, .-av_seek_frame
     .globl tipipe_lazy_thunk_71
     .hidden tipipe_lazy_thunk_71
     .type tipipe_lazy_thunk_71, @function
@@ -1230,14 +1230,14 @@ tipipe_lazy_thunk_71:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl av_write_trailer
-    .hidden av_write_trailer
-    .type av_write_trailer, @function
-av_write_trailer:
+    .globl av_strerror
+    .hidden av_strerror
+    .type av_strerror, @function
+av_strerror:
     .cfi_startproc
     jmp *tipipe_lazy_table+576(%rip)
     .cfi_endproc
-    .size av_write_trailer, .-av_write_trailer
+    .size av_strerror, .-av_strerror
     .globl tipipe_lazy_thunk_72
     .hidden tipipe_lazy_thunk_72
     .type tipipe_lazy_thunk_72, @function
@@ -1247,14 +1247,14 @@ tipipe_lazy_thunk_72:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_alloc_context3
-    .hidden avcodec_alloc_context3
-    .type avcodec_alloc_context3, @function
-avcodec_alloc_context3:
+    .globl av_write_trailer
+    .hidden av_write_trailer
+    .type av_write_trailer, @function
+av_write_trailer:
     .cfi_startproc
     jmp *tipipe_lazy_table+584(%rip)
     .cfi_endproc
-    .size avcodec_alloc_context3, .-avcodec_alloc_context3
+    .size av_write_trailer, .-av_write_trailer
     .globl tipipe_lazy_thunk_73
     .hidden tipipe_lazy_thunk_73
     .type tipipe_lazy_thunk_73, @function
@@ -1264,14 +1264,14 @@ tipipe_lazy_thunk_73:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_find_decoder
-    .hidden avcodec_find_decoder
-    .type avcodec_find_decoder, @function
-avcodec_find_decoder:
+    .globl avcodec_alloc_context3
+    .hidden avcodec_alloc_context3
+    .type avcodec_alloc_context3, @function
+avcodec_alloc_context3:
     .cfi_startproc
     jmp *tipipe_lazy_table+592(%rip)
     .cfi_endproc
-    .size avcodec_find_decoder, .-avcodec_find_decoder
+    .size avcodec_alloc_context3, .-avcodec_alloc_context3
     .globl tipipe_lazy_thunk_74
     .hidden tipipe_lazy_thunk_74
     .type tipipe_lazy_thunk_74, @function
@@ -1281,14 +1281,14 @@ tipipe_lazy_thunk_74:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_find_encoder
-    .hidden avcodec_find_encoder
-    .type avcodec_find_encoder, @function
-avcodec_find_encoder:
+    .globl avcodec_find_decoder
+    .hidden avcodec_find_decoder
+    .type avcodec_find_decoder, @function
+avcodec_find_decoder:
     .cfi_startproc
     jmp *tipipe_lazy_table+600(%rip)
     .cfi_endproc
-    .size avcodec_find_encoder, .-avcodec_find_encoder
+    .size avcodec_find_decoder, .-avcodec_find_decoder
     .globl tipipe_lazy_thunk_75
     .hidden tipipe_lazy_thunk_75
     .type tipipe_lazy_thunk_75, @function
@@ -1298,14 +1298,14 @@ tipipe_lazy_thunk_75:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_find_encoder_by_name
-    .hidden avcodec_find_encoder_by_name
-    .type avcodec_find_encoder_by_name, @function
-avcodec_find_encoder_by_name:
+    .globl avcodec_find_encoder
+    .hidden avcodec_find_encoder
+    .type avcodec_find_encoder, @function
+avcodec_find_encoder:
     .cfi_startproc
     jmp *tipipe_lazy_table+608(%rip)
     .cfi_endproc
-    .size avcodec_find_encoder_by_name, .-avcodec_find_encoder_by_name
+    .size avcodec_find_encoder, .-avcodec_find_encoder
     .globl tipipe_lazy_thunk_76
     .hidden tipipe_lazy_thunk_76
     .type tipipe_lazy_thunk_76, @function
@@ -1315,14 +1315,14 @@ tipipe_lazy_thunk_76:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_flush_buffers
-    .hidden avcodec_flush_buffers
-    .type avcodec_flush_buffers, @function
-avcodec_flush_buffers:
+    .globl avcodec_find_encoder_by_name
+    .hidden avcodec_find_encoder_by_name
+    .type avcodec_find_encoder_by_name, @function
+avcodec_find_encoder_by_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+616(%rip)
     .cfi_endproc
-    .size avcodec_flush_buffers, .-avcodec_flush_buffers
+    .size avcodec_find_encoder_by_name, .-avcodec_find_encoder_by_name
     .globl tipipe_lazy_thunk_77
     .hidden tipipe_lazy_thunk_77
     .type tipipe_lazy_thunk_77, @function
@@ -1332,14 +1332,14 @@ tipipe_lazy_thunk_77:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_free_context
-    .hidden avcodec_free_context
-    .type avcodec_free_context, @function
-avcodec_free_context:
+    .globl avcodec_flush_buffers
+    .hidden avcodec_flush_buffers
+    .type avcodec_flush_buffers, @function
+avcodec_flush_buffers:
     .cfi_startproc
     jmp *tipipe_lazy_table+624(%rip)
     .cfi_endproc
-    .size avcodec_free_context, .-avcodec_free_context
+    .size avcodec_flush_buffers, .-avcodec_flush_buffers
     .globl tipipe_lazy_thunk_78
     .hidden tipipe_lazy_thunk_78
     .type tipipe_lazy_thunk_78, @function
@@ -1349,14 +1349,14 @@ tipipe_lazy_thunk_78:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_get_name
-    .hidden avcodec_get_name
-    .type avcodec_get_name, @function
-avcodec_get_name:
+    .globl avcodec_free_context
+    .hidden avcodec_free_context
+    .type avcodec_free_context, @function
+avcodec_free_context:
     .cfi_startproc
     jmp *tipipe_lazy_table+632(%rip)
     .cfi_endproc
-    .size avcodec_get_name, .-avcodec_get_name
+    .size avcodec_free_context, .-avcodec_free_context
     .globl tipipe_lazy_thunk_79
     .hidden tipipe_lazy_thunk_79
     .type tipipe_lazy_thunk_79, @function
@@ -1366,14 +1366,14 @@ tipipe_lazy_thunk_79:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_open2
-    .hidden avcodec_open2
-    .type avcodec_open2, @function
-avcodec_open2:
+    .globl avcodec_get_name
+    .hidden avcodec_get_name
+    .type avcodec_get_name, @function
+avcodec_get_name:
     .cfi_startproc
     jmp *tipipe_lazy_table+640(%rip)
     .cfi_endproc
-    .size avcodec_open2, .-avcodec_open2
+    .size avcodec_get_name, .-avcodec_get_name
     .globl tipipe_lazy_thunk_80
     .hidden tipipe_lazy_thunk_80
     .type tipipe_lazy_thunk_80, @function
@@ -1383,14 +1383,14 @@ tipipe_lazy_thunk_80:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_parameters_copy
-    .hidden avcodec_parameters_copy
-    .type avcodec_parameters_copy, @function
-avcodec_parameters_copy:
+    .globl avcodec_open2
+    .hidden avcodec_open2
+    .type avcodec_open2, @function
+avcodec_open2:
     .cfi_startproc
     jmp *tipipe_lazy_table+648(%rip)
     .cfi_endproc
-    .size avcodec_parameters_copy, .-avcodec_parameters_copy
+    .size avcodec_open2, .-avcodec_open2
     .globl tipipe_lazy_thunk_81
     .hidden tipipe_lazy_thunk_81
     .type tipipe_lazy_thunk_81, @function
@@ -1400,14 +1400,14 @@ tipipe_lazy_thunk_81:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_receive_frame
-    .hidden avcodec_receive_frame
-    .type avcodec_receive_frame, @function
-avcodec_receive_frame:
+    .globl avcodec_parameters_copy
+    .hidden avcodec_parameters_copy
+    .type avcodec_parameters_copy, @function
+avcodec_parameters_copy:
     .cfi_startproc
     jmp *tipipe_lazy_table+656(%rip)
     .cfi_endproc
-    .size avcodec_receive_frame, .-avcodec_receive_frame
+    .size avcodec_parameters_copy, .-avcodec_parameters_copy
     .globl tipipe_lazy_thunk_82
     .hidden tipipe_lazy_thunk_82
     .type tipipe_lazy_thunk_82, @function
@@ -1417,14 +1417,14 @@ tipipe_lazy_thunk_82:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_receive_packet
-    .hidden avcodec_receive_packet
-    .type avcodec_receive_packet, @function
-avcodec_receive_packet:
+    .globl avcodec_receive_frame
+    .hidden avcodec_receive_frame
+    .type avcodec_receive_frame, @function
+avcodec_receive_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+664(%rip)
     .cfi_endproc
-    .size avcodec_receive_packet, .-avcodec_receive_packet
+    .size avcodec_receive_frame, .-avcodec_receive_frame
     .globl tipipe_lazy_thunk_83
     .hidden tipipe_lazy_thunk_83
     .type tipipe_lazy_thunk_83, @function
@@ -1434,14 +1434,14 @@ tipipe_lazy_thunk_83:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_send_frame
-    .hidden avcodec_send_frame
-    .type avcodec_send_frame, @function
-avcodec_send_frame:
+    .globl avcodec_receive_packet
+    .hidden avcodec_receive_packet
+    .type avcodec_receive_packet, @function
+avcodec_receive_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+672(%rip)
     .cfi_endproc
-    .size avcodec_send_frame, .-avcodec_send_frame
+    .size avcodec_receive_packet, .-avcodec_receive_packet
     .globl tipipe_lazy_thunk_84
     .hidden tipipe_lazy_thunk_84
     .type tipipe_lazy_thunk_84, @function
@@ -1451,14 +1451,14 @@ tipipe_lazy_thunk_84:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_send_packet
-    .hidden avcodec_send_packet
-    .type avcodec_send_packet, @function
-avcodec_send_packet:
+    .globl avcodec_send_frame
+    .hidden avcodec_send_frame
+    .type avcodec_send_frame, @function
+avcodec_send_frame:
     .cfi_startproc
     jmp *tipipe_lazy_table+680(%rip)
     .cfi_endproc
-    .size avcodec_send_packet, .-avcodec_send_packet
+    .size avcodec_send_frame, .-avcodec_send_frame
     .globl tipipe_lazy_thunk_85
     .hidden tipipe_lazy_thunk_85
     .type tipipe_lazy_thunk_85, @function
@@ -1468,14 +1468,14 @@ tipipe_lazy_thunk_85:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avcodec_version
-    .hidden avcodec_version
-    .type avcodec_version, @function
-avcodec_version:
+    .globl avcodec_send_packet
+    .hidden avcodec_send_packet
+    .type avcodec_send_packet, @function
+avcodec_send_packet:
     .cfi_startproc
     jmp *tipipe_lazy_table+688(%rip)
     .cfi_endproc
-    .size avcodec_version, .-avcodec_version
+    .size avcodec_send_packet, .-avcodec_send_packet
     .globl tipipe_lazy_thunk_86
     .hidden tipipe_lazy_thunk_86
     .type tipipe_lazy_thunk_86, @function
@@ -1485,14 +1485,14 @@ tipipe_lazy_thunk_86:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_alloc_output_context2
-    .hidden avformat_alloc_output_context2
-    .type avformat_alloc_output_context2, @function
-avformat_alloc_output_context2:
+    .globl avcodec_version
+    .hidden avcodec_version
+    .type avcodec_version, @function
+avcodec_version:
     .cfi_startproc
     jmp *tipipe_lazy_table+696(%rip)
     .cfi_endproc
-    .size avformat_alloc_output_context2, .-avformat_alloc_output_context2
+    .size avcodec_version, .-avcodec_version
     .globl tipipe_lazy_thunk_87
     .hidden tipipe_lazy_thunk_87
     .type tipipe_lazy_thunk_87, @function
@@ -1502,14 +1502,14 @@ tipipe_lazy_thunk_87:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_close_input
-    .hidden avformat_close_input
-    .type avformat_close_input, @function
-avformat_close_input:
+    .globl avformat_alloc_output_context2
+    .hidden avformat_alloc_output_context2
+    .type avformat_alloc_output_context2, @function
+avformat_alloc_output_context2:
     .cfi_startproc
     jmp *tipipe_lazy_table+704(%rip)
     .cfi_endproc
-    .size avformat_close_input, .-avformat_close_input
+    .size avformat_alloc_output_context2, .-avformat_alloc_output_context2
     .globl tipipe_lazy_thunk_88
     .hidden tipipe_lazy_thunk_88
     .type tipipe_lazy_thunk_88, @function
@@ -1519,14 +1519,14 @@ tipipe_lazy_thunk_88:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_find_stream_info
-    .hidden avformat_find_stream_info
-    .type avformat_find_stream_info, @function
-avformat_find_stream_info:
+    .globl avformat_close_input
+    .hidden avformat_close_input
+    .type avformat_close_input, @function
+avformat_close_input:
     .cfi_startproc
     jmp *tipipe_lazy_table+712(%rip)
     .cfi_endproc
-    .size avformat_find_stream_info, .-avformat_find_stream_info
+    .size avformat_close_input, .-avformat_close_input
     .globl tipipe_lazy_thunk_89
     .hidden tipipe_lazy_thunk_89
     .type tipipe_lazy_thunk_89, @function
@@ -1536,14 +1536,14 @@ tipipe_lazy_thunk_89:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_free_context
-    .hidden avformat_free_context
-    .type avformat_free_context, @function
-avformat_free_context:
+    .globl avformat_find_stream_info
+    .hidden avformat_find_stream_info
+    .type avformat_find_stream_info, @function
+avformat_find_stream_info:
     .cfi_startproc
     jmp *tipipe_lazy_table+720(%rip)
     .cfi_endproc
-    .size avformat_free_context, .-avformat_free_context
+    .size avformat_find_stream_info, .-avformat_find_stream_info
     .globl tipipe_lazy_thunk_90
     .hidden tipipe_lazy_thunk_90
     .type tipipe_lazy_thunk_90, @function
@@ -1553,14 +1553,14 @@ tipipe_lazy_thunk_90:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_new_stream
-    .hidden avformat_new_stream
-    .type avformat_new_stream, @function
-avformat_new_stream:
+    .globl avformat_free_context
+    .hidden avformat_free_context
+    .type avformat_free_context, @function
+avformat_free_context:
     .cfi_startproc
     jmp *tipipe_lazy_table+728(%rip)
     .cfi_endproc
-    .size avformat_new_stream, .-avformat_new_stream
+    .size avformat_free_context, .-avformat_free_context
     .globl tipipe_lazy_thunk_91
     .hidden tipipe_lazy_thunk_91
     .type tipipe_lazy_thunk_91, @function
@@ -1570,14 +1570,14 @@ tipipe_lazy_thunk_91:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_open_input
-    .hidden avformat_open_input
-    .type avformat_open_input, @function
-avformat_open_input:
+    .globl avformat_new_stream
+    .hidden avformat_new_stream
+    .type avformat_new_stream, @function
+avformat_new_stream:
     .cfi_startproc
     jmp *tipipe_lazy_table+736(%rip)
     .cfi_endproc
-    .size avformat_open_input, .-avformat_open_input
+    .size avformat_new_stream, .-avformat_new_stream
     .globl tipipe_lazy_thunk_92
     .hidden tipipe_lazy_thunk_92
     .type tipipe_lazy_thunk_92, @function
@@ -1587,14 +1587,14 @@ tipipe_lazy_thunk_92:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_seek_file
-    .hidden avformat_seek_file
-    .type avformat_seek_file, @function
-avformat_seek_file:
+    .globl avformat_open_input
+    .hidden avformat_open_input
+    .type avformat_open_input, @function
+avformat_open_input:
     .cfi_startproc
     jmp *tipipe_lazy_table+744(%rip)
     .cfi_endproc
-    .size avformat_seek_file, .-avformat_seek_file
+    .size avformat_open_input, .-avformat_open_input
     .globl tipipe_lazy_thunk_93
     .hidden tipipe_lazy_thunk_93
     .type tipipe_lazy_thunk_93, @function
@@ -1604,14 +1604,14 @@ tipipe_lazy_thunk_93:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_version
-    .hidden avformat_version
-    .type avformat_version, @function
-avformat_version:
+    .globl avformat_seek_file
+    .hidden avformat_seek_file
+    .type avformat_seek_file, @function
+avformat_seek_file:
     .cfi_startproc
     jmp *tipipe_lazy_table+752(%rip)
     .cfi_endproc
-    .size avformat_version, .-avformat_version
+    .size avformat_seek_file, .-avformat_seek_file
     .globl tipipe_lazy_thunk_94
     .hidden tipipe_lazy_thunk_94
     .type tipipe_lazy_thunk_94, @function
@@ -1621,14 +1621,14 @@ tipipe_lazy_thunk_94:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avformat_write_header
-    .hidden avformat_write_header
-    .type avformat_write_header, @function
-avformat_write_header:
+    .globl avformat_version
+    .hidden avformat_version
+    .type avformat_version, @function
+avformat_version:
     .cfi_startproc
     jmp *tipipe_lazy_table+760(%rip)
     .cfi_endproc
-    .size avformat_write_header, .-avformat_write_header
+    .size avformat_version, .-avformat_version
     .globl tipipe_lazy_thunk_95
     .hidden tipipe_lazy_thunk_95
     .type tipipe_lazy_thunk_95, @function
@@ -1638,14 +1638,14 @@ tipipe_lazy_thunk_95:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avio_closep
-    .hidden avio_closep
-    .type avio_closep, @function
-avio_closep:
+    .globl avformat_write_header
+    .hidden avformat_write_header
+    .type avformat_write_header, @function
+avformat_write_header:
     .cfi_startproc
     jmp *tipipe_lazy_table+768(%rip)
     .cfi_endproc
-    .size avio_closep, .-avio_closep
+    .size avformat_write_header, .-avformat_write_header
     .globl tipipe_lazy_thunk_96
     .hidden tipipe_lazy_thunk_96
     .type tipipe_lazy_thunk_96, @function
@@ -1655,14 +1655,14 @@ tipipe_lazy_thunk_96:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avio_open
-    .hidden avio_open
-    .type avio_open, @function
-avio_open:
+    .globl avio_closep
+    .hidden avio_closep
+    .type avio_closep, @function
+avio_closep:
     .cfi_startproc
     jmp *tipipe_lazy_table+776(%rip)
     .cfi_endproc
-    .size avio_open, .-avio_open
+    .size avio_closep, .-avio_closep
     .globl tipipe_lazy_thunk_97
     .hidden tipipe_lazy_thunk_97
     .type tipipe_lazy_thunk_97, @function
@@ -1672,14 +1672,14 @@ tipipe_lazy_thunk_97:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl avutil_version
-    .hidden avutil_version
-    .type avutil_version, @function
-avutil_version:
+    .globl avio_open
+    .hidden avio_open
+    .type avio_open, @function
+avio_open:
     .cfi_startproc
     jmp *tipipe_lazy_table+784(%rip)
     .cfi_endproc
-    .size avutil_version, .-avutil_version
+    .size avio_open, .-avio_open
     .globl tipipe_lazy_thunk_98
     .hidden tipipe_lazy_thunk_98
     .type tipipe_lazy_thunk_98, @function
@@ -1689,14 +1689,14 @@ tipipe_lazy_thunk_98:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_alloc_set_opts2
-    .hidden swr_alloc_set_opts2
-    .type swr_alloc_set_opts2, @function
-swr_alloc_set_opts2:
+    .globl avutil_version
+    .hidden avutil_version
+    .type avutil_version, @function
+avutil_version:
     .cfi_startproc
     jmp *tipipe_lazy_table+792(%rip)
     .cfi_endproc
-    .size swr_alloc_set_opts2, .-swr_alloc_set_opts2
+    .size avutil_version, .-avutil_version
     .globl tipipe_lazy_thunk_99
     .hidden tipipe_lazy_thunk_99
     .type tipipe_lazy_thunk_99, @function
@@ -1706,14 +1706,14 @@ tipipe_lazy_thunk_99:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_convert
-    .hidden swr_convert
-    .type swr_convert, @function
-swr_convert:
+    .globl swr_alloc_set_opts2
+    .hidden swr_alloc_set_opts2
+    .type swr_alloc_set_opts2, @function
+swr_alloc_set_opts2:
     .cfi_startproc
     jmp *tipipe_lazy_table+800(%rip)
     .cfi_endproc
-    .size swr_convert, .-swr_convert
+    .size swr_alloc_set_opts2, .-swr_alloc_set_opts2
     .globl tipipe_lazy_thunk_100
     .hidden tipipe_lazy_thunk_100
     .type tipipe_lazy_thunk_100, @function
@@ -1723,14 +1723,14 @@ tipipe_lazy_thunk_100:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_free
-    .hidden swr_free
-    .type swr_free, @function
-swr_free:
+    .globl swr_convert
+    .hidden swr_convert
+    .type swr_convert, @function
+swr_convert:
     .cfi_startproc
     jmp *tipipe_lazy_table+808(%rip)
     .cfi_endproc
-    .size swr_free, .-swr_free
+    .size swr_convert, .-swr_convert
     .globl tipipe_lazy_thunk_101
     .hidden tipipe_lazy_thunk_101
     .type tipipe_lazy_thunk_101, @function
@@ -1740,14 +1740,14 @@ tipipe_lazy_thunk_101:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_get_delay
-    .hidden swr_get_delay
-    .type swr_get_delay, @function
-swr_get_delay:
+    .globl swr_free
+    .hidden swr_free
+    .type swr_free, @function
+swr_free:
     .cfi_startproc
     jmp *tipipe_lazy_table+816(%rip)
     .cfi_endproc
-    .size swr_get_delay, .-swr_get_delay
+    .size swr_free, .-swr_free
     .globl tipipe_lazy_thunk_102
     .hidden tipipe_lazy_thunk_102
     .type tipipe_lazy_thunk_102, @function
@@ -1757,14 +1757,14 @@ tipipe_lazy_thunk_102:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl swr_init
-    .hidden swr_init
-    .type swr_init, @function
-swr_init:
+    .globl swr_get_delay
+    .hidden swr_get_delay
+    .type swr_get_delay, @function
+swr_get_delay:
     .cfi_startproc
     jmp *tipipe_lazy_table+824(%rip)
     .cfi_endproc
-    .size swr_init, .-swr_init
+    .size swr_get_delay, .-swr_get_delay
     .globl tipipe_lazy_thunk_103
     .hidden tipipe_lazy_thunk_103
     .type tipipe_lazy_thunk_103, @function
@@ -1774,14 +1774,14 @@ tipipe_lazy_thunk_103:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl sws_freeContext
-    .hidden sws_freeContext
-    .type sws_freeContext, @function
-sws_freeContext:
+    .globl swr_init
+    .hidden swr_init
+    .type swr_init, @function
+swr_init:
     .cfi_startproc
     jmp *tipipe_lazy_table+832(%rip)
     .cfi_endproc
-    .size sws_freeContext, .-sws_freeContext
+    .size swr_init, .-swr_init
     .globl tipipe_lazy_thunk_104
     .hidden tipipe_lazy_thunk_104
     .type tipipe_lazy_thunk_104, @function
@@ -1791,14 +1791,14 @@ tipipe_lazy_thunk_104:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl sws_getCachedContext
-    .hidden sws_getCachedContext
-    .type sws_getCachedContext, @function
-sws_getCachedContext:
+    .globl sws_freeContext
+    .hidden sws_freeContext
+    .type sws_freeContext, @function
+sws_freeContext:
     .cfi_startproc
     jmp *tipipe_lazy_table+840(%rip)
     .cfi_endproc
-    .size sws_getCachedContext, .-sws_getCachedContext
+    .size sws_freeContext, .-sws_freeContext
     .globl tipipe_lazy_thunk_105
     .hidden tipipe_lazy_thunk_105
     .type tipipe_lazy_thunk_105, @function
@@ -1808,20 +1808,37 @@ tipipe_lazy_thunk_105:
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
-    .globl sws_scale
-    .hidden sws_scale
-    .type sws_scale, @function
-sws_scale:
+    .globl sws_getCachedContext
+    .hidden sws_getCachedContext
+    .type sws_getCachedContext, @function
+sws_getCachedContext:
     .cfi_startproc
     jmp *tipipe_lazy_table+848(%rip)
     .cfi_endproc
-    .size sws_scale, .-sws_scale
+    .size sws_getCachedContext, .-sws_getCachedContext
     .globl tipipe_lazy_thunk_106
     .hidden tipipe_lazy_thunk_106
     .type tipipe_lazy_thunk_106, @function
 tipipe_lazy_thunk_106:
     .cfi_startproc
     pushq $106
+    .cfi_adjust_cfa_offset 8
+    jmp tipipe_lazy_enter
+    .cfi_endproc
+    .globl sws_scale
+    .hidden sws_scale
+    .type sws_scale, @function
+sws_scale:
+    .cfi_startproc
+    jmp *tipipe_lazy_table+856(%rip)
+    .cfi_endproc
+    .size sws_scale, .-sws_scale
+    .globl tipipe_lazy_thunk_107
+    .hidden tipipe_lazy_thunk_107
+    .type tipipe_lazy_thunk_107, @function
+tipipe_lazy_thunk_107:
+    .cfi_startproc
+    pushq $107
     .cfi_adjust_cfa_offset 8
     jmp tipipe_lazy_enter
     .cfi_endproc
@@ -2518,6 +2535,25 @@ tipipe_lazy_thunk_32:
     mov x17, #32
     b tipipe_lazy_enter
     .cfi_endproc
+    .globl av_bsf_flush
+    .hidden av_bsf_flush
+    .type av_bsf_flush, %function
+av_bsf_flush:
+    .cfi_startproc
+    adrp x16, tipipe_lazy_table
+    add x16, x16, :lo12:tipipe_lazy_table
+    ldr x17, [x16, #264]
+    br x17
+    .cfi_endproc
+    .size av_bsf_flush, .-av_bsf_flush
+    .globl tipipe_lazy_thunk_33
+    .hidden tipipe_lazy_thunk_33
+    .type tipipe_lazy_thunk_33, %function
+tipipe_lazy_thunk_33:
+    .cfi_startproc
+    mov x17, #33
+    b tipipe_lazy_enter
+    .cfi_endproc
     .globl av_bsf_free
     .hidden av_bsf_free
     .type av_bsf_free, %function
@@ -2525,16 +2561,16 @@ av_bsf_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #264]
+    ldr x17, [x16, #272]
     br x17
     .cfi_endproc
     .size av_bsf_free, .-av_bsf_free
-    .globl tipipe_lazy_thunk_33
-    .hidden tipipe_lazy_thunk_33
-    .type tipipe_lazy_thunk_33, %function
-tipipe_lazy_thunk_33:
+    .globl tipipe_lazy_thunk_34
+    .hidden tipipe_lazy_thunk_34
+    .type tipipe_lazy_thunk_34, %function
+tipipe_lazy_thunk_34:
     .cfi_startproc
-    mov x17, #33
+    mov x17, #34
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_bsf_get_by_name
@@ -2544,16 +2580,16 @@ av_bsf_get_by_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #272]
+    ldr x17, [x16, #280]
     br x17
     .cfi_endproc
     .size av_bsf_get_by_name, .-av_bsf_get_by_name
-    .globl tipipe_lazy_thunk_34
-    .hidden tipipe_lazy_thunk_34
-    .type tipipe_lazy_thunk_34, %function
-tipipe_lazy_thunk_34:
+    .globl tipipe_lazy_thunk_35
+    .hidden tipipe_lazy_thunk_35
+    .type tipipe_lazy_thunk_35, %function
+tipipe_lazy_thunk_35:
     .cfi_startproc
-    mov x17, #34
+    mov x17, #35
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_bsf_init
@@ -2563,16 +2599,16 @@ av_bsf_init:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #280]
+    ldr x17, [x16, #288]
     br x17
     .cfi_endproc
     .size av_bsf_init, .-av_bsf_init
-    .globl tipipe_lazy_thunk_35
-    .hidden tipipe_lazy_thunk_35
-    .type tipipe_lazy_thunk_35, %function
-tipipe_lazy_thunk_35:
+    .globl tipipe_lazy_thunk_36
+    .hidden tipipe_lazy_thunk_36
+    .type tipipe_lazy_thunk_36, %function
+tipipe_lazy_thunk_36:
     .cfi_startproc
-    mov x17, #35
+    mov x17, #36
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_bsf_receive_packet
@@ -2582,16 +2618,16 @@ av_bsf_receive_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #288]
+    ldr x17, [x16, #296]
     br x17
     .cfi_endproc
     .size av_bsf_receive_packet, .-av_bsf_receive_packet
-    .globl tipipe_lazy_thunk_36
-    .hidden tipipe_lazy_thunk_36
-    .type tipipe_lazy_thunk_36, %function
-tipipe_lazy_thunk_36:
+    .globl tipipe_lazy_thunk_37
+    .hidden tipipe_lazy_thunk_37
+    .type tipipe_lazy_thunk_37, %function
+tipipe_lazy_thunk_37:
     .cfi_startproc
-    mov x17, #36
+    mov x17, #37
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_bsf_send_packet
@@ -2601,16 +2637,16 @@ av_bsf_send_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #296]
+    ldr x17, [x16, #304]
     br x17
     .cfi_endproc
     .size av_bsf_send_packet, .-av_bsf_send_packet
-    .globl tipipe_lazy_thunk_37
-    .hidden tipipe_lazy_thunk_37
-    .type tipipe_lazy_thunk_37, %function
-tipipe_lazy_thunk_37:
+    .globl tipipe_lazy_thunk_38
+    .hidden tipipe_lazy_thunk_38
+    .type tipipe_lazy_thunk_38, %function
+tipipe_lazy_thunk_38:
     .cfi_startproc
-    mov x17, #37
+    mov x17, #38
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_channel_layout_copy
@@ -2620,16 +2656,16 @@ av_channel_layout_copy:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #304]
+    ldr x17, [x16, #312]
     br x17
     .cfi_endproc
     .size av_channel_layout_copy, .-av_channel_layout_copy
-    .globl tipipe_lazy_thunk_38
-    .hidden tipipe_lazy_thunk_38
-    .type tipipe_lazy_thunk_38, %function
-tipipe_lazy_thunk_38:
+    .globl tipipe_lazy_thunk_39
+    .hidden tipipe_lazy_thunk_39
+    .type tipipe_lazy_thunk_39, %function
+tipipe_lazy_thunk_39:
     .cfi_startproc
-    mov x17, #38
+    mov x17, #39
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_channel_layout_default
@@ -2639,16 +2675,16 @@ av_channel_layout_default:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #312]
+    ldr x17, [x16, #320]
     br x17
     .cfi_endproc
     .size av_channel_layout_default, .-av_channel_layout_default
-    .globl tipipe_lazy_thunk_39
-    .hidden tipipe_lazy_thunk_39
-    .type tipipe_lazy_thunk_39, %function
-tipipe_lazy_thunk_39:
+    .globl tipipe_lazy_thunk_40
+    .hidden tipipe_lazy_thunk_40
+    .type tipipe_lazy_thunk_40, %function
+tipipe_lazy_thunk_40:
     .cfi_startproc
-    mov x17, #39
+    mov x17, #40
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_channel_layout_uninit
@@ -2658,16 +2694,16 @@ av_channel_layout_uninit:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #320]
+    ldr x17, [x16, #328]
     br x17
     .cfi_endproc
     .size av_channel_layout_uninit, .-av_channel_layout_uninit
-    .globl tipipe_lazy_thunk_40
-    .hidden tipipe_lazy_thunk_40
-    .type tipipe_lazy_thunk_40, %function
-tipipe_lazy_thunk_40:
+    .globl tipipe_lazy_thunk_41
+    .hidden tipipe_lazy_thunk_41
+    .type tipipe_lazy_thunk_41, %function
+tipipe_lazy_thunk_41:
     .cfi_startproc
-    mov x17, #40
+    mov x17, #41
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_dict_free
@@ -2677,16 +2713,16 @@ av_dict_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #328]
+    ldr x17, [x16, #336]
     br x17
     .cfi_endproc
     .size av_dict_free, .-av_dict_free
-    .globl tipipe_lazy_thunk_41
-    .hidden tipipe_lazy_thunk_41
-    .type tipipe_lazy_thunk_41, %function
-tipipe_lazy_thunk_41:
+    .globl tipipe_lazy_thunk_42
+    .hidden tipipe_lazy_thunk_42
+    .type tipipe_lazy_thunk_42, %function
+tipipe_lazy_thunk_42:
     .cfi_startproc
-    mov x17, #41
+    mov x17, #42
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_dict_set
@@ -2696,16 +2732,16 @@ av_dict_set:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #336]
+    ldr x17, [x16, #344]
     br x17
     .cfi_endproc
     .size av_dict_set, .-av_dict_set
-    .globl tipipe_lazy_thunk_42
-    .hidden tipipe_lazy_thunk_42
-    .type tipipe_lazy_thunk_42, %function
-tipipe_lazy_thunk_42:
+    .globl tipipe_lazy_thunk_43
+    .hidden tipipe_lazy_thunk_43
+    .type tipipe_lazy_thunk_43, %function
+tipipe_lazy_thunk_43:
     .cfi_startproc
-    mov x17, #42
+    mov x17, #43
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_frame_alloc
@@ -2715,16 +2751,16 @@ av_frame_alloc:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #344]
+    ldr x17, [x16, #352]
     br x17
     .cfi_endproc
     .size av_frame_alloc, .-av_frame_alloc
-    .globl tipipe_lazy_thunk_43
-    .hidden tipipe_lazy_thunk_43
-    .type tipipe_lazy_thunk_43, %function
-tipipe_lazy_thunk_43:
+    .globl tipipe_lazy_thunk_44
+    .hidden tipipe_lazy_thunk_44
+    .type tipipe_lazy_thunk_44, %function
+tipipe_lazy_thunk_44:
     .cfi_startproc
-    mov x17, #43
+    mov x17, #44
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_frame_free
@@ -2734,16 +2770,16 @@ av_frame_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #352]
+    ldr x17, [x16, #360]
     br x17
     .cfi_endproc
     .size av_frame_free, .-av_frame_free
-    .globl tipipe_lazy_thunk_44
-    .hidden tipipe_lazy_thunk_44
-    .type tipipe_lazy_thunk_44, %function
-tipipe_lazy_thunk_44:
+    .globl tipipe_lazy_thunk_45
+    .hidden tipipe_lazy_thunk_45
+    .type tipipe_lazy_thunk_45, %function
+tipipe_lazy_thunk_45:
     .cfi_startproc
-    mov x17, #44
+    mov x17, #45
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_frame_get_buffer
@@ -2753,16 +2789,16 @@ av_frame_get_buffer:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #360]
+    ldr x17, [x16, #368]
     br x17
     .cfi_endproc
     .size av_frame_get_buffer, .-av_frame_get_buffer
-    .globl tipipe_lazy_thunk_45
-    .hidden tipipe_lazy_thunk_45
-    .type tipipe_lazy_thunk_45, %function
-tipipe_lazy_thunk_45:
+    .globl tipipe_lazy_thunk_46
+    .hidden tipipe_lazy_thunk_46
+    .type tipipe_lazy_thunk_46, %function
+tipipe_lazy_thunk_46:
     .cfi_startproc
-    mov x17, #45
+    mov x17, #46
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_frame_make_writable
@@ -2772,16 +2808,16 @@ av_frame_make_writable:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #368]
+    ldr x17, [x16, #376]
     br x17
     .cfi_endproc
     .size av_frame_make_writable, .-av_frame_make_writable
-    .globl tipipe_lazy_thunk_46
-    .hidden tipipe_lazy_thunk_46
-    .type tipipe_lazy_thunk_46, %function
-tipipe_lazy_thunk_46:
+    .globl tipipe_lazy_thunk_47
+    .hidden tipipe_lazy_thunk_47
+    .type tipipe_lazy_thunk_47, %function
+tipipe_lazy_thunk_47:
     .cfi_startproc
-    mov x17, #46
+    mov x17, #47
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_frame_ref
@@ -2791,16 +2827,16 @@ av_frame_ref:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #376]
+    ldr x17, [x16, #384]
     br x17
     .cfi_endproc
     .size av_frame_ref, .-av_frame_ref
-    .globl tipipe_lazy_thunk_47
-    .hidden tipipe_lazy_thunk_47
-    .type tipipe_lazy_thunk_47, %function
-tipipe_lazy_thunk_47:
+    .globl tipipe_lazy_thunk_48
+    .hidden tipipe_lazy_thunk_48
+    .type tipipe_lazy_thunk_48, %function
+tipipe_lazy_thunk_48:
     .cfi_startproc
-    mov x17, #47
+    mov x17, #48
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_frame_unref
@@ -2810,16 +2846,16 @@ av_frame_unref:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #384]
+    ldr x17, [x16, #392]
     br x17
     .cfi_endproc
     .size av_frame_unref, .-av_frame_unref
-    .globl tipipe_lazy_thunk_48
-    .hidden tipipe_lazy_thunk_48
-    .type tipipe_lazy_thunk_48, %function
-tipipe_lazy_thunk_48:
+    .globl tipipe_lazy_thunk_49
+    .hidden tipipe_lazy_thunk_49
+    .type tipipe_lazy_thunk_49, %function
+tipipe_lazy_thunk_49:
     .cfi_startproc
-    mov x17, #48
+    mov x17, #49
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_get_bytes_per_sample
@@ -2829,16 +2865,16 @@ av_get_bytes_per_sample:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #392]
+    ldr x17, [x16, #400]
     br x17
     .cfi_endproc
     .size av_get_bytes_per_sample, .-av_get_bytes_per_sample
-    .globl tipipe_lazy_thunk_49
-    .hidden tipipe_lazy_thunk_49
-    .type tipipe_lazy_thunk_49, %function
-tipipe_lazy_thunk_49:
+    .globl tipipe_lazy_thunk_50
+    .hidden tipipe_lazy_thunk_50
+    .type tipipe_lazy_thunk_50, %function
+tipipe_lazy_thunk_50:
     .cfi_startproc
-    mov x17, #49
+    mov x17, #50
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_get_pix_fmt
@@ -2848,16 +2884,16 @@ av_get_pix_fmt:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #400]
+    ldr x17, [x16, #408]
     br x17
     .cfi_endproc
     .size av_get_pix_fmt, .-av_get_pix_fmt
-    .globl tipipe_lazy_thunk_50
-    .hidden tipipe_lazy_thunk_50
-    .type tipipe_lazy_thunk_50, %function
-tipipe_lazy_thunk_50:
+    .globl tipipe_lazy_thunk_51
+    .hidden tipipe_lazy_thunk_51
+    .type tipipe_lazy_thunk_51, %function
+tipipe_lazy_thunk_51:
     .cfi_startproc
-    mov x17, #50
+    mov x17, #51
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_get_pix_fmt_name
@@ -2867,16 +2903,16 @@ av_get_pix_fmt_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #408]
+    ldr x17, [x16, #416]
     br x17
     .cfi_endproc
     .size av_get_pix_fmt_name, .-av_get_pix_fmt_name
-    .globl tipipe_lazy_thunk_51
-    .hidden tipipe_lazy_thunk_51
-    .type tipipe_lazy_thunk_51, %function
-tipipe_lazy_thunk_51:
+    .globl tipipe_lazy_thunk_52
+    .hidden tipipe_lazy_thunk_52
+    .type tipipe_lazy_thunk_52, %function
+tipipe_lazy_thunk_52:
     .cfi_startproc
-    mov x17, #51
+    mov x17, #52
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_get_sample_fmt_name
@@ -2886,16 +2922,16 @@ av_get_sample_fmt_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #416]
+    ldr x17, [x16, #424]
     br x17
     .cfi_endproc
     .size av_get_sample_fmt_name, .-av_get_sample_fmt_name
-    .globl tipipe_lazy_thunk_52
-    .hidden tipipe_lazy_thunk_52
-    .type tipipe_lazy_thunk_52, %function
-tipipe_lazy_thunk_52:
+    .globl tipipe_lazy_thunk_53
+    .hidden tipipe_lazy_thunk_53
+    .type tipipe_lazy_thunk_53, %function
+tipipe_lazy_thunk_53:
     .cfi_startproc
-    mov x17, #52
+    mov x17, #53
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_image_get_linesize
@@ -2905,16 +2941,16 @@ av_image_get_linesize:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #424]
+    ldr x17, [x16, #432]
     br x17
     .cfi_endproc
     .size av_image_get_linesize, .-av_image_get_linesize
-    .globl tipipe_lazy_thunk_53
-    .hidden tipipe_lazy_thunk_53
-    .type tipipe_lazy_thunk_53, %function
-tipipe_lazy_thunk_53:
+    .globl tipipe_lazy_thunk_54
+    .hidden tipipe_lazy_thunk_54
+    .type tipipe_lazy_thunk_54, %function
+tipipe_lazy_thunk_54:
     .cfi_startproc
-    mov x17, #53
+    mov x17, #54
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_interleaved_write_frame
@@ -2924,16 +2960,16 @@ av_interleaved_write_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #432]
+    ldr x17, [x16, #440]
     br x17
     .cfi_endproc
     .size av_interleaved_write_frame, .-av_interleaved_write_frame
-    .globl tipipe_lazy_thunk_54
-    .hidden tipipe_lazy_thunk_54
-    .type tipipe_lazy_thunk_54, %function
-tipipe_lazy_thunk_54:
+    .globl tipipe_lazy_thunk_55
+    .hidden tipipe_lazy_thunk_55
+    .type tipipe_lazy_thunk_55, %function
+tipipe_lazy_thunk_55:
     .cfi_startproc
-    mov x17, #54
+    mov x17, #55
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_mallocz
@@ -2943,16 +2979,16 @@ av_mallocz:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #440]
+    ldr x17, [x16, #448]
     br x17
     .cfi_endproc
     .size av_mallocz, .-av_mallocz
-    .globl tipipe_lazy_thunk_55
-    .hidden tipipe_lazy_thunk_55
-    .type tipipe_lazy_thunk_55, %function
-tipipe_lazy_thunk_55:
+    .globl tipipe_lazy_thunk_56
+    .hidden tipipe_lazy_thunk_56
+    .type tipipe_lazy_thunk_56, %function
+tipipe_lazy_thunk_56:
     .cfi_startproc
-    mov x17, #55
+    mov x17, #56
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_new_packet
@@ -2962,16 +2998,16 @@ av_new_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #448]
+    ldr x17, [x16, #456]
     br x17
     .cfi_endproc
     .size av_new_packet, .-av_new_packet
-    .globl tipipe_lazy_thunk_56
-    .hidden tipipe_lazy_thunk_56
-    .type tipipe_lazy_thunk_56, %function
-tipipe_lazy_thunk_56:
+    .globl tipipe_lazy_thunk_57
+    .hidden tipipe_lazy_thunk_57
+    .type tipipe_lazy_thunk_57, %function
+tipipe_lazy_thunk_57:
     .cfi_startproc
-    mov x17, #56
+    mov x17, #57
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_alloc
@@ -2981,16 +3017,16 @@ av_packet_alloc:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #456]
+    ldr x17, [x16, #464]
     br x17
     .cfi_endproc
     .size av_packet_alloc, .-av_packet_alloc
-    .globl tipipe_lazy_thunk_57
-    .hidden tipipe_lazy_thunk_57
-    .type tipipe_lazy_thunk_57, %function
-tipipe_lazy_thunk_57:
+    .globl tipipe_lazy_thunk_58
+    .hidden tipipe_lazy_thunk_58
+    .type tipipe_lazy_thunk_58, %function
+tipipe_lazy_thunk_58:
     .cfi_startproc
-    mov x17, #57
+    mov x17, #58
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_free
@@ -3000,16 +3036,16 @@ av_packet_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #464]
+    ldr x17, [x16, #472]
     br x17
     .cfi_endproc
     .size av_packet_free, .-av_packet_free
-    .globl tipipe_lazy_thunk_58
-    .hidden tipipe_lazy_thunk_58
-    .type tipipe_lazy_thunk_58, %function
-tipipe_lazy_thunk_58:
+    .globl tipipe_lazy_thunk_59
+    .hidden tipipe_lazy_thunk_59
+    .type tipipe_lazy_thunk_59, %function
+tipipe_lazy_thunk_59:
     .cfi_startproc
-    mov x17, #58
+    mov x17, #59
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_get_side_data
@@ -3019,16 +3055,16 @@ av_packet_get_side_data:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #472]
+    ldr x17, [x16, #480]
     br x17
     .cfi_endproc
     .size av_packet_get_side_data, .-av_packet_get_side_data
-    .globl tipipe_lazy_thunk_59
-    .hidden tipipe_lazy_thunk_59
-    .type tipipe_lazy_thunk_59, %function
-tipipe_lazy_thunk_59:
+    .globl tipipe_lazy_thunk_60
+    .hidden tipipe_lazy_thunk_60
+    .type tipipe_lazy_thunk_60, %function
+tipipe_lazy_thunk_60:
     .cfi_startproc
-    mov x17, #59
+    mov x17, #60
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_new_side_data
@@ -3038,16 +3074,16 @@ av_packet_new_side_data:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #480]
+    ldr x17, [x16, #488]
     br x17
     .cfi_endproc
     .size av_packet_new_side_data, .-av_packet_new_side_data
-    .globl tipipe_lazy_thunk_60
-    .hidden tipipe_lazy_thunk_60
-    .type tipipe_lazy_thunk_60, %function
-tipipe_lazy_thunk_60:
+    .globl tipipe_lazy_thunk_61
+    .hidden tipipe_lazy_thunk_61
+    .type tipipe_lazy_thunk_61, %function
+tipipe_lazy_thunk_61:
     .cfi_startproc
-    mov x17, #60
+    mov x17, #61
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_rescale_ts
@@ -3057,16 +3093,16 @@ av_packet_rescale_ts:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #488]
+    ldr x17, [x16, #496]
     br x17
     .cfi_endproc
     .size av_packet_rescale_ts, .-av_packet_rescale_ts
-    .globl tipipe_lazy_thunk_61
-    .hidden tipipe_lazy_thunk_61
-    .type tipipe_lazy_thunk_61, %function
-tipipe_lazy_thunk_61:
+    .globl tipipe_lazy_thunk_62
+    .hidden tipipe_lazy_thunk_62
+    .type tipipe_lazy_thunk_62, %function
+tipipe_lazy_thunk_62:
     .cfi_startproc
-    mov x17, #61
+    mov x17, #62
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_packet_unref
@@ -3076,16 +3112,16 @@ av_packet_unref:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #496]
+    ldr x17, [x16, #504]
     br x17
     .cfi_endproc
     .size av_packet_unref, .-av_packet_unref
-    .globl tipipe_lazy_thunk_62
-    .hidden tipipe_lazy_thunk_62
-    .type tipipe_lazy_thunk_62, %function
-tipipe_lazy_thunk_62:
+    .globl tipipe_lazy_thunk_63
+    .hidden tipipe_lazy_thunk_63
+    .type tipipe_lazy_thunk_63, %function
+tipipe_lazy_thunk_63:
     .cfi_startproc
-    mov x17, #62
+    mov x17, #63
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_parser_close
@@ -3095,16 +3131,16 @@ av_parser_close:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #504]
+    ldr x17, [x16, #512]
     br x17
     .cfi_endproc
     .size av_parser_close, .-av_parser_close
-    .globl tipipe_lazy_thunk_63
-    .hidden tipipe_lazy_thunk_63
-    .type tipipe_lazy_thunk_63, %function
-tipipe_lazy_thunk_63:
+    .globl tipipe_lazy_thunk_64
+    .hidden tipipe_lazy_thunk_64
+    .type tipipe_lazy_thunk_64, %function
+tipipe_lazy_thunk_64:
     .cfi_startproc
-    mov x17, #63
+    mov x17, #64
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_parser_init
@@ -3114,16 +3150,16 @@ av_parser_init:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #512]
+    ldr x17, [x16, #520]
     br x17
     .cfi_endproc
     .size av_parser_init, .-av_parser_init
-    .globl tipipe_lazy_thunk_64
-    .hidden tipipe_lazy_thunk_64
-    .type tipipe_lazy_thunk_64, %function
-tipipe_lazy_thunk_64:
+    .globl tipipe_lazy_thunk_65
+    .hidden tipipe_lazy_thunk_65
+    .type tipipe_lazy_thunk_65, %function
+tipipe_lazy_thunk_65:
     .cfi_startproc
-    mov x17, #64
+    mov x17, #65
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_parser_parse2
@@ -3133,16 +3169,16 @@ av_parser_parse2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #520]
+    ldr x17, [x16, #528]
     br x17
     .cfi_endproc
     .size av_parser_parse2, .-av_parser_parse2
-    .globl tipipe_lazy_thunk_65
-    .hidden tipipe_lazy_thunk_65
-    .type tipipe_lazy_thunk_65, %function
-tipipe_lazy_thunk_65:
+    .globl tipipe_lazy_thunk_66
+    .hidden tipipe_lazy_thunk_66
+    .type tipipe_lazy_thunk_66, %function
+tipipe_lazy_thunk_66:
     .cfi_startproc
-    mov x17, #65
+    mov x17, #66
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_pix_fmt_desc_get
@@ -3152,16 +3188,16 @@ av_pix_fmt_desc_get:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #528]
+    ldr x17, [x16, #536]
     br x17
     .cfi_endproc
     .size av_pix_fmt_desc_get, .-av_pix_fmt_desc_get
-    .globl tipipe_lazy_thunk_66
-    .hidden tipipe_lazy_thunk_66
-    .type tipipe_lazy_thunk_66, %function
-tipipe_lazy_thunk_66:
+    .globl tipipe_lazy_thunk_67
+    .hidden tipipe_lazy_thunk_67
+    .type tipipe_lazy_thunk_67, %function
+tipipe_lazy_thunk_67:
     .cfi_startproc
-    mov x17, #66
+    mov x17, #67
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_read_frame
@@ -3171,16 +3207,16 @@ av_read_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #536]
+    ldr x17, [x16, #544]
     br x17
     .cfi_endproc
     .size av_read_frame, .-av_read_frame
-    .globl tipipe_lazy_thunk_67
-    .hidden tipipe_lazy_thunk_67
-    .type tipipe_lazy_thunk_67, %function
-tipipe_lazy_thunk_67:
+    .globl tipipe_lazy_thunk_68
+    .hidden tipipe_lazy_thunk_68
+    .type tipipe_lazy_thunk_68, %function
+tipipe_lazy_thunk_68:
     .cfi_startproc
-    mov x17, #67
+    mov x17, #68
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_rescale_rnd
@@ -3190,16 +3226,16 @@ av_rescale_rnd:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #544]
+    ldr x17, [x16, #552]
     br x17
     .cfi_endproc
     .size av_rescale_rnd, .-av_rescale_rnd
-    .globl tipipe_lazy_thunk_68
-    .hidden tipipe_lazy_thunk_68
-    .type tipipe_lazy_thunk_68, %function
-tipipe_lazy_thunk_68:
+    .globl tipipe_lazy_thunk_69
+    .hidden tipipe_lazy_thunk_69
+    .type tipipe_lazy_thunk_69, %function
+tipipe_lazy_thunk_69:
     .cfi_startproc
-    mov x17, #68
+    mov x17, #69
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_sample_fmt_is_planar
@@ -3209,16 +3245,16 @@ av_sample_fmt_is_planar:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #552]
+    ldr x17, [x16, #560]
     br x17
     .cfi_endproc
     .size av_sample_fmt_is_planar, .-av_sample_fmt_is_planar
-    .globl tipipe_lazy_thunk_69
-    .hidden tipipe_lazy_thunk_69
-    .type tipipe_lazy_thunk_69, %function
-tipipe_lazy_thunk_69:
+    .globl tipipe_lazy_thunk_70
+    .hidden tipipe_lazy_thunk_70
+    .type tipipe_lazy_thunk_70, %function
+tipipe_lazy_thunk_70:
     .cfi_startproc
-    mov x17, #69
+    mov x17, #70
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_seek_frame
@@ -3228,16 +3264,16 @@ av_seek_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #560]
+    ldr x17, [x16, #568]
     br x17
     .cfi_endproc
     .size av_seek_frame, .-av_seek_frame
-    .globl tipipe_lazy_thunk_70
-    .hidden tipipe_lazy_thunk_70
-    .type tipipe_lazy_thunk_70, %function
-tipipe_lazy_thunk_70:
+    .globl tipipe_lazy_thunk_71
+    .hidden tipipe_lazy_thunk_71
+    .type tipipe_lazy_thunk_71, %function
+tipipe_lazy_thunk_71:
     .cfi_startproc
-    mov x17, #70
+    mov x17, #71
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_strerror
@@ -3247,16 +3283,16 @@ av_strerror:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #568]
+    ldr x17, [x16, #576]
     br x17
     .cfi_endproc
     .size av_strerror, .-av_strerror
-    .globl tipipe_lazy_thunk_71
-    .hidden tipipe_lazy_thunk_71
-    .type tipipe_lazy_thunk_71, %function
-tipipe_lazy_thunk_71:
+    .globl tipipe_lazy_thunk_72
+    .hidden tipipe_lazy_thunk_72
+    .type tipipe_lazy_thunk_72, %function
+tipipe_lazy_thunk_72:
     .cfi_startproc
-    mov x17, #71
+    mov x17, #72
     b tipipe_lazy_enter
     .cfi_endproc
     .globl av_write_trailer
@@ -3266,16 +3302,16 @@ av_write_trailer:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #576]
+    ldr x17, [x16, #584]
     br x17
     .cfi_endproc
     .size av_write_trailer, .-av_write_trailer
-    .globl tipipe_lazy_thunk_72
-    .hidden tipipe_lazy_thunk_72
-    .type tipipe_lazy_thunk_72, %function
-tipipe_lazy_thunk_72:
+    .globl tipipe_lazy_thunk_73
+    .hidden tipipe_lazy_thunk_73
+    .type tipipe_lazy_thunk_73, %function
+tipipe_lazy_thunk_73:
     .cfi_startproc
-    mov x17, #72
+    mov x17, #73
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_alloc_context3
@@ -3285,16 +3321,16 @@ avcodec_alloc_context3:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #584]
+    ldr x17, [x16, #592]
     br x17
     .cfi_endproc
     .size avcodec_alloc_context3, .-avcodec_alloc_context3
-    .globl tipipe_lazy_thunk_73
-    .hidden tipipe_lazy_thunk_73
-    .type tipipe_lazy_thunk_73, %function
-tipipe_lazy_thunk_73:
+    .globl tipipe_lazy_thunk_74
+    .hidden tipipe_lazy_thunk_74
+    .type tipipe_lazy_thunk_74, %function
+tipipe_lazy_thunk_74:
     .cfi_startproc
-    mov x17, #73
+    mov x17, #74
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_find_decoder
@@ -3304,16 +3340,16 @@ avcodec_find_decoder:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #592]
+    ldr x17, [x16, #600]
     br x17
     .cfi_endproc
     .size avcodec_find_decoder, .-avcodec_find_decoder
-    .globl tipipe_lazy_thunk_74
-    .hidden tipipe_lazy_thunk_74
-    .type tipipe_lazy_thunk_74, %function
-tipipe_lazy_thunk_74:
+    .globl tipipe_lazy_thunk_75
+    .hidden tipipe_lazy_thunk_75
+    .type tipipe_lazy_thunk_75, %function
+tipipe_lazy_thunk_75:
     .cfi_startproc
-    mov x17, #74
+    mov x17, #75
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_find_encoder
@@ -3323,16 +3359,16 @@ avcodec_find_encoder:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #600]
+    ldr x17, [x16, #608]
     br x17
     .cfi_endproc
     .size avcodec_find_encoder, .-avcodec_find_encoder
-    .globl tipipe_lazy_thunk_75
-    .hidden tipipe_lazy_thunk_75
-    .type tipipe_lazy_thunk_75, %function
-tipipe_lazy_thunk_75:
+    .globl tipipe_lazy_thunk_76
+    .hidden tipipe_lazy_thunk_76
+    .type tipipe_lazy_thunk_76, %function
+tipipe_lazy_thunk_76:
     .cfi_startproc
-    mov x17, #75
+    mov x17, #76
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_find_encoder_by_name
@@ -3342,16 +3378,16 @@ avcodec_find_encoder_by_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #608]
+    ldr x17, [x16, #616]
     br x17
     .cfi_endproc
     .size avcodec_find_encoder_by_name, .-avcodec_find_encoder_by_name
-    .globl tipipe_lazy_thunk_76
-    .hidden tipipe_lazy_thunk_76
-    .type tipipe_lazy_thunk_76, %function
-tipipe_lazy_thunk_76:
+    .globl tipipe_lazy_thunk_77
+    .hidden tipipe_lazy_thunk_77
+    .type tipipe_lazy_thunk_77, %function
+tipipe_lazy_thunk_77:
     .cfi_startproc
-    mov x17, #76
+    mov x17, #77
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_flush_buffers
@@ -3361,16 +3397,16 @@ avcodec_flush_buffers:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #616]
+    ldr x17, [x16, #624]
     br x17
     .cfi_endproc
     .size avcodec_flush_buffers, .-avcodec_flush_buffers
-    .globl tipipe_lazy_thunk_77
-    .hidden tipipe_lazy_thunk_77
-    .type tipipe_lazy_thunk_77, %function
-tipipe_lazy_thunk_77:
+    .globl tipipe_lazy_thunk_78
+    .hidden tipipe_lazy_thunk_78
+    .type tipipe_lazy_thunk_78, %function
+tipipe_lazy_thunk_78:
     .cfi_startproc
-    mov x17, #77
+    mov x17, #78
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_free_context
@@ -3380,16 +3416,16 @@ avcodec_free_context:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #624]
+    ldr x17, [x16, #632]
     br x17
     .cfi_endproc
     .size avcodec_free_context, .-avcodec_free_context
-    .globl tipipe_lazy_thunk_78
-    .hidden tipipe_lazy_thunk_78
-    .type tipipe_lazy_thunk_78, %function
-tipipe_lazy_thunk_78:
+    .globl tipipe_lazy_thunk_79
+    .hidden tipipe_lazy_thunk_79
+    .type tipipe_lazy_thunk_79, %function
+tipipe_lazy_thunk_79:
     .cfi_startproc
-    mov x17, #78
+    mov x17, #79
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_get_name
@@ -3399,16 +3435,16 @@ avcodec_get_name:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #632]
+    ldr x17, [x16, #640]
     br x17
     .cfi_endproc
     .size avcodec_get_name, .-avcodec_get_name
-    .globl tipipe_lazy_thunk_79
-    .hidden tipipe_lazy_thunk_79
-    .type tipipe_lazy_thunk_79, %function
-tipipe_lazy_thunk_79:
+    .globl tipipe_lazy_thunk_80
+    .hidden tipipe_lazy_thunk_80
+    .type tipipe_lazy_thunk_80, %function
+tipipe_lazy_thunk_80:
     .cfi_startproc
-    mov x17, #79
+    mov x17, #80
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_open2
@@ -3418,16 +3454,16 @@ avcodec_open2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #640]
+    ldr x17, [x16, #648]
     br x17
     .cfi_endproc
     .size avcodec_open2, .-avcodec_open2
-    .globl tipipe_lazy_thunk_80
-    .hidden tipipe_lazy_thunk_80
-    .type tipipe_lazy_thunk_80, %function
-tipipe_lazy_thunk_80:
+    .globl tipipe_lazy_thunk_81
+    .hidden tipipe_lazy_thunk_81
+    .type tipipe_lazy_thunk_81, %function
+tipipe_lazy_thunk_81:
     .cfi_startproc
-    mov x17, #80
+    mov x17, #81
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_parameters_copy
@@ -3437,16 +3473,16 @@ avcodec_parameters_copy:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #648]
+    ldr x17, [x16, #656]
     br x17
     .cfi_endproc
     .size avcodec_parameters_copy, .-avcodec_parameters_copy
-    .globl tipipe_lazy_thunk_81
-    .hidden tipipe_lazy_thunk_81
-    .type tipipe_lazy_thunk_81, %function
-tipipe_lazy_thunk_81:
+    .globl tipipe_lazy_thunk_82
+    .hidden tipipe_lazy_thunk_82
+    .type tipipe_lazy_thunk_82, %function
+tipipe_lazy_thunk_82:
     .cfi_startproc
-    mov x17, #81
+    mov x17, #82
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_receive_frame
@@ -3456,16 +3492,16 @@ avcodec_receive_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #656]
+    ldr x17, [x16, #664]
     br x17
     .cfi_endproc
     .size avcodec_receive_frame, .-avcodec_receive_frame
-    .globl tipipe_lazy_thunk_82
-    .hidden tipipe_lazy_thunk_82
-    .type tipipe_lazy_thunk_82, %function
-tipipe_lazy_thunk_82:
+    .globl tipipe_lazy_thunk_83
+    .hidden tipipe_lazy_thunk_83
+    .type tipipe_lazy_thunk_83, %function
+tipipe_lazy_thunk_83:
     .cfi_startproc
-    mov x17, #82
+    mov x17, #83
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_receive_packet
@@ -3475,16 +3511,16 @@ avcodec_receive_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #664]
+    ldr x17, [x16, #672]
     br x17
     .cfi_endproc
     .size avcodec_receive_packet, .-avcodec_receive_packet
-    .globl tipipe_lazy_thunk_83
-    .hidden tipipe_lazy_thunk_83
-    .type tipipe_lazy_thunk_83, %function
-tipipe_lazy_thunk_83:
+    .globl tipipe_lazy_thunk_84
+    .hidden tipipe_lazy_thunk_84
+    .type tipipe_lazy_thunk_84, %function
+tipipe_lazy_thunk_84:
     .cfi_startproc
-    mov x17, #83
+    mov x17, #84
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_send_frame
@@ -3494,16 +3530,16 @@ avcodec_send_frame:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #672]
+    ldr x17, [x16, #680]
     br x17
     .cfi_endproc
     .size avcodec_send_frame, .-avcodec_send_frame
-    .globl tipipe_lazy_thunk_84
-    .hidden tipipe_lazy_thunk_84
-    .type tipipe_lazy_thunk_84, %function
-tipipe_lazy_thunk_84:
+    .globl tipipe_lazy_thunk_85
+    .hidden tipipe_lazy_thunk_85
+    .type tipipe_lazy_thunk_85, %function
+tipipe_lazy_thunk_85:
     .cfi_startproc
-    mov x17, #84
+    mov x17, #85
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_send_packet
@@ -3513,16 +3549,16 @@ avcodec_send_packet:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #680]
+    ldr x17, [x16, #688]
     br x17
     .cfi_endproc
     .size avcodec_send_packet, .-avcodec_send_packet
-    .globl tipipe_lazy_thunk_85
-    .hidden tipipe_lazy_thunk_85
-    .type tipipe_lazy_thunk_85, %function
-tipipe_lazy_thunk_85:
+    .globl tipipe_lazy_thunk_86
+    .hidden tipipe_lazy_thunk_86
+    .type tipipe_lazy_thunk_86, %function
+tipipe_lazy_thunk_86:
     .cfi_startproc
-    mov x17, #85
+    mov x17, #86
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avcodec_version
@@ -3532,16 +3568,16 @@ avcodec_version:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #688]
+    ldr x17, [x16, #696]
     br x17
     .cfi_endproc
     .size avcodec_version, .-avcodec_version
-    .globl tipipe_lazy_thunk_86
-    .hidden tipipe_lazy_thunk_86
-    .type tipipe_lazy_thunk_86, %function
-tipipe_lazy_thunk_86:
+    .globl tipipe_lazy_thunk_87
+    .hidden tipipe_lazy_thunk_87
+    .type tipipe_lazy_thunk_87, %function
+tipipe_lazy_thunk_87:
     .cfi_startproc
-    mov x17, #86
+    mov x17, #87
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_alloc_output_context2
@@ -3551,16 +3587,16 @@ avformat_alloc_output_context2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #696]
+    ldr x17, [x16, #704]
     br x17
     .cfi_endproc
     .size avformat_alloc_output_context2, .-avformat_alloc_output_context2
-    .globl tipipe_lazy_thunk_87
-    .hidden tipipe_lazy_thunk_87
-    .type tipipe_lazy_thunk_87, %function
-tipipe_lazy_thunk_87:
+    .globl tipipe_lazy_thunk_88
+    .hidden tipipe_lazy_thunk_88
+    .type tipipe_lazy_thunk_88, %function
+tipipe_lazy_thunk_88:
     .cfi_startproc
-    mov x17, #87
+    mov x17, #88
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_close_input
@@ -3570,16 +3606,16 @@ avformat_close_input:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #704]
+    ldr x17, [x16, #712]
     br x17
     .cfi_endproc
     .size avformat_close_input, .-avformat_close_input
-    .globl tipipe_lazy_thunk_88
-    .hidden tipipe_lazy_thunk_88
-    .type tipipe_lazy_thunk_88, %function
-tipipe_lazy_thunk_88:
+    .globl tipipe_lazy_thunk_89
+    .hidden tipipe_lazy_thunk_89
+    .type tipipe_lazy_thunk_89, %function
+tipipe_lazy_thunk_89:
     .cfi_startproc
-    mov x17, #88
+    mov x17, #89
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_find_stream_info
@@ -3589,16 +3625,16 @@ avformat_find_stream_info:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #712]
+    ldr x17, [x16, #720]
     br x17
     .cfi_endproc
     .size avformat_find_stream_info, .-avformat_find_stream_info
-    .globl tipipe_lazy_thunk_89
-    .hidden tipipe_lazy_thunk_89
-    .type tipipe_lazy_thunk_89, %function
-tipipe_lazy_thunk_89:
+    .globl tipipe_lazy_thunk_90
+    .hidden tipipe_lazy_thunk_90
+    .type tipipe_lazy_thunk_90, %function
+tipipe_lazy_thunk_90:
     .cfi_startproc
-    mov x17, #89
+    mov x17, #90
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_free_context
@@ -3608,16 +3644,16 @@ avformat_free_context:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #720]
+    ldr x17, [x16, #728]
     br x17
     .cfi_endproc
     .size avformat_free_context, .-avformat_free_context
-    .globl tipipe_lazy_thunk_90
-    .hidden tipipe_lazy_thunk_90
-    .type tipipe_lazy_thunk_90, %function
-tipipe_lazy_thunk_90:
+    .globl tipipe_lazy_thunk_91
+    .hidden tipipe_lazy_thunk_91
+    .type tipipe_lazy_thunk_91, %function
+tipipe_lazy_thunk_91:
     .cfi_startproc
-    mov x17, #90
+    mov x17, #91
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_new_stream
@@ -3627,16 +3663,16 @@ avformat_new_stream:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #728]
+    ldr x17, [x16, #736]
     br x17
     .cfi_endproc
     .size avformat_new_stream, .-avformat_new_stream
-    .globl tipipe_lazy_thunk_91
-    .hidden tipipe_lazy_thunk_91
-    .type tipipe_lazy_thunk_91, %function
-tipipe_lazy_thunk_91:
+    .globl tipipe_lazy_thunk_92
+    .hidden tipipe_lazy_thunk_92
+    .type tipipe_lazy_thunk_92, %function
+tipipe_lazy_thunk_92:
     .cfi_startproc
-    mov x17, #91
+    mov x17, #92
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_open_input
@@ -3646,16 +3682,16 @@ avformat_open_input:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #736]
+    ldr x17, [x16, #744]
     br x17
     .cfi_endproc
     .size avformat_open_input, .-avformat_open_input
-    .globl tipipe_lazy_thunk_92
-    .hidden tipipe_lazy_thunk_92
-    .type tipipe_lazy_thunk_92, %function
-tipipe_lazy_thunk_92:
+    .globl tipipe_lazy_thunk_93
+    .hidden tipipe_lazy_thunk_93
+    .type tipipe_lazy_thunk_93, %function
+tipipe_lazy_thunk_93:
     .cfi_startproc
-    mov x17, #92
+    mov x17, #93
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_seek_file
@@ -3665,16 +3701,16 @@ avformat_seek_file:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #744]
+    ldr x17, [x16, #752]
     br x17
     .cfi_endproc
     .size avformat_seek_file, .-avformat_seek_file
-    .globl tipipe_lazy_thunk_93
-    .hidden tipipe_lazy_thunk_93
-    .type tipipe_lazy_thunk_93, %function
-tipipe_lazy_thunk_93:
+    .globl tipipe_lazy_thunk_94
+    .hidden tipipe_lazy_thunk_94
+    .type tipipe_lazy_thunk_94, %function
+tipipe_lazy_thunk_94:
     .cfi_startproc
-    mov x17, #93
+    mov x17, #94
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_version
@@ -3684,16 +3720,16 @@ avformat_version:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #752]
+    ldr x17, [x16, #760]
     br x17
     .cfi_endproc
     .size avformat_version, .-avformat_version
-    .globl tipipe_lazy_thunk_94
-    .hidden tipipe_lazy_thunk_94
-    .type tipipe_lazy_thunk_94, %function
-tipipe_lazy_thunk_94:
+    .globl tipipe_lazy_thunk_95
+    .hidden tipipe_lazy_thunk_95
+    .type tipipe_lazy_thunk_95, %function
+tipipe_lazy_thunk_95:
     .cfi_startproc
-    mov x17, #94
+    mov x17, #95
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avformat_write_header
@@ -3703,16 +3739,16 @@ avformat_write_header:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #760]
+    ldr x17, [x16, #768]
     br x17
     .cfi_endproc
     .size avformat_write_header, .-avformat_write_header
-    .globl tipipe_lazy_thunk_95
-    .hidden tipipe_lazy_thunk_95
-    .type tipipe_lazy_thunk_95, %function
-tipipe_lazy_thunk_95:
+    .globl tipipe_lazy_thunk_96
+    .hidden tipipe_lazy_thunk_96
+    .type tipipe_lazy_thunk_96, %function
+tipipe_lazy_thunk_96:
     .cfi_startproc
-    mov x17, #95
+    mov x17, #96
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avio_closep
@@ -3722,16 +3758,16 @@ avio_closep:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #768]
+    ldr x17, [x16, #776]
     br x17
     .cfi_endproc
     .size avio_closep, .-avio_closep
-    .globl tipipe_lazy_thunk_96
-    .hidden tipipe_lazy_thunk_96
-    .type tipipe_lazy_thunk_96, %function
-tipipe_lazy_thunk_96:
+    .globl tipipe_lazy_thunk_97
+    .hidden tipipe_lazy_thunk_97
+    .type tipipe_lazy_thunk_97, %function
+tipipe_lazy_thunk_97:
     .cfi_startproc
-    mov x17, #96
+    mov x17, #97
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avio_open
@@ -3741,16 +3777,16 @@ avio_open:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #776]
+    ldr x17, [x16, #784]
     br x17
     .cfi_endproc
     .size avio_open, .-avio_open
-    .globl tipipe_lazy_thunk_97
-    .hidden tipipe_lazy_thunk_97
-    .type tipipe_lazy_thunk_97, %function
-tipipe_lazy_thunk_97:
+    .globl tipipe_lazy_thunk_98
+    .hidden tipipe_lazy_thunk_98
+    .type tipipe_lazy_thunk_98, %function
+tipipe_lazy_thunk_98:
     .cfi_startproc
-    mov x17, #97
+    mov x17, #98
     b tipipe_lazy_enter
     .cfi_endproc
     .globl avutil_version
@@ -3760,16 +3796,16 @@ avutil_version:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #784]
+    ldr x17, [x16, #792]
     br x17
     .cfi_endproc
     .size avutil_version, .-avutil_version
-    .globl tipipe_lazy_thunk_98
-    .hidden tipipe_lazy_thunk_98
-    .type tipipe_lazy_thunk_98, %function
-tipipe_lazy_thunk_98:
+    .globl tipipe_lazy_thunk_99
+    .hidden tipipe_lazy_thunk_99
+    .type tipipe_lazy_thunk_99, %function
+tipipe_lazy_thunk_99:
     .cfi_startproc
-    mov x17, #98
+    mov x17, #99
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_alloc_set_opts2
@@ -3779,16 +3815,16 @@ swr_alloc_set_opts2:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #792]
+    ldr x17, [x16, #800]
     br x17
     .cfi_endproc
     .size swr_alloc_set_opts2, .-swr_alloc_set_opts2
-    .globl tipipe_lazy_thunk_99
-    .hidden tipipe_lazy_thunk_99
-    .type tipipe_lazy_thunk_99, %function
-tipipe_lazy_thunk_99:
+    .globl tipipe_lazy_thunk_100
+    .hidden tipipe_lazy_thunk_100
+    .type tipipe_lazy_thunk_100, %function
+tipipe_lazy_thunk_100:
     .cfi_startproc
-    mov x17, #99
+    mov x17, #100
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_convert
@@ -3798,16 +3834,16 @@ swr_convert:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #800]
+    ldr x17, [x16, #808]
     br x17
     .cfi_endproc
     .size swr_convert, .-swr_convert
-    .globl tipipe_lazy_thunk_100
-    .hidden tipipe_lazy_thunk_100
-    .type tipipe_lazy_thunk_100, %function
-tipipe_lazy_thunk_100:
+    .globl tipipe_lazy_thunk_101
+    .hidden tipipe_lazy_thunk_101
+    .type tipipe_lazy_thunk_101, %function
+tipipe_lazy_thunk_101:
     .cfi_startproc
-    mov x17, #100
+    mov x17, #101
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_free
@@ -3817,16 +3853,16 @@ swr_free:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #808]
+    ldr x17, [x16, #816]
     br x17
     .cfi_endproc
     .size swr_free, .-swr_free
-    .globl tipipe_lazy_thunk_101
-    .hidden tipipe_lazy_thunk_101
-    .type tipipe_lazy_thunk_101, %function
-tipipe_lazy_thunk_101:
+    .globl tipipe_lazy_thunk_102
+    .hidden tipipe_lazy_thunk_102
+    .type tipipe_lazy_thunk_102, %function
+tipipe_lazy_thunk_102:
     .cfi_startproc
-    mov x17, #101
+    mov x17, #102
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_get_delay
@@ -3836,16 +3872,16 @@ swr_get_delay:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #816]
+    ldr x17, [x16, #824]
     br x17
     .cfi_endproc
     .size swr_get_delay, .-swr_get_delay
-    .globl tipipe_lazy_thunk_102
-    .hidden tipipe_lazy_thunk_102
-    .type tipipe_lazy_thunk_102, %function
-tipipe_lazy_thunk_102:
+    .globl tipipe_lazy_thunk_103
+    .hidden tipipe_lazy_thunk_103
+    .type tipipe_lazy_thunk_103, %function
+tipipe_lazy_thunk_103:
     .cfi_startproc
-    mov x17, #102
+    mov x17, #103
     b tipipe_lazy_enter
     .cfi_endproc
     .globl swr_init
@@ -3855,16 +3891,16 @@ swr_init:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #824]
+    ldr x17, [x16, #832]
     br x17
     .cfi_endproc
     .size swr_init, .-swr_init
-    .globl tipipe_lazy_thunk_103
-    .hidden tipipe_lazy_thunk_103
-    .type tipipe_lazy_thunk_103, %function
-tipipe_lazy_thunk_103:
+    .globl tipipe_lazy_thunk_104
+    .hidden tipipe_lazy_thunk_104
+    .type tipipe_lazy_thunk_104, %function
+tipipe_lazy_thunk_104:
     .cfi_startproc
-    mov x17, #103
+    mov x17, #104
     b tipipe_lazy_enter
     .cfi_endproc
     .globl sws_freeContext
@@ -3874,16 +3910,16 @@ sws_freeContext:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #832]
+    ldr x17, [x16, #840]
     br x17
     .cfi_endproc
     .size sws_freeContext, .-sws_freeContext
-    .globl tipipe_lazy_thunk_104
-    .hidden tipipe_lazy_thunk_104
-    .type tipipe_lazy_thunk_104, %function
-tipipe_lazy_thunk_104:
+    .globl tipipe_lazy_thunk_105
+    .hidden tipipe_lazy_thunk_105
+    .type tipipe_lazy_thunk_105, %function
+tipipe_lazy_thunk_105:
     .cfi_startproc
-    mov x17, #104
+    mov x17, #105
     b tipipe_lazy_enter
     .cfi_endproc
     .globl sws_getCachedContext
@@ -3893,16 +3929,16 @@ sws_getCachedContext:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #840]
+    ldr x17, [x16, #848]
     br x17
     .cfi_endproc
     .size sws_getCachedContext, .-sws_getCachedContext
-    .globl tipipe_lazy_thunk_105
-    .hidden tipipe_lazy_thunk_105
-    .type tipipe_lazy_thunk_105, %function
-tipipe_lazy_thunk_105:
+    .globl tipipe_lazy_thunk_106
+    .hidden tipipe_lazy_thunk_106
+    .type tipipe_lazy_thunk_106, %function
+tipipe_lazy_thunk_106:
     .cfi_startproc
-    mov x17, #105
+    mov x17, #106
     b tipipe_lazy_enter
     .cfi_endproc
     .globl sws_scale
@@ -3912,16 +3948,16 @@ sws_scale:
     .cfi_startproc
     adrp x16, tipipe_lazy_table
     add x16, x16, :lo12:tipipe_lazy_table
-    ldr x17, [x16, #848]
+    ldr x17, [x16, #856]
     br x17
     .cfi_endproc
     .size sws_scale, .-sws_scale
-    .globl tipipe_lazy_thunk_106
-    .hidden tipipe_lazy_thunk_106
-    .type tipipe_lazy_thunk_106, %function
-tipipe_lazy_thunk_106:
+    .globl tipipe_lazy_thunk_107
+    .hidden tipipe_lazy_thunk_107
+    .type tipipe_lazy_thunk_107, %function
+tipipe_lazy_thunk_107:
     .cfi_startproc
-    mov x17, #106
+    mov x17, #107
     b tipipe_lazy_enter
     .cfi_endproc
     .type tipipe_lazy_enter, %function

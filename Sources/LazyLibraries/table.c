@@ -135,8 +135,9 @@ extern void tipipe_lazy_thunk_103(void);
 extern void tipipe_lazy_thunk_104(void);
 extern void tipipe_lazy_thunk_105(void);
 extern void tipipe_lazy_thunk_106(void);
+extern void tipipe_lazy_thunk_107(void);
 
-const int tipipe_lazy_count = 107;
+const int tipipe_lazy_count = 108;
 const char *const tipipe_lazy_libraries[] = {
   "libavcodec.so.59",
   "libavformat.so.59",
@@ -181,6 +182,7 @@ const struct tipipe_lazy_function tipipe_lazy_functions[] = {
   {"av_audio_fifo_size", 2},
   {"av_audio_fifo_write", 2},
   {"av_bsf_alloc", 0},
+  {"av_bsf_flush", 0},
   {"av_bsf_free", 0},
   {"av_bsf_get_by_name", 0},
   {"av_bsf_init", 0},
@@ -365,4 +367,5 @@ void *tipipe_lazy_table[] = {
   (void *)tipipe_lazy_thunk_104,
   (void *)tipipe_lazy_thunk_105,
   (void *)tipipe_lazy_thunk_106,
+  (void *)tipipe_lazy_thunk_107,
 };

@@ -18,9 +18,9 @@ public final class FileTracks: Sendable {
   /// Where the file's media starts: its first timestamp (the tracks' frames carry the file's own times),
   /// or the `startTime` it was placed at.
   public let mediaStart: MediaTime
-  /// Where the first frame shown of the tracks taken starts: the file's start for both of an ordinary
-  /// file; a track taken alone, its own start (a sound recorded alone starts with its first frame, not
-  /// with the file's picture).
+  /// Where the first frame shown of the tracks taken starts (in the tracks' times: from `startTime` when
+  /// the file was placed there): the file's start for both of an ordinary file; a track taken alone, its
+  /// own start (a sound recorded alone starts with its first frame, not with the file's picture).
   public let tracksStart: MediaTime
   private let pipeline: Pipeline
   private let stopReading: MediaFileSource.Stop
@@ -59,8 +59,11 @@ public final class FileTracks: Sendable {
     mediaStart = startTime ?? info.start
     let taken = [videoTrack.flatMap { _ in info.video }, audioTrack.flatMap { _ in info.audio }].compactMap { $0 }
     let firstShown = taken.filter { $0.packets > 0 }.map(\.range.start).min() ?? info.start
-    tracksStart =
-      startTime.flatMap { start in (try? firstShown - info.start).flatMap { try? start + $0 } } ?? firstShown
+    if let startTime {
+      tracksStart = (try? firstShown - info.start).flatMap { try? startTime + $0 } ?? startTime
+    } else {
+      tracksStart = firstShown
+    }
     let executor = ThreadExecutor(name: "tirtc.file-tracks")
     self.executor = executor
     let pipeline = Pipeline(executor: executor)

@@ -402,10 +402,9 @@ struct FileCommandTests {
     // The temporary name: within NAME_MAX, and a dead writer's is removed by the next writer of the file.
     let working = URL(fileURLWithPath: OutputFile.workingPath(for: out)).lastPathComponent
     #expect(working.utf8.count <= 255, "\(working.utf8.count) bytes")
-    let ended = try ChildProcess("/bin/true", [])
-    _ = try ended.finish()
+    // A pid above Linux's largest (2^22): no process has it, now or later.
     let stale = directory.url.appendingPathComponent(
-      working.replacingOccurrences(of: ".\(getpid()).", with: ".\(ended.pid)."))
+      working.replacingOccurrences(of: ".\(getpid()).", with: ".\(4_194_305)."))
     #expect(FileManager.default.createFile(atPath: stale.path, contents: Data()))
     OutputFile.removeStaleWorkingFiles(besides: out)
     #expect(!FileManager.default.fileExists(atPath: stale.path))

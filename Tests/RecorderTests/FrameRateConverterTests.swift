@@ -35,8 +35,8 @@ struct FrameRateConverterTests {
     // The judge: the same ten pictures (`ffmpeg -f lavfi -i testsrc=r=25:d=0.4 -c:v libx264
     // -output_ts_offset O o.mkv`) through `ffmpeg -copyts -i o.mkv -vf fps=25:start_time=0,showinfo`:
     // O = 0.015 gives slots 0…360 ms, picture k in slot k; O = 0.020 (halfway) and 0.025 give 0…400 ms,
-    // picture 0 in slots 0 and 1 and picture k in slot k + 1 (a slot halfway goes to the later picture,
-    // and the last picture's end, 415 / 420 / 425 ms, rounds to 10, 11 and 11 slots).
+    // picture 0 in slots 0 and 1 and picture k in slot k + 1 (a picture halfway between two slots goes to
+    // the later slot, and the last picture's end, 415 / 420 / 425 ms, rounds to 10, 11 and 11 slots).
     let early = try Self.slots(offset: 15_000)
     #expect(early.times == (0...9).map { Int64($0) * 40_000 }, "\(early.times)")
     #expect(early.pictures == Array(0...9))

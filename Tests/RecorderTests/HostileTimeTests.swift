@@ -233,6 +233,11 @@ import Testing
     pictures.runUntilIdle()
     let times = pictures.outputItems.map(\.time.microseconds)
     #expect(times.first == 0 && times.count == 30, "\(times)")
+    // B's cell (the right half) is black until 2 s, then shows B.
+    for (index, frame) in pictures.outputItems.enumerated() {
+      let luma = frame.frame.withPlanes { $0.first?[240, 90] } ?? 0
+      #expect(index < 20 ? luma < 30 : luma > 150, "slot \(frame.time): B's cell is \(luma)")
+    }
   }
 
   @Test func RC4_aCompositionIsLiveWhenOneOfItsTracksIs() throws {

@@ -115,7 +115,7 @@ enum FileExportCommand {
     // is re-encoded, as an exact cut does (copying from the hidden keyframe showed what the file hides).
     let cut = askedCut.showing(info, from: start)
     if cut != askedCut, !quiet {
-      let reencoded = (try? (info.keyframes.first ?? video.range.end) - start) ?? .zero
+      let reencoded = (try? (info.keyframes.first ?? video.range.end) - max(start, video.range.start)) ?? .zero
       StandardError.write(
         Data(
           ("note: the file starts inside a group of pictures its edit list cut: its first "

@@ -90,6 +90,10 @@ enum RecordCommand {
       }
     }
     let cuts = options.cuts(from: files[0].mediaStart)
+    // The recording starts where the first of the tracks taken starts, whichever frame comes first (a
+    // sound recorded alone starts with its first frame, not with the file's picture); composed files each
+    // keep their place from there.
+    let origin = files.map(\.tracksStart).min() ?? files[0].tracksStart
     // One file is recorded as it is; several are composed first, and the recorder takes the compositions.
     var video = files[0].video
     var audio = files[0].audio
@@ -99,13 +103,13 @@ enum RecordCommand {
       let audios = files.compactMap(\.audio)
       if !videos.isEmpty {
         // Files' tracks are not live: a slow one (a huge picture, a busy machine) is waited for up to 5 s.
-        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, origin: start)
+        let compositor = try VideoCompositor(tracks: videos, size: size, fps: fps, origin: origin)
         video = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
       }
       if !audios.isEmpty {
-        let compositor = try AudioCompositor(tracks: audios, origin: start)
+        let compositor = try AudioCompositor(tracks: audios, origin: origin)
         audio = compositor.outputTrack
         try compositor.start()
         compositors.append(compositor)
@@ -114,11 +118,9 @@ enum RecordCommand {
     // The compositors live until the recording is written.
     return try withExtendedLifetime(compositors) {
       try MainActor.assumeIsolated {
-        // One file's tracks start where the first of them starts, whichever frame comes first; composed
-        // ones at 0, where every file starts.
         try record(
-          files, video: video, audio: audio, origin: start ?? files[0].tracksStart, name: name, fps: fps, size: size,
-          cuts: cuts, copies: copies, quiet: quiet)
+          files, video: video, audio: audio, origin: origin, name: name, fps: fps, size: size, cuts: cuts,
+          copies: copies, quiet: quiet)
       }
     }
   }

@@ -24,4 +24,11 @@ final class BitstreamFilter {
     try FFmpeg.check(av_bsf_send_packet(context, packet), "filtering a packet")
     try FFmpeg.check(av_bsf_receive_packet(context, packet), "filtering a packet")
   }
+
+  /// Forgets what the filter kept of the packets before (after one it refused: the next is filtered as
+  /// if it came first after a seek).
+  func reset() {
+    guard let context else { return }
+    av_bsf_flush(context)
+  }
 }

@@ -27,4 +27,10 @@ enum FFmpeg {
 
   static let again = cff_error_eagain()
   static let endOfFile = cff_error_eof()
+  static let invalidData = cff_error_invalid_data()
+
+  /// Whether `error` is libav's failure of `code`.
+  static func failed(_ error: any Error, with code: Int32) -> Bool {
+    ((error as? MediaError)?.cause as? LibraryFailure)?.status == code
+  }
 }

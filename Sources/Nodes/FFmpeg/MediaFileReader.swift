@@ -268,9 +268,10 @@ final class MediaFileReader {
       // as an AAC frame no decoder can finish; it is left out (a picture read short still decodes in part).
       if stream == audio?.index && packet.pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 { continue }
       if payload {
-        do { try filters[stream]?.filter(packet.pointer) } catch {
+        do { try filters[stream]?.filter(packet.pointer) } catch  where FFmpeg.failed(error, with: FFmpeg.invalidData) {
           // Bad bytes where the packet's NAL unit lengths are (a damaged file): it cannot be made Annex B,
           // nor decoded. Skipped, as ffmpeg skips what it cannot decode, and counted: the rest is read.
+          filters[stream]?.reset()
           onDamagedPacket?()
           continue
         }
@@ -316,12 +317,13 @@ final class MediaFileReader {
     if let side = av_packet_get_side_data(packet.pointer, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 4 {
       audioSamplesToHide = (0..<4).reduce(Int64(0)) { $0 | Int64(side[$1]) << (8 * $1) }
     }
-    guard audioSamplesToHide > 0, let audio, duration > 0 else { return 0 }
+    // (A rate a hostile header gives as 0 or less counts nothing.)
+    guard audioSamplesToHide > 0, let audio, duration > 0, audio.format.sampleRate > 0 else { return 0 }
     // The packet's samples: its duration in its time base, at the stream's rate.
     let rate = Int64(audio.format.sampleRate)
     let (scaled, overflow) = duration.multipliedReportingOverflow(by: rate * Int64(audio.timeBase.numerator))
     guard !overflow else { return 0 }
-    let samples = scaled / Int64(audio.timeBase.denominator)
+    let samples = max(0, scaled / Int64(audio.timeBase.denominator))
     let hiddenHere = min(audioSamplesToHide, samples)
     audioSamplesToHide -= hiddenHere
     return hidden ? 0 : Int(hiddenHere)

@@ -34,8 +34,8 @@ public struct MediaFileInfo: Sendable, Equatable {
     public var channels: Int
     /// Packets of the stream (frames), for the streams that are read; 0 for the others.
     public var packets: Int
-    /// From its first frame shown (a sound frame the file's start cuts into: that frame's start) to the
-    /// end of its last, for the streams that are read (empty for the others). An export that follows the
+    /// From its first frame shown (a sound frame the file's start cuts into: its first sample after the
+    /// cut) to the end of its last, for the streams that are read (empty for the others). An export that follows the
     /// video covers the file when it asks for the video's range.
     public var range: MediaRange
   }
@@ -52,6 +52,9 @@ public struct MediaFileInfo: Sendable, Equatable {
   public var tracks: [Track]
   /// The presentation times of the video keyframes, in order.
   public var keyframes: [MediaTime]
+  /// The file hides pictures it holds (an edit list: a file cut without re-encoding keeps the start of the
+  /// group of pictures its cut is in, for their references).
+  public var hidesPictures = false
 
   /// `end − start`.
   public var duration: MediaDuration { (try? end - start) ?? .zero }
@@ -67,9 +70,11 @@ public struct MediaFileInfo: Sendable, Equatable {
 
   /// Whether a keyframe cut at `time` would copy pictures the file hides: `time` lies in a group of
   /// pictures whose keyframe the file's edit list hides (a file cut without re-encoding begins inside a
-  /// group), or the file shows no keyframe at all. False for a file without video.
+  /// group), or the file shows no keyframe at all. False for a file without video or that hides none
+  /// (a recording that begins inside a group, without an edit list: what precedes its first keyframe
+  /// cannot be decoded, and is not shown either).
   public func keyframeCutShowsHiddenPictures(at time: MediaTime) -> Bool {
-    guard let video else { return false }
+    guard let video, hidesPictures else { return false }
     guard let first = keyframes.first else { return true }
     return video.range.start < first && time < first
   }
@@ -85,6 +90,7 @@ public struct MediaFileInfo: Sendable, Equatable {
     var latest: [Int32: MediaTime] = [:]
     var spans: [Int32: MediaRange] = [:]
     var reordered = false
+    var hidesPictures = false
     let selected = [reader.video, reader.audio].compactMap { $0 }
     while let raw = try reader.read(payload: false) {
       guard let stream = selected.first(where: { $0.index == raw.stream }) else { continue }
@@ -107,15 +113,21 @@ public struct MediaFileInfo: Sendable, Equatable {
       if !raw.isHidden { counts[raw.stream, default: 0] += 1 }
       let frameEnd = time.advanced(by: duration, notAfter: MediaTime(microseconds: .max))
       if !raw.isHidden { end = max(end, frameEnd) }
+      // A sound frame the file's start cuts into is shown from its first sample after the cut.
+      let rate = Int64(stream.format.sampleRate)
+      let shown =
+        raw.hiddenSamples > 0 && rate > 0
+        ? time.advanced(by: .microseconds(Int64(raw.hiddenSamples) * 1_000_000 / rate), notAfter: frameEnd) : time
       if !raw.isHidden, let span = spans[raw.stream] {
-        spans[raw.stream] = MediaRange(start: min(span.start, time), end: max(span.end, frameEnd))
+        spans[raw.stream] = MediaRange(start: min(span.start, shown), end: max(span.end, frameEnd))
       } else if !raw.isHidden {
-        spans[raw.stream] = MediaRange(start: time, end: frameEnd)
+        spans[raw.stream] = MediaRange(start: shown, end: frameEnd)
       }
       if stream.format.codec.kind == .video {
         if let previous = latest[raw.stream], time < previous { reordered = true }
         latest[raw.stream] = max(latest[raw.stream] ?? time, time)
         if raw.isKeyframe && !raw.isHidden { keyframes.append(time) }
+        if raw.isHidden { hidesPictures = true }
       }
     }
     if let video = reader.video, let last = latest[video.index], end <= last {
@@ -126,6 +138,7 @@ public struct MediaFileInfo: Sendable, Equatable {
     }
     self.end = end
     self.keyframes = keyframes.sorted()
+    self.hidesPictures = hidesPictures
     let fileStart = self.start
     tracks = reader.described.map { described in
       let stream = [reader.video, reader.audio].compactMap { $0 }.first { $0.index == described.index }

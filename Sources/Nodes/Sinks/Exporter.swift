@@ -179,8 +179,13 @@ public final class Exporter: Node {
 
   // MARK: Results
 
-  /// True once some media has been written.
-  public var hasMedia: Bool { writtenVideoPackets > 0 }
+  /// True once media of the range has been written: video, of which a picture reaches the range (a
+  /// keyframe cut copies the group of pictures leading into the range, and when none of its pictures
+  /// reaches it — a hole in the stream from before its start to past its end — the range has none).
+  public var hasMedia: Bool {
+    writtenVideoPackets > 0
+      && (timeline.stretches + (recording?.openRange.map { [$0] } ?? [])).contains { $0.end > timeline.range.start }
+  }
 
   /// Packets written, by track kind (for tests and statistics).
   public var writtenVideoPackets: Int { recording?.videoPackets ?? closed.video }
@@ -200,12 +205,7 @@ public final class Exporter: Node {
   /// Finishes the MP4 and puts the final, seekable file at `destination` (renamed into place; only a
   /// regular file there is replaced).
   public func finalizeFile(to destination: String) throws {
-    // A keyframe cut copies the group of pictures leading into the range: when no picture of it reaches
-    // the range (a hole in the stream from before the start to past the end), the range has none.
-    let reaches = (timeline.stretches + (recording?.openRange.map { [$0] } ?? [])).contains {
-      $0.end > timeline.range.start
-    }
-    guard let recording, hasMedia, reaches else {
+    guard let recording, hasMedia else {
       throw MediaError(.noMedia, "the range has no video that can be written")
     }
     keepOpenStretch()

@@ -8,12 +8,12 @@ import PipelineGraph
 ///
 /// Inputs are told apart by their frames' track (a ``TrackSource`` tags them) and placed by their
 /// timestamps from the origin (given — files composed from their start: a sound that starts 2 s into
-/// its file is placed 2 s in — or else the first frame of any input): a hole in one input is silence in
-/// it. The
-/// output is 16-bit interleaved in blocks of ``blockSamples``, each made once an input still running has
-/// reached its end and every other has too, has ended, or has stalled — lags more than ``maximumLag``
-/// behind and brought nothing for ``stallTime`` on the pipeline's clock (a live track that starts late or
-/// stops does not hold the others back; what it brings for a stretch already mixed is dropped).
+/// its file is placed 2 s in, and sound before it is left out — or else the first frame of any input): a
+/// hole in one input is silence in it. The output is 16-bit interleaved in blocks of ``blockSamples``,
+/// each made once an input still running has reached its end and every other has too, has ended, or has
+/// stalled — lags more than ``maximumLag`` behind and brought nothing for ``stallTime`` on the pipeline's
+/// clock (a live track that starts late or stops does not hold the others back; what it brings for a
+/// stretch already mixed is dropped).
 /// The end of stream mixes up to the end of the longest input. What a mixer holds and does stays bounded
 /// whatever the inputs' times: a hole is never stored as silence, an input ``maximumAhead`` ahead of the
 /// mix is held back (its lane in ``admission`` closes, and its ``TrackSource`` waits), and a stretch of
@@ -162,9 +162,16 @@ public final class AudioMixer: Node {
     lane.arrival = context.now
     guard let origin, let (converted, count) = try lane.converter.convert(input.frame) else { return }
     let channels = format.channels
-    let at = max(0, samples(in: (try? input.time - origin) ?? .zero))
-    converted.pointer.pointee.data.0!.withMemoryRebound(to: Int16.self, capacity: count * channels) { base in
-      lane.add(UnsafeBufferPointer(start: base, count: count * channels), at: at, join: Int64(format.sampleRate / 100))
+    // Sound before a given origin (a frame a file's start cuts into) is left out, not moved to it.
+    let offset = samples(in: (try? input.time - origin) ?? .zero)
+    let skipped = offset < 0 ? Int(min(Int64(count), -offset)) : 0
+    if skipped < count {
+      converted.pointer.pointee.data.0!.withMemoryRebound(to: Int16.self, capacity: count * channels) { base in
+        lane.add(
+          UnsafeBufferPointer(start: base + skipped * channels, count: (count - skipped) * channels),
+          at: max(0, offset),
+          join: Int64(format.sampleRate / 100))
+      }
     }
     // What lies before the next block was mixed without it.
     lane.drop(before: position)

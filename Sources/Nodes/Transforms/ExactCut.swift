@@ -146,13 +146,10 @@ public final class ExactCut: Node {
     try decoder.receive { try accept(($0, $1, $2)) }
   }
 
-  /// A picture in presentation order: the one before it now has its duration — up to this one, or its own
-  /// when shorter (a stream with a hole, a variable frame rate: the re-encoded edge keeps the hole the
-  /// copied pictures after it would keep, instead of stretching a picture over it).
+  /// A picture in presentation order: the one before it now has its duration.
   private func accept(_ picture: (time: MediaTime, duration: MediaDuration, frame: FrameBuffer)) throws {
     if let limit = next?.time, picture.time >= limit { return }
-    if let pending = pendingPicture, let step = try? picture.time - pending.time, step > .zero {
-      let duration = pending.duration > .zero ? min(step, pending.duration) : step
+    if let pending = pendingPicture, let duration = try? picture.time - pending.time, duration > .zero {
       try encode(pending.frame, at: pending.time, lasting: duration)
     }
     pendingPicture = picture
@@ -242,8 +239,7 @@ public final class ExactCut: Node {
       try decoder.receive { try accept(($0, $1, $2)) }
     }
     if let pending = pendingPicture {
-      let own = pending.time.advanced(by: pending.duration, notAfter: MediaTime(microseconds: .max))
-      let end = next.map { pending.duration > .zero ? min($0.time, own) : $0.time } ?? own
+      let end = next?.time ?? pending.time.advanced(by: pending.duration, notAfter: MediaTime(microseconds: .max))
       if let duration = try? end - pending.time, duration > .zero {
         try encode(pending.frame, at: pending.time, lasting: duration)
       }

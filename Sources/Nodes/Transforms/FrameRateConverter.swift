@@ -92,7 +92,8 @@ public final class FrameRateConverter: Node {
       next = 0
     } else {
       // The held picture fills the slots nearer to it than to this one (up to half a slot before this
-      // one's time; a slot halfway between goes to this one, as ffmpeg rounds half away from zero).
+      // one's time: a picture halfway between two slots goes to the later, as ffmpeg rounds half away
+      // from zero).
       try emitSlots(through: (try? input.time - halfSlot) ?? input.time, context: context)
     }
     if let held, !heldEmitted, held !== input { dropped += 1 }

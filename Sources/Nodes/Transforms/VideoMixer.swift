@@ -5,9 +5,9 @@ import PipelineGraph
 ///
 /// Inputs are told apart by their frames' track (a ``TrackSource`` tags them). Output pictures are at
 /// `origin + n / fps`, the origin being given (files composed from their start) or else the first picture
-/// of any input; each shows, per cell, the latest
-/// picture of its input at or before that instant. A slot is composed once an input still running has
-/// reached it and every other has too, has ended, or has stalled — lags more than ``maximumLag`` behind
+/// of any input; each shows, per cell, the latest picture of its input at or before that instant. A slot
+/// is composed once an input still running has reached it and every other has too, has ended, or has
+/// stalled — lags more than ``maximumLag`` behind
 /// and brought nothing for ``stallTime`` on the pipeline's clock (a live track that stalls does not hold the
 /// others back; a file that decodes more slowly is waited for); an input that has not started, or ended more than ``holdAfterEnd``
 /// ago, is black (an input that stops shows its last picture, then black). The end of stream composes
