@@ -357,6 +357,45 @@ struct FileCommandTests {
   }
 
   @Test(
+    "export --input --cut exact of a group of pictures with bad bytes inside two pictures' data: the decoder's refusals cost those pictures, not the cut (exit 0), as the keyframe cut copies on"
+  )
+  func exactCutOverDamagedPictures() throws {
+    let directory = try TemporaryDirectory()
+    let source = try MediaFileExportTests.makeFile(
+      .init(container: "mp4", codec: "h264", bFrames: true), seconds: 8, in: directory.url)
+    // The middle half of two pictures 2.4 s in (decode order) overwritten with noise: their NAL unit
+    // lengths stand, their slices do not decode (an exact cut from 2.1 s decodes the group from 2 s).
+    let packets = try run(
+      "/usr/bin/ffprobe",
+      ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pos,size", "-of", "csv=p=0", source.path]
+    ).split(separator: "\n").compactMap { line -> (size: Int, position: Int)? in
+      let fields = line.split(separator: ",").compactMap { Int($0) }
+      return fields.count == 2 ? (fields[0], fields[1]) : nil
+    }
+    try #require(packets.count == 200)
+    var bytes = [UInt8](try Data(contentsOf: source))
+    var state: UInt64 = 11
+    for packet in packets[60..<62] {
+      for index in packet.position + packet.size / 4..<packet.position + packet.size * 3 / 4 {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        bytes[index] = UInt8(truncatingIfNeeded: state >> 33)
+      }
+    }
+    let damaged = directory.url.appendingPathComponent("damaged.mp4")
+    try Data(bytes).write(to: damaged)
+    for cut in ["keyframe", "exact"] {
+      let out = directory.url.appendingPathComponent("\(cut).mp4")
+      let finished = try tipipe([
+        "export", "--input", damaged.path, "--start", "2.1", "--end", "6", "--cut", cut, "--out", out.path,
+      ])
+      #expect(finished.status == 0, "\(cut): \(finished.stderr)")
+      let judged = try MediaFileExportTests.judge(out)
+      // 3.9 s of pictures (exact) or 4 s (keyframe), less those the damage costs.
+      #expect(judged.videoFrames >= 90 && judged.videoDuration > 3.8, "\(cut): \(judged)")
+    }
+  }
+
+  @Test(
     "export --input of a range inside a hole of a variable-frame-rate file: no picture in it, so no file, whichever the cut (the keyframe cut had written its group's pictures from before the range)"
   )
   func rangeInsideAHoleHasNoPicture() throws {

@@ -18,6 +18,9 @@ import PipelineGraph
 /// `start` passes unchanged. Each ``StretchStart`` event (a gate's next kept stretch) starts a new cut at
 /// its time, so every stretch of a ``RangeGate`` or a ``Valve`` begins exactly where it was asked to.
 ///
+/// A packet of the edge that the decoder refuses (bad bytes in a damaged file) costs its own pictures,
+/// not the cut: ``damagedPackets`` counts them.
+///
 /// What it holds is bounded by ``holdLimit``: a group of pictures that grows past it (a stream with no
 /// second keyframe within it, as intra-refresh cameras make) fails the node with `resourceExhausted`
 /// rather than hold the file in memory.
@@ -71,6 +74,8 @@ public final class ExactCut: Node {
   private var heldBytes = 0
   /// Pictures re-encoded (0 when the stream started at a keyframe).
   public private(set) var picturesEncoded = 0
+  /// Packets or pictures of the edge the decoder refused (damaged): skipped, their pictures missing.
+  public private(set) var damagedPackets = 0
 
   /// A cut of `videoTrack` (and `audioTrack` with it) at `start`.
   public init(start: MediaTime, videoTrack: TrackID, audioTrack: TrackID? = nil, quality: Int = 18) {
@@ -142,8 +147,26 @@ public final class ExactCut: Node {
     }
     let decoder = try self.decoder ?? MediaDecoder(format: packet.format, threads: FrameDecoder.defaultThreads)
     self.decoder = decoder
-    try decoder.send(packet)
-    try decoder.receive { try accept(($0, $1, $2)) }
+    // A damaged packet (bad bytes the decoder refuses) costs its own pictures, as ffmpeg skips it and as a
+    // keyframe cut of the same file copies the rest: the cut goes on with the next packet.
+    do { try decoder.send(packet) } catch let error as MediaError where error.kind == .unreadableMedia {
+      damagedPackets += 1
+      return
+    }
+    try receive(from: decoder)
+  }
+
+  /// Takes the pictures decoded so far; one the decoder fails on (a damaged packet's) is counted and
+  /// skipped, and those after it are still taken.
+  private func receive(from decoder: MediaDecoder) throws {
+    // (Each failure is one picture the decoder gives up: bounded, whatever it does.)
+    for _ in 0..<64 {
+      do { return try decoder.receive { try accept(($0, $1, $2)) } } catch let error as MediaError
+        where error.kind == .unreadableMedia
+      {
+        damagedPackets += 1
+      }
+    }
   }
 
   /// A picture in presentation order: the one before it now has its duration.
@@ -236,7 +259,7 @@ public final class ExactCut: Node {
     passing = true
     if let decoder {
       decoder.sendEndOfStream()
-      try decoder.receive { try accept(($0, $1, $2)) }
+      try receive(from: decoder)
     }
     if let pending = pendingPicture {
       let end = next?.time ?? pending.time.advanced(by: pending.duration, notAfter: MediaTime(microseconds: .max))
